@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what aml-shim needs to build and to run its tests, from Debian's
+# packages. Idempotent and quiet: packages already present are skipped.
+# CUDA and NCCL are optional (under /usr/local/cuda when present) and never
+# installed here.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libboost-program-options-dev libgtest-dev
+  openmpi-bin libopenmpi-dev
+  rdma-core libibverbs-dev librdmacm-dev libucx-dev
+  python3 python3-torch python3-mpi4py
+  slurm-wlm munge
+  tini dumb-init hyperfine
+  iproute2 iptables procps util-linux
+  clang libclang-rt-14-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+echo "setup: installing ${#missing[@]} packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done"

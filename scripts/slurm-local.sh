@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# A real one-node Slurm on this machine, for tests and demos (needs root and
+# the slurm-wlm and munge packages).
+#   scripts/slurm-local.sh start   # munged + slurmctld + slurmd, waits for idle
+#   scripts/slurm-local.sh stop    # stops what start started
+# State lives under $AML_SLURM_DIR (default /tmp/aml-shim-slurm); the
+# configuration is $AML_SLURM_DIR/slurm.conf (export SLURM_CONF to use it).
+set -euo pipefail
+dir=${AML_SLURM_DIR:-/tmp/aml-shim-slurm}
+conf=$dir/slurm.conf
+host=$(hostname -s)
+cpus=$(nproc)
+
+start() {
+  mkdir -p "$dir"/{spool,state,log}
+  if [[ ! -f /etc/munge/munge.key ]]; then
+    mungekey --create >/dev/null 2>&1 || create-munge-key >/dev/null 2>&1
+  fi
+  chown munge:munge /etc/munge/munge.key 2>/dev/null || true
+  chmod 400 /etc/munge/munge.key
+  mkdir -p /run/munge && chown munge:munge /run/munge
+  if ! pgrep -x munged >/dev/null; then
+    runuser -u munge -- /usr/sbin/munged
+  fi
+  cat >"$conf" <<CONF
+ClusterName=amlshim
+SlurmctldHost=$host
+AuthType=auth/munge
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SlurmUser=root
+SlurmdUser=root
+SlurmctldPort=${AML_SLURMCTLD_PORT:-6817}
+SlurmdPort=${AML_SLURMD_PORT:-6818}
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool
+SlurmctldPidFile=$dir/slurmctld.pid
+SlurmdPidFile=$dir/slurmd.pid
+SlurmctldLogFile=$dir/log/slurmctld.log
+SlurmdLogFile=$dir/log/slurmd.log
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+ReturnToService=2
+MpiDefault=none
+JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/none
+NodeName=$host CPUs=$cpus State=UNKNOWN
+PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:8
+CONF
+  slurmctld -f "$conf"
+  slurmd -f "$conf"
+  for _ in $(seq 1 60); do
+    if SLURM_CONF=$conf sinfo -h -o %t 2>/dev/null | grep -qE '^(idle|mix|alloc)'; then
+      echo "slurm: up ($host, conf $conf)"
+      return 0
+    fi
+    sleep 0.5
+  done
+  echo "slurm: node did not become idle; logs in $dir/log" >&2
+  SLURM_CONF=$conf sinfo >&2 || true
+  tail -5 "$dir"/log/*.log >&2 || true
+  return 1
+}
+
+stop() {
+  for pidfile in "$dir/slurmd.pid" "$dir/slurmctld.pid"; do
+    if [[ -f $pidfile ]]; then
+      pid=$(cat "$pidfile")
+      kill "$pid" 2>/dev/null || true
+      for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+      kill -9 "$pid" 2>/dev/null || true
+      rm -f "$pidfile"
+    fi
+  done
+  rm -rf "$dir/state" "$dir/spool"
+  echo "slurm: stopped"
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  *) echo "usage: $0 start|stop" >&2; exit 2 ;;
+esac

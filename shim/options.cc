@@ -1,0 +1,326 @@
+#include "shim/options.h"
+
+#include <boost/program_options.hpp>
+#include <cctype>
+#include <sstream>
+
+#include "shim/parse_int.h"
+
+namespace po = boost::program_options;
+
+namespace aml {
+namespace {
+
+// Options valid for each subcommand: run takes all; env takes the world
+// options plus --json/--explain; probe takes --json and --sysfs-root.
+po::options_description Describe() {
+  po::options_description d("Options");
+  // clang-format off
+  d.add_options()
+    ("help,h", "print this help and exit")
+    ("version", "print the version and exit")
+    ("nproc-per-node", po::value<std::string>()->value_name("N|gpu|auto"),
+     "children per shim: a number, 'gpu' (visible NVIDIA GPUs) or 'auto' "
+     "(GPUs, else 1). 1 (default) execs the command in place")
+    ("master-addr", po::value<std::string>()->value_name("ADDR"),
+     "rank 0's address (overrides discovery)")
+    ("master-port", po::value<std::string>()->value_name("PORT"),
+     "rank 0's port (overrides discovery)")
+    ("rendezvous", po::value<std::string>()->value_name("auto|env|mpi"),
+     "how to find the master when no variable names it: env never calls "
+     "MPI; mpi always does (MPI_Init/MPI_Finalize before the command); auto "
+     "uses MPI only for multi-node jobs that nothing else describes")
+    ("local-rank-arg", "append --local_rank=N to the command "
+     "(legacy torch.distributed.launch scripts)")
+    ("tf-config", "also write TensorFlow's TF_CONFIG")
+    ("ps-count", po::value<std::string>()->value_name("K"),
+     "with --tf-config: the first K ranks are parameter servers")
+    ("log-dir", po::value<std::string>()->value_name("DIR"),
+     "per-rank files DIR/rank-<R>.stdout and .stderr, and DIR/failure.json")
+    ("tag-output", "prefix each output line with '[rank <R>] ' "
+     "(default: on when supervising more than one child)")
+    ("no-tag-output", "never prefix output lines")
+    ("grace", po::value<std::string>()->value_name("SECONDS"),
+     "seconds between SIGTERM and SIGKILL at teardown (default 30)")
+    ("ib", po::value<std::string>()->value_name("auto|require|off"),
+     "fabric probe and NCCL/UCX env; require fails without an active "
+     "InfiniBand/RoCE port (default auto)")
+    ("sysfs-root", po::value<std::string>()->value_name("DIR"),
+     "read DIR/class/infiniband instead of /sys/class/infiniband")
+    ("preflight", po::value<std::string>()->value_name("none|tcp|nccl|all"),
+     "checks before the command starts (default none)")
+    ("quiet,q", "only errors from aml-shim itself")
+    ("verbose,v", "explain what aml-shim does")
+    ("json", "env/probe: print JSON")
+    ("explain", "env: show where each value came from");
+  // clang-format on
+  return d;
+}
+
+bool IsFlag(const po::options_description& d, const std::string& name) {
+  const po::option_description* o = d.find_nothrow(name, false);
+  return o && o->semantic()->max_tokens() == 0;
+}
+
+std::string EnvName(const std::string& option) {
+  std::string out = "AML_SHIM_";
+  for (char c : option)
+    out += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Options that the environment may set (not help/version/json/explain, which
+// are about this invocation's output).
+const char* const kEnvOptions[] = {
+    "nproc-per-node", "master-addr", "master-port", "rendezvous",
+    "local-rank-arg", "tf-config", "ps-count", "log-dir", "tag-output",
+    "grace", "ib", "sysfs-root", "preflight", "quiet", "verbose"};
+
+Result<bool> ParseBoolVar(const std::string& name, const std::string& value) {
+  std::string v;
+  for (char c : value) v += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
+  if (v == "0" || v == "false" || v == "no" || v == "off" || v.empty()) return false;
+  return Error{name + "='" + value + "' is not a boolean (use 1/0, true/false)"};
+}
+
+template <class E>
+Result<E> ParseEnum(const std::string& what, const std::string& value,
+                    std::initializer_list<std::pair<const char*, E>> table) {
+  std::string expected;
+  for (const auto& [name, e] : table) {
+    if (value == name) return e;
+    expected += expected.empty() ? name : std::string("|") + name;
+  }
+  return Error{what + "='" + value + "' is not one of " + expected};
+}
+
+// The option's origin for error messages: "--grace" or "AML_SHIM_GRACE".
+struct Origins {
+  std::vector<std::string> from_env;
+  std::string Name(const std::string& option) const {
+    for (const auto& o : from_env)
+      if (o == option) return EnvName(option);
+    return "--" + option;
+  }
+};
+
+Status Validate(const po::variables_map& vm, const Origins& origin,
+                Options& o) {
+  auto str = [&](const char* name) { return vm[name].as<std::string>(); };
+  if (vm.count("nproc-per-node")) {
+    std::string v = str("nproc-per-node");
+    if (v == "gpu") {
+      o.nproc_kind = NprocKind::kGpu;
+    } else if (v == "auto") {
+      o.nproc_kind = NprocKind::kAuto;
+    } else {
+      auto n = ParseInt(origin.Name("nproc-per-node"), v, 1, 4096);
+      if (!n.ok())
+        return Error{n.error().message + "; expected a count, 'gpu' or 'auto'"};
+      o.nproc = static_cast<int>(*n);
+    }
+  }
+  if (vm.count("master-addr")) {
+    std::string v = str("master-addr");
+    bool bad = v.empty();
+    for (unsigned char c : v) bad |= c <= ' ' || c == '/';
+    if (bad)
+      return Error{origin.Name("master-addr") + "='" + v +
+                   "' is not a host name or address"};
+    if (v.size() > 2 && v.front() == '[' && v.back() == ']')
+      v = v.substr(1, v.size() - 2);
+    o.master_addr = v;
+  }
+  if (vm.count("master-port")) {
+    auto n = ParseInt(origin.Name("master-port"), str("master-port"), 1, 65535);
+    if (!n.ok()) return n.error();
+    o.master_port = static_cast<int>(*n);
+  }
+  if (vm.count("rendezvous")) {
+    auto r = ParseEnum<Rendezvous>(origin.Name("rendezvous"), str("rendezvous"),
+                                   {{"auto", Rendezvous::kAuto},
+                                    {"env", Rendezvous::kEnv},
+                                    {"mpi", Rendezvous::kMpi}});
+    if (!r.ok()) return r.error();
+    o.rendezvous = *r;
+  }
+  o.local_rank_arg = vm.count("local-rank-arg") > 0;
+  o.tf_config = vm.count("tf-config") > 0;
+  if (vm.count("ps-count")) {
+    auto n = ParseInt(origin.Name("ps-count"), str("ps-count"), 0, 1 << 20);
+    if (!n.ok()) return n.error();
+    if (!o.tf_config)
+      return Error{origin.Name("ps-count") + "='" + str("ps-count") +
+                   "' needs --tf-config"};
+    o.ps_count = static_cast<int>(*n);
+  }
+  if (vm.count("log-dir")) {
+    if (str("log-dir").empty())
+      return Error{origin.Name("log-dir") + "='' is an empty directory name"};
+    o.log_dir = str("log-dir");
+  }
+  if (vm.count("tag-output") && vm.count("no-tag-output"))
+    return Error{"--tag-output and --no-tag-output contradict each other"};
+  if (vm.count("tag-output")) o.tag_output = true;
+  if (vm.count("no-tag-output")) o.tag_output = false;
+  if (vm.count("grace")) {
+    std::string v = str("grace");
+    char* end = nullptr;
+    double g = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || !(g >= 0) || g > 86400 * 7)
+      return Error{origin.Name("grace") + "='" + v +
+                   "' is not a number of seconds (0..604800)"};
+    o.grace_s = g;
+  }
+  if (vm.count("ib")) {
+    auto r = ParseEnum<IbMode>(origin.Name("ib"), str("ib"),
+                               {{"auto", IbMode::kAuto},
+                                {"require", IbMode::kRequire},
+                                {"off", IbMode::kOff}});
+    if (!r.ok()) return r.error();
+    o.ib = *r;
+  }
+  if (vm.count("sysfs-root")) {
+    if (str("sysfs-root").empty())
+      return Error{origin.Name("sysfs-root") + "='' is an empty directory name"};
+    o.sysfs_root = str("sysfs-root");
+  }
+  if (vm.count("preflight")) {
+    auto r = ParseEnum<int>(origin.Name("preflight"), str("preflight"),
+                            {{"none", 0}, {"tcp", 1}, {"nccl", 2}, {"all", 3}});
+    if (!r.ok()) return r.error();
+    o.preflight.tcp = (*r & 1) != 0;
+    o.preflight.nccl = (*r & 2) != 0;
+  }
+  if (vm.count("quiet") && vm.count("verbose"))
+    return Error{"--quiet and --verbose contradict each other"};
+  if (vm.count("quiet")) o.verbosity = Verbosity::kQuiet;
+  if (vm.count("verbose")) o.verbosity = Verbosity::kVerbose;
+  o.json = vm.count("json") > 0;
+  o.explain = vm.count("explain") > 0;
+  if (o.json && o.explain)
+    return Error{"--json and --explain contradict each other"};
+  return Ok{};
+}
+
+}  // namespace
+
+Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
+                                    const EnvSnapshot& env) {
+  Invocation inv;
+  const po::options_description desc = Describe();
+  size_t i = 0;
+  if (!args.empty() && args[0] == "env") {
+    inv.subcommand = Subcommand::kEnv;
+    i = 1;
+  } else if (!args.empty() && args[0] == "probe") {
+    inv.subcommand = Subcommand::kProbe;
+    i = 1;
+  }
+  // Split the options from the command: options end at "--" or at the first
+  // word that is not an option or an option's value.
+  std::vector<std::string> opts;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a.size() < 2 || a[0] != '-') break;
+    opts.push_back(a);
+    if (a.find('=') != std::string::npos) continue;
+    std::string name = a.substr(a[1] == '-' ? 2 : 1);
+    const po::option_description* o =
+        desc.find_nothrow(name, false, false, a[1] != '-');
+    if (o && o->semantic()->max_tokens() > 0 && i + 1 < args.size())
+      opts.push_back(args[++i]);
+  }
+  inv.command.assign(args.begin() + static_cast<long>(i), args.end());
+
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(opts)
+                  .options(desc)
+                  .style(po::command_line_style::unix_style &
+                         ~po::command_line_style::allow_guessing)
+                  .run(),
+              vm);
+  } catch (const po::error& e) {
+    return Error{std::string(e.what())};
+  }
+  // AML_SHIM_* for every option the command line left unset.
+  Origins origin;
+  std::vector<std::string> env_args;
+  for (const char* name : kEnvOptions) {
+    std::string var = EnvName(name);
+    const std::string* value = env.Find(var);
+    if (!value || vm.count(name)) continue;
+    if (std::string(name) == "tag-output" && vm.count("no-tag-output")) continue;
+    if (IsFlag(desc, name)) {
+      auto on = ParseBoolVar(var, *value);
+      if (!on.ok()) return on.error();
+      if (*on) env_args.push_back(std::string("--") + name);
+      else if (std::string(name) == "tag-output" && !vm.count("tag-output"))
+        env_args.push_back("--no-tag-output");
+    } else {
+      env_args.push_back(std::string("--") + name + "=" + *value);
+    }
+    origin.from_env.push_back(name);
+    if (std::string(name) == "tag-output") origin.from_env.push_back("no-tag-output");
+  }
+  try {
+    po::store(po::command_line_parser(env_args).options(desc).run(), vm);
+  } catch (const po::error& e) {
+    return Error{std::string(e.what()) + " (from the environment)"};
+  }
+  po::notify(vm);
+
+  inv.help = vm.count("help") > 0;
+  inv.version = vm.count("version") > 0;
+  auto valid = Validate(vm, origin, inv.options);
+  if (!valid.ok()) return valid.error();
+
+  // Options that do not apply to a subcommand are refused, not ignored.
+  auto refuse = [&](std::initializer_list<const char*> names,
+                    const char* where) -> Status {
+    for (const char* n : names)
+      if (vm.count(n) && !vm[n].defaulted())
+        return Error{std::string("--") + n + " does not apply to " + where};
+    return Ok{};
+  };
+  if (inv.subcommand == Subcommand::kRun) {
+    auto r = refuse({"json", "explain"}, "running a command (use 'aml-shim env')");
+    if (!r.ok()) return r.error();
+  }
+  if (inv.subcommand == Subcommand::kProbe) {
+    auto r = refuse({"explain"}, "'aml-shim probe'");
+    if (!r.ok()) return r.error();
+  }
+  if (inv.subcommand != Subcommand::kRun && !inv.command.empty())
+    return Error{"unexpected argument '" + inv.command[0] + "' after '" +
+                 (inv.subcommand == Subcommand::kEnv ? "env" : "probe") + "'"};
+  if (inv.subcommand == Subcommand::kRun && inv.command.empty() && !inv.help &&
+      !inv.version)
+    return Error{"no command given: usage: aml-shim [OPTIONS] [--] COMMAND [ARGS...]"};
+  return inv;
+}
+
+std::string HelpText() {
+  std::ostringstream out;
+  out << "Usage:\n"
+         "  aml-shim [OPTIONS] [--] COMMAND [ARGS...]   resolve the job's world, "
+         "then exec or supervise COMMAND\n"
+         "  aml-shim env   [OPTIONS] [--json|--explain] print what COMMAND would "
+         "get, for this rank\n"
+         "  aml-shim probe [--json] [--sysfs-root DIR]  print this node's fabric "
+         "report\n\n"
+      << Describe()
+      << "\nEvery option can also be set as AML_SHIM_<NAME> "
+         "(e.g. AML_SHIM_NPROC_PER_NODE=8); the command line wins.\n"
+         "Exit status: the command's; 128+N if it died of signal N; 125 when "
+         "aml-shim fails;\n126 command not executable; 127 command not found.\n";
+  return out.str();
+}
+
+}  // namespace aml

@@ -1,0 +1,69 @@
+"""Shared helpers for aml-shim's end-to-end tests (run by ctest).
+
+Each test runs the built binary (AML_SHIM) under a real launcher and
+asserts what a user would see: the environment each rank gets, exit codes,
+messages, training results.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import unittest
+
+SHIM = os.environ.get("AML_SHIM") or os.path.join(
+    os.path.dirname(__file__), "..", "..", "build", "aml-shim")
+SRC = os.environ.get("AML_SRC") or os.path.join(os.path.dirname(__file__), "..", "..")
+PYTHON = "/usr/bin/python3"  # Debian's, with python3-torch
+TRAIN = os.path.join(SRC, "examples", "train_ddp.py")
+
+# Variables that would leak a launcher's world from the test's own
+# environment into the commands it runs.
+_LEAKY_PREFIXES = ("OMPI_", "PMIX_", "PMI_", "MPI_LOCAL", "MV2_", "SLURM_", "AML_SHIM_",
+                   "AZ_BATCH", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+                   "NODE_RANK", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT", "TF_CONFIG",
+                   "NCCL_", "GLOO_", "UCX_", "OMP_NUM_THREADS", "PRTE_")
+
+
+def clean_env(**extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_LEAKY_PREFIXES)}
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def run(args, env=None, timeout=120, input=None):
+    """Runs args; returns CompletedProcess with text stdout/stderr."""
+    return subprocess.run(args, env=env if env is not None else clean_env(),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, timeout=timeout, input=input)
+
+
+def mpirun(np, *args, x=(), extra=()):
+    """An mpirun command line for this machine (root, oversubscribed)."""
+    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(np),
+           "--mca", "btl", "self,tcp", "-x", "PMIX_MCA_gds=hash"]
+    for name in x:
+        cmd += ["-x", name]
+    return cmd + list(extra) + list(args)
+
+
+def json_lines(text):
+    """Parses every line of text that is a JSON object."""
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            out.append(json.loads(line))
+    return out
+
+
+def require(*programs):
+    """Fails (not skips) when a launcher the test needs is missing: CI
+    installs them all, so a missing one is a broken setup."""
+    for p in programs:
+        if shutil.which(p) is None and not os.path.exists(p):
+            raise AssertionError(f"{p} is not installed: run scripts/setup.sh")
+
+
+def main():
+    unittest.main(verbosity=2)

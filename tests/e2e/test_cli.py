@@ -1,0 +1,132 @@
+"""The command line, exit codes and messages, without a launcher."""
+import json
+import os
+import stat
+import tempfile
+import unittest
+
+from harness import SHIM, clean_env, main, run
+
+
+class Cli(unittest.TestCase):
+    def expect_error(self, args, code, message, env=None):
+        r = run([SHIM] + args, env=env)
+        self.assertEqual(r.returncode, code, r.stderr)
+        lines = r.stderr.splitlines()
+        self.assertEqual(len(lines), 1, r.stderr)
+        self.assertTrue(lines[0].startswith("aml-shim: "), lines[0])
+        self.assertIn(message, lines[0])
+        self.assertEqual(r.stdout, "")
+
+    def test_help_lists_every_option(self):
+        r = run([SHIM, "--help"])
+        self.assertEqual(r.returncode, 0)
+        for opt in ["--nproc-per-node", "--master-addr", "--master-port", "--rendezvous",
+                    "--local-rank-arg", "--tf-config", "--ps-count", "--log-dir",
+                    "--tag-output", "--no-tag-output", "--grace", "--ib", "--sysfs-root",
+                    "--preflight", "--quiet", "--verbose", "AML_SHIM_"]:
+            self.assertIn(opt, r.stdout)
+
+    def test_version(self):
+        r = run([SHIM, "--version"])
+        self.assertEqual(r.returncode, 0)
+        self.assertRegex(r.stdout, r"^aml-shim \d+\.\d+\.\d+")
+
+    def test_exit_status_is_the_commands(self):
+        self.assertEqual(run([SHIM, "--", "sh", "-c", "exit 7"]).returncode, 7)
+        self.assertEqual(run([SHIM, "sh", "-c", "kill -TERM $$"]).returncode, -15)
+
+    def test_command_not_found_is_127(self):
+        self.expect_error(["no-such-command-xyz"], 127, "'no-such-command-xyz': command not found")
+
+    def test_not_executable_is_126(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".sh", delete=False) as f:
+            f.write("echo hi\n")
+        os.chmod(f.name, stat.S_IRUSR | stat.S_IWUSR)
+        try:
+            self.expect_error([f.name], 126, "cannot execute: Permission denied")
+        finally:
+            os.unlink(f.name)
+
+    def test_bad_input_is_125_and_names_the_variable(self):
+        cases = [
+            ({"OMPI_COMM_WORLD_RANK": "x", "OMPI_COMM_WORLD_SIZE": "2"},
+             "OMPI_COMM_WORLD_RANK='x' is not an integer"),
+            ({"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "2"},
+             "OMPI_COMM_WORLD_RANK=2 is not below OMPI_COMM_WORLD_SIZE=2"),
+            ({"PMI_RANK": "0", "PMI_SIZE": "99999999999999999999"},
+             "PMI_SIZE='99999999999999999999' is out of range"),
+            ({"AZ_BATCH_MASTER_NODE": "10.0.0.4:port"},
+             "AZ_BATCH_MASTER_NODE='10.0.0.4:port' has a bad port 'port'"),
+            ({"AZ_BATCH_MASTER_NODE": "[fd00::1:6105"},
+             "AZ_BATCH_MASTER_NODE='[fd00::1:6105' has '[' without a closing ']'"),
+            ({"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_STEP_NODELIST": "gpu[01-"},
+             "SLURM_STEP_NODELIST='gpu[01-' has '[' without a closing ']'"),
+            ({"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_STEP_NODELIST": ""},
+             "SLURM_STEP_NODELIST='' is an empty host list"),
+            ({"PMI_PORT": "n1:5000", "PMI_ID": "0"}, "Hydra's -pmi-port mode"),
+            ({"AML_SHIM_MASTER_PORT": "99999"},
+             "AML_SHIM_MASTER_PORT='99999' is out of range (expected 1..65535)"),
+        ]
+        marker = os.path.join(tempfile.mkdtemp(), "ran")
+        for env, message in cases:
+            with self.subTest(env=env):
+                self.expect_error(["touch", marker], 125, message, env=clean_env(**env))
+                self.assertFalse(os.path.exists(marker), "the command ran after an error")
+
+    def test_bad_options_are_125(self):
+        self.expect_error(["--master-port", "0", "true"], 125,
+                          "--master-port='0' is out of range")
+        self.expect_error(["--bogus", "true"], 125, "bogus")
+        self.expect_error([], 125, "no command given")
+        self.expect_error(["--rendezvous", "magic", "true"], 125,
+                          "--rendezvous='magic' is not one of auto|env|mpi")
+
+    def test_env_json_singleton(self):
+        r = run([SHIM, "env", "--json"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        self.assertEqual(doc["source"], "singleton")
+        self.assertEqual(doc["env"]["RANK"], "0")
+        self.assertEqual(doc["env"]["WORLD_SIZE"], "1")
+        self.assertEqual(doc["env"]["MASTER_ADDR"], "127.0.0.1")
+
+    def test_env_exports_are_eval_able(self):
+        r = run(["sh", "-c", f'eval "$({SHIM} env)" && echo "$RANK/$WORLD_SIZE/$MASTER_PORT"'],
+                env=clean_env(PMI_RANK=1, PMI_SIZE=3, MPI_LOCALRANKID=1, MPI_LOCALNRANKS=3,
+                              MASTER_PORT=4567))
+        self.assertEqual(r.stdout.strip(), "1/3/4567", r.stderr)
+
+    def test_user_values_are_kept_and_explained(self):
+        r = run([SHIM, "env", "--explain"],
+                env=clean_env(OMPI_COMM_WORLD_RANK=1, OMPI_COMM_WORLD_SIZE=2,
+                              OMPI_COMM_WORLD_LOCAL_RANK=1, OMPI_COMM_WORLD_LOCAL_SIZE=2,
+                              OMP_NUM_THREADS=6))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("OMP_NUM_THREADS=6", r.stdout)
+        self.assertIn("set by the user", r.stdout)
+        self.assertIn("RANK=1", r.stdout)
+        self.assertIn("OMPI_COMM_WORLD_RANK=1", r.stdout)
+
+    def test_conflicting_preset_is_warned(self):
+        r = run([SHIM, "sh", "-c", "echo $RANK"],
+                env=clean_env(OMPI_COMM_WORLD_RANK=1, OMPI_COMM_WORLD_SIZE=2,
+                              OMPI_COMM_WORLD_LOCAL_RANK=1, OMPI_COMM_WORLD_LOCAL_SIZE=2,
+                              RANK=0, WORLD_SIZE=1))
+        self.assertEqual(r.returncode, 0)
+        self.assertEqual(r.stdout.strip(), "1")
+        self.assertIn("aml-shim: warning: torch environment variables (RANK=0, WORLD_SIZE=1) "
+                      "disagree with Open MPI", r.stderr)
+
+    def test_local_rank_arg(self):
+        r = run([SHIM, "--local-rank-arg", "--", "sh", "-c", 'echo "$@"', "sh", "a"],
+                env=clean_env(RANK=3, WORLD_SIZE=4, LOCAL_RANK=1, LOCAL_WORLD_SIZE=4))
+        self.assertEqual(r.stdout.strip(), "a --local_rank=1", r.stderr)
+
+    def test_never_sets_torchelastic(self):
+        r = run([SHIM, "env", "--json"])
+        self.assertFalse([k for k in json.loads(r.stdout)["env"] if k.startswith("TORCHELASTIC")])
+
+
+if __name__ == "__main__":
+    main()
