@@ -4,6 +4,8 @@
 
 #include <iostream>
 
+#include "launch/gpu_count.h"
+#include "launch/supervisor.h"
 #include "shim/contract.h"
 #include "shim/env_command.h"
 #include "shim/exec.h"
@@ -24,18 +26,33 @@ int Fail(const std::string& message) {
 // Features whose options parse today but whose behaviour is not built yet
 // are refused rather than silently ignored.
 Status RefuseUnbuilt(const Options& o) {
-  if (o.nproc_kind != NprocKind::kCount || o.nproc != 1)
-    return Error{"--nproc-per-node (per-node fan-out) is not implemented in "
-                 "this version"};
-  if (o.log_dir) return Error{"--log-dir is not implemented in this version"};
-  if (o.tag_output.value_or(false))
-    return Error{"--tag-output is not implemented in this version"};
   if (o.tf_config) return Error{"--tf-config is not implemented in this version"};
   if (o.preflight.tcp || o.preflight.nccl)
     return Error{"--preflight is not implemented in this version"};
   if (o.ib == IbMode::kRequire)
     return Error{"--ib require is not implemented in this version"};
   return Ok{};
+}
+
+// Children per shim for --nproc-per-node.
+Result<int> ResolveNproc(const Options& o, const EnvSnapshot& env) {
+  if (o.nproc_kind == NprocKind::kCount) return o.nproc;
+  GpuCount gpus = CountVisibleGpus(env);
+  if (gpus.count > 0) {
+    LogVerbose("--nproc-per-node " +
+               std::string(o.nproc_kind == NprocKind::kGpu ? "gpu" : "auto") + ": " +
+               std::to_string(gpus.count) + " GPUs (" + gpus.why + ")");
+    return gpus.count;
+  }
+  if (o.nproc_kind == NprocKind::kAuto) return 1;
+  return Error{"--nproc-per-node=gpu: no NVIDIA GPU is visible (" + gpus.why +
+               "); use a number or 'auto'"};
+}
+
+std::string HostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "?";
+  return buf;
 }
 
 }  // namespace
@@ -70,12 +87,22 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
   if (inv->subcommand != Subcommand::kEnv)
     for (const auto& w : world->warnings) LogWarning(w);
 
-  ChildSlot slot;
+  auto nproc = ResolveNproc(o, env);
+  if (!nproc.ok()) return Fail(nproc.error().message);
+  const bool pid1 = getpid() == 1;
+  // exec in place unless there is something to supervise: several children,
+  // output to tag or log, or zombies to reap as PID 1.
+  const bool supervise = *nproc > 1 || pid1 || o.log_dir || o.tag_output.value_or(false);
+  const bool tag = o.tag_output.value_or(*nproc > 1);
+  const bool pipe_output = *nproc > 1 || tag || o.log_dir.has_value();
+
   std::vector<ChildPlan> plans;
-  ChildPlan plan;
-  plan.vars = BuildContract(*world, env, slot);
-  plan.argv = BuildArgv(inv->command, o, plan.vars);
-  plans.push_back(std::move(plan));
+  for (int i = 0; i < *nproc; ++i) {
+    ChildPlan plan;
+    plan.vars = BuildContract(*world, env, ChildSlot{i, *nproc, pipe_output});
+    plan.argv = BuildArgv(inv->command, o, plan.vars);
+    plans.push_back(std::move(plan));
+  }
 
   if (inv->subcommand == Subcommand::kEnv) {
     std::cout << FormatEnv(*world, plans, o) << std::flush;
@@ -85,6 +112,25 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
              std::to_string(world->size.value) + " (" + world->source +
              "), master " + world->master_addr.value + ":" +
              std::to_string(world->master_port.value));
+  if (supervise) {
+    SupervisorConfig config;
+    config.pipe_output = pipe_output;
+    config.tag_output = tag;
+    config.log_dir = o.log_dir;
+    config.grace_s = o.grace_s;
+    config.node_rank = world->node_rank.value;
+    config.host = HostName();
+    config.foreground_tty = pid1 && *nproc == 1 && !pipe_output;
+    for (const ChildPlan& plan : plans) {
+      ChildLaunch launch;
+      launch.argv = plan.argv;
+      launch.env = ApplyContract(env, plan.vars);
+      launch.rank = std::stoi(ValueOf(plan.vars, "RANK"));
+      launch.local_rank = std::stoi(ValueOf(plan.vars, "LOCAL_RANK"));
+      config.children.push_back(std::move(launch));
+    }
+    return Supervise(config);
+  }
   std::string why;
   int code = ExecCommand(plans[0].argv, ApplyContract(env, plans[0].vars), &why);
   LogError(why);

@@ -57,6 +57,11 @@ def json_lines(text):
     return out
 
 
+def slurp(path):
+    with open(path) as f:
+        return f.read()
+
+
 def require(*programs):
     """Fails (not skips) when a launcher the test needs is missing: CI
     installs them all, so a missing one is a broken setup."""

@@ -36,6 +36,14 @@ class Ddp(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.check_converged(r.stdout, 2)
 
+    def test_per_node_launch_two_shims_of_two(self):
+        # mpirun starts one shim per "node"; each fans out 2 ranks of PyTorch.
+        r = run(mpirun(2, SHIM, "--nproc-per-node", "2", "--", PYTHON, TRAIN, "--epochs", "10"),
+                timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        plain = "\n".join(re.sub(r"^\[rank \d+\] ", "", line) for line in r.stdout.splitlines())
+        self.check_converged(plain, 4)
+
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,78 @@
+#include "launch/child.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "shim/exec.h"
+
+namespace aml {
+namespace {
+
+struct Pipe {
+  int fd[2] = {-1, -1};
+  ~Pipe() {
+    for (int f : fd)
+      if (f >= 0) close(f);
+  }
+};
+
+}  // namespace
+
+Result<SpawnedChild> SpawnChild(const std::vector<std::string>& argv,
+                                const EnvSnapshot& env, bool pipe_output,
+                                int* failure_exit_code) {
+  *failure_exit_code = kExitShimFailure;
+  Pipe out, err;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (pipe_output) {
+    if (pipe2(out.fd, O_CLOEXEC) != 0 || pipe2(err.fd, O_CLOEXEC) != 0) {
+      posix_spawn_file_actions_destroy(&actions);
+      return Error{std::string("cannot create a pipe: ") + std::strerror(errno)};
+    }
+    posix_spawn_file_actions_adddup2(&actions, out.fd[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, err.fd[1], STDERR_FILENO);
+  }
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t empty, all;
+  sigemptyset(&empty);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &empty);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                      POSIX_SPAWN_SETSIGDEF);
+  CArgs args(argv);
+  CArgs envp(env.ToStrings());
+  pid_t pid = -1;
+  // posix_spawnp searches this process's PATH, which is the user's.
+  int rc = posix_spawnp(&pid, args.ptrs[0], &actions, &attr, args.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    std::string message;
+    *failure_exit_code = ExecFailureCode(rc, argv[0], &message);
+    return Error{message};
+  }
+  SpawnedChild child;
+  child.pid = pid;
+  if (pipe_output) {
+    close(out.fd[1]);
+    close(err.fd[1]);
+    out.fd[1] = err.fd[1] = -1;
+    child.out_fd = out.fd[0];
+    child.err_fd = err.fd[0];
+    out.fd[0] = err.fd[0] = -1;
+    for (int fd : {child.out_fd, child.err_fd})
+      fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  }
+  return child;
+}
+
+}  // namespace aml

@@ -1,0 +1,59 @@
+#include "launch/descendants.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace aml {
+
+std::vector<pid_t> ListChildren() {
+  std::vector<pid_t> out;
+  const pid_t self = getpid();
+  // /proc/<pid>/task/<tid>/children lists each thread's children; aml-shim
+  // is single-threaded, so its main thread's list is complete.
+  std::string path = "/proc/" + std::to_string(self) + "/task/" + std::to_string(self) + "/children";
+  std::ifstream f(path);
+  if (f) {
+    pid_t p;
+    while (f >> p) out.push_back(p);
+    return out;
+  }
+  // Kernels without CONFIG_PROC_CHILDREN: scan /proc/*/stat for our pid.
+  DIR* d = opendir("/proc");
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (*end != '\0' || pid <= 0) continue;
+    std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    size_t paren = line.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream rest(line.substr(paren + 2));
+    char state;
+    long ppid;
+    if (rest >> state >> ppid && ppid == self) out.push_back(static_cast<pid_t>(pid));
+  }
+  closedir(d);
+  return out;
+}
+
+bool HasDescendants() { return !ListChildren().empty(); }
+
+void SignalDescendants(int sig) {
+  for (pid_t p : ListChildren()) {
+    pid_t pgid = getpgid(p);
+    if (pgid > 0 && pgid != getpgrp()) kill(-pgid, sig);
+    kill(p, sig);
+  }
+}
+
+}  // namespace aml

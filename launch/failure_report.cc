@@ -1,0 +1,123 @@
+#include "launch/failure_report.h"
+
+#include <sys/wait.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+
+#include "shim/json.h"
+
+namespace aml {
+
+std::string SignalName(int sig) {
+  static const struct {
+    int sig;
+    const char* name;
+  } names[] = {{SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"},
+               {SIGILL, "SIGILL"},   {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"},
+               {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},   {SIGKILL, "SIGKILL"},
+               {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
+               {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"},
+               {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"}, {SIGSYS, "SIGSYS"}};
+  for (const auto& n : names)
+    if (n.sig == sig) return n.name;
+  return "signal " + std::to_string(sig);
+}
+
+int ExitCodeFor(int st) {
+  if (WIFEXITED(st)) return WEXITSTATUS(st);
+  if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+  return 125;
+}
+
+std::string DescribeStatus(int st) {
+  if (WIFEXITED(st)) return "exit status " + std::to_string(WEXITSTATUS(st));
+  if (WIFSIGNALED(st)) {
+    std::string s = "signal " + std::to_string(WTERMSIG(st)) + " (" +
+                    SignalName(WTERMSIG(st)) + ")";
+    if (WCOREDUMP(st)) s += ", core dumped";
+    return s;
+  }
+  return "unknown status " + std::to_string(st);
+}
+
+std::vector<std::string> LastLines(const std::string& text, size_t n) {
+  std::vector<std::string> lines;
+  size_t end = text.size();
+  while (end > 0 && lines.size() < n) {
+    size_t start = text.rfind('\n', end - 1);
+    start = start == std::string::npos ? 0 : start + 1;
+    std::string line = text.substr(start, end - start);
+    while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.pop_back();
+    if (!line.empty()) lines.insert(lines.begin(), line);
+    if (start == 0) break;
+    end = start - 1;
+  }
+  return lines;
+}
+
+namespace {
+
+std::string Seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f s", s);
+  return buf;
+}
+
+std::string Command(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const auto& a : argv) s += (s.empty() ? "" : " ") + a;
+  return s.size() > 200 ? s.substr(0, 200) + "..." : s;
+}
+
+}  // namespace
+
+std::string FormatFailureSummary(const ChildOutcome& o, size_t tail_lines) {
+  const std::string p = "aml-shim: ";
+  std::string out = p + "==================== job failed ====================\n";
+  out += p + "first failure: rank " + std::to_string(o.rank) + " (local rank " +
+         std::to_string(o.local_rank) + ", node " + std::to_string(o.node_rank) +
+         ", host " + o.host + ")\n";
+  out += p + "  status:   " + DescribeStatus(o.wait_status) + " -> aml-shim exits " +
+         std::to_string(ExitCodeFor(o.wait_status)) + "\n";
+  out += p + "  run time: " + Seconds(o.runtime_s) + "\n";
+  out += p + "  command:  " + Command(o.argv) + "\n";
+  if (!o.cause.empty()) out += p + "  cause:    " + o.cause + "\n";
+  auto lines = LastLines(o.stderr_tail, tail_lines);
+  if (!lines.empty()) {
+    out += p + "  last lines of its stderr:\n";
+    for (const auto& l : lines) out += p + "  | " + l + "\n";
+  }
+  out += p + "====================================================\n";
+  return out;
+}
+
+std::string FailureJson(const ChildOutcome& o, size_t tail_lines) {
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("rank").Int(o.rank);
+  j.Key("local_rank").Int(o.local_rank);
+  j.Key("node_rank").Int(o.node_rank);
+  j.Key("host").String(o.host);
+  j.Key("exit_code").Int(ExitCodeFor(o.wait_status));
+  if (WIFSIGNALED(o.wait_status)) {
+    j.Key("signal").Int(WTERMSIG(o.wait_status));
+    j.Key("signal_name").String(SignalName(WTERMSIG(o.wait_status)));
+  } else {
+    j.Key("signal").Null();
+  }
+  j.Key("status").String(DescribeStatus(o.wait_status));
+  j.Key("runtime_s").Number(o.runtime_s);
+  j.Key("argv").BeginArray();
+  for (const auto& a : o.argv) j.String(a);
+  j.EndArray();
+  j.Key("cause").String(o.cause);
+  j.Key("stderr_tail").BeginArray();
+  for (const auto& l : LastLines(o.stderr_tail, tail_lines)) j.String(l);
+  j.EndArray();
+  j.EndObject();
+  return j.str() + "\n";
+}
+
+}  // namespace aml

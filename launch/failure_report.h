@@ -1,0 +1,36 @@
+// The one summary a user reads when a job fails: which rank failed first,
+// where, how, after how long, and the end of its stderr.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace aml {
+
+struct ChildOutcome {
+  int rank = 0;
+  int local_rank = 0;
+  int node_rank = 0;
+  std::string host;
+  std::vector<std::string> argv;
+  int wait_status = 0;  // as from waitpid
+  double runtime_s = 0;
+  std::string stderr_tail;  // last bytes of its stderr, when captured
+  std::string cause;        // e.g. "after aml-shim received SIGTERM"
+};
+
+// The exit code a shell would report: the status, or 128+N for signal N.
+int ExitCodeFor(int wait_status);
+// "exit status 7" or "signal 9 (SIGKILL)".
+std::string DescribeStatus(int wait_status);
+// "SIGKILL" for 9; "signal 64" when unnamed.
+std::string SignalName(int sig);
+// The last `n` non-empty lines of `text`.
+std::vector<std::string> LastLines(const std::string& text, size_t n);
+
+// The stderr block, each line starting "aml-shim: ".
+std::string FormatFailureSummary(const ChildOutcome& o, size_t tail_lines = 20);
+// The same facts as one JSON object (DIR/failure.json).
+std::string FailureJson(const ChildOutcome& o, size_t tail_lines = 20);
+
+}  // namespace aml

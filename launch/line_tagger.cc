@@ -1,0 +1,72 @@
+#include "launch/line_tagger.h"
+
+#include <cstring>
+
+namespace aml {
+
+LineTagger::LineTagger(std::string prefix, size_t max_line)
+    : prefix_(std::move(prefix)), max_line_(max_line < 1 ? 1 : max_line) {
+  // "[rank 3] " -> "[rank 3]+ "
+  cont_prefix_ = prefix_;
+  if (!cont_prefix_.empty() && cont_prefix_.back() == ' ') {
+    cont_prefix_.back() = '+';
+    cont_prefix_ += ' ';
+  } else {
+    cont_prefix_ += "+ ";
+  }
+}
+
+void LineTagger::EmitPiece(std::string_view piece, std::string* out) {
+  out->append(continuing_ ? cont_prefix_ : prefix_);
+  out->append(piece);
+}
+
+void LineTagger::Feed(std::string_view data, std::string* out) {
+  while (!data.empty()) {
+    // Find the next line end in data.
+    const char* begin = data.data();
+    const char* nl = static_cast<const char*>(std::memchr(begin, '\n', data.size()));
+    const char* cr = static_cast<const char*>(std::memchr(begin, '\r', nl ? nl - begin : data.size()));
+    const char* end = cr ? cr : nl;
+    size_t len = end ? static_cast<size_t>(end - begin) + 1 : 0;  // with terminator
+    if (!end || partial_.size() + len > max_line_) {
+      // No line end: hold it, cutting when the line would exceed the limit.
+      size_t room = max_line_ - partial_.size();
+      if (data.size() < room) {
+        partial_.append(data);
+        return;
+      }
+      partial_.append(data.substr(0, room));
+      data.remove_prefix(room);
+      FlushPartial(out);
+      continue;
+    }
+    if (partial_.empty()) {
+      EmitPiece(data.substr(0, len), out);
+    } else {
+      partial_.append(data.substr(0, len));
+      EmitPiece(partial_, out);
+      partial_.clear();
+    }
+    continuing_ = false;
+    data.remove_prefix(len);
+  }
+}
+
+void LineTagger::FlushPartial(std::string* out) {
+  if (partial_.empty()) return;
+  EmitPiece(partial_, out);
+  out->push_back('\n');
+  partial_.clear();
+  continuing_ = true;
+}
+
+void LineTagger::Finish(std::string* out) {
+  if (partial_.empty()) return;
+  EmitPiece(partial_, out);
+  out->push_back('\n');
+  partial_.clear();
+  continuing_ = false;
+}
+
+}  // namespace aml

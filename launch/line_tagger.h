@@ -1,0 +1,36 @@
+// Tags a child's output stream line by line: each line goes out whole,
+// prefixed "[rank R] ". Lines end at '\n' or '\r' (so tqdm progress bars
+// are not held back). A line longer than the buffer, or a partial line held
+// past its deadline, is cut; the piece that continues it is prefixed
+// "[rank R]+ " so the original bytes can always be put back together.
+// A partial line at end of stream is flushed with a '\n' added.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace aml {
+
+class LineTagger {
+ public:
+  LineTagger(std::string prefix, size_t max_line);
+
+  // Appends `data`; returns the complete tagged text ready to write.
+  void Feed(std::string_view data, std::string* out);
+  // Emits a held partial line (cut, with continuation), e.g. after a timeout.
+  void FlushPartial(std::string* out);
+  // End of stream: emits a held partial line terminated with '\n'.
+  void Finish(std::string* out);
+  bool has_partial() const { return !partial_.empty(); }
+
+ private:
+  void EmitPiece(std::string_view piece, std::string* out);
+  std::string prefix_;       // "[rank 3] "
+  std::string cont_prefix_;  // "[rank 3]+ "
+  size_t max_line_;
+  std::string partial_;
+  bool continuing_ = false;  // the next piece continues a cut line
+};
+
+}  // namespace aml

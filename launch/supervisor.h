@@ -1,0 +1,43 @@
+// Runs and supervises this shim's children (DESIGN.md §6): each in its own
+// process group; SIGTERM/INT/HUP/QUIT/USR1/USR2 forwarded to every group;
+// fail-fast teardown (SIGTERM, SIGKILL after the grace period) on the first
+// child that fails; orphaned grandchildren reaped (child subreaper, or PID 1);
+// output tagged per rank and/or copied to per-rank log files; one failure
+// summary. Blocks in ppoll on a signalfd and the output pipes: no busy loop,
+// and every wait has a deadline.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shim/env_snapshot.h"
+
+namespace aml {
+
+struct ChildLaunch {
+  std::vector<std::string> argv;
+  EnvSnapshot env;
+  int rank = 0;
+  int local_rank = 0;
+};
+
+struct SupervisorConfig {
+  std::vector<ChildLaunch> children;
+  bool pipe_output = true;  // read the children's output (else inherit it)
+  bool tag_output = true;   // prefix lines with "[rank R] "
+  std::optional<std::string> log_dir;
+  double grace_s = 30;
+  int node_rank = 0;
+  std::string host;
+  // Give the terminal to the child's process group (single child, PID 1, a
+  // tty on stdin), as tini does, so it can read the terminal and get ^C.
+  bool foreground_tty = false;
+};
+
+// Returns the exit code for aml-shim: 0 when every child succeeded, else the
+// first failure's status (128+N for signal N), 125/126/127 when a child
+// could not be started.
+int Supervise(const SupervisorConfig& config);
+
+}  // namespace aml

@@ -1,0 +1,195 @@
+"""Per-node launch and supervision: fan-out rank math, fail-fast teardown,
+signal forwarding, PID 1 reaping, tagged output and per-rank logs."""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+from harness import PYTHON, SHIM, clean_env, main, mpirun, require, run, slurp
+
+SHOW = ('echo "{\\"rank\\":$RANK,\\"size\\":$WORLD_SIZE,\\"local\\":$LOCAL_RANK,'
+        '\\"local_size\\":$LOCAL_WORLD_SIZE,\\"group\\":$GROUP_RANK,\\"groups\\":$GROUP_WORLD_SIZE,'
+        '\\"node\\":$NODE_RANK,\\"omp\\":\\"$OMP_NUM_THREADS\\",\\"unbuf\\":\\"$PYTHONUNBUFFERED\\",'
+        '\\"port\\":$MASTER_PORT}"')
+TAG = re.compile(r"^\[rank (\d+)\](\+?) (.*)$", re.S)
+
+
+def pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0); treat it as gone.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+class Supervisor(unittest.TestCase):
+    def setUp(self):
+        require("mpirun")
+        self.tmp = tempfile.mkdtemp(prefix="aml-sup-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def test_per_node_world_under_mpirun(self):
+        r = run(mpirun(2, SHIM, "--nproc-per-node", "3", "--", "sh", "-c", SHOW))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        docs = []
+        for line in r.stdout.splitlines():
+            m = TAG.match(line)
+            self.assertIsNotNone(m, f"untagged line: {line!r}")
+            doc = json.loads(m.group(3))
+            self.assertEqual(int(m.group(1)), doc["rank"])
+            docs.append(doc)
+        docs.sort(key=lambda d: d["rank"])
+        self.assertEqual([d["rank"] for d in docs], list(range(6)))
+        for d in docs:
+            self.assertEqual(d["size"], 6)
+            self.assertEqual(d["group"], d["rank"] // 3)  # shim rank
+            self.assertEqual(d["groups"], 2)
+            # Two shims share this node: LOCAL_RANK = l*p + i over 6 local processes.
+            self.assertEqual(d["local"], d["rank"])
+            self.assertEqual(d["local_size"], 6)
+            self.assertEqual(d["node"], 0)
+            self.assertEqual(d["omp"], "1")
+            self.assertEqual(d["unbuf"], "1")
+        self.assertEqual(len({d["port"] for d in docs}), 1)
+
+    def test_first_failure_tears_down_the_job(self):
+        script = ('if [ "$RANK" = 4 ]; then echo "fatal: bad shard on rank $RANK" >&2; exit 7; fi; '
+                  'exec sleep 600')
+        r = run(mpirun(2, SHIM, "--nproc-per-node", "3", "--grace", "3", "--log-dir", self.tmp,
+                       "--", "sh", "-c", script), timeout=120)
+        self.assertEqual(r.returncode, 7, r.stderr)
+        self.assertIn("first failure: rank 4 (local rank 4, node 0, host ", r.stderr)
+        self.assertIn("exit status 7", r.stderr)
+        self.assertIn("| fatal: bad shard on rank 4", r.stderr)
+        # Siblings killed by the teardown are never named as the cause.
+        self.assertNotIn("first failure: rank 3", r.stderr)
+        report = json.loads(slurp(os.path.join(self.tmp, "failure.json")))
+        self.assertEqual(report["rank"], 4)
+        self.assertEqual(report["exit_code"], 7)
+        self.assertEqual(report["stderr_tail"], ["fatal: bad shard on rank 4"])
+        self.assertEqual(slurp(os.path.join(self.tmp, "rank-4.stderr")),
+                         "fatal: bad shard on rank 4\n")
+        self.assertEqual(sorted(os.listdir(self.tmp)),
+                         sorted(["failure.json"] + [f"rank-{i}.{s}" for i in range(6)
+                                                    for s in ("stdout", "stderr")]))
+
+    def test_child_killed_by_sigkill_gives_137(self):
+        r = run([SHIM, "--nproc-per-node", "2", "--grace", "2", "--", "sh", "-c",
+                 '[ "$RANK" = 1 ] && kill -KILL $$; exec sleep 600'], timeout=60)
+        self.assertEqual(r.returncode, 137, r.stderr)
+        self.assertIn("signal 9 (SIGKILL)", r.stderr)
+        self.assertIn("first failure: rank 1", r.stderr)
+
+    def test_child_ignoring_sigterm_is_killed_after_grace(self):
+        pidfile = os.path.join(self.tmp, "stubborn")
+        script = ('if [ "$RANK" = 0 ]; then sleep 0.3; exit 3; fi; '
+                  f'trap "" TERM; echo $$ > {pidfile}; while :; do sleep 0.1; done')
+        r = run([SHIM, "--nproc-per-node", "2", "--grace", "1", "--", "sh", "-c", script],
+                timeout=60)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        pid = int(slurp(pidfile))
+        self.assertFalse(pid_alive(pid), "the child that ignored SIGTERM survived")
+
+    def test_sigterm_reaches_children_and_grandchildren_under_mpirun(self):
+        script = (f'sleep 600 & echo $! > {self.tmp}/gc-$RANK; '
+                  f'trap "echo got-term-$RANK; exit 0" TERM; echo ready-$RANK; wait')
+        p = subprocess.Popen(mpirun(2, SHIM, "--nproc-per-node", "2", "--grace", "5", "--",
+                                    "sh", "-c", script),
+                             env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        deadline = time.time() + 60
+        while len([f for f in os.listdir(self.tmp) if f.startswith("gc-")]) < 4:
+            self.assertLess(time.time(), deadline, "children did not start")
+            time.sleep(0.05)
+        time.sleep(0.2)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+        for r in range(4):
+            self.assertIn(f"[rank {r}] got-term-{r}", out, err)
+            gc = int(slurp(f"{self.tmp}/gc-{r}"))
+            self.assertFalse(pid_alive(gc), f"grandchild of rank {r} survived")
+
+    def test_pid1_reaps_orphans(self):
+        require("unshare")
+        # The inner sleeps are orphaned at once and reparented to PID 1.
+        script = ('for i in 1 2 3; do (sleep 0.2 &) ; done; sleep 1; '
+                  'ps -eo pid,stat,comm --no-headers; exit 5')
+        r = run(["unshare", "--pid", "--fork", "--mount-proc", SHIM, "--", "sh", "-c", script],
+                timeout=60)
+        self.assertEqual(r.returncode, 5, r.stderr)
+        rows = [line.split() for line in r.stdout.splitlines() if line.strip()]
+        self.assertTrue(any(row[0] == "1" and row[2] == "aml-shim" for row in rows), r.stdout)
+        zombies = [row for row in rows if row[1].startswith("Z")]
+        self.assertEqual(zombies, [], r.stdout)
+
+    def test_pid1_forwards_signals(self):
+        require("unshare")
+        p = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", SHIM, "--", "sh", "-c",
+                              'trap "echo got-term; exit 0" TERM; echo up; sleep 600 & wait'],
+                             env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        self.assertEqual(p.stdout.readline().strip(), "up")
+        # unshare --fork forwards nothing; signal the namespace's PID 1 directly.
+        children = slurp(f"/proc/{p.pid}/task/{p.pid}/children").split()
+        os.kill(int(children[0]), signal.SIGTERM)
+        out, _ = p.communicate(timeout=60)
+        self.assertIn("got-term", out)
+        self.assertEqual(p.returncode, 0)
+
+    def test_tagged_output_keeps_every_byte(self):
+        writer = ("import os, sys\n"
+                  "r = os.environ['RANK']\n"
+                  "for i in range(3000):\n"
+                  "    sys.stdout.write(f'rank {r} line {i} ' + 'x' * (i % 97) + '\\n')\n"
+                  "    if i % 500 == 0: sys.stdout.flush()\n"
+                  "sys.stdout.write(r * (1 << 20))\n")
+        r = run([SHIM, "--nproc-per-node", "4", "--", PYTHON, "-c", writer], timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = {str(i): [] for i in range(4)}
+        for line in r.stdout.split("\n")[:-1]:
+            m = TAG.match(line)
+            self.assertIsNotNone(m, f"untagged line: {line[:80]!r}")
+            if m.group(2) == "+":
+                lines[m.group(1)][-1] += m.group(3)  # a cut line continues
+            else:
+                lines[m.group(1)].append(m.group(3))
+        for rank in range(4):
+            expected = [f"rank {rank} line {i} " + "x" * (i % 97) for i in range(3000)]
+            expected.append(str(rank) * (1 << 20))
+            self.assertEqual(lines[str(rank)], expected, f"rank {rank} output differs")
+
+    def test_no_tag_output_passes_bytes_through(self):
+        r = run([SHIM, "--nproc-per-node", "2", "--no-tag-output", "--", "sh", "-c",
+                 'printf "a-$RANK"'])
+        self.assertEqual(sorted([r.stdout[:3], r.stdout[3:]]), ["a-0", "a-1"])
+
+    def test_command_not_found_in_fanout_is_127(self):
+        r = run([SHIM, "--nproc-per-node", "2", "--", "no-such-program-xyz"])
+        self.assertEqual(r.returncode, 127, r.stderr)
+        self.assertIn("aml-shim: 'no-such-program-xyz': command not found", r.stderr)
+
+    def test_gpu_without_gpus_is_125(self):
+        r = run([SHIM, "--nproc-per-node", "gpu", "--", "true"],
+                env=clean_env(CUDA_VISIBLE_DEVICES=""))
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("--nproc-per-node=gpu: no NVIDIA GPU is visible (CUDA_VISIBLE_DEVICES=)",
+                      r.stderr)
+        r = run([SHIM, "--nproc-per-node", "auto", "--", "sh", "-c", "echo $WORLD_SIZE"],
+                env=clean_env(CUDA_VISIBLE_DEVICES=""))
+        self.assertEqual(r.stdout.strip(), "1")
+
+
+if __name__ == "__main__":
+    main()
