@@ -40,11 +40,17 @@ Result<SpawnedChild> SpawnChild(const std::vector<std::string>& argv,
   }
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  sigset_t empty, all;
+  // The child starts with an empty mask (the supervisor blocks the signals
+  // it reads from its signalfd) and default dispositions for the signals the
+  // supervisor ignores. Signals ignored by aml-shim's own parent (nohup)
+  // stay ignored, as exec(2) would leave them.
+  sigset_t empty, changed;
   sigemptyset(&empty);
-  sigfillset(&all);
+  sigemptyset(&changed);
+  sigaddset(&changed, SIGPIPE);
+  sigaddset(&changed, SIGTTOU);
   posix_spawnattr_setsigmask(&attr, &empty);
-  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setsigdefault(&attr, &changed);
   posix_spawnattr_setpgroup(&attr, 0);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
                                       POSIX_SPAWN_SETSIGDEF);
@@ -69,8 +75,11 @@ Result<SpawnedChild> SpawnChild(const std::vector<std::string>& argv,
     child.out_fd = out.fd[0];
     child.err_fd = err.fd[0];
     out.fd[0] = err.fd[0] = -1;
-    for (int fd : {child.out_fd, child.err_fd})
+    for (int fd : {child.out_fd, child.err_fd}) {
       fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+      // Larger pipes: fewer wake-ups for chatty ranks (best effort).
+      fcntl(fd, F_SETPIPE_SZ, 1 << 20);
+    }
   }
   return child;
 }

@@ -22,11 +22,16 @@ void LineTagger::EmitPiece(std::string_view piece, std::string* out) {
 }
 
 void LineTagger::Feed(std::string_view data, std::string* out) {
+  // Most output has no '\r': look for one once per chunk, not once per line.
+  const bool has_cr = std::memchr(data.data(), '\r', data.size()) != nullptr;
+  out->reserve(out->size() + data.size() + (data.size() / 32 + 2) * cont_prefix_.size());
   while (!data.empty()) {
     // Find the next line end in data.
     const char* begin = data.data();
     const char* nl = static_cast<const char*>(std::memchr(begin, '\n', data.size()));
-    const char* cr = static_cast<const char*>(std::memchr(begin, '\r', nl ? nl - begin : data.size()));
+    const char* cr = has_cr ? static_cast<const char*>(std::memchr(
+                                  begin, '\r', nl ? static_cast<size_t>(nl - begin) : data.size()))
+                            : nullptr;
     const char* end = cr ? cr : nl;
     size_t len = end ? static_cast<size_t>(end - begin) + 1 : 0;  // with terminator
     if (!end || partial_.size() + len > max_line_) {

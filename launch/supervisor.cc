@@ -116,6 +116,7 @@ class Supervisor {
   double give_up_at_ = 0;      // after SIGKILL, stop waiting
   double drain_until_ = 0;     // after the last child, wait for its pipes
   bool stragglers_signalled_ = false;
+  std::string out_buf_;  // tagged output, reused across reads
 };
 
 void Supervisor::OpenLogs(Child& c) {
@@ -238,7 +239,7 @@ void Supervisor::CloseStream(Stream& s) {
 }
 
 void Supervisor::ReadStream(Stream& s, double now) {
-  static char buf[64 * 1024];
+  static char buf[256 * 1024];
   ssize_t n = read(s.fd, buf, sizeof buf);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
   if (n <= 0) {
@@ -253,11 +254,10 @@ void Supervisor::ReadStream(Stream& s, double now) {
     return;
   }
   bool had_partial = s.tagger->has_partial();
-  std::string out;
-  out.reserve(data.size() + 256);
-  s.tagger->Feed(data, &out);
-  if (!out.empty()) WriteAll(s.out_fd, out.data(), out.size());
-  if (s.tagger->has_partial() && (!had_partial || !out.empty())) s.partial_since = now;
+  out_buf_.clear();
+  s.tagger->Feed(data, &out_buf_);
+  if (!out_buf_.empty()) WriteAll(s.out_fd, out_buf_.data(), out_buf_.size());
+  if (s.tagger->has_partial() && (!had_partial || !out_buf_.empty())) s.partial_since = now;
 }
 
 void Supervisor::FlushStaleParts(double now) {

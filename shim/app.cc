@@ -4,6 +4,10 @@
 
 #include <iostream>
 
+#include "ib/fabric_env.h"
+#include "ib/probe.h"
+#include "ib/report.h"
+#include "ib/verbs.h"
 #include "launch/gpu_count.h"
 #include "launch/supervisor.h"
 #include "shim/contract.h"
@@ -29,8 +33,6 @@ Status RefuseUnbuilt(const Options& o) {
   if (o.tf_config) return Error{"--tf-config is not implemented in this version"};
   if (o.preflight.tcp || o.preflight.nccl)
     return Error{"--preflight is not implemented in this version"};
-  if (o.ib == IbMode::kRequire)
-    return Error{"--ib require is not implemented in this version"};
   return Ok{};
 }
 
@@ -47,6 +49,22 @@ Result<int> ResolveNproc(const Options& o, const EnvSnapshot& env) {
   if (o.nproc_kind == NprocKind::kAuto) return 1;
   return Error{"--nproc-per-node=gpu: no NVIDIA GPU is visible (" + gpus.why +
                "); use a number or 'auto'"};
+}
+
+struct Fabric {
+  FabricReport report;
+  FabricPlan plan;
+};
+
+Fabric ProbeFabric(const Options& o, const EnvSnapshot& env) {
+  Fabric f;
+  f.report = ProbeSysfs(o.sysfs_root);
+  // libibverbs is consulted only where the real sysfs shows devices: it costs
+  // milliseconds to load its providers and knows nothing of fixture trees.
+  if (o.sysfs_root == "/sys" && !f.report.devices.empty())
+    CrossCheckWithVerbs(f.report, QueryVerbs());
+  f.plan = PlanFabric(f.report, env, ReadNcclConf(env, "/etc/nccl.conf"));
+  return f;
 }
 
 std::string HostName() {
@@ -70,8 +88,13 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
     std::cout << "aml-shim " << kVersion << "\n";
     return 0;
   }
-  if (inv->subcommand == Subcommand::kProbe)
-    return Fail("'aml-shim probe' is not implemented in this version");
+  if (inv->subcommand == Subcommand::kProbe) {
+    Fabric f = ProbeFabric(o, env);
+    std::cout << (o.json ? FormatProbeJson(f.report, f.plan)
+                         : FormatProbeTable(f.report, f.plan))
+              << std::flush;
+    return 0;
+  }
   auto unbuilt = RefuseUnbuilt(o);
   if (!unbuilt.ok()) return Fail(unbuilt.error().message);
 
@@ -84,8 +107,25 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
                 " nodes and nothing names its master (MASTER_ADDR, "
                 "AZ_BATCH_MASTER_NODE, Slurm's node list); MPI rendezvous is "
                 "not implemented in this version: set --master-addr");
-  if (inv->subcommand != Subcommand::kEnv)
+  const bool running = inv->subcommand == Subcommand::kRun;
+  if (running)
     for (const auto& w : world->warnings) LogWarning(w);
+
+  std::vector<EnvVar> fabric_vars;
+  if (o.ib != IbMode::kOff) {
+    Fabric f = ProbeFabric(o, env);
+    if (o.ib == IbMode::kRequire && !f.plan.usable)
+      return Fail("--ib require: no active InfiniBand or RoCE v2 port (" + f.plan.summary + ")");
+    // One line per node, not one per rank.
+    if (running && world->local_rank.value == 0) {
+      // No RDMA hardware at all only matters once traffic leaves the node.
+      if (!f.report.devices.empty() || !world->single_node) LogInfo(f.plan.summary);
+      else LogVerbose(f.plan.summary);
+      for (const auto& w : f.report.warnings) LogWarning(w);
+      for (const auto& w : f.plan.warnings) LogWarning(w);
+    }
+    fabric_vars = f.plan.vars;
+  }
 
   auto nproc = ResolveNproc(o, env);
   if (!nproc.ok()) return Fail(nproc.error().message);
@@ -100,6 +140,7 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
   for (int i = 0; i < *nproc; ++i) {
     ChildPlan plan;
     plan.vars = BuildContract(*world, env, ChildSlot{i, *nproc, pipe_output});
+    plan.vars.insert(plan.vars.end(), fabric_vars.begin(), fabric_vars.end());
     plan.argv = BuildArgv(inv->command, o, plan.vars);
     plans.push_back(std::move(plan));
   }

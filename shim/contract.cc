@@ -18,13 +18,6 @@ void ContractBuilder::Default(const std::string& name, const std::string& value,
   vars_.push_back({name, value, why, false});
 }
 
-void ContractBuilder::Append(const std::vector<EnvVar>& vars) {
-  for (const EnvVar& v : vars) {
-    if (v.user_kept) vars_.push_back(v);
-    else Default(v.name, v.value, v.why);
-  }
-}
-
 std::vector<EnvVar> BuildContract(const World& world, const EnvSnapshot& env,
                                   const ChildSlot& slot) {
   ContractBuilder b(env);

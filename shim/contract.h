@@ -26,7 +26,6 @@ class ContractBuilder {
              const std::string& why);
   void Default(const std::string& name, const std::string& value,
                const std::string& why);
-  void Append(const std::vector<EnvVar>& vars);
   const std::vector<EnvVar>& vars() const { return vars_; }
 
  private:

@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""aml-shim's benchmarks, measured side by side with its peers in one run.
+
+    bench/run.py [--quick]          # writes bench/RESULTS.md and prints it
+
+Peers: a shell that forks the same children (the floor), torchrun, the
+seeds' Python launch.py (bench/peers/, verbatim from Azure ML's guide),
+bare mpirun, tini and dumb-init. Times come from hyperfine (median of
+repeated runs) or, for teardown latency and memory, from this script's own
+repeated measurements. Nothing here is asserted: see README.md for the table.
+"""
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SHIM = os.environ.get("AML_SHIM", os.path.join(ROOT, "build", "aml-shim"))
+PY = "/usr/bin/python3"
+LAUNCH_PY = os.path.join(HERE, "peers", "launch.py")
+# Debian's /usr/bin/torchrun (torch 1.13) crashes on Python 3.11; see peers/torchrun.py.
+TORCHRUN = f"{PY} {os.path.join(HERE, 'peers', 'torchrun.py')}"
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,tcp",
+          "-x", "PMIX_MCA_gds=hash"]
+# The seeds' launch.py reads Open MPI/AzureML variables even on one node.
+SEED_ENV = {"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "1",
+            "OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "1",
+            "AZ_BATCHAI_MPI_MASTER_NODE": "127.0.0.1", "PYTHONPATH": os.path.join(HERE, "peers")}
+
+
+def clean_env(**extra):
+    drop = ("OMPI_", "PMIX_", "SLURM_", "RANK", "WORLD_SIZE", "LOCAL_", "MASTER_", "AML_SHIM_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    env.update(extra)
+    return env
+
+
+def sh(cmd):
+    return " ".join(cmd) if isinstance(cmd, list) else cmd
+
+
+def hyperfine(commands, runs, warmup=2, env=None):
+    """Median seconds per command name, from one hyperfine run of them all."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        args = ["hyperfine", "--style", "none", "--warmup", str(warmup), "--runs", str(runs),
+                "--export-json", out.name]
+        for name, cmd in commands.items():
+            args += ["--command-name", name, cmd]
+        subprocess.run(args, check=True, env=env or clean_env(), stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        data = json.load(open(out.name))
+    return {r["command"]: r["median"] for r in data["results"]}
+
+
+def fmt_s(s):
+    return f"{s * 1000:.1f} ms" if s < 10 else f"{s:.1f} s"
+
+
+def table(title, rows, note=""):
+    lines = [f"### {title}", ""]
+    if note:
+        lines += [note, ""]
+    lines += ["| command | median | vs. reference |", "|---|---|---|"]
+    lines += [f"| {name} | {value} | {ratio} |" for name, value, ratio in rows]
+    return "\n".join(lines) + "\n"
+
+
+def ratio_rows(results, ref, cmds):
+    base = results[ref]
+    return [(f"`{cmds[name]}`", fmt_s(v), f"{v / base:.2f}x") for name, v in results.items()]
+
+
+def bench_fanout(runs):
+    cmds = {
+        "floor": "sh -c 'true & true & true & true & wait'",
+        "floor, exec": "sh -c '/bin/true & /bin/true & /bin/true & /bin/true & wait'",
+        "aml-shim": f"{SHIM} --nproc-per-node 4 -- true",
+        "torchrun": f"{TORCHRUN} --nproc_per_node 4 --no_python true",
+        "launch.py": f"{PY} {LAUNCH_PY} --nproc_per_node 4 --no_python --use_env true",
+    }
+    env = clean_env(**SEED_ENV)
+    res = hyperfine({k: cmds[k] for k in ("floor", "floor, exec", "aml-shim")}, runs * 4, env=env)
+    res.update(hyperfine({k: cmds[k] for k in ("torchrun", "launch.py")}, max(3, runs // 2),
+                         warmup=1, env=env))
+    return table("Start-to-exit of 4 children running `true`", ratio_rows(res, "floor", cmds),
+                 "Reference: a shell that forks the same four and waits. Goal: aml-shim within "
+                 "1.5x. In dash `true` is a builtin, so that floor execs nothing; the second row "
+                 "execs `/bin/true` as aml-shim and the peers must.")
+
+
+def bench_mpirun(runs):
+    cmds = {"mpirun": sh(MPIRUN + ["-np", "2", "true"]),
+            "mpirun + aml-shim": sh(MPIRUN + ["-np", "2", SHIM, "--", "true"])}
+    res = hyperfine(cmds, runs)
+    return table("Per-process launch under mpirun (2 ranks)", ratio_rows(res, "mpirun", cmds),
+                 "Reference: bare mpirun. Goal: under 10% overhead.")
+
+
+def bench_throughput(runs, mb):
+    tmp = tempfile.mkdtemp()
+    data = os.path.join(tmp, "lines.txt")
+    line = b"step 000123 loss 0.123456 lr 0.0001 throughput 1234.5 samples/s\n"
+    with open(data, "wb") as f:
+        block = line * (1 << 14)
+        for _ in range(mb * (1 << 20) // len(block)):
+            f.write(block)
+    size = os.path.getsize(data)
+    cmds = {
+        "plain pipe": f"sh -c 'cat {data} & cat {data} & wait' | cat > /dev/null",
+        "aml-shim tagged": f"{SHIM} --nproc-per-node 2 -- cat {data} > /dev/null",
+        "aml-shim untagged": f"{SHIM} --nproc-per-node 2 --no-tag-output -- cat {data} > /dev/null",
+    }
+    res = hyperfine(cmds, runs, warmup=1)
+    shutil.rmtree(tmp)
+    rows = []
+    for name, v in res.items():
+        rows.append((f"`{cmds[name]}`", f"{fmt_s(v)} ({2 * size / v / 1e6:.0f} MB/s)",
+                     f"{v / res['plain pipe']:.2f}x"))
+    return table(f"Output throughput: 2 children writing {size / 1e6:.0f} MB each",
+                 rows, "Reference: the same children writing into one plain pipe. Goal: within 2x.")
+
+
+def pid_gone(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
+def teardown_once(argv, tmp, env):
+    """Seconds from a child's failure until the last sibling is gone."""
+    for name in os.listdir(tmp):
+        os.unlink(os.path.join(tmp, name))
+    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   timeout=120)
+    # A sibling killed before it finished writing its pid is gone already.
+    sibs = []
+    for n in os.listdir(tmp):
+        if n.startswith("pid-"):
+            with open(os.path.join(tmp, n)) as f:
+                text = f.read().strip()
+            if text:
+                sibs.append(int(text))
+    deadline = time.time() + 60
+    while not all(pid_gone(p) for p in sibs) and time.time() < deadline:
+        time.sleep(0.0005)
+    end = time.time_ns()
+    return (end - int(open(os.path.join(tmp, "failed")).read())) / 1e9
+
+
+def bench_teardown(runs):
+    tmp = tempfile.mkdtemp()
+    # Rank 0 records the time and fails; the others record their pid and
+    # would sleep (they exit on SIGTERM).
+    script = (f'if [ "$RANK" = 0 ]; then date +%s%N > {tmp}/failed; exit 1; fi; '
+              f'echo $$ > {tmp}/pid-$RANK; exec sleep {{}}')
+    env = clean_env(**SEED_ENV)
+    peers = {
+        "aml-shim": ([SHIM, "--nproc-per-node", "4", "--", "sh", "-c", script.format(100)], runs * 2),
+        "torchrun": (TORCHRUN.split() + ["--nproc_per_node", "4", "--no_python", "sh", "-c",
+                                         script.format(100)], max(3, runs // 3)),
+        "launch.py (siblings sleep 5 s)": ([PY, LAUNCH_PY, "--nproc_per_node", "4", "--no_python",
+                                            "--use_env", "sh", "-c", script.format(5)], 3),
+    }
+    rows = []
+    for name, (argv, n) in peers.items():
+        vals = [teardown_once(argv, tmp, env) for _ in range(n)]
+        rows.append((name, fmt_s(statistics.median(vals)), f"{n} runs"))
+    shutil.rmtree(tmp)
+    return ("### Teardown latency: a child fails, until the last sibling is gone\n\n"
+            "Rank 0 of 4 exits 1; the three siblings would sleep (they exit on SIGTERM). "
+            "torchrun notices failures at its monitor interval (5 s); the seeds' launch.py "
+            "waits for rank 0, raises, and leaves the siblings running as orphans until they end "
+            "by themselves. Goal: under 50 ms.\n\n"
+            "| launcher | median | runs |\n|---|---|---|\n" +
+            "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows) + "\n")
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def bench_memory():
+    env = clean_env(**SEED_ENV)
+    peers = {
+        "aml-shim": [SHIM, "--nproc-per-node", "8", "--", "sleep", "4"],
+        "torchrun (agent)": TORCHRUN.split() + ["--nproc_per_node", "8", "--no_python", "sleep", "4"],
+        "launch.py": [PY, LAUNCH_PY, "--nproc_per_node", "8", "--no_python", "--use_env",
+                      "sleep", "4"],
+    }
+    rows = []
+    for name, argv in peers.items():
+        p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(2.5)
+        rss = rss_kib(p.pid)
+        p.wait()
+        rows.append((name, f"{rss / 1024:.1f} MiB"))
+    return ("### Resident memory of the supervisor with 8 children\n\nGoal: under 4 MiB.\n\n"
+            "| launcher | VmRSS |\n|---|---|\n" + "\n".join(f"| {a} | {b} |" for a, b in rows) + "\n")
+
+
+def bench_pid1(runs):
+    ns = "unshare --pid --fork --mount-proc"
+    cmds = {"tini": f"{ns} tini -- true", "dumb-init": f"{ns} dumb-init true",
+            "aml-shim": f"{ns} {SHIM} -- true"}
+    res = hyperfine(cmds, runs)
+    return table("As PID 1 in a new PID namespace: start-to-exit of `true`",
+                 ratio_rows(res, "tini", cmds), "Reference: tini. All three reap orphans "
+                 "(aml-shim's reaping is tested in tests/e2e/test_supervisor.py).")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="fewer runs")
+    ap.add_argument("--out", default=os.path.join(HERE, "RESULTS.md"))
+    args = ap.parse_args()
+    runs = 5 if args.quick else 20
+    for tool in ("hyperfine", "torchrun", "mpirun", "tini", "dumb-init", "unshare"):
+        if not shutil.which(tool):
+            sys.exit(f"bench: {tool} is missing: run scripts/setup.sh")
+    sections = [
+        bench_fanout(runs), bench_mpirun(runs), bench_throughput(max(3, runs // 4), 200),
+        bench_teardown(runs), bench_memory(), bench_pid1(runs),
+    ]
+    head = (f"# aml-shim benchmarks\n\nMeasured by `bench/run.py` on {platform.node()} "
+            f"({os.cpu_count()} cores, {platform.platform()}), "
+            f"{time.strftime('%Y-%m-%d')}. Medians; lower is better.\n\n")
+    text = head + "\n".join(sections)
+    with open(args.out, "w") as f:
+        f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
