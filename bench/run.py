@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -59,6 +60,12 @@ def hyperfine(commands, runs, warmup=2, env=None):
     return {r["command"]: r["median"] for r in data["results"]}
 
 
+def show(cmd):
+    """A command as the table shows it: repo-relative, temp dirs elided."""
+    cmd = cmd.replace(ROOT + "/", "")
+    return re.sub(r"/tmp/tmp\w+/", "$TMP/", cmd)
+
+
 def fmt_s(s):
     return f"{s * 1000:.1f} ms" if s < 10 else f"{s:.1f} s"
 
@@ -74,7 +81,7 @@ def table(title, rows, note=""):
 
 def ratio_rows(results, ref, cmds):
     base = results[ref]
-    return [(f"`{cmds[name]}`", fmt_s(v), f"{v / base:.2f}x") for name, v in results.items()]
+    return [(f"`{show(cmds[name])}`", fmt_s(v), f"{v / base:.2f}x") for name, v in results.items()]
 
 
 def bench_fanout(runs):
@@ -121,7 +128,7 @@ def bench_throughput(runs, mb):
     shutil.rmtree(tmp)
     rows = []
     for name, v in res.items():
-        rows.append((f"`{cmds[name]}`", f"{fmt_s(v)} ({2 * size / v / 1e6:.0f} MB/s)",
+        rows.append((f"`{show(cmds[name])}`", f"{fmt_s(v)} ({2 * size / v / 1e6:.0f} MB/s)",
                      f"{v / res['plain pipe']:.2f}x"))
     return table(f"Output throughput: 2 children writing {size / 1e6:.0f} MB each",
                  rows, "Reference: the same children writing into one plain pipe. Goal: within 2x.")
@@ -158,23 +165,31 @@ def teardown_once(argv, tmp, env):
 
 def bench_teardown(runs):
     tmp = tempfile.mkdtemp()
+    marks = tempfile.mkdtemp()
     # Rank 0 records the time and fails; the others record their pid and
-    # would sleep (they exit on SIGTERM).
-    script = (f'if [ "$RANK" = 0 ]; then date +%s%N > {tmp}/failed; exit 1; fi; '
-              f'echo $$ > {tmp}/pid-$RANK; exec sleep {{}}')
+    # would sleep (they exit on SIGTERM). A script file, because torchrun
+    # mangles `sh -c '...'` arguments.
+    scripts = {}
+    for secs in (100, 5):
+        path = os.path.join(tmp, f"child-{secs}.sh")
+        with open(path, "w") as f:
+            f.write(f'if [ "$RANK" = 0 ]; then date +%s%N > {marks}/failed; exit 1; fi\n'
+                    f'echo $$ > {marks}/pid-$RANK\nexec sleep {secs}\n')
+        scripts[secs] = path
     env = clean_env(**SEED_ENV)
     peers = {
-        "aml-shim": ([SHIM, "--nproc-per-node", "4", "--", "sh", "-c", script.format(100)], runs * 2),
-        "torchrun": (TORCHRUN.split() + ["--nproc_per_node", "4", "--no_python", "sh", "-c",
-                                         script.format(100)], max(3, runs // 3)),
+        "aml-shim": ([SHIM, "--nproc-per-node", "4", "--", "sh", scripts[100]], runs * 2),
+        "torchrun": (TORCHRUN.split() + ["--nproc_per_node", "4", "--no_python", "sh",
+                                         scripts[100]], max(3, runs // 3)),
         "launch.py (siblings sleep 5 s)": ([PY, LAUNCH_PY, "--nproc_per_node", "4", "--no_python",
-                                            "--use_env", "sh", "-c", script.format(5)], 3),
+                                            "--use_env", "sh", scripts[5]], 3),
     }
     rows = []
     for name, (argv, n) in peers.items():
-        vals = [teardown_once(argv, tmp, env) for _ in range(n)]
+        vals = [teardown_once(argv, marks, env) for _ in range(n)]
         rows.append((name, fmt_s(statistics.median(vals)), f"{n} runs"))
     shutil.rmtree(tmp)
+    shutil.rmtree(marks)
     return ("### Teardown latency: a child fails, until the last sibling is gone\n\n"
             "Rank 0 of 4 exits 1; the three siblings would sleep (they exit on SIGTERM). "
             "torchrun notices failures at its monitor interval (5 s); the seeds' launch.py "
@@ -221,6 +236,24 @@ def bench_pid1(runs):
                  "(aml-shim's reaping is tested in tests/e2e/test_supervisor.py).")
 
 
+def bench_probe():
+    tool = os.path.join(os.path.dirname(SHIM), "aml_probe_bench")
+    fixture = os.path.join(ROOT, "tests", "fixtures", "sysfs", "nd96asr_v4")
+    doc = json.loads(subprocess.run([tool, fixture, "500"], check=True, capture_output=True,
+                                    text=True).stdout)
+    cli = hyperfine({"probe": f"{SHIM} probe --json --sysfs-root {fixture}",
+                     "env": f"{SHIM} env --sysfs-root {fixture}"}, 30)
+    return ("### Fabric probe on the ND96asr_v4 fixture (9 devices)\n\n"
+            "Goal: under 2 ms, so it costs nothing at start.\n\n"
+            "| what | time |\n|---|---|\n"
+            f"| sysfs probe + env plan, in process (mean of {doc['iterations']}) | "
+            f"{doc['probe_ms']:.3f} ms |\n"
+            f"| libibverbs first call: dlopen + device list, as `ibv_devinfo` starts "
+            f"({doc['verbs']}) | {doc['verbs_first_call_ms']:.3f} ms |\n"
+            f"| `aml-shim probe --json` process, start to exit | {fmt_s(cli['probe'])} |\n"
+            f"| `aml-shim env` process with the probe, start to exit | {fmt_s(cli['env'])} |\n")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer runs")
@@ -232,7 +265,7 @@ def main():
             sys.exit(f"bench: {tool} is missing: run scripts/setup.sh")
     sections = [
         bench_fanout(runs), bench_mpirun(runs), bench_throughput(max(3, runs // 4), 200),
-        bench_teardown(runs), bench_memory(), bench_pid1(runs),
+        bench_teardown(runs), bench_memory(), bench_pid1(runs), bench_probe(),
     ]
     head = (f"# aml-shim benchmarks\n\nMeasured by `bench/run.py` on {platform.node()} "
             f"({os.cpu_count()} cores, {platform.platform()}), "

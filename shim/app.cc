@@ -30,6 +30,8 @@ int Fail(const std::string& message) {
 // Features whose options parse today but whose behaviour is not built yet
 // are refused rather than silently ignored.
 Status RefuseUnbuilt(const Options& o) {
+  if (o.rendezvous == Rendezvous::kMpi)
+    return Error{"--rendezvous mpi is not implemented in this version"};
   if (o.tf_config) return Error{"--tf-config is not implemented in this version"};
   if (o.preflight.tcp || o.preflight.nccl)
     return Error{"--preflight is not implemented in this version"};

@@ -29,10 +29,12 @@ po::options_description Describe() {
     ("rendezvous", po::value<std::string>()->value_name("auto|env|mpi"),
      "how to find the master when no variable names it: env never calls "
      "MPI; mpi always does (MPI_Init/MPI_Finalize before the command); auto "
-     "uses MPI only for multi-node jobs that nothing else describes")
+     "uses MPI only for multi-node jobs that nothing else describes. "
+     "[MPI rendezvous is not implemented in this version: 'mpi' is refused]")
     ("local-rank-arg", "append --local_rank=N to the command "
      "(legacy torch.distributed.launch scripts)")
-    ("tf-config", "also write TensorFlow's TF_CONFIG")
+    ("tf-config", "also write TensorFlow's TF_CONFIG "
+     "[not implemented in this version: refused]")
     ("ps-count", po::value<std::string>()->value_name("K"),
      "with --tf-config: the first K ranks are parameter servers")
     ("log-dir", po::value<std::string>()->value_name("DIR"),
@@ -48,7 +50,8 @@ po::options_description Describe() {
     ("sysfs-root", po::value<std::string>()->value_name("DIR"),
      "read DIR/class/infiniband instead of /sys/class/infiniband")
     ("preflight", po::value<std::string>()->value_name("none|tcp|nccl|all"),
-     "checks before the command starts (default none)")
+     "checks before the command starts (default none) "
+     "[not implemented in this version: tcp, nccl and all are refused]")
     ("quiet,q", "only errors from aml-shim itself")
     ("verbose,v", "explain what aml-shim does")
     ("json", "env/probe: print JSON")
