@@ -94,8 +94,11 @@ class Supervisor(unittest.TestCase):
 
     def test_child_ignoring_sigterm_is_killed_after_grace(self):
         pidfile = os.path.join(self.tmp, "stubborn")
-        script = ('if [ "$RANK" = 0 ]; then sleep 0.3; exit 3; fi; '
-                  f'trap "" TERM; echo $$ > {pidfile}; while :; do sleep 0.1; done')
+        # Rank 1 ignores SIGTERM and then publishes its pid; rank 0 fails only
+        # after that, so the teardown meets a child that really ignores it.
+        script = (f'if [ "$RANK" = 0 ]; then while [ ! -s {pidfile} ]; do sleep 0.05; done; exit 3; fi; '
+                  f'trap "" TERM; echo $$ > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; '
+                  'while :; do sleep 0.1; done')
         r = run([SHIM, "--nproc-per-node", "2", "--grace", "1", "--", "sh", "-c", script],
                 timeout=60)
         self.assertEqual(r.returncode, 3, r.stderr)
@@ -103,21 +106,27 @@ class Supervisor(unittest.TestCase):
         self.assertFalse(pid_alive(pid), "the child that ignored SIGTERM survived")
 
     def test_sigterm_reaches_children_and_grandchildren_under_mpirun(self):
-        script = (f'sleep 600 & echo $! > {self.tmp}/gc-$RANK; '
-                  f'trap "echo got-term-$RANK; exit 0" TERM; echo ready-$RANK; wait')
+        # Children record the signal in a file: after SIGTERM mpirun is shutting
+        # down its own output forwarding, so late stdout may not come through.
+        # The trap is set before the gc file appears, so once all four files
+        # exist every child is ready for the signal.
+        script = (f'trap "echo got-term > {self.tmp}/term-$RANK; exit 0" TERM; '
+                  f'sleep 600 & echo $! > {self.tmp}/gc-$RANK.tmp; '
+                  f'mv {self.tmp}/gc-$RANK.tmp {self.tmp}/gc-$RANK; wait')
         p = subprocess.Popen(mpirun(2, SHIM, "--nproc-per-node", "2", "--grace", "5", "--",
                                     "sh", "-c", script),
                              env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
         deadline = time.time() + 60
-        while len([f for f in os.listdir(self.tmp) if f.startswith("gc-")]) < 4:
+        while len([f for f in os.listdir(self.tmp)
+                   if f.startswith("gc-") and not f.endswith(".tmp")]) < 4:
             self.assertLess(time.time(), deadline, "children did not start")
             time.sleep(0.05)
-        time.sleep(0.2)
         p.send_signal(signal.SIGTERM)
         out, err = p.communicate(timeout=60)
         for r in range(4):
-            self.assertIn(f"[rank {r}] got-term-{r}", out, err)
+            self.assertTrue(os.path.exists(f"{self.tmp}/term-{r}"),
+                            f"rank {r} did not get SIGTERM\n{out}\n{err}")
             gc = int(slurp(f"{self.tmp}/gc-{r}"))
             self.assertFalse(pid_alive(gc), f"grandchild of rank {r} survived")
 
