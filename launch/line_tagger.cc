@@ -58,20 +58,16 @@ void LineTagger::Feed(std::string_view data, std::string* out) {
   }
 }
 
-void LineTagger::FlushPartial(std::string* out) {
+void LineTagger::EmitHeld(bool cut, std::string* out) {
   if (partial_.empty()) return;
   EmitPiece(partial_, out);
   out->push_back('\n');
   partial_.clear();
-  continuing_ = true;
+  continuing_ = cut;  // a cut line continues in the next piece
 }
 
-void LineTagger::Finish(std::string* out) {
-  if (partial_.empty()) return;
-  EmitPiece(partial_, out);
-  out->push_back('\n');
-  partial_.clear();
-  continuing_ = false;
-}
+void LineTagger::FlushPartial(std::string* out) { EmitHeld(true, out); }
+
+void LineTagger::Finish(std::string* out) { EmitHeld(false, out); }
 
 }  // namespace aml

@@ -26,6 +26,8 @@ class LineTagger {
 
  private:
   void EmitPiece(std::string_view piece, std::string* out);
+  // Emits the held partial line with a '\n'; `cut`: the line continues.
+  void EmitHeld(bool cut, std::string* out);
   std::string prefix_;       // "[rank 3] "
   std::string cont_prefix_;  // "[rank 3]+ "
   size_t max_line_;

@@ -65,7 +65,7 @@ struct Stream {
   double partial_since = 0;
   std::string* tail = nullptr;  // stderr only
 
-  void Emit(std::string_view data) {
+  void KeepTail(std::string_view data) {
     if (tail) {
       tail->append(data);
       if (tail->size() > 2 * kTailBytes) tail->erase(0, tail->size() - kTailBytes);
@@ -148,7 +148,6 @@ bool Supervisor::Start() {
     std::string prefix = "[rank " + std::to_string(c.launch.rank) + "] ";
     c.out.fd = spawned->out_fd;
     c.err.fd = spawned->err_fd;
-    c.out.out_fd = STDOUT_FILENO;
     c.err.out_fd = STDERR_FILENO;
     c.err.tail = &c.err_tail;
     if (config_.tag_output) {
@@ -248,7 +247,7 @@ void Supervisor::ReadStream(Stream& s, double now) {
   }
   std::string_view data(buf, static_cast<size_t>(n));
   if (s.log_fd >= 0) WriteAll(s.log_fd, data.data(), data.size());
-  s.Emit(data);
+  s.KeepTail(data);
   if (!s.tagger) {
     WriteAll(s.out_fd, data.data(), data.size());
     return;

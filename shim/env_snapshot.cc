@@ -31,11 +31,6 @@ std::string EnvSnapshot::GetOr(std::string_view name,
   return v ? *v : std::move(fallback);
 }
 
-void EnvSnapshot::Unset(std::string_view name) {
-  auto it = vars_.find(name);
-  if (it != vars_.end()) vars_.erase(it);
-}
-
 std::vector<std::string> EnvSnapshot::ToStrings() const {
   std::vector<std::string> out;
   out.reserve(vars_.size());

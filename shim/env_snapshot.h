@@ -31,7 +31,6 @@ class EnvSnapshot {
   void Set(std::string name, std::string value) {
     vars_[std::move(name)] = std::move(value);
   }
-  void Unset(std::string_view name);
 
   // "NAME=VALUE" strings, for an exec'd child.
   std::vector<std::string> ToStrings() const;
