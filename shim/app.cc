@@ -7,6 +7,7 @@
 #include "ib/fabric_env.h"
 #include "ib/probe.h"
 #include "ib/report.h"
+#include "ib/socket_iface.h"
 #include "ib/verbs.h"
 #include "launch/gpu_count.h"
 #include "launch/supervisor.h"
@@ -16,8 +17,11 @@
 #include "shim/log.h"
 #include "shim/master.h"
 #include "shim/options.h"
+#include "shim/preflight_tcp.h"
 #include "shim/resolve.h"
+#include "shim/tf_config.h"
 #include "shim/version.h"
+#include "shim/world_rendezvous.h"
 
 namespace aml {
 namespace {
@@ -30,12 +34,41 @@ int Fail(const std::string& message) {
 // Features whose options parse today but whose behaviour is not built yet
 // are refused rather than silently ignored.
 Status RefuseUnbuilt(const Options& o) {
-  if (o.rendezvous == Rendezvous::kMpi)
-    return Error{"--rendezvous mpi is not implemented in this version"};
-  if (o.tf_config) return Error{"--tf-config is not implemented in this version"};
-  if (o.preflight.tcp || o.preflight.nccl)
-    return Error{"--preflight is not implemented in this version"};
+  if (o.preflight.nccl)
+    return Error{"--preflight nccl (and all) is not implemented in this version; "
+                 "--preflight tcp is"};
   return Ok{};
+}
+
+// GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME for a job that spans nodes.
+Result<std::vector<EnvVar>> SocketVars(const World& world, const EnvSnapshot& env,
+                                       bool report) {
+  if (world.single_node) return std::vector<EnvVar>{};
+  NcclConf conf = ReadNcclConf(env, "/etc/nccl.conf");
+  // Both chosen by the user: nothing to decide, nothing that could fail.
+  if (env.Has("GLOO_SOCKET_IFNAME") &&
+      (env.Has("NCCL_SOCKET_IFNAME") || conf.vars.count("NCCL_SOCKET_IFNAME")))
+    return std::vector<EnvVar>{};
+  auto facts = GatherRouteFacts(world.master_addr.value);
+  if (!facts.ok()) return facts.error();
+  auto iface = ChooseSocketIface(*facts, ListAddresses());
+  if (!iface.ok()) return iface.error();
+  if (report) {
+    for (const auto& w : iface->warnings) LogWarning(w);
+    if (!iface->ifname.empty()) LogVerbose("socket interface " + iface->ifname + ": " + iface->why);
+  }
+  return PlanSocketEnv(*iface, env, conf);
+}
+
+// TF_CONFIG of child `index` (RANK `rank`), as a default.
+Result<EnvVar> TfConfigVar(const std::vector<std::string>& endpoints, const Options& o,
+                           int rank, const EnvSnapshot& env) {
+  auto json = BuildTfConfig(endpoints, o.ps_count, rank);
+  if (!json.ok()) return json.error();
+  ContractBuilder b(env);
+  b.Default("TF_CONFIG", *json, "--tf-config: " + std::to_string(endpoints.size()) +
+                                   " tasks, " + std::to_string(o.ps_count) + " ps");
+  return b.vars().front();
 }
 
 // Children per shim for --nproc-per-node.
@@ -104,14 +137,47 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
   if (!world.ok()) return Fail(world.error().message);
   auto master = ResolveMaster(env, o, *world);
   if (!master.ok()) return Fail(master.error().message);
-  if (world->needs_rendezvous)
-    return Fail("this job spans " + std::to_string(world->node_count.value) +
-                " nodes and nothing names its master (MASTER_ADDR, "
-                "AZ_BATCH_MASTER_NODE, Slurm's node list); MPI rendezvous is "
-                "not implemented in this version: set --master-addr");
+  auto tf_needs = RequireRendezvousForTfConfig(o, *world);
+  if (!tf_needs.ok()) return Fail(tf_needs.error().message);
+  auto nproc = ResolveNproc(o, env);
+  if (!nproc.ok()) return Fail(nproc.error().message);
+  const std::string host = HostName();
+  std::vector<PeerInfo> peers;
+  auto rdv = RendezvousIfNeeded(env, host, o.tf_config ? *nproc : 0, *world, &peers);
+  if (!rdv.ok()) return Fail(rdv.error().message);
   const bool running = inv->subcommand == Subcommand::kRun;
   if (running)
     for (const auto& w : world->warnings) LogWarning(w);
+
+  auto socket_vars = SocketVars(*world, env, running && world->local_rank.value == 0);
+  if (!socket_vars.ok()) return Fail(socket_vars.error().message);
+  std::vector<std::string> tf_endpoints;
+  if (o.tf_config) {
+    auto eps = TfEndpoints(*world, *nproc, peers);
+    if (!eps.ok()) return Fail(eps.error().message);
+    tf_endpoints = std::move(*eps);
+  }
+  if (running && o.preflight.tcp) {
+    TcpPreflightRequest req;
+    req.rank = world->rank.value;
+    req.size = world->size.value;
+    req.master_addr = world->master_addr.value;
+    req.master_port = world->master_port.value;
+    req.host = host;
+    req.timeout = std::chrono::milliseconds(static_cast<long>(o.preflight_timeout_s * 1000));
+    bool relayed = false;
+    auto pre = RunTcpPreflight(req, &relayed);
+    if (!pre.ok()) {
+      // Rank 0 prints the report; the others only exit.
+      if (relayed) LogVerbose(pre.error().message);
+      else LogError(pre.error().message);
+      return kExitShimFailure;
+    }
+    if (world->rank.value == 0)
+      LogVerbose("preflight tcp: all " + std::to_string(world->size.value) +
+                 " ranks reached " + world->master_addr.value + ":" +
+                 std::to_string(world->master_port.value));
+  }
 
   std::vector<EnvVar> fabric_vars;
   if (o.ib != IbMode::kOff) {
@@ -129,8 +195,6 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
     fabric_vars = f.plan.vars;
   }
 
-  auto nproc = ResolveNproc(o, env);
-  if (!nproc.ok()) return Fail(nproc.error().message);
   const bool pid1 = getpid() == 1;
   // exec in place unless there is something to supervise: several children,
   // output to tag or log, or zombies to reap as PID 1.
@@ -143,6 +207,12 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
     ChildPlan plan;
     plan.vars = BuildContract(*world, env, ChildSlot{i, *nproc, pipe_output});
     plan.vars.insert(plan.vars.end(), fabric_vars.begin(), fabric_vars.end());
+    plan.vars.insert(plan.vars.end(), socket_vars->begin(), socket_vars->end());
+    if (o.tf_config) {
+      auto tf = TfConfigVar(tf_endpoints, o, std::stoi(ValueOf(plan.vars, "RANK")), env);
+      if (!tf.ok()) return Fail(tf.error().message);
+      plan.vars.push_back(std::move(*tf));
+    }
     plan.argv = BuildArgv(inv->command, o, plan.vars);
     plans.push_back(std::move(plan));
   }
@@ -162,7 +232,7 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
     config.log_dir = o.log_dir;
     config.grace_s = o.grace_s;
     config.node_rank = world->node_rank.value;
-    config.host = HostName();
+    config.host = host;
     config.foreground_tty = pid1 && *nproc == 1 && !pipe_output;
     for (const ChildPlan& plan : plans) {
       ChildLaunch launch;

@@ -29,12 +29,12 @@ po::options_description Describe() {
     ("rendezvous", po::value<std::string>()->value_name("auto|env|mpi"),
      "how to find the master when no variable names it: env never calls "
      "MPI; mpi always does (MPI_Init/MPI_Finalize before the command); auto "
-     "uses MPI only for multi-node jobs that nothing else describes. "
-     "[MPI rendezvous is not implemented in this version: 'mpi' is refused]")
+     "uses MPI only for multi-node jobs that nothing else describes. A "
+     "command that itself calls MPI_Init (Horovod, mpi4py) needs env")
     ("local-rank-arg", "append --local_rank=N to the command "
      "(legacy torch.distributed.launch scripts)")
-    ("tf-config", "also write TensorFlow's TF_CONFIG "
-     "[not implemented in this version: refused]")
+    ("tf-config", "also write TensorFlow's TF_CONFIG (every rank's host:port; "
+     "multi-node jobs take them from MPI rendezvous)")
     ("ps-count", po::value<std::string>()->value_name("K"),
      "with --tf-config: the first K ranks are parameter servers")
     ("log-dir", po::value<std::string>()->value_name("DIR"),
@@ -50,8 +50,11 @@ po::options_description Describe() {
     ("sysfs-root", po::value<std::string>()->value_name("DIR"),
      "read DIR/class/infiniband instead of /sys/class/infiniband")
     ("preflight", po::value<std::string>()->value_name("none|tcp|nccl|all"),
-     "checks before the command starts (default none) "
-     "[not implemented in this version: tcp, nccl and all are refused]")
+     "checks before the command starts (default none): tcp = every rank "
+     "connects to MASTER_ADDR:MASTER_PORT; a failure exits 125 on every rank "
+     "[nccl is not implemented in this version: nccl and all are refused]")
+    ("preflight-timeout", po::value<std::string>()->value_name("SECONDS"),
+     "how long the preflight waits for every rank (default 60)")
     ("quiet,q", "only errors from aml-shim itself")
     ("verbose,v", "explain what aml-shim does")
     ("json", "env/probe: print JSON")
@@ -77,7 +80,8 @@ std::string EnvName(const std::string& option) {
 const char* const kEnvOptions[] = {
     "nproc-per-node", "master-addr", "master-port", "rendezvous",
     "local-rank-arg", "tf-config", "ps-count", "log-dir", "tag-output",
-    "grace", "ib", "sysfs-root", "preflight", "quiet", "verbose"};
+    "grace", "ib", "sysfs-root", "preflight", "preflight-timeout", "quiet",
+    "verbose"};
 
 Result<bool> ParseBoolVar(const std::string& name, const std::string& value) {
   std::string v;
@@ -167,14 +171,15 @@ Status Validate(const po::variables_map& vm, const Origins& origin,
     return Error{"--tag-output and --no-tag-output contradict each other"};
   if (vm.count("tag-output")) o.tag_output = true;
   if (vm.count("no-tag-output")) o.tag_output = false;
-  if (vm.count("grace")) {
-    std::string v = str("grace");
+  for (const char* name : {"grace", "preflight-timeout"}) {
+    if (!vm.count(name)) continue;
+    std::string v = str(name);
     char* end = nullptr;
     double g = std::strtod(v.c_str(), &end);
     if (v.empty() || *end != '\0' || !(g >= 0) || g > 86400 * 7)
-      return Error{origin.Name("grace") + "='" + v +
+      return Error{origin.Name(name) + "='" + v +
                    "' is not a number of seconds (0..604800)"};
-    o.grace_s = g;
+    (std::string(name) == "grace" ? o.grace_s : o.preflight_timeout_s) = g;
   }
   if (vm.count("ib")) {
     auto r = ParseEnum<IbMode>(origin.Name("ib"), str("ib"),

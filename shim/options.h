@@ -37,6 +37,7 @@ struct Options {
   IbMode ib = IbMode::kAuto;
   std::string sysfs_root = "/sys";
   Preflight preflight;
+  double preflight_timeout_s = 60;
   Verbosity verbosity = Verbosity::kNormal;
   // `env` subcommand output
   bool json = false;

@@ -1,0 +1,132 @@
+#include "ib/socket_iface.h"
+
+#include <arpa/inet.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "shim/tcp.h"
+
+namespace aml {
+
+Result<SocketIface> ChooseSocketIface(const RouteFacts& facts,
+                                      const std::vector<NetAddr>& addrs) {
+  SocketIface out;
+  const std::string& host = facts.master_host;
+  if (facts.master_ips.empty())
+    return Error{"MASTER_ADDR=" + host + " does not resolve on this node"};
+  for (const std::string& ip : facts.master_ips) {
+    const NetAddr* held = FindAddress(addrs, ip);
+    if (held && !held->loopback) {
+      out.ifname = held->ifname;
+      out.why = "this node holds the master's address " + ip + " on " + held->ifname;
+      return out;
+    }
+  }
+  const std::string& ip = facts.master_ips.front();
+  std::string named = host == ip ? host : host + " (" + ip + ")";
+  if (IsLoopbackAddress(ip)) {
+    const NetAddr* dflt = facts.default_source.empty()
+                              ? nullptr : FindAddress(addrs, facts.default_source);
+    if (!dflt || dflt->loopback) {
+      out.warnings.push_back(
+          "MASTER_ADDR=" + named + " is a loopback address on this node of a "
+          "multi-node job, and there is no default route to choose an "
+          "interface by: GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME are not set; "
+          "set them, or MASTER_ADDR, to what the other nodes reach");
+      return out;
+    }
+    out.ifname = dflt->ifname;
+    out.why = "the default route's interface (MASTER_ADDR=" + named +
+              " is loopback here)";
+    out.warnings.push_back(
+        "MASTER_ADDR=" + named + " resolves to loopback on this node of a "
+        "multi-node job; using " + dflt->ifname + " (" + dflt->addr +
+        ", the default route) for GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME: set "
+        "them yourself if the other nodes reach this one elsewhere");
+    return out;
+  }
+  if (facts.route_source.empty())
+    return Error{"MASTER_ADDR=" + named + ": this node has no route to it"};
+  const NetAddr* src = FindAddress(addrs, facts.route_source);
+  if (!src)
+    return Error{"MASTER_ADDR=" + named + ": the route's source address " +
+                 facts.route_source + " is on no interface of this node"};
+  out.ifname = src->ifname;
+  out.why = "the route to the master " + named + " leaves by " + src->ifname +
+            " (" + src->addr + ")";
+  return out;
+}
+
+std::string RouteSource(const std::string& ip) {
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  auto* sin = reinterpret_cast<sockaddr_in*>(&ss);
+  auto* sin6 = reinterpret_cast<sockaddr_in6*>(&ss);
+  if (inet_pton(AF_INET, ip.c_str(), &sin->sin_addr) == 1) {
+    sin->sin_family = AF_INET;
+    sin->sin_port = htons(9);
+    len = sizeof *sin;
+  } else if (inet_pton(AF_INET6, ip.c_str(), &sin6->sin6_addr) == 1) {
+    sin6->sin6_family = AF_INET6;
+    sin6->sin6_port = htons(9);
+    len = sizeof *sin6;
+  } else {
+    return "";
+  }
+  int fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "";
+  std::string out;
+  sockaddr_storage local{};
+  socklen_t local_len = sizeof local;
+  // connect() on UDP only picks the route; nothing is sent.
+  if (connect(fd, reinterpret_cast<sockaddr*>(&ss), len) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) == 0) {
+    char buf[INET6_ADDRSTRLEN] = {};
+    if (local.ss_family == AF_INET)
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&local)->sin_addr, buf, sizeof buf);
+    else
+      inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr, buf, sizeof buf);
+    out = buf;
+  }
+  close(fd);
+  return out;
+}
+
+Result<RouteFacts> GatherRouteFacts(const std::string& master_host) {
+  RouteFacts f;
+  f.master_host = master_host;
+  auto ips = ResolveHost("MASTER_ADDR", master_host);
+  if (!ips.ok()) return Error{ips.error().message + " on this node"};
+  f.master_ips = *ips;
+  if (!f.master_ips.empty()) f.route_source = RouteSource(f.master_ips.front());
+  // 192.0.2.1 (TEST-NET-1) stands for "anywhere": only the route is looked up.
+  f.default_source = RouteSource("192.0.2.1");
+  return f;
+}
+
+std::vector<EnvVar> PlanSocketEnv(const SocketIface& iface, const EnvSnapshot& env,
+                                  const NcclConf& conf) {
+  std::vector<EnvVar> vars;
+  if (iface.ifname.empty()) return vars;
+  auto add = [&](const std::string& name, const std::string& value) {
+    if (const std::string* user = env.Find(name)) {
+      vars.push_back({name, *user, "set by the user (aml-shim would write '" + value +
+                                       "': " + iface.why + ")", true});
+      return;
+    }
+    auto it = conf.vars.find(name);
+    if (name.rfind("NCCL_", 0) == 0 && it != conf.vars.end()) {
+      vars.push_back({name, it->second, "set in " + conf.path + " (aml-shim would write '" +
+                                            value + "': " + iface.why + ")", true});
+      return;
+    }
+    vars.push_back({name, value, iface.why, false});
+  };
+  add("GLOO_SOCKET_IFNAME", iface.ifname);
+  add("NCCL_SOCKET_IFNAME", "=" + iface.ifname);
+  return vars;
+}
+
+}  // namespace aml
