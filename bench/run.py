@@ -254,6 +254,40 @@ def bench_probe():
             f"| `aml-shim env` process with the probe, start to exit | {fmt_s(cli['env'])} |\n")
 
 
+def mpi_floor_program():
+    """A C program that only calls MPI_Init and MPI_Finalize (built with mpicc)."""
+    d = tempfile.mkdtemp()
+    src, exe = os.path.join(d, "mpi_floor.c"), os.path.join(d, "mpi_floor")
+    with open(src, "w") as f:
+        f.write("#include <mpi.h>\nint main(int c, char** v) "
+                "{ MPI_Init(&c, &v); MPI_Finalize(); return 0; }\n")
+    subprocess.run(["mpicc", "-O2", "-o", exe, src], check=True)
+    return exe
+
+
+def bench_rendezvous(runs):
+    """MPI rendezvous cost against env resolution, bare mpirun and MPI_Init alone, by N."""
+    floor = mpi_floor_program()
+    lines = ["### MPI rendezvous cost under mpirun (one machine, oversubscribed)", "",
+             "`--rendezvous mpi` runs MPI_Init, the node split, rank 0's listener and every "
+             "rank's verified connection, then MPI_Finalize, before exec'ing `true`; "
+             "`--rendezvous env` resolves from variables only. The MPI floor is a C program "
+             "that only calls MPI_Init and MPI_Finalize: the part of the cost that any MPI "
+             "rendezvous pays. Last column: what aml-shim adds on top of that floor.", "",
+             "| ranks | bare mpirun | + aml-shim (env) | MPI_Init+Finalize floor | "
+             "+ aml-shim (mpi) | mpi minus floor |", "|---|---|---|---|---|---|"]
+    for n in (2, 8, 32):
+        cmds = {"bare": sh(MPIRUN + ["-np", str(n), "true"]),
+                "env": sh(MPIRUN + ["-np", str(n), SHIM, "--rendezvous", "env", "--", "true"]),
+                "floor": sh(MPIRUN + ["-np", str(n), floor]),
+                "mpi": sh(MPIRUN + ["-np", str(n), SHIM, "--rendezvous", "mpi", "--", "true"])}
+        res = hyperfine(cmds, max(3, runs // (2 if n < 32 else 4)), warmup=1)
+        lines.append(f"| {n} | {fmt_s(res['bare'])} | {fmt_s(res['env'])} | "
+                     f"{fmt_s(res['floor'])} | {fmt_s(res['mpi'])} | "
+                     f"{fmt_s(res['mpi'] - res['floor'])} |")
+    return "\n".join(lines) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer runs")
@@ -264,7 +298,8 @@ def main():
         if not shutil.which(tool):
             sys.exit(f"bench: {tool} is missing: run scripts/setup.sh")
     sections = [
-        bench_fanout(runs), bench_mpirun(runs), bench_throughput(max(3, runs // 4), 200),
+        bench_fanout(runs), bench_mpirun(runs), bench_rendezvous(runs),
+        bench_throughput(max(3, runs // 4), 200),
         bench_teardown(runs), bench_memory(), bench_pid1(runs), bench_probe(),
     ]
     head = (f"# aml-shim benchmarks\n\nMeasured by `bench/run.py` on {platform.node()} "

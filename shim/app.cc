@@ -165,11 +165,11 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
     req.master_port = world->master_port.value;
     req.host = host;
     req.timeout = std::chrono::milliseconds(static_cast<long>(o.preflight_timeout_s * 1000));
-    bool relayed = false;
-    auto pre = RunTcpPreflight(req, &relayed);
+    bool said = false;
+    auto pre = RunTcpPreflight(req, &said);
     if (!pre.ok()) {
       // Rank 0 prints the report; the others only exit.
-      if (relayed) LogVerbose(pre.error().message);
+      if (said) LogVerbose(pre.error().message);
       else LogError(pre.error().message);
       return kExitShimFailure;
     }

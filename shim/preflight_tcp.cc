@@ -10,6 +10,7 @@
 
 #include "ib/socket_iface.h"
 #include "shim/host_port.h"
+#include "shim/log.h"
 #include "shim/tcp.h"
 
 namespace aml {
@@ -17,6 +18,7 @@ namespace {
 
 constexpr char kHello[] = "aml-shim-preflight-1";
 constexpr size_t kMaxFrame = 4096;
+
 
 std::string Seconds(double s) {
   char buf[32];
@@ -92,7 +94,7 @@ class PreflightServer {
 // Any rank: reach the master (retrying while it is not up yet), say hello,
 // wait for the verdict.
 Status Client(const TcpPreflightRequest& req, Deadline deadline, const std::string& target,
-              bool* relayed) {
+              bool* said) {
   const auto start = Clock::now();
   std::string last_error, my_addr = "?";
   Fd fd;
@@ -130,7 +132,7 @@ Status Client(const TcpPreflightRequest& req, Deadline deadline, const std::stri
                  "): is MASTER_ADDR rank 0's host?"};
   if (*verdict == "ok") return Ok{};
   if (verdict->rfind("fail\n", 0) == 0) {
-    if (relayed) *relayed = true;
+    if (said) *said = true;
     return Error{verdict->substr(5)};
   }
   return Error{"preflight tcp: " + me + ": " + target +
@@ -164,11 +166,12 @@ std::string MissingRanksReport(const std::vector<bool>& arrived,
   return s;
 }
 
-Status RunTcpPreflight(const TcpPreflightRequest& req, bool* relayed) {
-  if (relayed) *relayed = false;
+Status RunTcpPreflight(const TcpPreflightRequest& req, bool* said) {
+  if (said) *said = false;
   const std::string target = "MASTER_ADDR:MASTER_PORT=" +
                              JoinHostPort(req.master_addr, req.master_port);
   const Deadline deadline = Clock::now() + req.timeout;
+  const Deadline verdict_at = deadline + req.verdict_margin;
   std::unique_ptr<PreflightServer> server;
   std::thread thread;
   if (req.rank == 0) {
@@ -177,12 +180,19 @@ Status RunTcpPreflight(const TcpPreflightRequest& req, bool* relayed) {
       return Error{"preflight tcp: rank 0 on " + req.host + " cannot listen on MASTER_PORT=" +
                    std::to_string(req.master_port) + ": " + l.error().message};
     server = std::make_unique<PreflightServer>(std::move(*l), req);
-    thread = std::thread([&] { server->Run(deadline, target); });
+    thread = std::thread([&] { server->Run(verdict_at, target); });
   }
-  Status mine = Client(req, deadline, target, relayed);
-  if (!thread.joinable()) return mine;
+  Status mine = Client(req, deadline, target, said);
+  if (!thread.joinable()) {
+    if (!mine.ok() && !(said && *said)) {
+      LogError(mine.error().message);
+      if (said) *said = true;  // said already
+      std::this_thread::sleep_for(req.linger);
+    }
+    return mine;
+  }
   thread.join();
-  if (relayed) *relayed = false;
+  if (said) *said = false;
   if (!server->report().empty()) return Error{server->report()};
   return mine;
 }

@@ -19,13 +19,21 @@ struct TcpPreflightRequest {
   int master_port = 0;
   std::string host;  // this shim's host name, for reports
   std::chrono::milliseconds timeout{60000};
+  // Rank 0 gives its verdict this long after the others give up connecting,
+  // so that ranks which started late still count.
+  std::chrono::milliseconds verdict_margin{3000};
+  // A rank that could not reach rank 0 prints why, then waits this long
+  // before it returns, so that rank 0's report is printed too: mpirun aborts
+  // the whole job when the first rank exits non-zero.
+  std::chrono::milliseconds linger{5000};
 };
 
 // Ok when every rank reached rank 0. The error is rank 0's report (which
-// ranks never arrived), or why this rank could not take part. `relayed` is
-// set when the error is rank 0's report received by another rank, which need
-// not print it again.
-Status RunTcpPreflight(const TcpPreflightRequest& req, bool* relayed = nullptr);
+// ranks never arrived), or why this rank could not take part. `said` is set
+// when the error need not be printed by the caller: rank 0's report as
+// received by another rank, or this rank's own failure, which it printed
+// before lingering.
+Status RunTcpPreflight(const TcpPreflightRequest& req, bool* said = nullptr);
 
 // Rank 0's verdict from the ranks that said hello (pure, for tests):
 // "" when all `size` ranks arrived.

@@ -27,6 +27,8 @@ std::vector<Status> RunRanks(int size, const std::vector<int>& present, int port
       req.master_port = port;
       req.host = "host" + std::to_string(r);
       req.timeout = timeout;
+      req.verdict_margin = std::chrono::milliseconds(200);
+      req.linger = std::chrono::milliseconds(0);
       out[static_cast<size_t>(r)] = RunTcpPreflight(req);
     });
   for (auto& t : threads) t.join();

@@ -81,6 +81,27 @@ class Cli(unittest.TestCase):
         self.expect_error([], 125, "no command given")
         self.expect_error(["--rendezvous", "magic", "true"], 125,
                           "--rendezvous='magic' is not one of auto|env|mpi")
+        self.expect_error(["--rendezvous", "mpi", "true"], 125,
+                          "MPI rendezvous needs an MPI launcher, but this rank's world comes "
+                          "from singleton: set --master-addr or MASTER_ADDR")
+        self.expect_error(["--preflight", "nccl", "true"], 125,
+                          "--preflight nccl (and all) is not implemented in this version")
+        self.expect_error(["--preflight-timeout", "soon", "true"], 125,
+                          "--preflight-timeout='soon' is not a number of seconds")
+
+    def test_tf_config_single_node(self):
+        r = run([SHIM, "env", "--json", "--tf-config"],
+                env=clean_env(PMI_RANK=1, PMI_SIZE=2, MPI_LOCALRANKID=1, MPI_LOCALNRANKS=2,
+                              MASTER_PORT=4000))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        tf = json.loads(json.loads(r.stdout)["env"]["TF_CONFIG"])
+        self.assertEqual(tf, {"cluster": {"worker": ["127.0.0.1:4001", "127.0.0.1:4002"]},
+                              "task": {"type": "worker", "index": 1}, "environment": "cloud"})
+
+    def test_preflight_tcp_of_a_world_of_one(self):
+        r = run([SHIM, "--preflight", "tcp", "--", "echo", "ran"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "ran\n")
 
     def test_env_json_singleton(self):
         r = run([SHIM, "env", "--json"])

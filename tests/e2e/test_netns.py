@@ -1,0 +1,213 @@
+"""Multi-node jobs on one machine: network namespaces as nodes, real Open MPI
+daemons in each (scripts/netns-cluster.sh), real PyTorch DDP over Gloo.
+
+Every node has a decoy docker0 (172.17.0.1) listed before eth0, and every
+node shares one hostname that resolves to loopback: the traps of real clusters.
+"""
+import json
+import os
+import re
+import subprocess
+import tempfile
+import unittest
+
+from harness import (PYTHON, SHIM, SRC, TRAIN, clean_env, json_lines, main, require, run)
+from test_ddp import finals
+
+CLUSTER = "amle"
+SUBNET = 42
+NET = f"198.18.{SUBNET}"
+SCRIPT = os.path.join(SRC, "scripts", "netns-cluster.sh")
+KEYS = ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", "MASTER_ADDR",
+        "MASTER_PORT", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "TF_CONFIG"]
+PRINT_ENV = [PYTHON, "-c",
+             "import json,os; print(json.dumps({k: os.environ.get(k) for k in %r}))" % KEYS]
+
+
+def node(i):
+    return f"{CLUSTER}{i}"
+
+
+def cluster_mpirun(hosts, *args, x=(), extra=()):
+    """mpirun over the namespaces: hosts like {1: 2, 2: 2} (node: slots)."""
+    agent = subprocess.run([SCRIPT, "agent", CLUSTER], stdout=subprocess.PIPE, text=True,
+                           check=True).stdout.strip()
+    np = sum(hosts.values())
+    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(np),
+           "--host", ",".join(f"{node(i)}:{n}" for i, n in hosts.items()),
+           "--mca", "plm_rsh_agent", agent, "--mca", "oob_tcp_if_include", f"{NET}.0/24",
+           "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", f"{NET}.0/24",
+           "-x", "PMIX_MCA_gds=hash"]
+    for name in x:
+        cmd += ["-x", name]
+    return cmd + list(extra) + list(args)
+
+
+def ranks_env(stdout):
+    untagged = "\n".join(re.sub(r"^\[rank \d+\] ", "", l) for l in stdout.splitlines())
+    docs = sorted(json_lines(untagged), key=lambda d: int(d["RANK"]))
+    return docs
+
+
+class NetnsCluster(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        require("mpirun", "ip", "iptables", PYTHON)
+        subprocess.run([SCRIPT, "up", CLUSTER, "3", str(SUBNET), "--decoy"], check=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        subprocess.run([SCRIPT, "down", CLUSTER], check=False)
+
+    def ns(self, i, *cmd):
+        return subprocess.run(["ip", "netns", "exec", node(i)] + list(cmd), check=True)
+
+    def check_converged(self, stdout, world):
+        plain = "\n".join(re.sub(r"^\[rank \d+\]\+? ", "", l) for l in stdout.splitlines())
+        rows = finals(plain)
+        self.assertEqual([int(r[0]) for r in rows], list(range(world)), stdout)
+        for rank, size, local, node_rank, first, last, _ in rows:
+            self.assertEqual(int(size), world)
+            self.assertLess(float(last), float(first) / 10)
+        self.assertEqual(len({r[6] for r in rows}), 1, "weights differ:\n" + stdout)
+        return rows
+
+    # --- PyTorch DDP across nodes -------------------------------------------------
+
+    def test_per_process_launch_with_nothing_naming_the_master(self):
+        r = run(cluster_mpirun({1: 2, 2: 2}, SHIM, "-v", "--", PYTHON, TRAIN, "--epochs", "10"),
+                timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        rows = self.check_converged(r.stdout, 4)
+        self.assertEqual([(int(x[2]), int(x[3])) for x in rows], [(0, 0), (1, 0), (0, 1), (1, 1)])
+        # The decoy that rank 0 lists first was tried and refused by the rest.
+        self.assertIn(f"(skipped 172.17.0.1: not reached by every rank): {NET}.1:", r.stderr)
+
+    def test_per_node_launch_with_nothing_naming_the_master(self):
+        r = run(cluster_mpirun({1: 1, 2: 1}, SHIM, "--nproc-per-node", "2", "--",
+                               PYTHON, TRAIN, "--epochs", "10"), timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        rows = self.check_converged(r.stdout, 4)
+        self.assertEqual([(int(x[2]), int(x[3])) for x in rows], [(0, 0), (1, 0), (0, 1), (1, 1)])
+
+    def test_azureml_multi_node_variables(self):
+        # AzureML names the master by host name; no MPI rendezvous runs.
+        env = clean_env(AZ_BATCH_MASTER_NODE=f"{node(1)}:6000")
+        r = run(cluster_mpirun({1: 2, 2: 2}, SHIM, "-v", "--", PYTHON, TRAIN, "--epochs", "10",
+                               x=["AZ_BATCH_MASTER_NODE"]), env=env, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.check_converged(r.stdout, 4)
+        self.assertNotIn("MPI rendezvous", r.stderr)
+
+    # --- what each rank gets ------------------------------------------------------
+
+    def test_socket_interface_on_the_master_node_and_elsewhere(self):
+        r = run(cluster_mpirun({1: 2, 2: 2}, SHIM, "-v", "--", *PRINT_ENV), timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        docs = ranks_env(r.stdout)
+        self.assertEqual(len(docs), 4, r.stdout)
+        for d in docs:
+            self.assertEqual(d["MASTER_ADDR"], f"{NET}.1")
+            self.assertEqual(d["GLOO_SOCKET_IFNAME"], "eth0")
+            self.assertEqual(d["NCCL_SOCKET_IFNAME"], "=eth0")
+            self.assertEqual(d["NODE_RANK"], str(int(d["RANK"]) // 2))
+        # On the master's node the route to its own address is lo; the
+        # interface that holds it is the answer. Elsewhere: the route's.
+        self.assertIn(f"socket interface eth0: this node holds the master's address {NET}.1 "
+                      "on eth0", r.stderr)
+        self.assertIn(f"socket interface eth0: the route to the master {NET}.1 leaves by eth0 "
+                      f"({NET}.2)", r.stderr)
+
+    def test_user_interface_choice_is_kept(self):
+        env = clean_env(GLOO_SOCKET_IFNAME="eth0", NCCL_SOCKET_IFNAME="^docker")
+        r = run(cluster_mpirun({1: 1, 2: 1}, SHIM, "--", *PRINT_ENV,
+                               x=["GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"]), env=env)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        for d in ranks_env(r.stdout):
+            self.assertEqual(d["NCCL_SOCKET_IFNAME"], "^docker")
+
+    def test_tf_config_on_three_nodes(self):
+        r = run(cluster_mpirun({1: 1, 2: 1, 3: 1}, SHIM, "--nproc-per-node", "2", "--tf-config",
+                               "--ps-count", "1", "--", *PRINT_ENV), timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        docs = ranks_env(r.stdout)
+        self.assertEqual([int(d["RANK"]) for d in docs], list(range(6)), r.stdout)
+        configs = [json.loads(d["TF_CONFIG"]) for d in docs]
+        cluster = configs[0]["cluster"]
+        for c in configs:
+            self.assertEqual(c["cluster"], cluster)
+        tasks = cluster["ps"] + cluster["worker"]
+        self.assertEqual(len(cluster["ps"]), 1)
+        self.assertEqual(len(cluster["worker"]), 5)
+        # Each process is on its own node's address, ports distinct per host.
+        hosts = [t.rsplit(":", 1)[0] for t in tasks]
+        self.assertEqual(hosts, [f"{NET}.1"] * 2 + [f"{NET}.2"] * 2 + [f"{NET}.3"] * 2)
+        self.assertEqual(len(set(tasks)), 6)
+        self.assertEqual(configs[0]["task"], {"type": "ps", "index": 0})
+        for rank in range(1, 6):
+            self.assertEqual(configs[rank]["task"], {"type": "worker", "index": rank - 1})
+
+    # --- preflight -----------------------------------------------------------------
+
+    def test_preflight_tcp_passes_and_the_command_runs(self):
+        r = run(cluster_mpirun({1: 2, 2: 2}, SHIM, "--preflight", "tcp", "--", *PRINT_ENV))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(len(ranks_env(r.stdout)), 4)
+
+    def test_preflight_tcp_names_the_node_that_cannot_reach_the_master(self):
+        port = 29611
+        rule = ["OUTPUT", "-p", "tcp", "-d", f"{NET}.1", "--dport", str(port), "-j", "REJECT",
+                "--reject-with", "tcp-reset"]
+        self.ns(2, "iptables", "-A", *rule)
+        self.addCleanup(self.ns, 2, "iptables", "-D", *rule)
+        with tempfile.TemporaryDirectory() as tmp:
+            marker = os.path.join(tmp, "ran")
+            r = run(cluster_mpirun({1: 2, 2: 2}, SHIM, "--master-addr", node(1),
+                                   "--master-port", str(port), "--preflight", "tcp",
+                                   "--preflight-timeout", "3", "--", "touch", marker),
+                    timeout=120)
+            self.assertFalse(os.path.exists(marker), "the command ran after a failed preflight")
+        self.assertEqual(r.returncode, 125, r.stdout + r.stderr)
+        # Rank 0's one report names the missing ranks...
+        self.assertEqual(r.stderr.count("did not reach"), 1, r.stderr)
+        self.assertIn(f"2 of 4 ranks did not reach MASTER_ADDR:MASTER_PORT={node(1)}:{port}",
+                      r.stderr)
+        self.assertIn(": ranks 2, 3 (each says why on its own host)", r.stderr)
+        # ... and each of them says where it is and why.
+        for rank in (2, 3):
+            self.assertRegex(r.stderr, rf"aml-shim: preflight tcp: rank {rank} on \S+ "
+                                       rf"\({re.escape(NET)}\.2\) cannot connect to "
+                                       rf"MASTER_ADDR:MASTER_PORT={node(1)}:{port}: .*refused")
+
+    # --- MPI children --------------------------------------------------------------
+
+    def test_mpi4py_child_under_rendezvous_env(self):
+        # A child that calls MPI_Init itself: the shim must not have.
+        code = ("from mpi4py import MPI; import os, sys; c = MPI.COMM_WORLD; "
+                "sys.stdout.write(f\"{c.Get_rank()} {c.Get_size()} {os.environ['RANK']}\\n\")")
+        r = run(cluster_mpirun({1: 2, 2: 2}, SHIM, "--rendezvous", "env", "--master-addr",
+                               node(1), "--", PYTHON, "-c", code), timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        lines = sorted(l.split() for l in r.stdout.splitlines() if l.strip())
+        self.assertEqual(lines, [[str(i), "4", str(i)] for i in range(4)])
+
+    def test_rendezvous_env_refuses_to_guess_the_master(self):
+        r = run(cluster_mpirun({1: 1, 2: 1}, SHIM, "--rendezvous", "env", "--", "true"))
+        self.assertEqual(r.returncode, 125, r.stdout + r.stderr)
+        self.assertIn("--rendezvous env forbids MPI: set --master-addr or MASTER_ADDR", r.stderr)
+
+
+class SingleNode(unittest.TestCase):
+    def test_single_node_job_never_calls_mpi(self):
+        # If aml-shim had called MPI_Init, mpi4py's own MPI_Init would fail.
+        require("mpirun", PYTHON)
+        from harness import mpirun
+        code = ("from mpi4py import MPI; import sys; c = MPI.COMM_WORLD; "
+                "sys.stdout.write(f\"{c.Get_rank()} {c.Get_size()}\\n\")")
+        r = run(mpirun(2, SHIM, "--tf-config", "--", PYTHON, "-c", code), timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(sorted(r.stdout.split("\n")[:2]), ["0 2", "1 2"])
+
+
+if __name__ == "__main__":
+    main()
