@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "launch/child.h"
+#include "launch/cpu_affinity.h"
 #include "launch/descendants.h"
 #include "launch/failure_report.h"
 #include "launch/line_tagger.h"
@@ -136,7 +137,11 @@ bool Supervisor::Start() {
     Child& c = children_[i];
     c.launch = config_.children[i];
     int code = 0;
-    auto spawned = SpawnChild(c.launch.argv, c.launch.env, config_.pipe_output, &code);
+    Result<SpawnedChild> spawned = Error{""};
+    {
+      ScopedCpuBinding bind(c.launch.cpus);  // inherited by the child
+      spawned = SpawnChild(c.launch.argv, c.launch.env, config_.pipe_output, &code);
+    }
     if (!spawned.ok()) {
       LogError(spawned.error().message);
       spawn_failure_code_ = code;

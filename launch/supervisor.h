@@ -20,6 +20,7 @@ struct ChildLaunch {
   EnvSnapshot env;
   int rank = 0;
   int local_rank = 0;
+  std::vector<int> cpus;  // --numa-bind: CPUs to bind it to (empty: unbound)
 };
 
 struct SupervisorConfig {

@@ -9,7 +9,10 @@
 #include "ib/report.h"
 #include "ib/socket_iface.h"
 #include "ib/verbs.h"
+#include "launch/cpu_affinity.h"
+#include "launch/cpu_list.h"
 #include "launch/gpu_count.h"
+#include "launch/gpu_topology.h"
 #include "launch/supervisor.h"
 #include "shim/contract.h"
 #include "shim/env_command.h"
@@ -74,7 +77,7 @@ Result<EnvVar> TfConfigVar(const std::vector<std::string>& endpoints, const Opti
 // Children per shim for --nproc-per-node.
 Result<int> ResolveNproc(const Options& o, const EnvSnapshot& env) {
   if (o.nproc_kind == NprocKind::kCount) return o.nproc;
-  GpuCount gpus = CountVisibleGpus(env);
+  GpuCount gpus = CountVisibleGpus(env, o.proc_root);
   if (gpus.count > 0) {
     LogVerbose("--nproc-per-node " +
                std::string(o.nproc_kind == NprocKind::kGpu ? "gpu" : "auto") + ": " +
@@ -84,6 +87,38 @@ Result<int> ResolveNproc(const Options& o, const EnvSnapshot& env) {
   if (o.nproc_kind == NprocKind::kAuto) return 1;
   return Error{"--nproc-per-node=gpu: no NVIDIA GPU is visible (" + gpus.why +
                "); use a number or 'auto'"};
+}
+
+// --numa-bind: each child's CPUs (empty: unbound), with one warning per
+// shim when a child cannot be bound.
+std::vector<std::vector<int>> NumaBinding(const std::vector<ChildPlan>& plans,
+                                          const Options& o, const EnvSnapshot& env,
+                                          bool report) {
+  std::vector<std::vector<int>> cpus(plans.size());
+  GpuTopology topo = ReadGpuTopology(env, o.proc_root, o.sysfs_root);
+  const std::vector<int> allowed = AllowedCpus();
+  std::string problem;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const std::string rank = ValueOf(plans[i].vars, "RANK");
+    auto b = ChooseBinding(topo, std::stoi(ValueOf(plans[i].vars, "LOCAL_RANK")));
+    if (!b.ok()) {
+      if (problem.empty()) problem = b.error().message;
+      continue;
+    }
+    cpus[i] = UsableCpus(b->cpus, allowed);
+    if (cpus[i].empty()) {
+      if (problem.empty())
+        problem = "--numa-bind: " + b->why + ", none of which this process may use (allowed: " +
+                  FormatCpuList(allowed) + "); rank " + rank + " runs unbound";
+      continue;
+    }
+    if (report) LogVerbose("--numa-bind: rank " + rank + ": " + b->why);
+  }
+  if (report) {
+    for (const auto& w : topo.warnings) LogWarning(w);
+    if (!problem.empty()) LogWarning(problem);
+  }
+  return cpus;
 }
 
 struct Fabric {
@@ -179,9 +214,10 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
                  std::to_string(world->master_port.value));
   }
 
-  std::vector<EnvVar> fabric_vars;
+  std::optional<Fabric> fabric;
   if (o.ib != IbMode::kOff) {
-    Fabric f = ProbeFabric(o, env);
+    fabric = ProbeFabric(o, env);
+    const Fabric& f = *fabric;
     if (o.ib == IbMode::kRequire && !f.plan.usable)
       return Fail("--ib require: no active InfiniBand or RoCE v2 port (" + f.plan.summary + ")");
     // One line per node, not one per rank.
@@ -192,8 +228,9 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
       for (const auto& w : f.report.warnings) LogWarning(w);
       for (const auto& w : f.plan.warnings) LogWarning(w);
     }
-    fabric_vars = f.plan.vars;
   }
+  // UCX_NET_DEVICES prefers the port nearest each child's GPU.
+  const GpuTopology gpus = ReadGpuTopology(env, o.proc_root, o.sysfs_root);
 
   const bool pid1 = getpid() == 1;
   // exec in place unless there is something to supervise: several children,
@@ -206,7 +243,16 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
   for (int i = 0; i < *nproc; ++i) {
     ChildPlan plan;
     plan.vars = BuildContract(*world, env, ChildSlot{i, *nproc, pipe_output});
-    plan.vars.insert(plan.vars.end(), fabric_vars.begin(), fabric_vars.end());
+    if (fabric) {
+      std::optional<int> gpu_numa;
+      size_t local = std::stoul(ValueOf(plan.vars, "LOCAL_RANK"));
+      if (local < gpus.gpus.size() && gpus.gpus[local].numa_node >= 0)
+        gpu_numa = gpus.gpus[local].numa_node;
+      const std::vector<EnvVar>& fv =
+          gpu_numa ? PlanFabric(fabric->report, env, ReadNcclConf(env, "/etc/nccl.conf"), gpu_numa).vars
+                   : fabric->plan.vars;
+      plan.vars.insert(plan.vars.end(), fv.begin(), fv.end());
+    }
     plan.vars.insert(plan.vars.end(), socket_vars->begin(), socket_vars->end());
     if (o.tf_config) {
       auto tf = TfConfigVar(tf_endpoints, o, std::stoi(ValueOf(plan.vars, "RANK")), env);
@@ -221,6 +267,8 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
     std::cout << FormatEnv(*world, plans, o) << std::flush;
     return 0;
   }
+  std::vector<std::vector<int>> cpus(plans.size());
+  if (o.numa_bind) cpus = NumaBinding(plans, o, env, true);
   LogVerbose("rank " + std::to_string(world->rank.value) + " of " +
              std::to_string(world->size.value) + " (" + world->source +
              "), master " + world->master_addr.value + ":" +
@@ -240,9 +288,14 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
       launch.env = ApplyContract(env, plan.vars);
       launch.rank = std::stoi(ValueOf(plan.vars, "RANK"));
       launch.local_rank = std::stoi(ValueOf(plan.vars, "LOCAL_RANK"));
+      launch.cpus = cpus[config.children.size()];
       config.children.push_back(std::move(launch));
     }
     return Supervise(config);
+  }
+  if (!cpus[0].empty()) {
+    auto bound = BindToCpus(cpus[0]);
+    if (!bound.ok()) LogWarning("--numa-bind: " + bound.error().message + "; running unbound");
   }
   std::string why;
   int code = ExecCommand(plans[0].argv, ApplyContract(env, plans[0].vars), &why);

@@ -48,13 +48,18 @@ po::options_description Describe() {
      "fabric probe and NCCL/UCX env; require fails without an active "
      "InfiniBand/RoCE port (default auto)")
     ("sysfs-root", po::value<std::string>()->value_name("DIR"),
-     "read DIR/class/infiniband instead of /sys/class/infiniband")
+     "read DIR/class/infiniband and DIR/bus/pci instead of /sys/... "
+     "(containers, tests)")
+    ("proc-root", po::value<std::string>()->value_name("DIR"),
+     "read DIR/driver/nvidia/gpus instead of /proc/driver/nvidia/gpus")
     ("preflight", po::value<std::string>()->value_name("none|tcp|nccl|all"),
      "checks before the command starts (default none): tcp = every rank "
      "connects to MASTER_ADDR:MASTER_PORT; a failure exits 125 on every rank "
      "[nccl is not implemented in this version: nccl and all are refused]")
     ("preflight-timeout", po::value<std::string>()->value_name("SECONDS"),
      "how long the preflight waits for every rank (default 60)")
+    ("numa-bind", "pin each child to the CPUs of its GPU's NUMA node (the GPU of "
+     "its local rank; from the NVIDIA driver's /proc and sysfs)")
     ("quiet,q", "only errors from aml-shim itself")
     ("verbose,v", "explain what aml-shim does")
     ("json", "env/probe: print JSON")
@@ -80,8 +85,8 @@ std::string EnvName(const std::string& option) {
 const char* const kEnvOptions[] = {
     "nproc-per-node", "master-addr", "master-port", "rendezvous",
     "local-rank-arg", "tf-config", "ps-count", "log-dir", "tag-output",
-    "grace", "ib", "sysfs-root", "preflight", "preflight-timeout", "quiet",
-    "verbose"};
+    "grace", "ib", "sysfs-root", "preflight", "preflight-timeout", "numa-bind", "proc-root",
+    "quiet", "verbose"};
 
 Result<bool> ParseBoolVar(const std::string& name, const std::string& value) {
   std::string v;
@@ -153,6 +158,7 @@ Status Validate(const po::variables_map& vm, const Origins& origin,
     o.rendezvous = *r;
   }
   o.local_rank_arg = vm.count("local-rank-arg") > 0;
+  o.numa_bind = vm.count("numa-bind") > 0;
   o.tf_config = vm.count("tf-config") > 0;
   if (vm.count("ps-count")) {
     auto n = ParseInt(origin.Name("ps-count"), str("ps-count"), 0, 1 << 20);
@@ -188,6 +194,11 @@ Status Validate(const po::variables_map& vm, const Origins& origin,
                                 {"off", IbMode::kOff}});
     if (!r.ok()) return r.error();
     o.ib = *r;
+  }
+  if (vm.count("proc-root")) {
+    if (str("proc-root").empty())
+      return Error{origin.Name("proc-root") + "='' is an empty directory name"};
+    o.proc_root = str("proc-root");
   }
   if (vm.count("sysfs-root")) {
     if (str("sysfs-root").empty())

@@ -29,6 +29,7 @@ struct Options {
   std::optional<int> master_port;
   Rendezvous rendezvous = Rendezvous::kAuto;
   bool local_rank_arg = false;
+  bool numa_bind = false;
   bool tf_config = false;
   int ps_count = 0;
   std::optional<std::string> log_dir;
@@ -36,6 +37,7 @@ struct Options {
   double grace_s = 30;
   IbMode ib = IbMode::kAuto;
   std::string sysfs_root = "/sys";
+  std::string proc_root = "/proc";
   Preflight preflight;
   double preflight_timeout_s = 60;
   Verbosity verbosity = Verbosity::kNormal;
