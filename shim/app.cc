@@ -22,6 +22,7 @@
 #include "shim/options.h"
 #include "shim/preflight_tcp.h"
 #include "shim/resolve.h"
+#include "shim/tcp.h"
 #include "shim/tf_config.h"
 #include "shim/version.h"
 #include "shim/world_rendezvous.h"
@@ -255,9 +256,19 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
     }
     plan.vars.insert(plan.vars.end(), socket_vars->begin(), socket_vars->end());
     if (o.tf_config) {
-      auto tf = TfConfigVar(tf_endpoints, o, std::stoi(ValueOf(plan.vars, "RANK")), env);
+      const int rank = std::stoi(ValueOf(plan.vars, "RANK"));
+      auto tf = TfConfigVar(tf_endpoints, o, rank, env);
       if (!tf.ok()) return Fail(tf.error().message);
       plan.vars.push_back(std::move(*tf));
+      // Ports derived without talking (single node) are checked here, on
+      // the host that will use them; rendezvous ports were found free.
+      if (peers.empty() && running) {
+        const std::string& ep = tf_endpoints[static_cast<size_t>(rank)];
+        int port = std::stoi(ep.substr(ep.rfind(':') + 1));
+        if (!ListenAny(port).ok())
+          LogWarning("--tf-config: port " + std::to_string(port) + " of rank " +
+                     std::to_string(rank) + " (" + ep + ") is in use on this host");
+      }
     }
     plan.argv = BuildArgv(inv->command, o, plan.vars);
     plans.push_back(std::move(plan));

@@ -98,6 +98,19 @@ class Cli(unittest.TestCase):
         self.assertEqual(tf, {"cluster": {"worker": ["127.0.0.1:4001", "127.0.0.1:4002"]},
                               "task": {"type": "worker", "index": 1}, "environment": "cloud"})
 
+    def test_tf_config_port_in_use_is_warned_about(self):
+        import socket
+        with socket.socket() as busy:
+            busy.bind(("0.0.0.0", 0))
+            busy.listen()
+            port = busy.getsockname()[1]
+            r = run([SHIM, "--tf-config", "--", "true"],
+                    env=clean_env(PMI_RANK=1, PMI_SIZE=2, MPI_LOCALRANKID=1, MPI_LOCALNRANKS=2,
+                                  MASTER_PORT=port - 2))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"aml-shim: warning: --tf-config: port {port} of rank 1 (127.0.0.1:{port}) "
+                      "is in use on this host", r.stderr)
+
     def test_preflight_tcp_of_a_world_of_one(self):
         r = run([SHIM, "--preflight", "tcp", "--", "echo", "ran"])
         self.assertEqual(r.returncode, 0, r.stderr)
