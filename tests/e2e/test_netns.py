@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import (PYTHON, SHIM, SRC, TRAIN, clean_env, json_lines, main, require, run)
+from harness import PYTHON, SHIM, SRC, TRAIN, clean_env, main, require, run
 from test_ddp import finals
 
 CLUSTER = "amle"
@@ -21,7 +21,8 @@ SCRIPT = os.path.join(SRC, "scripts", "netns-cluster.sh")
 KEYS = ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", "MASTER_ADDR",
         "MASTER_PORT", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "TF_CONFIG"]
 PRINT_ENV = [PYTHON, "-c",
-             "import json,os; print(json.dumps({k: os.environ.get(k) for k in %r}))" % KEYS]
+             "import json,os; os.write(1, (json.dumps({k: os.environ.get(k) for k in %r}) "
+             "+ '\\n').encode())" % KEYS]
 
 
 def node(i):
@@ -44,9 +45,17 @@ def cluster_mpirun(hosts, *args, x=(), extra=()):
 
 
 def ranks_env(stdout):
-    untagged = "\n".join(re.sub(r"^\[rank \d+\] ", "", l) for l in stdout.splitlines())
-    docs = sorted(json_lines(untagged), key=lambda d: int(d["RANK"]))
-    return docs
+    """Every rank's JSON document. mpirun forwards each rank's output in the
+    pieces it reads, so one rank's line may end after another's starts: find
+    the objects rather than split lines (each is one atomic write)."""
+    untagged = re.sub(r"\[rank \d+\] ", "", stdout)
+    decoder = json.JSONDecoder()
+    docs, i = [], untagged.find('{"RANK"')
+    while i >= 0:
+        doc, end = decoder.raw_decode(untagged, i)
+        docs.append(doc)
+        i = untagged.find('{"RANK"', end)
+    return sorted(docs, key=lambda d: int(d["RANK"]))
 
 
 class NetnsCluster(unittest.TestCase):
