@@ -44,6 +44,21 @@ NcclConf ReadNcclConf(const EnvSnapshot& env, const std::string& default_path) {
   return conf;
 }
 
+EnvVar DefaultUnlessUserSet(const std::string& name, const std::string& value,
+                            const std::string& why, const EnvSnapshot& env,
+                            const NcclConf* conf) {
+  auto kept = [&](const std::string& user, const std::string& where) {
+    return EnvVar{name, user, where + " (aml-shim would write '" + value + "': " + why + ")",
+                  true};
+  };
+  if (const std::string* v = env.Find(name)) return kept(*v, "set by the user");
+  if (conf) {
+    auto it = conf->vars.find(name);
+    if (it != conf->vars.end()) return kept(it->second, "set in " + conf->path);
+  }
+  return {name, value, why, false};
+}
+
 FabricPlan PlanFabric(const FabricReport& report, const EnvSnapshot& env,
                       const NcclConf& conf, std::optional<int> gpu_numa) {
   FabricPlan plan;
@@ -55,13 +70,7 @@ FabricPlan PlanFabric(const FabricReport& report, const EnvSnapshot& env,
     return std::nullopt;
   };
   auto add = [&](const std::string& name, const std::string& value, const std::string& why) {
-    if (auto user = user_value(name)) {
-      std::string where = env.Has(name) ? "set by the user" : "set in " + conf.path;
-      plan.vars.push_back({name, *user, where + " (aml-shim would write '" + value + "': " + why + ")",
-                           true});
-    } else {
-      plan.vars.push_back({name, value, why, false});
-    }
+    plan.vars.push_back(DefaultUnlessUserSet(name, value, why, env, &conf));
   };
 
   struct Choice {

@@ -22,6 +22,13 @@ struct NcclConf {
 // KEY=VALUE lines, '#' comments, as NCCL parses it.
 NcclConf ReadNcclConf(const EnvSnapshot& env, const std::string& default_path);
 
+// `value` as a default: the user's value wins when the variable is in the
+// environment or, with `conf`, in nccl.conf; `why` is kept in the
+// explanation either way.
+EnvVar DefaultUnlessUserSet(const std::string& name, const std::string& value,
+                            const std::string& why, const EnvSnapshot& env,
+                            const NcclConf* conf);
+
 struct FabricPlan {
   std::vector<EnvVar> vars;           // defaults (user values win)
   std::string summary;                // one line for local rank 0

@@ -1,10 +1,6 @@
 #include "ib/socket_iface.h"
 
-#include <arpa/inet.h>
 #include <sys/socket.h>
-#include <unistd.h>
-
-#include <cstring>
 
 #include "shim/tcp.h"
 
@@ -62,36 +58,11 @@ Result<SocketIface> ChooseSocketIface(const RouteFacts& facts,
 std::string RouteSource(const std::string& ip) {
   sockaddr_storage ss{};
   socklen_t len = 0;
-  auto* sin = reinterpret_cast<sockaddr_in*>(&ss);
-  auto* sin6 = reinterpret_cast<sockaddr_in6*>(&ss);
-  if (inet_pton(AF_INET, ip.c_str(), &sin->sin_addr) == 1) {
-    sin->sin_family = AF_INET;
-    sin->sin_port = htons(9);
-    len = sizeof *sin;
-  } else if (inet_pton(AF_INET6, ip.c_str(), &sin6->sin6_addr) == 1) {
-    sin6->sin6_family = AF_INET6;
-    sin6->sin6_port = htons(9);
-    len = sizeof *sin6;
-  } else {
-    return "";
-  }
-  int fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return "";
-  std::string out;
-  sockaddr_storage local{};
-  socklen_t local_len = sizeof local;
+  if (!NumericSockaddr(ip, 9, &ss, &len)) return "";
+  Fd fd(socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   // connect() on UDP only picks the route; nothing is sent.
-  if (connect(fd, reinterpret_cast<sockaddr*>(&ss), len) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) == 0) {
-    char buf[INET6_ADDRSTRLEN] = {};
-    if (local.ss_family == AF_INET)
-      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&local)->sin_addr, buf, sizeof buf);
-    else
-      inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr, buf, sizeof buf);
-    out = buf;
-  }
-  close(fd);
-  return out;
+  if (!fd.valid() || connect(fd.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0) return "";
+  return LocalAddress(fd.get());
 }
 
 Result<RouteFacts> GatherRouteFacts(const std::string& master_host) {
@@ -110,22 +81,9 @@ std::vector<EnvVar> PlanSocketEnv(const SocketIface& iface, const EnvSnapshot& e
                                   const NcclConf& conf) {
   std::vector<EnvVar> vars;
   if (iface.ifname.empty()) return vars;
-  auto add = [&](const std::string& name, const std::string& value) {
-    if (const std::string* user = env.Find(name)) {
-      vars.push_back({name, *user, "set by the user (aml-shim would write '" + value +
-                                       "': " + iface.why + ")", true});
-      return;
-    }
-    auto it = conf.vars.find(name);
-    if (name.rfind("NCCL_", 0) == 0 && it != conf.vars.end()) {
-      vars.push_back({name, it->second, "set in " + conf.path + " (aml-shim would write '" +
-                                            value + "': " + iface.why + ")", true});
-      return;
-    }
-    vars.push_back({name, value, iface.why, false});
-  };
-  add("GLOO_SOCKET_IFNAME", iface.ifname);
-  add("NCCL_SOCKET_IFNAME", "=" + iface.ifname);
+  // nccl.conf is NCCL's file: it speaks for NCCL_SOCKET_IFNAME only.
+  vars.push_back(DefaultUnlessUserSet("GLOO_SOCKET_IFNAME", iface.ifname, iface.why, env, nullptr));
+  vars.push_back(DefaultUnlessUserSet("NCCL_SOCKET_IFNAME", "=" + iface.ifname, iface.why, env, &conf));
   return vars;
 }
 

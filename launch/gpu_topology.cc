@@ -1,23 +1,14 @@
 #include "launch/gpu_topology.h"
 
-#include <dirent.h>
-
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <sstream>
 
+#include "ib/sysfs.h"
 #include "launch/cpu_list.h"
 
 namespace aml {
 namespace {
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 std::string Trim(std::string s) {
   size_t a = s.find_first_not_of(" \t\r\n");
@@ -34,7 +25,7 @@ std::string Lower(std::string s) {
 GpuInfo ReadGpu(const std::string& dir, const std::string& name, const std::string& sysfs_root) {
   GpuInfo g;
   g.pci = Lower(name);
-  std::istringstream info(ReadFile(dir + "/" + name + "/information"));
+  std::istringstream info(ReadSysfsFile(dir + "/" + name + "/information").value_or(""));
   std::string line;
   while (std::getline(info, line)) {
     size_t colon = line.find(':');
@@ -45,10 +36,12 @@ GpuInfo ReadGpu(const std::string& dir, const std::string& name, const std::stri
     if (key == "Bus Location") g.pci = Lower(value);
   }
   std::string dev = sysfs_root + "/bus/pci/devices/" + g.pci;
-  std::string numa = Trim(ReadFile(dev + "/numa_node"));
-  if (!numa.empty()) g.numa_node = std::atoi(numa.c_str());
-  auto cpus = ParseCpuList(dev + "/local_cpulist", ReadFile(dev + "/local_cpulist"));
-  if (cpus.ok()) g.cpus = *cpus;
+  if (auto numa = ReadSysfsFile(dev + "/numa_node"); numa && !numa->empty())
+    g.numa_node = std::atoi(numa->c_str());
+  if (auto list = ReadSysfsFile(dev + "/local_cpulist")) {
+    auto cpus = ParseCpuList(dev + "/local_cpulist", *list);
+    if (cpus.ok()) g.cpus = *cpus;
+  }
   return g;
 }
 
@@ -58,17 +51,12 @@ GpuTopology ReadGpuTopology(const EnvSnapshot& env, const std::string& proc_root
                             const std::string& sysfs_root) {
   GpuTopology t;
   std::string dir = proc_root + "/driver/nvidia/gpus";
-  std::vector<std::string> names;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d))
-      if (e->d_name[0] != '.') names.push_back(e->d_name);
-    closedir(d);
-  } else {
+  if (!PathExists(dir)) {
     t.why = "no " + dir + " (no NVIDIA driver)";
     return t;
   }
   std::vector<GpuInfo> all;
-  for (const auto& n : names) all.push_back(ReadGpu(dir, n, sysfs_root));
+  for (const auto& n : ListSysfsDir(dir)) all.push_back(ReadGpu(dir, n, sysfs_root));
   std::sort(all.begin(), all.end(), [](const GpuInfo& a, const GpuInfo& b) { return a.pci < b.pci; });
   t.why = std::to_string(all.size()) + " GPUs in " + dir;
   const std::string* visible = env.Find("CUDA_VISIBLE_DEVICES");

@@ -46,9 +46,8 @@ Status RefuseUnbuilt(const Options& o) {
 
 // GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME for a job that spans nodes.
 Result<std::vector<EnvVar>> SocketVars(const World& world, const EnvSnapshot& env,
-                                       bool report) {
+                                       const NcclConf& conf, bool report) {
   if (world.single_node) return std::vector<EnvVar>{};
-  NcclConf conf = ReadNcclConf(env, "/etc/nccl.conf");
   // Both chosen by the user: nothing to decide, nothing that could fail.
   if (env.Has("GLOO_SOCKET_IFNAME") &&
       (env.Has("NCCL_SOCKET_IFNAME") || conf.vars.count("NCCL_SOCKET_IFNAME")))
@@ -93,10 +92,8 @@ Result<int> ResolveNproc(const Options& o, const EnvSnapshot& env) {
 // --numa-bind: each child's CPUs (empty: unbound), with one warning per
 // shim when a child cannot be bound.
 std::vector<std::vector<int>> NumaBinding(const std::vector<ChildPlan>& plans,
-                                          const Options& o, const EnvSnapshot& env,
-                                          bool report) {
+                                          const GpuTopology& topo, bool report) {
   std::vector<std::vector<int>> cpus(plans.size());
-  GpuTopology topo = ReadGpuTopology(env, o.proc_root, o.sysfs_root);
   const std::vector<int> allowed = AllowedCpus();
   std::string problem;
   for (size_t i = 0; i < plans.size(); ++i) {
@@ -124,17 +121,19 @@ std::vector<std::vector<int>> NumaBinding(const std::vector<ChildPlan>& plans,
 
 struct Fabric {
   FabricReport report;
-  FabricPlan plan;
+  NcclConf conf;
+  FabricPlan plan;  // without a GPU's NUMA node
 };
 
-Fabric ProbeFabric(const Options& o, const EnvSnapshot& env) {
+Fabric ProbeFabric(const Options& o, const EnvSnapshot& env, NcclConf conf) {
   Fabric f;
   f.report = ProbeSysfs(o.sysfs_root);
   // libibverbs is consulted only where the real sysfs shows devices: it costs
   // milliseconds to load its providers and knows nothing of fixture trees.
   if (o.sysfs_root == "/sys" && !f.report.devices.empty())
     CrossCheckWithVerbs(f.report, QueryVerbs());
-  f.plan = PlanFabric(f.report, env, ReadNcclConf(env, "/etc/nccl.conf"));
+  f.conf = std::move(conf);
+  f.plan = PlanFabric(f.report, env, f.conf);
   return f;
 }
 
@@ -159,8 +158,9 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
     std::cout << "aml-shim " << kVersion << "\n";
     return 0;
   }
+  const NcclConf nccl_conf = ReadNcclConf(env, "/etc/nccl.conf");
   if (inv->subcommand == Subcommand::kProbe) {
-    Fabric f = ProbeFabric(o, env);
+    Fabric f = ProbeFabric(o, env, nccl_conf);
     std::cout << (o.json ? FormatProbeJson(f.report, f.plan)
                          : FormatProbeTable(f.report, f.plan))
               << std::flush;
@@ -185,7 +185,7 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
   if (running)
     for (const auto& w : world->warnings) LogWarning(w);
 
-  auto socket_vars = SocketVars(*world, env, running && world->local_rank.value == 0);
+  auto socket_vars = SocketVars(*world, env, nccl_conf, running && world->local_rank.value == 0);
   if (!socket_vars.ok()) return Fail(socket_vars.error().message);
   std::vector<std::string> tf_endpoints;
   if (o.tf_config) {
@@ -217,7 +217,7 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
 
   std::optional<Fabric> fabric;
   if (o.ib != IbMode::kOff) {
-    fabric = ProbeFabric(o, env);
+    fabric = ProbeFabric(o, env, nccl_conf);
     const Fabric& f = *fabric;
     if (o.ib == IbMode::kRequire && !f.plan.usable)
       return Fail("--ib require: no active InfiniBand or RoCE v2 port (" + f.plan.summary + ")");
@@ -230,8 +230,9 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
       for (const auto& w : f.plan.warnings) LogWarning(w);
     }
   }
-  // UCX_NET_DEVICES prefers the port nearest each child's GPU.
-  const GpuTopology gpus = ReadGpuTopology(env, o.proc_root, o.sysfs_root);
+  // For --numa-bind, and for UCX_NET_DEVICES nearest each child's GPU.
+  GpuTopology gpus;
+  if (fabric || o.numa_bind) gpus = ReadGpuTopology(env, o.proc_root, o.sysfs_root);
 
   const bool pid1 = getpid() == 1;
   // exec in place unless there is something to supervise: several children,
@@ -250,7 +251,7 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
       if (local < gpus.gpus.size() && gpus.gpus[local].numa_node >= 0)
         gpu_numa = gpus.gpus[local].numa_node;
       const std::vector<EnvVar>& fv =
-          gpu_numa ? PlanFabric(fabric->report, env, ReadNcclConf(env, "/etc/nccl.conf"), gpu_numa).vars
+          gpu_numa ? PlanFabric(fabric->report, env, fabric->conf, gpu_numa).vars
                    : fabric->plan.vars;
       plan.vars.insert(plan.vars.end(), fv.begin(), fv.end());
     }
@@ -279,7 +280,7 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
     return 0;
   }
   std::vector<std::vector<int>> cpus(plans.size());
-  if (o.numa_bind) cpus = NumaBinding(plans, o, env, true);
+  if (o.numa_bind) cpus = NumaBinding(plans, gpus, true);
   LogVerbose("rank " + std::to_string(world->rank.value) + " of " +
              std::to_string(world->size.value) + " (" + world->source +
              "), master " + world->master_addr.value + ":" +

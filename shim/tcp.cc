@@ -111,23 +111,30 @@ Result<Listener> ListenAny(int port) {
   return l;
 }
 
-Result<Fd> ConnectTcp(const std::string& ip, int port, Deadline deadline) {
-  std::string where = JoinHostPort(ip, port);
-  sockaddr_storage ss{};
-  socklen_t len;
-  auto* sin = reinterpret_cast<sockaddr_in*>(&ss);
-  auto* sin6 = reinterpret_cast<sockaddr_in6*>(&ss);
+bool NumericSockaddr(const std::string& ip, int port, sockaddr_storage* ss, socklen_t* len) {
+  *ss = {};
+  auto* sin = reinterpret_cast<sockaddr_in*>(ss);
+  auto* sin6 = reinterpret_cast<sockaddr_in6*>(ss);
   if (inet_pton(AF_INET, ip.c_str(), &sin->sin_addr) == 1) {
     sin->sin_family = AF_INET;
     sin->sin_port = htons(static_cast<uint16_t>(port));
-    len = sizeof *sin;
-  } else if (inet_pton(AF_INET6, ip.c_str(), &sin6->sin6_addr) == 1) {
+    *len = sizeof *sin;
+    return true;
+  }
+  if (inet_pton(AF_INET6, ip.c_str(), &sin6->sin6_addr) == 1) {
     sin6->sin6_family = AF_INET6;
     sin6->sin6_port = htons(static_cast<uint16_t>(port));
-    len = sizeof *sin6;
-  } else {
-    return Error{where + ": not a numeric address"};
+    *len = sizeof *sin6;
+    return true;
   }
+  return false;
+}
+
+Result<Fd> ConnectTcp(const std::string& ip, int port, Deadline deadline) {
+  std::string where = JoinHostPort(ip, port);
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  if (!NumericSockaddr(ip, port, &ss, &len)) return Error{where + ": not a numeric address"};
   Fd fd(socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd.valid()) return Error{where + ": socket: " + std::strerror(errno)};
   int one = 1;

@@ -2,6 +2,8 @@
 // preflight: every call is bounded by a deadline, errors say what and where.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <chrono>
 #include <string>
 #include <vector>
@@ -40,6 +42,9 @@ struct Listener {
   int port = 0;
 };
 Result<Listener> ListenAny(int port);
+
+// Fills `ss`/`len` for a numeric IPv4 or IPv6 address; false if `ip` is not one.
+bool NumericSockaddr(const std::string& ip, int port, sockaddr_storage* ss, socklen_t* len);
 
 // Connects to ip:port (numeric) before `deadline`. The error names both.
 Result<Fd> ConnectTcp(const std::string& ip, int port, Deadline deadline);
