@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <memory>
 
 #include "ib/fabric_env.h"
 #include "ib/probe.h"
@@ -20,7 +21,8 @@
 #include "shim/log.h"
 #include "shim/master.h"
 #include "shim/options.h"
-#include "shim/preflight_tcp.h"
+#include "shim/nccl_stage.h"
+#include "shim/preflight.h"
 #include "shim/resolve.h"
 #include "shim/tcp.h"
 #include "shim/tf_config.h"
@@ -33,15 +35,6 @@ namespace {
 int Fail(const std::string& message) {
   LogError(message);
   return kExitShimFailure;
-}
-
-// Features whose options parse today but whose behaviour is not built yet
-// are refused rather than silently ignored.
-Status RefuseUnbuilt(const Options& o) {
-  if (o.preflight.nccl)
-    return Error{"--preflight nccl (and all) is not implemented in this version; "
-                 "--preflight tcp is"};
-  return Ok{};
 }
 
 // GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME for a job that spans nodes.
@@ -137,6 +130,65 @@ Fabric ProbeFabric(const Options& o, const EnvSnapshot& env, NcclConf conf) {
   return f;
 }
 
+// The NCCL worker's job: one slot per child, each on the GPU of its
+// LOCAL_RANK, with its ranks in the node's and the world's communicators.
+WorkerSetup NcclSetup(const Options& o, const World& world, const std::vector<ChildPlan>& plans) {
+  WorkerSetup setup;
+  setup.bytes = o.preflight_bytes;
+  setup.make_node_id = world.local_rank.value == 0;
+  setup.make_world_id = world.rank.value == 0 && !world.single_node;
+  for (const ChildPlan& p : plans) {
+    WorkerSlot s;
+    s.device = s.node_rank = std::stoi(ValueOf(p.vars, "LOCAL_RANK"));
+    s.node_size = std::stoi(ValueOf(p.vars, "LOCAL_WORLD_SIZE"));
+    s.world_rank = std::stoi(ValueOf(p.vars, "RANK"));
+    s.world_size = std::stoi(ValueOf(p.vars, "WORLD_SIZE"));
+    setup.slots.push_back(s);
+  }
+  return setup;
+}
+
+// --preflight: 0 to go on, else the exit code.
+int RunPreflightStage(const Options& o, const World& world, const std::vector<ChildPlan>& plans,
+              const EnvSnapshot& env, const std::string& host) {
+  PreflightRequest req;
+  req.rank = world.rank.value;
+  req.size = world.size.value;
+  req.master_addr = world.master_addr.value;
+  req.master_port = world.master_port.value;
+  req.host = host;
+  req.timeout = std::chrono::milliseconds(static_cast<long>(o.preflight_timeout_s * 1000));
+  std::unique_ptr<NcclStage> nccl;
+  if (o.preflight.nccl) {
+    // NCCL sees what the first child will see: NCCL_*, socket and fabric
+    // variables included.
+    nccl = std::make_unique<NcclStage>(world.node_rank.value, NcclSetup(o, world, plans),
+                                       ApplyContract(env, plans[0].vars));
+    req.gpu = nccl.get();
+    req.bytes = o.preflight_bytes;
+    req.min_busbw = o.min_busbw;
+  }
+  bool said = false;
+  auto pre = RunPreflight(req, &said);
+  if (!pre.ok()) {
+    // Rank 0 prints the report; the others only exit.
+    const std::string& m = pre.error().message;
+    for (size_t at = 0, nl; at <= m.size(); at = nl + 1) {
+      nl = m.find('\n', at);
+      if (nl == std::string::npos) nl = m.size();
+      if (said) LogVerbose(m.substr(at, nl - at));
+      else LogError(m.substr(at, nl - at));
+    }
+    return kExitShimFailure;
+  }
+  if (world.rank.value == 0) {
+    LogVerbose("preflight tcp: all " + std::to_string(world.size.value) + " ranks reached " +
+               world.master_addr.value + ":" + std::to_string(world.master_port.value));
+    for (const auto& line : pre->report) LogInfo(line);
+  }
+  return 0;
+}
+
 std::string HostName() {
   char buf[256] = {};
   if (gethostname(buf, sizeof buf - 1) != 0) return "?";
@@ -166,9 +218,6 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
               << std::flush;
     return 0;
   }
-  auto unbuilt = RefuseUnbuilt(o);
-  if (!unbuilt.ok()) return Fail(unbuilt.error().message);
-
   auto world = ResolveRanks(env);
   if (!world.ok()) return Fail(world.error().message);
   auto master = ResolveMaster(env, o, *world);
@@ -193,28 +242,6 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
     if (!eps.ok()) return Fail(eps.error().message);
     tf_endpoints = std::move(*eps);
   }
-  if (running && o.preflight.tcp) {
-    TcpPreflightRequest req;
-    req.rank = world->rank.value;
-    req.size = world->size.value;
-    req.master_addr = world->master_addr.value;
-    req.master_port = world->master_port.value;
-    req.host = host;
-    req.timeout = std::chrono::milliseconds(static_cast<long>(o.preflight_timeout_s * 1000));
-    bool said = false;
-    auto pre = RunTcpPreflight(req, &said);
-    if (!pre.ok()) {
-      // Rank 0 prints the report; the others only exit.
-      if (said) LogVerbose(pre.error().message);
-      else LogError(pre.error().message);
-      return kExitShimFailure;
-    }
-    if (world->rank.value == 0)
-      LogVerbose("preflight tcp: all " + std::to_string(world->size.value) +
-                 " ranks reached " + world->master_addr.value + ":" +
-                 std::to_string(world->master_port.value));
-  }
-
   std::optional<Fabric> fabric;
   if (o.ib != IbMode::kOff) {
     fabric = ProbeFabric(o, env, nccl_conf);
@@ -278,6 +305,10 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
   if (inv->subcommand == Subcommand::kEnv) {
     std::cout << FormatEnv(*world, plans, o) << std::flush;
     return 0;
+  }
+  if (o.preflight.tcp) {
+    int code = RunPreflightStage(o, *world, plans, env, host);
+    if (code != 0) return code;
   }
   std::vector<std::vector<int>> cpus(plans.size());
   if (o.numa_bind) cpus = NumaBinding(plans, gpus, true);

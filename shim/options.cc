@@ -4,6 +4,7 @@
 #include <cctype>
 #include <sstream>
 
+#include "shim/nccl_verdict.h"
 #include "shim/parse_int.h"
 
 namespace po = boost::program_options;
@@ -54,10 +55,18 @@ po::options_description Describe() {
      "read DIR/driver/nvidia/gpus instead of /proc/driver/nvidia/gpus")
     ("preflight", po::value<std::string>()->value_name("none|tcp|nccl|all"),
      "checks before the command starts (default none): tcp = every rank "
-     "connects to MASTER_ADDR:MASTER_PORT; a failure exits 125 on every rank "
-     "[nccl is not implemented in this version: nccl and all are refused]")
+     "connects to MASTER_ADDR:MASTER_PORT; nccl (or all) = that, then an NCCL "
+     "all-reduce on each node's GPUs and across nodes, checked and timed. A "
+     "failure exits 125 on every rank")
     ("preflight-timeout", po::value<std::string>()->value_name("SECONDS"),
-     "how long the preflight waits for every rank (default 60)")
+     "bound on each preflight stage: connecting, the GPUs' start, the "
+     "all-reduces (default 60)")
+    ("preflight-bytes", po::value<std::string>()->value_name("SIZE"),
+     "--preflight nccl: all-reduce size per GPU, bytes or with K/M/G "
+     "(default 256M)")
+    ("min-busbw", po::value<std::string>()->value_name("GB/s"),
+     "--preflight nccl: fail when a node's all-reduce bus bandwidth is under "
+     "this (e.g. 228 for ND96asr_v4, 460 for ND96isr_H100_v5 at 8 GB)")
     ("numa-bind", "pin each child to the CPUs of its GPU's NUMA node (the GPU of "
      "its local rank; from the NVIDIA driver's /proc and sysfs)")
     ("quiet,q", "only errors from aml-shim itself")
@@ -85,7 +94,8 @@ std::string EnvName(const std::string& option) {
 const char* const kEnvOptions[] = {
     "nproc-per-node", "master-addr", "master-port", "rendezvous",
     "local-rank-arg", "tf-config", "ps-count", "log-dir", "tag-output",
-    "grace", "ib", "sysfs-root", "preflight", "preflight-timeout", "numa-bind", "proc-root",
+    "grace", "ib", "sysfs-root", "preflight", "preflight-timeout", "preflight-bytes",
+    "min-busbw", "numa-bind", "proc-root",
     "quiet", "verbose"};
 
 Result<bool> ParseBoolVar(const std::string& name, const std::string& value) {
@@ -209,9 +219,26 @@ Status Validate(const po::variables_map& vm, const Origins& origin,
     auto r = ParseEnum<int>(origin.Name("preflight"), str("preflight"),
                             {{"none", 0}, {"tcp", 1}, {"nccl", 2}, {"all", 3}});
     if (!r.ok()) return r.error();
-    o.preflight.tcp = (*r & 1) != 0;
+    // The NCCL stage rides on the TCP check's connections.
+    o.preflight.tcp = *r != 0;
     o.preflight.nccl = (*r & 2) != 0;
   }
+  if (vm.count("preflight-bytes")) {
+    auto b = ParseBytes(origin.Name("preflight-bytes"), str("preflight-bytes"));
+    if (!b.ok()) return b.error();
+    o.preflight_bytes = *b;
+  }
+  if (vm.count("min-busbw")) {
+    std::string v = str("min-busbw");
+    char* end = nullptr;
+    double g = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || !(g > 0) || g > 1e6)
+      return Error{origin.Name("min-busbw") + "='" + v + "' is not a bandwidth in GB/s (> 0)"};
+    o.min_busbw = g;
+  }
+  for (const char* name : {"preflight-bytes", "min-busbw"})
+    if (vm.count(name) && !o.preflight.nccl)
+      return Error{origin.Name(name) + "='" + str(name) + "' needs --preflight nccl or all"};
   if (vm.count("quiet") && vm.count("verbose"))
     return Error{"--quiet and --verbose contradict each other"};
   if (vm.count("quiet")) o.verbosity = Verbosity::kQuiet;

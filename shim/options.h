@@ -2,6 +2,7 @@
 // AML_SHIM_<NAME> (dashes as underscores, upper case); the command line wins.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +41,8 @@ struct Options {
   std::string proc_root = "/proc";
   Preflight preflight;
   double preflight_timeout_s = 60;
+  uint64_t preflight_bytes = uint64_t{256} << 20;
+  std::optional<double> min_busbw;  // GB/s
   Verbosity verbosity = Verbosity::kNormal;
   // `env` subcommand output
   bool json = false;

@@ -1,4 +1,4 @@
-#include "shim/preflight_tcp.h"
+#include "shim/preflight.h"
 
 #include <gtest/gtest.h>
 
@@ -14,13 +14,13 @@ int FreePort() {
   return l.ok() ? l->port : 0;
 }
 
-std::vector<Status> RunRanks(int size, const std::vector<int>& present, int port,
+std::vector<Result<PreflightOutcome>> RunRanks(int size, const std::vector<int>& present, int port,
                         std::chrono::milliseconds timeout) {
-  std::vector<Status> out(static_cast<size_t>(size), Status(Error{"not run"}));
+  std::vector<Result<PreflightOutcome>> out(static_cast<size_t>(size), Error{"not run"});
   std::vector<std::thread> threads;
   for (int r : present)
     threads.emplace_back([&, r] {
-      TcpPreflightRequest req;
+      PreflightRequest req;
       req.rank = r;
       req.size = size;
       req.master_addr = "127.0.0.1";
@@ -29,7 +29,7 @@ std::vector<Status> RunRanks(int size, const std::vector<int>& present, int port
       req.timeout = timeout;
       req.verdict_margin = std::chrono::milliseconds(200);
       req.linger = std::chrono::milliseconds(0);
-      out[static_cast<size_t>(r)] = RunTcpPreflight(req);
+      out[static_cast<size_t>(r)] = RunPreflight(req);
     });
   for (auto& t : threads) t.join();
   return out;
@@ -69,12 +69,12 @@ TEST(TcpPreflight, NoListenerNamesTheRankItsHostAndTheTarget) {
 TEST(TcpPreflight, BusyMasterPortFailsRankZeroAtOnce) {
   auto busy = ListenAny(0);
   ASSERT_TRUE(busy.ok());
-  TcpPreflightRequest req;
+  PreflightRequest req;
   req.master_addr = "127.0.0.1";
   req.master_port = busy->port;
   req.size = 2;
   req.host = "h0";
-  auto s = RunTcpPreflight(req);
+  auto s = RunPreflight(req);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find("rank 0 on h0 cannot listen on MASTER_PORT=" +
                                    std::to_string(busy->port)),

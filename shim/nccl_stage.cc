@@ -1,0 +1,179 @@
+#include "shim/nccl_stage.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "shim/nccl_worker.h"
+
+namespace aml {
+namespace {
+
+constexpr size_t kMaxFrame = 1 << 20;
+
+std::string SelfExe() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "";
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+std::string DescribeStatus(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    const char* name = sigabbrev_np(WTERMSIG(status));
+    return "was killed by signal " + std::to_string(WTERMSIG(status)) +
+           (name ? std::string(" (SIG") + name + ")" : "");
+  }
+  return "stopped";
+}
+
+}  // namespace
+
+NcclStage::NcclStage(int node, const WorkerSetup& setup, const EnvSnapshot& worker_env)
+    : node_(node), gpus_(static_cast<int>(setup.slots.size())) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) != 0) {
+    start_error_ = std::string("socketpair: ") + std::strerror(errno);
+    return;
+  }
+  Fd mine(sv[0]), theirs(sv[1]);
+  const std::string exe = SelfExe();
+  if (exe.empty()) {
+    start_error_ = "cannot find aml-shim's own executable (/proc/self/exe) to start the NCCL worker";
+    return;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, theirs.get(), kNcclWorkerFd);
+  // NCCL_DEBUG writes to stdout: keep the job's stdout for the job.
+  posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
+  std::vector<std::string> argv_s = {exe, kNcclWorkerArg};
+  std::vector<char*> argv;
+  for (auto& s : argv_s) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_s = worker_env.ToStrings();
+  std::vector<char*> envp;
+  for (auto& s : env_s) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  int rc = posix_spawn(&pid_, exe.c_str(), &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    pid_ = -1;
+    start_error_ = "cannot start the NCCL worker " + exe + ": " + std::strerror(rc);
+    return;
+  }
+  fd_ = std::move(mine);
+  auto sent = SendFrame(fd_.get(), EncodeSetup(setup), Clock::now() + std::chrono::seconds(10));
+  if (!sent.ok()) start_error_ = Lost(sent.error().message, false);
+}
+
+NcclStage::~NcclStage() { Kill(); }
+
+void NcclStage::Kill() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  int status;
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+}
+
+std::string NcclStage::Lost(const std::string& io_error, bool timed_out) {
+  if (timed_out) {
+    Kill();
+    return "the NCCL worker timed out during " + phase_ + " (--preflight-timeout)";
+  }
+  // The worker closed its end: give it a moment to be reaped, then say how
+  // it ended.
+  std::string how = "stopped answering (" + io_error + ")";
+  for (int i = 0; i < 50 && pid_ > 0; ++i) {
+    int status;
+    pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      how = DescribeStatus(status);
+      pid_ = -1;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  Kill();
+  return "the NCCL worker " + how + " during " + phase_;
+}
+
+GpuHello NcclStage::Ready(Deadline deadline) {
+  GpuHello h;
+  h.node = node_;
+  h.gpus = gpus_;
+  if (!start_error_.empty()) {
+    h.ready.error = start_error_;
+    return h;
+  }
+  auto frame = RecvFrame(fd_.get(), kMaxFrame, deadline);
+  if (!frame.ok()) {
+    h.ready.error = Lost(frame.error().message, Clock::now() >= deadline);
+    return h;
+  }
+  auto ready = DecodeReady(*frame);
+  if (!ready.ok()) {
+    h.ready.error = "the NCCL worker answered nonsense: " + ready.error().message;
+    Kill();
+    return h;
+  }
+  h.ready = std::move(*ready);
+  phase_ = "its start";
+  return h;
+}
+
+WorkerResult NcclStage::Run(const WorkerGo& go, Deadline deadline, int interrupt_fd,
+                            bool* interrupted) {
+  *interrupted = false;
+  WorkerResult r;
+  auto sent = SendFrame(fd_.get(), EncodeGo(go), deadline);
+  if (!sent.ok()) {
+    r.error = Lost(sent.error().message, Clock::now() >= deadline);
+    return r;
+  }
+  for (;;) {
+    pollfd p[2] = {{fd_.get(), POLLIN, 0}, {interrupt_fd, POLLIN, 0}};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    int ready = poll(p, interrupt_fd >= 0 ? 2 : 1, left.count() > 0 ? static_cast<int>(left.count()) : 0);
+    if (ready < 0 && errno == EINTR) continue;
+    if (interrupt_fd >= 0 && p[1].revents != 0 && p[0].revents == 0) {
+      *interrupted = true;
+      Kill();
+      r.error = "stopped by rank 0 during " + phase_;
+      return r;
+    }
+    auto frame = RecvFrame(fd_.get(), kMaxFrame, deadline);
+    if (!frame.ok()) {
+      r.error = Lost(frame.error().message, Clock::now() >= deadline);
+      return r;
+    }
+    std::string phase = PhaseOf(*frame);
+    if (!phase.empty()) {
+      phase_ = phase;
+      continue;
+    }
+    auto result = DecodeResult(*frame);
+    if (!result.ok()) {
+      r.error = "the NCCL worker answered nonsense: " + result.error().message;
+      Kill();
+      return r;
+    }
+    // The worker stays up until the stage is destroyed: by then every rank
+    // has finished, so ending it cannot cut a peer's transfer short.
+    return *result;
+  }
+}
+
+}  // namespace aml
