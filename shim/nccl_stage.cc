@@ -140,7 +140,8 @@ WorkerResult NcclStage::Run(const WorkerGo& go, Deadline deadline, int interrupt
   WorkerResult r;
   auto sent = SendFrame(fd_.get(), EncodeGo(go), deadline);
   if (!sent.ok()) {
-    r.error = Lost(sent.error().message, Clock::now() >= deadline);
+    r.timed_out = Clock::now() >= deadline;
+    r.error = Lost(sent.error().message, r.timed_out);
     return r;
   }
   for (;;) {
@@ -156,7 +157,8 @@ WorkerResult NcclStage::Run(const WorkerGo& go, Deadline deadline, int interrupt
     }
     auto frame = RecvFrame(fd_.get(), kMaxFrame, deadline);
     if (!frame.ok()) {
-      r.error = Lost(frame.error().message, Clock::now() >= deadline);
+      r.timed_out = Clock::now() >= deadline;
+      r.error = Lost(frame.error().message, r.timed_out);
       return r;
     }
     std::string phase = PhaseOf(*frame);

@@ -109,6 +109,9 @@ NcclVerdict JudgeAllReduce(const std::vector<ShimOutcome>& shims, uint64_t bytes
   double world_s = 0;
   int world_gpus = 0;
   std::vector<int> stopped;
+  // Ranks with the same error share a line: 1000 nodes without a driver, or
+  // every rank of a hung collective, are one finding.
+  std::vector<std::pair<std::string, std::vector<const ShimOutcome*>>> errors;
   for (const ShimOutcome& s : shims) {
     Node& n = nodes[s.node];
     n.hosts.insert(s.host);
@@ -121,8 +124,10 @@ NcclVerdict JudgeAllReduce(const std::vector<ShimOutcome>& shims, uint64_t bytes
     }
     if (!s.ok) {
       v.failed = true;
-      v.lines.push_back("preflight nccl: rank " + std::to_string(s.rank) + " on " + s.host +
-                        ": " + s.error);
+      auto same = std::find_if(errors.begin(), errors.end(),
+                               [&](const auto& e) { return e.first == s.error; });
+      if (same == errors.end()) errors.push_back({s.error, {&s}});
+      else same->second.push_back(&s);
       n.complete = world_complete = false;
       continue;
     }
@@ -131,11 +136,27 @@ NcclVerdict JudgeAllReduce(const std::vector<ShimOutcome>& shims, uint64_t bytes
     if (s.world_s > 0) world_s = std::max(world_s, s.world_s);
     else world_complete = false;
   }
+  for (const auto& [error, who] : errors) {
+    std::set<std::string> hosts;
+    std::string ranks;
+    for (size_t i = 0; i < who.size(); ++i) {
+      hosts.insert(who[i]->host);
+      if (i < 16) ranks += (i ? ", " : "") + std::to_string(who[i]->rank);
+    }
+    if (who.size() > 16) ranks += " and " + std::to_string(who.size() - 16) + " more";
+    std::string on;
+    int shown = 0;
+    for (const auto& h : hosts)
+      if (shown++ < 8) on += (on.empty() ? "" : ",") + h;
+    if (hosts.size() > 8) on += " and " + std::to_string(hosts.size() - 8) + " more hosts";
+    v.lines.push_back("preflight nccl: rank" + std::string(who.size() > 1 ? "s " : " ") + ranks +
+                      " on " + on + ": " + error);
+  }
   if (!stopped.empty()) {
     v.failed = true;
     std::string s = "preflight nccl: " + std::to_string(stopped.size()) +
-                    (stopped.size() == 1 ? " rank was" : " ranks were") +
-                    " stopped before finishing, since the above failed: rank";
+                    (stopped.size() == 1 ? " rank" : " ranks") +
+                    " had not finished when rank 0 stopped the preflight at the failure above: rank";
     if (stopped.size() > 1) s += "s";
     for (size_t i = 0; i < stopped.size() && i < 16; ++i)
       s += (i ? ", " : " ") + std::to_string(stopped[i]);

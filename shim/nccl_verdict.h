@@ -37,7 +37,7 @@ struct ShimOutcome {
   bool ok = false;
   std::string error;
   double node_s = -1, world_s = -1;
-  // False: stopped by rank 0 before it reported, because another failed.
+  // False: rank 0 stopped waiting for it at another rank's failure.
   bool finished = true;
 };
 

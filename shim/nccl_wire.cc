@@ -187,6 +187,7 @@ Result<WorkerGo> DecodeGo(const std::string& frame) {
 
 std::string EncodeResult(const WorkerResult& r) {
   Fields f = {{"ok", r.ok ? "1" : "0"}, {"error", r.error}};
+  if (r.timed_out) f.emplace_back("timed_out", "1");
   if (r.node_s >= 0) f.emplace_back("node_s", Num(r.node_s));
   if (r.world_s >= 0) f.emplace_back("world_s", Num(r.world_s));
   return Encode("result", f);
@@ -197,6 +198,7 @@ Result<WorkerResult> DecodeResult(const std::string& frame) {
   if (!d.ok()) return d.error();
   WorkerResult r;
   r.ok = d->Str("ok") == "1";
+  r.timed_out = d->Str("timed_out") == "1";
   r.error = d->Str("error");
   auto node = Seconds(*d, "node_s");
   auto world = Seconds(*d, "world_s");

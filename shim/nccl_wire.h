@@ -44,6 +44,7 @@ struct WorkerGo {
 
 struct WorkerResult {
   bool ok = false;
+  bool timed_out = false;  // hung: the others may be waiting on it, or it on them
   std::string error;
   double node_s = -1, world_s = -1;  // seconds per all-reduce; -1: not run
 };

@@ -176,7 +176,10 @@ class PreflightServer {
     std::vector<bool> done(n, false);
     size_t left = n;
     bool failure = false;
-    while (left > 0 && !failure && Clock::now() < by) {
+    // After a failure, one more look (no waiting) for results already sent.
+    bool last_look = false;
+    while (left > 0 && (!failure || !last_look) && (failure || Clock::now() < by)) {
+      last_look = failure;
       std::vector<pollfd> fds;
       std::vector<size_t> ranks;
       for (size_t r = 0; r < n; ++r)
@@ -185,8 +188,8 @@ class PreflightServer {
           ranks.push_back(r);
         }
       const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(by - Clock::now());
-      if (poll(fds.data(), fds.size(), ms.count() > 0 ? static_cast<int>(ms.count()) : 0) <= 0)
-        continue;
+      const int wait = failure || ms.count() <= 0 ? 0 : static_cast<int>(ms.count());
+      if (poll(fds.data(), fds.size(), wait) <= 0) continue;
       for (size_t i = 0; i < fds.size(); ++i) {
         if (fds[i].revents == 0) continue;
         const size_t r = ranks[i];
@@ -203,7 +206,9 @@ class PreflightServer {
           o.node_s = result->node_s;
           o.world_s = result->world_s;
         }
-        failure |= !o.ok;
+        // A timeout is not the first failure to stop at: the ranks of a hung
+        // collective all time out together, and the report should list all.
+        failure |= !o.ok && !(result.ok() && result->timed_out);
       }
     }
     for (size_t r = 0; r < n; ++r) {

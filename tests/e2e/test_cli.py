@@ -84,8 +84,12 @@ class Cli(unittest.TestCase):
         self.expect_error(["--rendezvous", "mpi", "true"], 125,
                           "MPI rendezvous needs an MPI launcher, but this rank's world comes "
                           "from singleton: set --master-addr or MASTER_ADDR")
-        self.expect_error(["--preflight", "nccl", "true"], 125,
-                          "--preflight nccl (and all) is not implemented in this version")
+        self.expect_error(["--min-busbw", "200", "true"], 125,
+                          "--min-busbw='200' needs --preflight nccl or all")
+        self.expect_error(["--preflight", "nccl", "--preflight-bytes", "1.5G", "true"], 125,
+                          "--preflight-bytes='1.5G' is not a size from 4 to 64G")
+        self.expect_error(["--preflight", "all", "--min-busbw", "-3", "true"], 125,
+                          "--min-busbw='-3' is not a bandwidth in GB/s")
         self.expect_error(["--preflight-timeout", "soon", "true"], 125,
                           "--preflight-timeout='soon' is not a number of seconds")
 
