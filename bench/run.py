@@ -288,6 +288,34 @@ def bench_rendezvous(runs):
     return "\n".join(lines) + "\n"
 
 
+def bench_preflight(runs):
+    """What --preflight costs at start, without a GPU: the TCP check, and the
+    NCCL stage's own machinery (worker process, frames, ids) over the
+    stand-in libraries of tests/fakes, which move host memory, not GPU."""
+    fakes = os.path.join(os.path.dirname(SHIM), "tests")
+    env = clean_env(AML_SHIM_LIBCUDART=os.path.join(fakes, "libfake_cudart.so"),
+                    AML_SHIM_LIBNCCL=os.path.join(fakes, "libfake_nccl.so"), FAKE_CUDA_DEVICES="4")
+    cmds = {
+        "none": f"{SHIM} -- true",
+        "tcp": f"{SHIM} --preflight tcp -- true",
+        "nccl, 1 GPU": f"{SHIM} --preflight nccl --preflight-bytes 4K -- true",
+        "nccl, 4 GPUs": f"{SHIM} --nproc-per-node 4 --preflight nccl --preflight-bytes 4K -- true",
+        "no GPU": (f"sh -c 'env -u AML_SHIM_LIBCUDART -u AML_SHIM_LIBNCCL {SHIM} "
+                   f"--preflight nccl -- true 2>/dev/null; test $? = 125'"),
+    }
+    res = hyperfine(cmds, runs, env=env)
+    what = {"none": "no preflight", "tcp": "`--preflight tcp` (world of one)",
+            "nccl, 1 GPU": "`--preflight nccl`, 1 stand-in GPU, 4 KiB",
+            "nccl, 4 GPUs": "`--nproc-per-node 4 --preflight nccl`, 4 stand-in GPUs, 4 KiB",
+            "no GPU": "`--preflight nccl` with this host's own libraries: time to exit 125"}
+    rows = [f"| {what[k]} | {fmt_s(v)} | {fmt_s(v - res['none'])} |" for k, v in res.items()]
+    return ("### Preflight cost at start, without a GPU\n\n"
+            "Stand-in CUDA/NCCL (tests/fakes): this is aml-shim's own cost (the worker "
+            "process, the ids over the TCP connection, the report), not NCCL's or a GPU's. "
+            "The last row loads the real libcudart/libnccl where this host has them.\n\n"
+            "| what | median | added |\n|---|---|---|\n" + "\n".join(rows) + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer runs")
@@ -300,7 +328,7 @@ def main():
     sections = [
         bench_fanout(runs), bench_mpirun(runs), bench_rendezvous(runs),
         bench_throughput(max(3, runs // 4), 200),
-        bench_teardown(runs), bench_memory(), bench_pid1(runs), bench_probe(),
+        bench_teardown(runs), bench_memory(), bench_pid1(runs), bench_probe(), bench_preflight(runs),
     ]
     head = (f"# aml-shim benchmarks\n\nMeasured by `bench/run.py` on {platform.node()} "
             f"({os.cpu_count()} cores, {platform.platform()}), "

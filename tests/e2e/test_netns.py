@@ -188,6 +188,35 @@ class NetnsCluster(unittest.TestCase):
                                        rf"\({re.escape(NET)}\.2\) cannot connect to "
                                        rf"MASTER_ADDR:MASTER_PORT={node(1)}:{port}: .*refused")
 
+    def nccl_preflight(self, hosts, *shim_args):
+        # Stand-in CUDA/NCCL (tests/fakes): the fake NCCL's root listens on
+        # the address of NCCL_SOCKET_IFNAME, as NCCL's bootstrap does, so the
+        # job-wide all-reduce works only if the worker got the shim's choice.
+        env = clean_env(AML_SHIM_LIBCUDART=os.environ["AML_FAKE_CUDART"],
+                        AML_SHIM_LIBNCCL=os.environ["AML_FAKE_NCCL"], FAKE_CUDA_DEVICES=2)
+        cmd = cluster_mpirun(hosts, SHIM, "--preflight", "nccl", "--preflight-bytes", "1M",
+                             *shim_args, "--", *PRINT_ENV,
+                             x=["AML_SHIM_LIBCUDART", "AML_SHIM_LIBNCCL", "FAKE_CUDA_DEVICES"])
+        r = run(cmd, env=env, timeout=200)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        return r, [l for l in r.stderr.splitlines() if l.startswith("aml-shim: preflight nccl")]
+
+    def test_preflight_nccl_per_node_and_across_three_nodes(self):
+        r, lines = self.nccl_preflight({1: 2, 2: 2, 3: 2})
+        self.assertEqual(len(ranks_env(r.stdout)), 6)
+        self.assertEqual(len(lines), 4, r.stderr)
+        for i in range(3):
+            self.assertRegex(lines[i], rf"node {i} \(\S+\): 2 GPUs, all-reduce of 1 MiB in "
+                                       r"[0-9.]+ ms: busbw [0-9.]+ GB/s")
+        self.assertRegex(lines[3], r"all 3 nodes, 6 GPUs, all-reduce of 1 MiB in [0-9.]+ ms: "
+                                   r"busbw [0-9.]+ GB/s")
+
+    def test_preflight_nccl_with_one_shim_per_node(self):
+        r, lines = self.nccl_preflight({1: 1, 2: 1}, "--nproc-per-node", "2")
+        self.assertEqual(len(ranks_env(r.stdout)), 4)
+        self.assertEqual(len(lines), 3, r.stderr)
+        self.assertIn("all 2 nodes, 4 GPUs", lines[2])
+
     # --- MPI children --------------------------------------------------------------
 
     def test_mpi4py_child_under_rendezvous_env(self):
