@@ -81,6 +81,12 @@ TEST(Options, ErrorsNameOptionAndValue) {
       {{"--preflight", "gpu", "x"}, {}, "--preflight='gpu' is not one of none|tcp|nccl|all"},
       {{"--grace", "-1", "x"}, {}, "--grace='-1' is not a number of seconds (0..604800)"},
       {{"--ps-count", "2", "x"}, {}, "--ps-count='2' needs --tf-config"},
+      {{"--preflight", "tcp", "--min-busbw", "200", "x"}, {},
+       "--min-busbw='200' needs --preflight nccl or all"},
+      {{"--preflight", "nccl", "x"}, {{"AML_SHIM_MIN_BUSBW", "fast"}},
+       "AML_SHIM_MIN_BUSBW='fast' is not a bandwidth in GB/s (> 0)"},
+      {{"--preflight", "nccl", "--preflight-bytes", "3", "x"}, {},
+       "--preflight-bytes='3' is not a size from 4 to 64G (bytes, or with K/M/G)"},
       {{"x"}, {{"AML_SHIM_VERBOSE", "maybe"}}, "AML_SHIM_VERBOSE='maybe' is not a boolean (use 1/0, true/false)"},
       {{"--quiet", "--verbose", "x"}, {}, "--quiet and --verbose contradict each other"},
       {{}, {}, "no command given: usage: aml-shim [OPTIONS] [--] COMMAND [ARGS...]"},
@@ -92,6 +98,19 @@ TEST(Options, ErrorsNameOptionAndValue) {
     ASSERT_FALSE(inv.ok()) << c.msg;
     EXPECT_EQ(inv.error().message, c.msg);
   }
+}
+
+TEST(Options, NcclPreflightSizeAndFloor) {
+  auto inv = Parse({"--preflight", "nccl", "--preflight-bytes", "8G", "x"},
+                   {{"AML_SHIM_MIN_BUSBW", "460"}});
+  ASSERT_TRUE(inv.ok()) << inv.error().message;
+  EXPECT_TRUE(inv->options.preflight.tcp);  // the NCCL stage rides on the TCP check
+  EXPECT_EQ(inv->options.preflight_bytes, uint64_t{8} << 30);
+  EXPECT_EQ(inv->options.min_busbw, 460.0);
+  auto def = Parse({"x"});
+  ASSERT_TRUE(def.ok());
+  EXPECT_EQ(def->options.preflight_bytes, uint64_t{256} << 20);
+  EXPECT_FALSE(def->options.min_busbw.has_value());
 }
 
 TEST(Options, UnknownOptionIsAnError) {

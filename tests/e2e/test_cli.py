@@ -24,7 +24,8 @@ class Cli(unittest.TestCase):
         for opt in ["--nproc-per-node", "--master-addr", "--master-port", "--rendezvous",
                     "--local-rank-arg", "--tf-config", "--ps-count", "--log-dir",
                     "--tag-output", "--no-tag-output", "--grace", "--ib", "--sysfs-root",
-                    "--preflight", "--quiet", "--verbose", "AML_SHIM_"]:
+                    "--preflight", "--preflight-bytes", "--min-busbw", "--quiet", "--verbose",
+                    "AML_SHIM_"]:
             self.assertIn(opt, r.stdout)
 
     def test_version(self):
