@@ -150,7 +150,7 @@ WorkerSetup NcclSetup(const Options& o, const World& world, const std::vector<Ch
 
 // --preflight: 0 to go on, else the exit code.
 int RunPreflightStage(const Options& o, const World& world, const std::vector<ChildPlan>& plans,
-              const EnvSnapshot& env, const std::string& host) {
+                      const EnvSnapshot& env, const std::string& host) {
   PreflightRequest req;
   req.rank = world.rank.value;
   req.size = world.size.value;
