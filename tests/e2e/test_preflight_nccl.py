@@ -15,8 +15,14 @@ FAKE_NCCL = os.environ.get("AML_FAKE_NCCL", "")
 RAN = "command ran"
 
 
+# Marks this test's processes, so that the check for leftover workers does
+# not see another test's (ctest runs tests in parallel).
+TAG = f"AML_TEST_TAG={os.getpid()}"
+
+
 def fake_env(**extra):
-    return clean_env(AML_SHIM_LIBCUDART=FAKE_CUDART, AML_SHIM_LIBNCCL=FAKE_NCCL, **extra)
+    return clean_env(AML_SHIM_LIBCUDART=FAKE_CUDART, AML_SHIM_LIBNCCL=FAKE_NCCL,
+                     AML_TEST_TAG=os.getpid(), **extra)
 
 
 def shim_lines(stderr):
@@ -24,8 +30,19 @@ def shim_lines(stderr):
 
 
 def workers_alive():
-    out = subprocess.run(["pgrep", "-f", "__nccl-worker"], stdout=subprocess.PIPE, text=True)
-    return out.stdout.split()
+    """NCCL worker processes of this test still running."""
+    alive = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read()
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                environ = f.read().split(b"\0")
+        except OSError:
+            continue
+        if b"__nccl-worker" in cmdline and TAG.encode() in environ:
+            alive.append(pid)
+    return alive
 
 
 class WithoutAGpu(unittest.TestCase):
@@ -64,6 +81,17 @@ class WithoutAGpu(unittest.TestCase):
                       r.stderr)
         self.assertNotIn(RAN, r.stdout)
 
+    def test_a_crash_while_loading_cuda_is_reported_with_its_signal(self):
+        # The worker is a process: a driver that crashes takes only it down.
+        r = run([SHIM, "--preflight", "nccl", "--", "echo", RAN],
+                env=fake_env(FAKE_CUDA_DEVICES=1, FAKE_CUDA_CRASH=1))
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertNotIn(RAN, r.stdout)
+        self.assertIn("aml-shim: preflight nccl: rank 0 on ", r.stderr)
+        self.assertIn("the NCCL worker was killed by signal 6 (SIGABRT) during loading CUDA and "
+                      "NCCL", r.stderr)
+        self.assertEqual(workers_alive(), [])
+
 
 class WithStandInGpus(unittest.TestCase):
     def test_world_of_one_reports_its_bandwidth_and_runs_the_command(self):
@@ -91,7 +119,7 @@ class WithStandInGpus(unittest.TestCase):
     def mpirun_shim(self, np, shim_args, env_extra, command=("sh", "-c", "echo ran $RANK")):
         require("mpirun")
         env = fake_env(**env_extra)
-        names = ["AML_SHIM_LIBCUDART", "AML_SHIM_LIBNCCL"] + list(env_extra)
+        names = ["AML_SHIM_LIBCUDART", "AML_SHIM_LIBNCCL", "AML_TEST_TAG"] + list(env_extra)
         cmd = mpirun(np, SHIM, *shim_args, "--preflight-bytes", "2M", "--", *command, x=names)
         return run(cmd, env=env, timeout=200)
 

@@ -1,7 +1,8 @@
 // A stand-in for libcudart.so on machines without a GPU, for end-to-end tests
 // of the NCCL preflight: "device" memory is host memory, streams do nothing.
 // FAKE_CUDA_DEVICES=N gives N GPUs (default 0: cudaErrorNoDevice);
-// FAKE_CUDA_DRIVER=0 plays a host without the NVIDIA driver.
+// FAKE_CUDA_DRIVER=0 plays a host without the NVIDIA driver;
+// FAKE_CUDA_CRASH=1 aborts in cudaGetDeviceCount.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +30,7 @@ int cudaRuntimeGetVersion(int* v) {
   return 0;
 }
 int cudaGetDeviceCount(int* n) {
+  if (std::getenv("FAKE_CUDA_CRASH")) std::abort();  // a driver that crashes
   *n = Devices() > 0 ? Devices() : 0;
   return *n > 0 ? 0 : 100;  // cudaErrorNoDevice
 }
