@@ -3,6 +3,8 @@
 // FAKE_CUDA_DEVICES=N gives N GPUs (default 0: cudaErrorNoDevice);
 // FAKE_CUDA_DRIVER=0 plays a host without the NVIDIA driver;
 // FAKE_CUDA_CRASH=1 aborts in cudaGetDeviceCount.
+#include <sys/resource.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,7 +32,11 @@ int cudaRuntimeGetVersion(int* v) {
   return 0;
 }
 int cudaGetDeviceCount(int* n) {
-  if (std::getenv("FAKE_CUDA_CRASH")) std::abort();  // a driver that crashes
+  if (std::getenv("FAKE_CUDA_CRASH")) {  // a driver that crashes, leaving no core file
+    rlimit none{0, 0};
+    setrlimit(RLIMIT_CORE, &none);
+    std::abort();
+  }
   *n = Devices() > 0 ? Devices() : 0;
   return *n > 0 ? 0 : 100;  // cudaErrorNoDevice
 }
