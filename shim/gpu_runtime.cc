@@ -103,11 +103,9 @@ void LoadNccl(const EnvSnapshot& env, GpuRuntime* rt) {
 }  // namespace
 
 std::vector<std::string> CudaRuntimeCandidates(const EnvSnapshot& env) {
-  std::vector<std::string> names;
   if (env.HasNonEmpty("AML_SHIM_LIBCUDART")) return {*env.Find("AML_SHIM_LIBCUDART")};
-  names = {"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0",
-           "/usr/local/cuda/lib64/libcudart.so"};
-  return names;
+  return {"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0",
+          "/usr/local/cuda/lib64/libcudart.so"};
 }
 
 std::vector<std::string> NcclCandidates(const EnvSnapshot& env) {

@@ -39,7 +39,8 @@ std::string DescribeStatus(int status) {
 
 }  // namespace
 
-NcclStage::NcclStage(int node, const WorkerSetup& setup, const EnvSnapshot& worker_env)
+NcclStage::NcclStage(int node, const WorkerSetup& setup, const EnvSnapshot& worker_env,
+                     const std::string& exe_arg)
     : node_(node), gpus_(static_cast<int>(setup.slots.size())) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) != 0) {
@@ -47,7 +48,7 @@ NcclStage::NcclStage(int node, const WorkerSetup& setup, const EnvSnapshot& work
     return;
   }
   Fd mine(sv[0]), theirs(sv[1]);
-  const std::string exe = SelfExe();
+  const std::string exe = exe_arg.empty() ? SelfExe() : exe_arg;
   if (exe.empty()) {
     start_error_ = "cannot find aml-shim's own executable (/proc/self/exe) to start the NCCL worker";
     return;

@@ -33,7 +33,9 @@ class NcclStage : public GpuPreflight {
  public:
   // `worker_env` is the environment the job's first child gets (NCCL_* and
   // socket variables included), so NCCL is tested as the job will use it.
-  NcclStage(int node, const WorkerSetup& setup, const EnvSnapshot& worker_env);
+  // `exe` runs the worker (`exe __nccl-worker`); empty: this executable.
+  NcclStage(int node, const WorkerSetup& setup, const EnvSnapshot& worker_env,
+            const std::string& exe = "");
   ~NcclStage() override;
   GpuHello Ready(Deadline deadline) override;
   WorkerResult Run(const WorkerGo& go, Deadline deadline, int interrupt_fd,
