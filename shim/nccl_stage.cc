@@ -147,8 +147,7 @@ WorkerResult NcclStage::Run(const WorkerGo& go, Deadline deadline, int interrupt
   }
   for (;;) {
     pollfd p[2] = {{fd_.get(), POLLIN, 0}, {interrupt_fd, POLLIN, 0}};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    int ready = poll(p, interrupt_fd >= 0 ? 2 : 1, left.count() > 0 ? static_cast<int>(left.count()) : 0);
+    int ready = poll(p, interrupt_fd >= 0 ? 2 : 1, PollTimeoutMs(deadline));
     if (ready < 0 && errno == EINTR) continue;
     if (interrupt_fd >= 0 && p[1].revents != 0 && p[0].revents == 0) {
       *interrupted = true;

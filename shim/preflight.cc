@@ -60,9 +60,7 @@ class PreflightServer {
     int count = 0;
     while (count < req_.size && Clock::now() < deadline) {
       pollfd p{listener_.fd.get(), POLLIN, 0};
-      int ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    deadline - Clock::now()).count());
-      if (poll(&p, 1, ms > 0 ? ms : 0) <= 0) continue;
+      if (poll(&p, 1, PollTimeoutMs(deadline)) <= 0) continue;
       int c = accept4(listener_.fd.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (c < 0) continue;
       Fd peer(c);
@@ -187,9 +185,7 @@ class PreflightServer {
           fds.push_back({by_rank_[r].get(), POLLIN, 0});
           ranks.push_back(r);
         }
-      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(by - Clock::now());
-      const int wait = failure || ms.count() <= 0 ? 0 : static_cast<int>(ms.count());
-      if (poll(fds.data(), fds.size(), wait) <= 0) continue;
+      if (poll(fds.data(), fds.size(), failure ? 0 : PollTimeoutMs(by)) <= 0) continue;
       for (size_t i = 0; i < fds.size(); ++i) {
         if (fds[i].revents == 0) continue;
         const size_t r = ranks[i];

@@ -30,22 +30,24 @@ void Fd::reset() {
   fd_ = -1;
 }
 
-namespace {
-
-int MsLeft(Deadline deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+int PollTimeoutMs(Deadline deadline) {
+  // Rounded up, so that poll never returns before the deadline.
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
   if (left.count() <= 0) return 0;
   return left.count() > 1 << 30 ? 1 << 30 : static_cast<int>(left.count());
 }
 
-// Waits for `events` on fd; false on timeout.
+namespace {
+
+// Waits for `events` on fd; false on timeout, and then the deadline has
+// passed (callers tell a timeout from other errors by the clock).
 bool WaitFor(int fd, short events, Deadline deadline) {
   for (;;) {
     pollfd p{fd, events, 0};
-    int rc = poll(&p, 1, MsLeft(deadline));
+    int rc = poll(&p, 1, PollTimeoutMs(deadline));
     if (rc > 0) return true;
-    if (rc == 0) return false;
-    if (errno != EINTR) return false;
+    if (rc == 0 && Clock::now() >= deadline) return false;
+    if (rc < 0 && errno != EINTR) return false;
   }
 }
 

@@ -15,6 +15,9 @@ namespace aml {
 using Clock = std::chrono::steady_clock;
 using Deadline = Clock::time_point;
 
+// poll(2)'s timeout for `deadline`: milliseconds left, rounded up, 0 once past.
+int PollTimeoutMs(Deadline deadline);
+
 // An owned file descriptor.
 class Fd {
  public:
