@@ -1,5 +1,7 @@
 #include "shim/nccl_worker.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -117,11 +119,24 @@ class Worker {
     }
     // pattern_[i] = i % 8 + 1; rank r sends pattern_ + r % 8, so element j
     // holds (r + j) % 8 + 1: every rank's data differs, sums stay exact.
-    const size_t count = setup_.bytes / sizeof(float);
-    pattern_.resize(count + 8);
+    // Host memory stays one chunk, whatever --preflight-bytes is: the
+    // pattern repeats every 8 elements and chunks are multiples of 8.
+    const size_t chunk = std::min<uint64_t>(setup_.bytes, kChunkBytes) / sizeof(float);
+    pattern_.resize(chunk + 8);
     for (size_t i = 0; i < pattern_.size(); ++i) pattern_[i] = static_cast<float>(i % 8 + 1);
-    readback_.resize(count);
+    readback_.resize(chunk);
     return "";
+  }
+
+  // Fills `dev` (setup_.bytes) with the pattern that starts at `shift`.
+  int Fill(void* dev, int shift) {
+    for (uint64_t off = 0; off < setup_.bytes; off += kChunkBytes) {
+      const uint64_t n = std::min<uint64_t>(kChunkBytes, setup_.bytes - off);
+      int rc = rt_.cuda.Memcpy(static_cast<char*>(dev) + off, pattern_.data() + shift, n,
+                               kCudaMemcpyHostToDevice);
+      if (rc != kCudaSuccess) return rc;
+    }
+    return kCudaSuccess;
   }
 
   std::string Sync() {
@@ -159,14 +174,19 @@ class Worker {
     }
     for (const Gpu& g : gpus_) {
       rt_.cuda.SetDevice(g.slot.device);
-      int rc = rt_.cuda.Memcpy(readback_.data(), g.recv, setup_.bytes, kCudaMemcpyDeviceToHost);
-      if (rc != kCudaSuccess) return Where(g) + ": " + CudaError(rt_, "cudaMemcpy", rc);
-      for (size_t j = 0; j < readback_.size(); ++j) {
-        if (readback_[j] == expected[j % 8]) continue;
-        const int rank = node ? g.slot.node_rank : g.slot.world_rank;
-        return what + " gave a wrong result on " + Where(g) + " (rank " + std::to_string(rank) +
-               " of " + std::to_string(size) + "): element " + std::to_string(j) + " is " +
-               std::to_string(readback_[j]) + ", expected " + std::to_string(expected[j % 8]);
+      for (uint64_t off = 0; off < setup_.bytes; off += kChunkBytes) {
+        const uint64_t n = std::min<uint64_t>(kChunkBytes, setup_.bytes - off);
+        int rc = rt_.cuda.Memcpy(readback_.data(), static_cast<const char*>(g.recv) + off, n,
+                                 kCudaMemcpyDeviceToHost);
+        if (rc != kCudaSuccess) return Where(g) + ": " + CudaError(rt_, "cudaMemcpy", rc);
+        for (size_t i = 0; i < n / sizeof(float); ++i) {
+          if (readback_[i] == expected[i % 8]) continue;
+          const int rank = node ? g.slot.node_rank : g.slot.world_rank;
+          return what + " gave a wrong result on " + Where(g) + " (rank " +
+                 std::to_string(rank) + " of " + std::to_string(size) + "): element " +
+                 std::to_string(off / sizeof(float) + i) + " is " +
+                 std::to_string(readback_[i]) + ", expected " + std::to_string(expected[i % 8]);
+        }
       }
     }
     return "";
@@ -201,11 +221,10 @@ class Worker {
     for (const Gpu& g : gpus_) {
       const int rank = node ? g.slot.node_rank : g.slot.world_rank;
       c.SetDevice(g.slot.device);
-      int r1 = c.Memcpy(g.send, pattern_.data() + rank % 8, setup_.bytes, kCudaMemcpyHostToDevice);
+      int r1 = Fill(g.send, rank % 8);
       // The receive buffer starts as other data, so an all-reduce that
       // writes nothing fails the check even for one rank.
-      int r2 = c.Memcpy(g.recv, pattern_.data() + (rank + 4) % 8, setup_.bytes,
-                        kCudaMemcpyHostToDevice);
+      int r2 = Fill(g.recv, (rank + 4) % 8);
       if (r1 != kCudaSuccess || r2 != kCudaSuccess)
         return Where(g) + ": " + CudaError(rt_, "cudaMemcpy", r1 != kCudaSuccess ? r1 : r2);
     }
@@ -241,6 +260,7 @@ class Worker {
   }
 
   static constexpr int kWarmup = 2;
+  static constexpr uint64_t kChunkBytes = uint64_t{64} << 20;  // a multiple of 8 floats
   int fd_;
   const EnvSnapshot& env_;
   WorkerSetup setup_;
