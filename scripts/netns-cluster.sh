@@ -1,8 +1,10 @@
 #!/bin/sh
 # A cluster of N "nodes" on this machine: one network namespace per node on a
 # bridge, names in /etc/hosts, and an rsh agent so that
-#   mpirun --mca plm_rsh_agent "$(scripts/netns-cluster.sh agent c)" --host c1:2,c2:2 ...
-# starts a real orted in each namespace. Needs root and iproute2.
+#   mpirun --mca plm_rsh_agent "$(scripts/netns-cluster.sh agent c)" --host c1:2,c2:2 \
+#     --mca rtc_hwloc_vmhole none ...
+# starts a real orted in each namespace (vmhole none: orted's shared-memory
+# hwloc topology now and then crashed it here). Needs root and iproute2.
 #
 #   netns-cluster.sh up NAME NODES SUBNET [--decoy]
 #       nodes NAME1..NAMEn, node i at 198.18.SUBNET.i/24 on interface eth0,

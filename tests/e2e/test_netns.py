@@ -38,6 +38,11 @@ def cluster_mpirun(hosts, *args, x=(), extra=()):
            "--host", ",".join(f"{node(i)}:{n}" for i, n in hosts.items()),
            "--mca", "plm_rsh_agent", agent, "--mca", "oob_tcp_if_include", f"{NET}.0/24",
            "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", f"{NET}.0/24",
+           # orted (started here, unlike single-node mpirun) shares its hwloc
+           # topology through shared memory mapped at a "hole" it finds in its
+           # address space; now and then that lands by the stack and orted
+           # crashes in hwloc_shmem_topology_write. "none" turns that off.
+           "--mca", "rtc_hwloc_vmhole", "none",
            "-x", "PMIX_MCA_gds=hash"]
     for name in x:
         cmd += ["-x", name]
