@@ -25,6 +25,7 @@
 #include "shim/preflight.h"
 #include "shim/resolve.h"
 #include "shim/tcp.h"
+#include "shim/text_list.h"
 #include "shim/tf_config.h"
 #include "shim/version.h"
 #include "shim/world_rendezvous.h"
@@ -172,12 +173,9 @@ int RunPreflightStage(const Options& o, const World& world, const std::vector<Ch
   auto pre = RunPreflight(req, &said);
   if (!pre.ok()) {
     // Rank 0 prints the report; the others only exit.
-    const std::string& m = pre.error().message;
-    for (size_t at = 0, nl; at <= m.size(); at = nl + 1) {
-      nl = m.find('\n', at);
-      if (nl == std::string::npos) nl = m.size();
-      if (said) LogVerbose(m.substr(at, nl - at));
-      else LogError(m.substr(at, nl - at));
+    for (const std::string& line : SplitLines(pre.error().message)) {
+      if (said) LogVerbose(line);
+      else LogError(line);
     }
     return kExitShimFailure;
   }

@@ -8,6 +8,7 @@
 
 #include "shim/gpu_runtime.h"
 #include "shim/parse_int.h"
+#include "shim/text_list.h"
 
 namespace aml {
 namespace {
@@ -36,10 +37,9 @@ struct Node {
   double seconds = 0;
 };
 
+// "a,b,c and 2 more hosts", at most 8 named.
 std::string Hosts(const std::set<std::string>& hosts) {
-  std::string s;
-  for (const auto& h : hosts) s += (s.empty() ? "" : ",") + h;
-  return s;
+  return JoinCapped({hosts.begin(), hosts.end()}, 8, ",", " hosts");
 }
 
 }  // namespace
@@ -138,29 +138,19 @@ NcclVerdict JudgeAllReduce(const std::vector<ShimOutcome>& shims, uint64_t bytes
   }
   for (const auto& [error, who] : errors) {
     std::set<std::string> hosts;
-    std::string ranks;
-    for (size_t i = 0; i < who.size(); ++i) {
-      hosts.insert(who[i]->host);
-      if (i < 16) ranks += (i ? ", " : "") + std::to_string(who[i]->rank);
+    std::vector<int> ranks;
+    for (const ShimOutcome* s : who) {
+      hosts.insert(s->host);
+      ranks.push_back(s->rank);
     }
-    if (who.size() > 16) ranks += " and " + std::to_string(who.size() - 16) + " more";
-    std::string on;
-    int shown = 0;
-    for (const auto& h : hosts)
-      if (shown++ < 8) on += (on.empty() ? "" : ",") + h;
-    if (hosts.size() > 8) on += " and " + std::to_string(hosts.size() - 8) + " more hosts";
-    v.lines.push_back("preflight nccl: rank" + std::string(who.size() > 1 ? "s " : " ") + ranks +
-                      " on " + on + ": " + error);
+    v.lines.push_back("preflight nccl: " + RankList(ranks) + " on " + Hosts(hosts) + ": " + error);
   }
   if (!stopped.empty()) {
     v.failed = true;
     std::string s = "preflight nccl: " + std::to_string(stopped.size()) +
                     (stopped.size() == 1 ? " rank" : " ranks") +
-                    " had not finished when rank 0 stopped the preflight at the failure above: rank";
-    if (stopped.size() > 1) s += "s";
-    for (size_t i = 0; i < stopped.size() && i < 16; ++i)
-      s += (i ? ", " : " ") + std::to_string(stopped[i]);
-    if (stopped.size() > 16) s += " and " + std::to_string(stopped.size() - 16) + " more";
+                    " had not finished when rank 0 stopped the preflight at the failure above: " +
+                    RankList(stopped);
     v.lines.push_back(s);
   }
   for (const auto& [id, n] : nodes) {

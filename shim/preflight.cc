@@ -15,6 +15,7 @@
 #include "shim/nccl_stage.h"
 #include "shim/nccl_verdict.h"
 #include "shim/tcp.h"
+#include "shim/text_list.h"
 
 namespace aml {
 namespace {
@@ -30,19 +31,6 @@ std::string Seconds(double s) {
 
 double SecondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-std::string Join(const std::vector<std::string>& lines) {
-  std::string s;
-  for (const auto& l : lines) s += (s.empty() ? "" : "\n") + l;
-  return s;
-}
-
-std::vector<std::string> Split(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) lines.push_back(l);
-  return lines;
 }
 
 // Rank 0: collect one hello per rank until all arrived or the deadline; then,
@@ -116,7 +104,7 @@ class PreflightServer {
     report_ = lines;
     if (failed)
       for (const auto& l : lines) LogError(l);
-    AnswerAll((failed ? "fail\n" : lines.empty() ? "ok" : "ok\n") + Join(lines));
+    AnswerAll((failed ? "fail\n" : lines.empty() ? "ok" : "ok\n") + JoinLines(lines));
   }
 
   void AnswerAll(const std::string& verdict) {
@@ -149,7 +137,7 @@ class PreflightServer {
       }
     }
     auto go = PlanNcclIds(hellos, hosts_);
-    if (!go.ok()) return Fail(Split(go.error().message));
+    if (!go.ok()) return Fail(SplitLines(go.error().message));
     const Deadline send_by = Clock::now() + std::chrono::seconds(5);
     for (size_t r = 0; r < n; ++r)
       (void)SendFrame(by_rank_[r].get(), EncodeGo((*go)[r]), send_by);
@@ -308,12 +296,7 @@ std::string MissingRanksReport(const std::vector<bool>& arrived,
   if (missing.empty()) return "";
   std::string s = "preflight tcp: " + std::to_string(missing.size()) + " of " +
                   std::to_string(size) + " ranks did not reach " + target + " within " +
-                  Seconds(waited_s) + " s: rank";
-  if (missing.size() > 1) s += "s";
-  for (size_t i = 0; i < missing.size() && i < 16; ++i)
-    s += (i ? ", " : " ") + std::to_string(missing[i]);
-  if (missing.size() > 16) s += " and " + std::to_string(missing.size() - 16) + " more";
-  s += " (each says why on its own host); arrived:";
+                  Seconds(waited_s) + " s: " + RankList(missing) + " (each says why on its own host); arrived:";
   int shown = 0;
   for (int r = 0; r < size && shown < 8; ++r)
     if (arrived[static_cast<size_t>(r)]) {
@@ -353,7 +336,7 @@ Result<PreflightOutcome> RunPreflight(const PreflightRequest& req, bool* said) {
   thread.join();
   // Rank 0's server printed its report.
   if (said) *said = server->failed();
-  if (server->failed()) return Error{Join(server->report())};
+  if (server->failed()) return Error{JoinLines(server->report())};
   if (!mine.ok()) return mine.error();
   return PreflightOutcome{server->report()};
 }

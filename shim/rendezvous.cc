@@ -4,11 +4,11 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <sstream>
 
 #include "shim/host_port.h"
 #include "shim/tcp.h"
 #include "shim/token_server.h"
+#include "shim/text_list.h"
 
 namespace aml {
 namespace {
@@ -32,22 +32,12 @@ int32_t ReadInt32(const char* p) {
   return v;
 }
 
-std::vector<std::string> Lines(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  std::string line;
-  while (std::getline(in, line)) out.push_back(line);
-  return out;
-}
-
 // "ranks 2, 3 (n2) and 5 (n3)" style list, at most `limit` named.
 std::string NameRanks(const std::vector<int>& ranks, const std::vector<std::string>& hosts,
                       size_t limit = 8) {
-  std::string s;
-  for (size_t i = 0; i < ranks.size() && i < limit; ++i)
-    s += (i ? ", " : "") + std::to_string(ranks[i]) + " (" + hosts[ranks[i]] + ")";
-  if (ranks.size() > limit) s += " and " + std::to_string(ranks.size() - limit) + " more";
-  return (ranks.size() == 1 ? "rank " : "ranks ") + s;
+  std::vector<std::string> items;
+  for (int r : ranks) items.push_back(std::to_string(r) + " (" + hosts[r] + ")");
+  return (ranks.size() == 1 ? "rank " : "ranks ") + JoinCapped(items, limit);
 }
 
 }  // namespace
@@ -137,7 +127,7 @@ Result<RendezvousResult> RunRendezvous(Collective& c, const RendezvousRequest& r
   }
   auto got = c.Broadcast(offer);
   if (!got.ok()) return got.error();
-  std::vector<std::string> lines = Lines(*got);
+  std::vector<std::string> lines = SplitLines(*got);
   if (lines.empty()) return Error{"MPI rendezvous: empty offer from rank 0"};
   if (lines[0] == "error")
     return Error{"MPI rendezvous: " + (lines.size() > 1 ? lines[1] : std::string("rank 0 failed"))};
