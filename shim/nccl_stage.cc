@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "launch/failure_report.h"
+#include "shim/exec.h"
 #include "shim/nccl_worker.h"
 
 namespace aml {
@@ -27,13 +29,12 @@ std::string SelfExe() {
   return std::string(buf, static_cast<size_t>(n));
 }
 
-std::string DescribeStatus(int status) {
+// How the worker ended, as a clause: "was killed by signal 6 (SIGABRT)".
+std::string HowItEnded(int status) {
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    const char* name = sigabbrev_np(WTERMSIG(status));
-    return "was killed by signal " + std::to_string(WTERMSIG(status)) +
-           (name ? std::string(" (SIG") + name + ")" : "");
-  }
+  if (WIFSIGNALED(status))
+    return "was killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
+           SignalName(WTERMSIG(status)) + ")";
   return "stopped";
 }
 
@@ -58,14 +59,8 @@ NcclStage::NcclStage(int node, const WorkerSetup& setup, const EnvSnapshot& work
   posix_spawn_file_actions_adddup2(&actions, theirs.get(), kNcclWorkerFd);
   // NCCL_DEBUG writes to stdout: keep the job's stdout for the job.
   posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
-  std::vector<std::string> argv_s = {exe, kNcclWorkerArg};
-  std::vector<char*> argv;
-  for (auto& s : argv_s) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_s = worker_env.ToStrings();
-  std::vector<char*> envp;
-  for (auto& s : env_s) envp.push_back(s.data());
-  envp.push_back(nullptr);
+  CArgs argv({exe, kNcclWorkerArg});
+  CArgs envp(worker_env.ToStrings());
   int rc = posix_spawn(&pid_, exe.c_str(), &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {
@@ -101,7 +96,7 @@ std::string NcclStage::Lost(const std::string& io_error, bool timed_out) {
     int status;
     pid_t r = waitpid(pid_, &status, WNOHANG);
     if (r == pid_) {
-      how = DescribeStatus(status);
+      how = HowItEnded(status);
       pid_ = -1;
       break;
     }

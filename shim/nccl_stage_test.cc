@@ -24,6 +24,11 @@ WorkerSetup OneGpu() {
   return s;
 }
 
+// One GPU whose ncclCommInitRank never returns.
+EnvSnapshot HangingInit() {
+  return WorkerEnv({{"FAKE_CUDA_DEVICES", "1"}, {"FAKE_NCCL_HANG_RANK", "0"}, {"RANK", "0"}});
+}
+
 Deadline In(int seconds) { return Clock::now() + std::chrono::seconds(seconds); }
 
 TEST(NcclStage, AWorldOfOneGetsReadyAndMeasures) {
@@ -52,9 +57,7 @@ TEST(NcclStage, NoGpuIsReportedAtReady) {
 }
 
 TEST(NcclStage, AHungInitTimesOutNamingThePhase) {
-  NcclStage stage(0, OneGpu(),
-                  WorkerEnv({{"FAKE_CUDA_DEVICES", "1"}, {"FAKE_NCCL_HANG_RANK", "0"}, {"RANK", "0"}}),
-                  AML_SHIM_BINARY);
+  NcclStage stage(0, OneGpu(), HangingInit(), AML_SHIM_BINARY);
   GpuHello h = stage.Ready(In(20));
   ASSERT_TRUE(h.ready.ok) << h.ready.error;
   bool interrupted = false;
@@ -66,9 +69,7 @@ TEST(NcclStage, AHungInitTimesOutNamingThePhase) {
 }
 
 TEST(NcclStage, RankZerosWordInterruptsTheRun) {
-  NcclStage stage(0, OneGpu(),
-                  WorkerEnv({{"FAKE_CUDA_DEVICES", "1"}, {"FAKE_NCCL_HANG_RANK", "0"}, {"RANK", "0"}}),
-                  AML_SHIM_BINARY);
+  NcclStage stage(0, OneGpu(), HangingInit(), AML_SHIM_BINARY);
   GpuHello h = stage.Ready(In(20));
   ASSERT_TRUE(h.ready.ok) << h.ready.error;
   int p[2];

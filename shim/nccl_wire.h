@@ -71,8 +71,4 @@ std::string EncodePhase(const std::string& name);
 // The phase of a phase frame; "" when `frame` is not one.
 std::string PhaseOf(const std::string& frame);
 
-std::string Hex(const void* data, size_t n);
-// Empty on malformed input.
-std::vector<unsigned char> Unhex(const std::string& hex);
-
 }  // namespace aml

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "shim/hex.h"
+
 namespace aml {
 namespace {
 
@@ -75,15 +77,6 @@ TEST(NcclWire, GoNeedsANodeIdAndPhasesAreRecognised) {
   EXPECT_EQ(g->world_id, "bb");
   EXPECT_EQ(PhaseOf(EncodePhase("world init")), "world init");
   EXPECT_EQ(PhaseOf(EncodeGo({"aa", ""})), "");
-}
-
-TEST(NcclWire, HexRoundTripsAndRejectsJunk) {
-  const unsigned char raw[] = {0, 1, 0x7f, 0x80, 0xff};
-  std::string h = Hex(raw, sizeof raw);
-  EXPECT_EQ(h, "00017f80ff");
-  EXPECT_EQ(Unhex(h), std::vector<unsigned char>(raw, raw + sizeof raw));
-  EXPECT_TRUE(Unhex("abc").empty());
-  EXPECT_TRUE(Unhex("zz").empty());
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "shim/gpu_runtime.h"
+#include "shim/hex.h"
 #include "shim/nccl_wire.h"
 #include "shim/tcp.h"
 

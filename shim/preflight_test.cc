@@ -4,6 +4,7 @@
 
 #include <poll.h>
 
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -18,8 +19,10 @@ int FreePort() {
   return l.ok() ? l->port : 0;
 }
 
-std::vector<Result<PreflightOutcome>> RunRanks(int size, const std::vector<int>& present, int port,
-                        std::chrono::milliseconds timeout) {
+// Runs the ranks in `present` as threads; `adjust` may add to each request.
+std::vector<Result<PreflightOutcome>> RunRanks(
+    int size, const std::vector<int>& present, int port, std::chrono::milliseconds timeout,
+    const std::function<void(PreflightRequest&)>& adjust = {}) {
   std::vector<Result<PreflightOutcome>> out(static_cast<size_t>(size), Error{"not run"});
   std::vector<std::thread> threads;
   for (int r : present)
@@ -33,6 +36,7 @@ std::vector<Result<PreflightOutcome>> RunRanks(int size, const std::vector<int>&
       req.timeout = timeout;
       req.verdict_margin = std::chrono::milliseconds(200);
       req.linger = std::chrono::milliseconds(0);
+      if (adjust) adjust(req);
       out[static_cast<size_t>(r)] = RunPreflight(req);
     });
   for (auto& t : threads) t.join();
@@ -153,28 +157,15 @@ struct GpuRun {
 
 GpuRun RunGpuRanks(int size, int not_ready, int fails, int hangs) {
   GpuRun run;
-  int port = FreePort();
-  run.out.assign(static_cast<size_t>(size), Error{"not run"});
   for (int r = 0; r < size; ++r)
     run.gpus.push_back(std::make_unique<FakeGpus>(r, r != not_ready, r == fails,
                                                   r == hangs ? -1 : 0.001 * (r + 1)));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r)
-    threads.emplace_back([&, r] {
-      PreflightRequest req;
-      req.rank = r;
-      req.size = size;
-      req.master_addr = "127.0.0.1";
-      req.master_port = port;
-      req.host = "host" + std::to_string(r);
-      req.timeout = std::chrono::seconds(20);
-      req.verdict_margin = std::chrono::milliseconds(200);
-      req.linger = std::chrono::milliseconds(0);
-      req.gpu = run.gpus[static_cast<size_t>(r)].get();
-      req.bytes = 1 << 20;
-      run.out[static_cast<size_t>(r)] = RunPreflight(req);
-    });
-  for (auto& t : threads) t.join();
+  std::vector<int> all(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) all[static_cast<size_t>(r)] = r;
+  run.out = RunRanks(size, all, FreePort(), std::chrono::seconds(20), [&](PreflightRequest& req) {
+    req.gpu = run.gpus[static_cast<size_t>(req.rank)].get();
+    req.bytes = 1 << 20;
+  });
   return run;
 }
 

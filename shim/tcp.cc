@@ -1,5 +1,6 @@
 #include "shim/tcp.h"
 
+#include "shim/hex.h"
 #include "shim/host_port.h"
 
 #include <arpa/inet.h>
@@ -259,13 +260,7 @@ std::string RandomToken() {
              (static_cast<uint64_t>(getpid()) << 32);
     std::memcpy(b, &t, sizeof t);
   }
-  static const char* hex = "0123456789abcdef";
-  std::string s;
-  for (unsigned char c : b) {
-    s += hex[c >> 4];
-    s += hex[c & 15];
-  }
-  return s;
+  return Hex(b, sizeof b);
 }
 
 }  // namespace aml

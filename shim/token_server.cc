@@ -42,9 +42,8 @@ void TokenServer::Loop() {
     if (stopping && peers.empty()) break;
     int timeout = -1;
     if (stopping) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(drain_until - Clock::now());
-      if (left.count() <= 0) break;
-      timeout = static_cast<int>(left.count());
+      if (Clock::now() >= drain_until) break;
+      timeout = PollTimeoutMs(drain_until);
     }
     int rc = poll(fds.data(), fds.size(), timeout);
     if (rc < 0 && errno != EINTR) break;
