@@ -4,7 +4,8 @@
 #include <fstream>
 #include <set>
 
-#include "ib/sysfs.h"
+#include "shim/base/units.h"
+#include "shim/base/sysfs.h"
 
 namespace aml {
 namespace {
@@ -15,11 +16,7 @@ std::string Join(const std::vector<std::string>& v, const std::string& sep) {
   return s;
 }
 
-std::string Gbps(double g) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, g == static_cast<int>(g) ? "%.0f" : "%.1f", g);
-  return buf;
-}
+std::string Gbps(double g) { return FormatRate(g); }
 
 }  // namespace
 

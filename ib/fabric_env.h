@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "ib/fabric.h"
-#include "shim/contract.h"
-#include "shim/env_snapshot.h"
+#include "shim/base/env_var.h"
+#include "shim/base/env_snapshot.h"
 
 namespace aml {
 

@@ -4,7 +4,7 @@
 #include <cstdlib>
 
 #include "ib/rate.h"
-#include "ib/sysfs.h"
+#include "shim/base/sysfs.h"
 
 namespace aml {
 namespace {

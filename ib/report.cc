@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "shim/json.h"
+#include "shim/base/json.h"
 
 namespace aml {
 

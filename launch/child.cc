@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "shim/exec.h"
+#include "launch/exec.h"
 
 namespace aml {
 namespace {
@@ -23,10 +23,9 @@ struct Pipe {
 
 }  // namespace
 
-Result<SpawnedChild> SpawnChild(const std::vector<std::string>& argv,
-                                const EnvSnapshot& env, bool pipe_output,
-                                int* failure_exit_code) {
+Result<SpawnedChild> Spawn(const SpawnSpec& spec, int* failure_exit_code) {
   *failure_exit_code = kExitShimFailure;
+  const bool pipe_output = spec.pipe_output;
   Pipe out, err;
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -37,7 +36,11 @@ Result<SpawnedChild> SpawnChild(const std::vector<std::string>& argv,
     }
     posix_spawn_file_actions_adddup2(&actions, out.fd[1], STDOUT_FILENO);
     posix_spawn_file_actions_adddup2(&actions, err.fd[1], STDERR_FILENO);
+  } else if (spec.stdout_to_stderr) {
+    posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
   }
+  if (spec.pass_fd >= 0)
+    posix_spawn_file_actions_adddup2(&actions, spec.pass_fd, spec.pass_as);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   // The child starts with an empty mask (the supervisor blocks the signals
@@ -51,19 +54,24 @@ Result<SpawnedChild> SpawnChild(const std::vector<std::string>& argv,
   sigaddset(&changed, SIGTTOU);
   posix_spawnattr_setsigmask(&attr, &empty);
   posix_spawnattr_setsigdefault(&attr, &changed);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
-  CArgs args(argv);
-  CArgs envp(env.ToStrings());
+  short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+  if (spec.own_process_group) {
+    posix_spawnattr_setpgroup(&attr, 0);
+    flags |= POSIX_SPAWN_SETPGROUP;
+  }
+  posix_spawnattr_setflags(&attr, flags);
+  CArgs args(spec.argv);
+  CArgs envp(spec.env.ToStrings());
   pid_t pid = -1;
   // posix_spawnp searches this process's PATH, which is the user's.
-  int rc = posix_spawnp(&pid, args.ptrs[0], &actions, &attr, args.data(), envp.data());
+  int rc = spec.search_path
+               ? posix_spawnp(&pid, args.ptrs[0], &actions, &attr, args.data(), envp.data())
+               : posix_spawn(&pid, args.ptrs[0], &actions, &attr, args.data(), envp.data());
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {
     std::string message;
-    *failure_exit_code = ExecFailureCode(rc, argv[0], &message);
+    *failure_exit_code = ExecFailureCode(rc, spec.argv[0], &message);
     return Error{message};
   }
   SpawnedChild child;
@@ -82,6 +90,16 @@ Result<SpawnedChild> SpawnChild(const std::vector<std::string>& argv,
     }
   }
   return child;
+}
+
+Result<SpawnedChild> SpawnChild(const std::vector<std::string>& argv,
+                                const EnvSnapshot& env, bool pipe_output,
+                                int* failure_exit_code) {
+  SpawnSpec spec;
+  spec.argv = argv;
+  spec.env = env;
+  spec.pipe_output = pipe_output;
+  return Spawn(spec, failure_exit_code);
 }
 
 }  // namespace aml

@@ -1,6 +1,7 @@
-// Starts one child with posix_spawn in a process group of its own, with
-// default signal dispositions and an empty signal mask, its stdout/stderr
-// either inherited or sent to pipes that the supervisor reads.
+// The one place aml-shim starts a process: posix_spawn with default signal
+// dispositions and an empty signal mask, optionally in a process group of its
+// own, with stdout/stderr inherited, sent to pipes the caller reads, or
+// stdout folded into stderr, and one extra descriptor passed at a fixed number.
 #pragma once
 
 #include <sys/types.h>
@@ -8,23 +9,33 @@
 #include <string>
 #include <vector>
 
-#include "shim/env_snapshot.h"
-#include "shim/result.h"
+#include "shim/base/env_snapshot.h"
+#include "shim/base/result.h"
 
 namespace aml {
 
+struct SpawnSpec {
+  std::vector<std::string> argv;
+  EnvSnapshot env;
+  bool search_path = true;        // argv[0] looked up in PATH (posix_spawnp)
+  bool own_process_group = true;  // its pid is also its process group id
+  bool pipe_output = false;       // stdout/stderr to non-blocking pipes
+  bool stdout_to_stderr = false;  // its stdout is the caller's stderr
+  int pass_fd = -1;               // dup'ed to pass_as in the child
+  int pass_as = -1;
+};
+
 struct SpawnedChild {
-  pid_t pid = -1;  // also its process group id
+  pid_t pid = -1;
   int out_fd = -1;  // read end of its stdout pipe (non-blocking), or -1
   int err_fd = -1;  // read end of its stderr pipe (non-blocking), or -1
 };
 
-struct SpawnError {
-  int exit_code;  // 126 or 127, as env(1)
-  std::string message;
-};
+// On failure returns the error, with `*failure_exit_code` set to the exit
+// code to use (126/127 as env(1), else 125).
+Result<SpawnedChild> Spawn(const SpawnSpec& spec, int* failure_exit_code);
 
-// On failure returns the error with the exit code to use.
+// A child of the supervisor: PATH lookup, its own process group.
 Result<SpawnedChild> SpawnChild(const std::vector<std::string>& argv,
                                 const EnvSnapshot& env, bool pipe_output,
                                 int* failure_exit_code);

@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "shim/result.h"
+#include "shim/base/result.h"
 
 namespace aml {
 

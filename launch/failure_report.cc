@@ -6,41 +6,11 @@
 #include <cstdio>
 #include <cstring>
 
-#include "shim/json.h"
+#include "launch/wait_status.h"
+#include "shim/base/json.h"
+#include "shim/base/units.h"
 
 namespace aml {
-
-std::string SignalName(int sig) {
-  static const struct {
-    int sig;
-    const char* name;
-  } names[] = {{SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"},
-               {SIGILL, "SIGILL"},   {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"},
-               {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},   {SIGKILL, "SIGKILL"},
-               {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
-               {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"},
-               {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"}, {SIGSYS, "SIGSYS"}};
-  for (const auto& n : names)
-    if (n.sig == sig) return n.name;
-  return "signal " + std::to_string(sig);
-}
-
-int ExitCodeFor(int st) {
-  if (WIFEXITED(st)) return WEXITSTATUS(st);
-  if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
-  return 125;
-}
-
-std::string DescribeStatus(int st) {
-  if (WIFEXITED(st)) return "exit status " + std::to_string(WEXITSTATUS(st));
-  if (WIFSIGNALED(st)) {
-    std::string s = "signal " + std::to_string(WTERMSIG(st)) + " (" +
-                    SignalName(WTERMSIG(st)) + ")";
-    if (WCOREDUMP(st)) s += ", core dumped";
-    return s;
-  }
-  return "unknown status " + std::to_string(st);
-}
 
 std::vector<std::string> LastLines(const std::string& text, size_t n) {
   std::vector<std::string> lines;
@@ -59,11 +29,7 @@ std::vector<std::string> LastLines(const std::string& text, size_t n) {
 
 namespace {
 
-std::string Seconds(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f s", s);
-  return buf;
-}
+std::string Seconds(double s) { return FormatNumber(s, "%.2f s"); }
 
 std::string Command(const std::vector<std::string>& argv) {
   std::string s;

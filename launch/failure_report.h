@@ -19,12 +19,6 @@ struct ChildOutcome {
   std::string cause;        // e.g. "after aml-shim received SIGTERM"
 };
 
-// The exit code a shell would report: the status, or 128+N for signal N.
-int ExitCodeFor(int wait_status);
-// "exit status 7" or "signal 9 (SIGKILL)".
-std::string DescribeStatus(int wait_status);
-// "SIGKILL" for 9; "signal 64" when unnamed.
-std::string SignalName(int sig);
 // The last `n` non-empty lines of `text`.
 std::vector<std::string> LastLines(const std::string& text, size_t n);
 

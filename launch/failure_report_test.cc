@@ -1,4 +1,5 @@
 #include "launch/failure_report.h"
+#include "launch/wait_status.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>

@@ -19,8 +19,9 @@
 #include "launch/descendants.h"
 #include "launch/failure_report.h"
 #include "launch/line_tagger.h"
-#include "shim/exec.h"
-#include "shim/log.h"
+#include "launch/wait_status.h"
+#include "launch/exec.h"
+#include "shim/base/log.h"
 
 namespace aml {
 namespace {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "shim/env_snapshot.h"
+#include "shim/base/env_snapshot.h"
 
 namespace aml {
 

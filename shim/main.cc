@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "shim/app.h"
-#include "shim/nccl_worker.h"
+#include "shim/preflight/nccl_worker.h"
 
 int main(int argc, char** argv) {
   if (argc == 2 && std::strcmp(argv[1], aml::kNcclWorkerArg) == 0)

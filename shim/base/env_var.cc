@@ -1,0 +1,35 @@
+#include "shim/base/env_var.h"
+
+namespace aml {
+
+void ContractBuilder::Force(const std::string& name, const std::string& value,
+                            const std::string& why) {
+  vars_.push_back({name, value, why, false});
+}
+
+void ContractBuilder::Default(const std::string& name, const std::string& value,
+                              const std::string& why) {
+  if (const std::string* user = env_.Find(name)) {
+    vars_.push_back({name, *user, "set by the user (aml-shim would write '" +
+                                      value + "': " + why + ")",
+                     true});
+    return;
+  }
+  vars_.push_back({name, value, why, false});
+}
+
+EnvSnapshot ApplyContract(const EnvSnapshot& env,
+                          const std::vector<EnvVar>& vars) {
+  EnvSnapshot out = env;
+  for (const EnvVar& v : vars)
+    if (!v.user_kept) out.Set(v.name, v.value);
+  return out;
+}
+
+std::string ValueOf(const std::vector<EnvVar>& vars, const std::string& name) {
+  for (const EnvVar& v : vars)
+    if (v.name == name) return v.value;
+  return "";
+}
+
+}  // namespace aml

@@ -1,0 +1,42 @@
+// One variable aml-shim assigns to a child, with its reason, and the rule
+// every layer uses to assign them: Force() always writes, Default() writes
+// only where the user left the variable unset (the user's value is kept and
+// the reason says what aml-shim would have written).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "shim/base/env_snapshot.h"
+
+namespace aml {
+
+struct EnvVar {
+  std::string name;
+  std::string value;
+  std::string why;
+  bool user_kept = false;  // the user's own value was kept (value is theirs)
+};
+
+class ContractBuilder {
+ public:
+  explicit ContractBuilder(const EnvSnapshot& env) : env_(env) {}
+  void Force(const std::string& name, const std::string& value,
+             const std::string& why);
+  void Default(const std::string& name, const std::string& value,
+               const std::string& why);
+  const std::vector<EnvVar>& vars() const { return vars_; }
+
+ private:
+  const EnvSnapshot& env_;
+  std::vector<EnvVar> vars_;
+};
+
+// `env` with the assignments applied (user-kept ones change nothing).
+EnvSnapshot ApplyContract(const EnvSnapshot& env,
+                          const std::vector<EnvVar>& vars);
+
+// The value assigned to `name`, or "" when absent.
+std::string ValueOf(const std::vector<EnvVar>& vars, const std::string& name);
+
+}  // namespace aml

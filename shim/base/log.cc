@@ -1,0 +1,38 @@
+#include "shim/base/log.h"
+
+#include <unistd.h>
+
+namespace aml {
+namespace {
+
+Verbosity g_verbosity = Verbosity::kNormal;
+
+// One write() per message so lines from many ranks do not interleave.
+void Emit(const std::string& prefix, const std::string& msg) {
+  std::string line = "aml-shim: " + prefix + msg + "\n";
+  const char* p = line.data();
+  size_t left = line.size();
+  while (left > 0) {
+    ssize_t n = write(STDERR_FILENO, p, left);
+    if (n <= 0) return;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+void SetVerbosity(Verbosity v) { g_verbosity = v; }
+Verbosity GetVerbosity() { return g_verbosity; }
+void LogError(const std::string& msg) { Emit("", msg); }
+void LogWarning(const std::string& msg) {
+  if (g_verbosity != Verbosity::kQuiet) Emit("warning: ", msg);
+}
+void LogInfo(const std::string& msg) {
+  if (g_verbosity != Verbosity::kQuiet) Emit("", msg);
+}
+void LogVerbose(const std::string& msg) {
+  if (g_verbosity == Verbosity::kVerbose) Emit("", msg);
+}
+
+}  // namespace aml

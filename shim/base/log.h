@@ -1,0 +1,17 @@
+// aml-shim's own messages on stderr, each one line starting "aml-shim: ".
+#pragma once
+
+#include <string>
+
+namespace aml {
+
+enum class Verbosity { kQuiet, kNormal, kVerbose };
+
+void SetVerbosity(Verbosity v);
+Verbosity GetVerbosity();
+void LogError(const std::string& msg);    // always shown
+void LogWarning(const std::string& msg);  // hidden by --quiet
+void LogInfo(const std::string& msg);     // hidden by --quiet
+void LogVerbose(const std::string& msg);  // shown with --verbose
+
+}  // namespace aml

@@ -1,0 +1,27 @@
+// Numbers as users read and write them: sizes, seconds, rates.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "shim/base/result.h"
+
+namespace aml {
+
+// printf-style `format` of one double: FormatNumber(1.5, "%.2f") is "1.50".
+std::string FormatNumber(double x, const char* format);
+
+// "256 MiB", "1.5 GiB", "4096 B"
+std::string FormatBytes(uint64_t bytes);
+
+// "13.0 s", "0.25 s": seconds to a tenth, or to a hundredth under 1 s.
+std::string FormatSeconds(double s);
+
+// "200" or "12.5": a whole number without decimals, else one.
+std::string FormatRate(double x);
+
+// "256M", "1G", "1048576", "64K" (binary multiples); 4 B .. 64 GiB, a
+// multiple of 4 (float32 elements). `what` names the option in errors.
+Result<uint64_t> ParseBytes(const std::string& what, const std::string& text);
+
+}  // namespace aml

@@ -1,0 +1,34 @@
+#include "shim/base/units.h"
+
+#include <gtest/gtest.h>
+
+namespace aml {
+namespace {
+
+TEST(Bytes, ParseAndFormat) {
+  EXPECT_EQ(*ParseBytes("--preflight-bytes", "256M"), 256u << 20);
+  EXPECT_EQ(*ParseBytes("--preflight-bytes", "1g"), 1u << 30);
+  EXPECT_EQ(*ParseBytes("--preflight-bytes", "4096"), 4096u);
+  EXPECT_EQ(*ParseBytes("--preflight-bytes", "64G"), uint64_t{64} << 30);
+  EXPECT_EQ(ParseBytes("--preflight-bytes", "65G").error().message,
+            "--preflight-bytes='65G' is not a size from 4 to 64G (bytes, or with K/M/G)");
+  EXPECT_FALSE(ParseBytes("--preflight-bytes", "2").ok());
+  EXPECT_FALSE(ParseBytes("--preflight-bytes", "M").ok());
+  EXPECT_FALSE(ParseBytes("--preflight-bytes", "1.5G").ok());
+  EXPECT_EQ(ParseBytes("--preflight-bytes", "1001").error().message,
+            "--preflight-bytes='1001' is not a multiple of 4 bytes (float32 elements)");
+  EXPECT_EQ(FormatBytes(256u << 20), "256 MiB");
+  EXPECT_EQ(FormatBytes(3u << 29), "1.5 GiB");
+  EXPECT_EQ(FormatBytes(4096), "4 KiB");
+  EXPECT_EQ(FormatBytes(1000), "1000 B");
+}
+
+TEST(Units, SecondsAndRates) {
+  EXPECT_EQ(FormatSeconds(13.0099), "13.0 s");
+  EXPECT_EQ(FormatSeconds(0.25), "0.25 s");
+  EXPECT_EQ(FormatRate(200), "200");
+  EXPECT_EQ(FormatRate(12.5), "12.5");
+}
+
+}  // namespace
+}  // namespace aml

@@ -1,0 +1,429 @@
+#include "shim/cli/options.h"
+
+#include <boost/program_options.hpp>
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+#include "shim/base/parse_int.h"
+#include "shim/base/units.h"
+
+namespace po = boost::program_options;
+
+namespace aml {
+namespace {
+
+// Options valid for each subcommand: run takes all; env takes the world
+// options plus --json/--explain; probe takes --json and --sysfs-root.
+po::options_description Describe() {
+  po::options_description d("Options");
+  // clang-format off
+  d.add_options()
+    ("help,h", "print this help and exit")
+    ("version", "print the version and exit")
+    ("nproc-per-node", po::value<std::string>()->value_name("N|gpu|auto"),
+     "children per shim: a number, 'gpu' (visible NVIDIA GPUs) or 'auto' "
+     "(GPUs, else 1). 1 (default) execs the command in place")
+    ("master-addr", po::value<std::string>()->value_name("ADDR"),
+     "rank 0's address (overrides discovery)")
+    ("master-port", po::value<std::string>()->value_name("PORT"),
+     "rank 0's port (overrides discovery)")
+    ("rendezvous", po::value<std::string>()->value_name("auto|env|mpi"),
+     "how to find the master when no variable names it: env never calls "
+     "MPI; mpi always does (MPI_Init/MPI_Finalize before the command); auto "
+     "uses MPI only for multi-node jobs that nothing else describes. A "
+     "command that itself calls MPI_Init (Horovod, mpi4py) needs env")
+    ("local-rank-arg", "append --local_rank=N to the command "
+     "(legacy torch.distributed.launch scripts)")
+    ("tf-config", "also write TensorFlow's TF_CONFIG (every rank's host:port; "
+     "multi-node jobs take them from MPI rendezvous)")
+    ("ps-count", po::value<std::string>()->value_name("K"),
+     "with --tf-config: the first K ranks are parameter servers")
+    ("log-dir", po::value<std::string>()->value_name("DIR"),
+     "per-rank files DIR/rank-<R>.stdout and .stderr, and DIR/failure.json")
+    ("tag-output", "prefix each output line with '[rank <R>] ' "
+     "(default: on when supervising more than one child)")
+    ("no-tag-output", "never prefix output lines")
+    ("grace", po::value<std::string>()->value_name("SECONDS"),
+     "seconds between SIGTERM and SIGKILL at teardown (default 30)")
+    ("ib", po::value<std::string>()->value_name("auto|require|off"),
+     "fabric probe and NCCL/UCX env; require fails without an active "
+     "InfiniBand/RoCE port (default auto)")
+    ("sysfs-root", po::value<std::string>()->value_name("DIR"),
+     "read DIR/class/infiniband and DIR/bus/pci instead of /sys/... "
+     "(containers, tests)")
+    ("proc-root", po::value<std::string>()->value_name("DIR"),
+     "read DIR/driver/nvidia/gpus instead of /proc/driver/nvidia/gpus")
+    ("preflight", po::value<std::string>()->value_name("none|tcp|nccl|all"),
+     "checks before the command starts (default none): tcp = every rank "
+     "connects to MASTER_ADDR:MASTER_PORT; nccl (or all) = that, then an NCCL "
+     "all-reduce on each node's GPUs and across nodes, checked and timed. A "
+     "failure exits 125 on every rank")
+    ("preflight-timeout", po::value<std::string>()->value_name("SECONDS"),
+     "bound on each preflight stage: connecting, the GPUs' start, the "
+     "all-reduces (default 60)")
+    ("preflight-bytes", po::value<std::string>()->value_name("SIZE"),
+     "--preflight nccl: all-reduce size per GPU, bytes or with K/M/G "
+     "(default 256M)")
+    ("min-busbw", po::value<std::string>()->value_name("GB/s"),
+     "--preflight nccl: fail when a node's all-reduce bus bandwidth is under "
+     "this (e.g. 228 for ND96asr_v4, 460 for ND96isr_H100_v5 at 8 GB)")
+    ("numa-bind", "pin each child to the CPUs of its GPU's NUMA node (the GPU of "
+     "its local rank; from the NVIDIA driver's /proc and sysfs)")
+    ("quiet,q", "only errors from aml-shim itself")
+    ("verbose,v", "explain what aml-shim does")
+    ("json", "env/probe: print JSON")
+    ("explain", "env: show where each value came from");
+  // clang-format on
+  return d;
+}
+
+bool IsFlag(const po::options_description& d, const std::string& name) {
+  const po::option_description* o = d.find_nothrow(name, false);
+  return o && o->semantic()->max_tokens() == 0;
+}
+
+std::string EnvName(const std::string& option) {
+  std::string out = "AML_SHIM_";
+  for (char c : option)
+    out += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The option's origin for error messages: "--grace" or "AML_SHIM_GRACE".
+struct Origins {
+  std::vector<std::string> from_env;
+  std::string Name(const std::string& option) const {
+    for (const auto& o : from_env)
+      if (o == option) return EnvName(option);
+    return "--" + option;
+  }
+};
+
+// Which subcommands each option applies to, and whether AML_SHIM_<NAME> may
+// set it (help/version/json/explain are about this invocation's output).
+// Every option of Describe() has a row (OptionsWithoutScope() checks).
+enum Scope : unsigned { kRun = 1, kEnv = 2, kProbe = 4, kAll = kRun | kEnv | kProbe };
+struct OptionRule {
+  const char* name;
+  bool env_twin;
+  unsigned scope;
+};
+constexpr OptionRule kOptionRules[] = {
+    {"help", false, kAll},           {"version", false, kAll},
+    {"nproc-per-node", true, kRun | kEnv},
+    {"master-addr", true, kRun | kEnv},
+    {"master-port", true, kRun | kEnv},
+    {"rendezvous", true, kRun | kEnv},
+    {"local-rank-arg", true, kRun | kEnv},
+    {"tf-config", true, kRun | kEnv},
+    {"ps-count", true, kRun | kEnv},
+    {"log-dir", true, kRun},         {"tag-output", true, kRun},
+    {"no-tag-output", false, kRun},  {"grace", true, kRun},
+    {"ib", true, kRun | kEnv},       {"sysfs-root", true, kAll},
+    {"proc-root", true, kRun | kEnv},
+    {"preflight", true, kRun},       {"preflight-timeout", true, kRun},
+    {"preflight-bytes", true, kRun}, {"min-busbw", true, kRun},
+    {"numa-bind", true, kRun},       {"quiet", true, kAll},
+    {"verbose", true, kAll},         {"json", false, kEnv | kProbe},
+    {"explain", false, kEnv},
+};
+
+const OptionRule* FindRule(const std::string& name) {
+  for (const OptionRule& r : kOptionRules)
+    if (name == r.name) return &r;
+  return nullptr;
+}
+
+unsigned ScopeOf(Subcommand s) {
+  switch (s) {
+    case Subcommand::kRun: return kRun;
+    case Subcommand::kEnv: return kEnv;
+    case Subcommand::kProbe: return kProbe;
+  }
+  return 0;
+}
+
+const char* Where(Subcommand s) {
+  switch (s) {
+    case Subcommand::kRun: return "running a command";
+    case Subcommand::kEnv: return "'aml-shim env'";
+    case Subcommand::kProbe: return "'aml-shim probe'";
+  }
+  return "";
+}
+
+// Options given on the command line that do not apply to the subcommand are
+// refused, never ignored. AML_SHIM_* twins are job-wide settings: one that
+// does not apply (AML_SHIM_LOG_DIR under `env`) is left alone.
+Status RefuseInapplicable(const po::variables_map& vm, const Origins& origin, Subcommand sub) {
+  for (const OptionRule& r : kOptionRules) {
+    if (!vm.count(r.name) || vm[r.name].defaulted() || (r.scope & ScopeOf(sub))) continue;
+    if (std::find(origin.from_env.begin(), origin.from_env.end(), r.name) !=
+        origin.from_env.end())
+      continue;
+    std::string hint;
+    if (sub == Subcommand::kRun) hint = " (use 'aml-shim env')";
+    else if (r.scope == kRun) hint = " (it only applies when running a command)";
+    return Error{std::string("--") + r.name + " does not apply to " + Where(sub) + hint};
+  }
+  return Ok{};
+}
+
+Result<bool> ParseBoolVar(const std::string& name, const std::string& value) {
+  std::string v;
+  for (char c : value) v += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
+  if (v == "0" || v == "false" || v == "no" || v == "off" || v.empty()) return false;
+  return Error{name + "='" + value + "' is not a boolean (use 1/0, true/false)"};
+}
+
+template <class E>
+Result<E> ParseEnum(const std::string& what, const std::string& value,
+                    std::initializer_list<std::pair<const char*, E>> table) {
+  std::string expected;
+  for (const auto& [name, e] : table) {
+    if (value == name) return e;
+    expected += expected.empty() ? name : std::string("|") + name;
+  }
+  return Error{what + "='" + value + "' is not one of " + expected};
+}
+
+Status Validate(const po::variables_map& vm, const Origins& origin,
+                Options& o) {
+  auto str = [&](const char* name) { return vm[name].as<std::string>(); };
+  if (vm.count("nproc-per-node")) {
+    std::string v = str("nproc-per-node");
+    if (v == "gpu") {
+      o.nproc_kind = NprocKind::kGpu;
+    } else if (v == "auto") {
+      o.nproc_kind = NprocKind::kAuto;
+    } else {
+      auto n = ParseInt(origin.Name("nproc-per-node"), v, 1, 4096);
+      if (!n.ok())
+        return Error{n.error().message + "; expected a count, 'gpu' or 'auto'"};
+      o.nproc = static_cast<int>(*n);
+    }
+  }
+  if (vm.count("master-addr")) {
+    std::string v = str("master-addr");
+    bool bad = v.empty();
+    for (unsigned char c : v) bad |= c <= ' ' || c == '/';
+    if (bad)
+      return Error{origin.Name("master-addr") + "='" + v +
+                   "' is not a host name or address"};
+    if (v.size() > 2 && v.front() == '[' && v.back() == ']')
+      v = v.substr(1, v.size() - 2);
+    o.master_addr = v;
+  }
+  if (vm.count("master-port")) {
+    auto n = ParseInt(origin.Name("master-port"), str("master-port"), 1, 65535);
+    if (!n.ok()) return n.error();
+    o.master_port = static_cast<int>(*n);
+  }
+  if (vm.count("rendezvous")) {
+    auto r = ParseEnum<RendezvousMode>(origin.Name("rendezvous"), str("rendezvous"),
+                                       {{"auto", RendezvousMode::kAuto},
+                                        {"env", RendezvousMode::kEnv},
+                                        {"mpi", RendezvousMode::kMpi}});
+    if (!r.ok()) return r.error();
+    o.rendezvous = *r;
+  }
+  o.local_rank_arg = vm.count("local-rank-arg") > 0;
+  o.numa_bind = vm.count("numa-bind") > 0;
+  o.tf_config = vm.count("tf-config") > 0;
+  if (vm.count("ps-count")) {
+    auto n = ParseInt(origin.Name("ps-count"), str("ps-count"), 0, 1 << 20);
+    if (!n.ok()) return n.error();
+    if (!o.tf_config)
+      return Error{origin.Name("ps-count") + "='" + str("ps-count") +
+                   "' needs --tf-config"};
+    o.ps_count = static_cast<int>(*n);
+  }
+  if (vm.count("log-dir")) {
+    if (str("log-dir").empty())
+      return Error{origin.Name("log-dir") + "='' is an empty directory name"};
+    o.log_dir = str("log-dir");
+  }
+  if (vm.count("tag-output") && vm.count("no-tag-output"))
+    return Error{"--tag-output and --no-tag-output contradict each other"};
+  if (vm.count("tag-output")) o.tag_output = true;
+  if (vm.count("no-tag-output")) o.tag_output = false;
+  for (const char* name : {"grace", "preflight-timeout"}) {
+    if (!vm.count(name)) continue;
+    std::string v = str(name);
+    char* end = nullptr;
+    double g = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || !(g >= 0) || g > 86400 * 7)
+      return Error{origin.Name(name) + "='" + v +
+                   "' is not a number of seconds (0..604800)"};
+    (std::string(name) == "grace" ? o.grace_s : o.preflight_timeout_s) = g;
+  }
+  if (vm.count("ib")) {
+    auto r = ParseEnum<IbMode>(origin.Name("ib"), str("ib"),
+                               {{"auto", IbMode::kAuto},
+                                {"require", IbMode::kRequire},
+                                {"off", IbMode::kOff}});
+    if (!r.ok()) return r.error();
+    o.ib = *r;
+  }
+  if (vm.count("proc-root")) {
+    if (str("proc-root").empty())
+      return Error{origin.Name("proc-root") + "='' is an empty directory name"};
+    o.proc_root = str("proc-root");
+  }
+  if (vm.count("sysfs-root")) {
+    if (str("sysfs-root").empty())
+      return Error{origin.Name("sysfs-root") + "='' is an empty directory name"};
+    o.sysfs_root = str("sysfs-root");
+  }
+  if (vm.count("preflight")) {
+    auto r = ParseEnum<int>(origin.Name("preflight"), str("preflight"),
+                            {{"none", 0}, {"tcp", 1}, {"nccl", 2}, {"all", 3}});
+    if (!r.ok()) return r.error();
+    // The NCCL stage rides on the TCP check's connections.
+    o.preflight.tcp = *r != 0;
+    o.preflight.nccl = (*r & 2) != 0;
+  }
+  if (vm.count("preflight-bytes")) {
+    auto b = ParseBytes(origin.Name("preflight-bytes"), str("preflight-bytes"));
+    if (!b.ok()) return b.error();
+    o.preflight_bytes = *b;
+  }
+  if (vm.count("min-busbw")) {
+    std::string v = str("min-busbw");
+    char* end = nullptr;
+    double g = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || !(g > 0) || g > 1e6)
+      return Error{origin.Name("min-busbw") + "='" + v + "' is not a bandwidth in GB/s (> 0)"};
+    o.min_busbw = g;
+  }
+  for (const char* name : {"preflight-bytes", "min-busbw"})
+    if (vm.count(name) && !o.preflight.nccl)
+      return Error{origin.Name(name) + "='" + str(name) + "' needs --preflight nccl or all"};
+  if (vm.count("quiet") && vm.count("verbose"))
+    return Error{"--quiet and --verbose contradict each other"};
+  if (vm.count("quiet")) o.verbosity = Verbosity::kQuiet;
+  if (vm.count("verbose")) o.verbosity = Verbosity::kVerbose;
+  o.json = vm.count("json") > 0;
+  o.explain = vm.count("explain") > 0;
+  if (o.json && o.explain)
+    return Error{"--json and --explain contradict each other"};
+  return Ok{};
+}
+
+}  // namespace
+
+Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
+                                    const EnvSnapshot& env) {
+  Invocation inv;
+  const po::options_description desc = Describe();
+  size_t i = 0;
+  if (!args.empty() && args[0] == "env") {
+    inv.subcommand = Subcommand::kEnv;
+    i = 1;
+  } else if (!args.empty() && args[0] == "probe") {
+    inv.subcommand = Subcommand::kProbe;
+    i = 1;
+  }
+  // Split the options from the command: options end at "--" or at the first
+  // word that is not an option or an option's value.
+  std::vector<std::string> opts;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a.size() < 2 || a[0] != '-') break;
+    opts.push_back(a);
+    if (a.find('=') != std::string::npos) continue;
+    std::string name = a.substr(a[1] == '-' ? 2 : 1);
+    const po::option_description* o =
+        desc.find_nothrow(name, false, false, a[1] != '-');
+    if (o && o->semantic()->max_tokens() > 0 && i + 1 < args.size())
+      opts.push_back(args[++i]);
+  }
+  inv.command.assign(args.begin() + static_cast<long>(i), args.end());
+
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(opts)
+                  .options(desc)
+                  .style(po::command_line_style::unix_style &
+                         ~po::command_line_style::allow_guessing)
+                  .run(),
+              vm);
+  } catch (const po::error& e) {
+    return Error{std::string(e.what())};
+  }
+  // AML_SHIM_* for every option the command line left unset.
+  Origins origin;
+  std::vector<std::string> env_args;
+  for (const OptionRule& rule : kOptionRules) {
+    if (!rule.env_twin) continue;
+    const char* name = rule.name;
+    std::string var = EnvName(name);
+    const std::string* value = env.Find(var);
+    if (!value || vm.count(name)) continue;
+    if (std::string(name) == "tag-output" && vm.count("no-tag-output")) continue;
+    if (IsFlag(desc, name)) {
+      auto on = ParseBoolVar(var, *value);
+      if (!on.ok()) return on.error();
+      if (*on) env_args.push_back(std::string("--") + name);
+      else if (std::string(name) == "tag-output" && !vm.count("tag-output"))
+        env_args.push_back("--no-tag-output");
+    } else {
+      env_args.push_back(std::string("--") + name + "=" + *value);
+    }
+    origin.from_env.push_back(name);
+    if (std::string(name) == "tag-output") origin.from_env.push_back("no-tag-output");
+  }
+  try {
+    po::store(po::command_line_parser(env_args).options(desc).run(), vm);
+  } catch (const po::error& e) {
+    return Error{std::string(e.what()) + " (from the environment)"};
+  }
+  po::notify(vm);
+
+  inv.help = vm.count("help") > 0;
+  inv.version = vm.count("version") > 0;
+  auto valid = Validate(vm, origin, inv.options);
+  if (!valid.ok()) return valid.error();
+
+  auto applies = RefuseInapplicable(vm, origin, inv.subcommand);
+  if (!applies.ok()) return applies.error();
+  if (inv.subcommand != Subcommand::kRun && !inv.command.empty())
+    return Error{"unexpected argument '" + inv.command[0] + "' after '" +
+                 (inv.subcommand == Subcommand::kEnv ? "env" : "probe") + "'"};
+  if (inv.subcommand == Subcommand::kRun && inv.command.empty() && !inv.help &&
+      !inv.version)
+    return Error{"no command given: usage: aml-shim [OPTIONS] [--] COMMAND [ARGS...]"};
+  return inv;
+}
+
+std::vector<std::string> OptionsWithoutScope() {
+  std::vector<std::string> out;
+  for (const auto& d : Describe().options())
+    if (!FindRule(d->long_name())) out.push_back(d->long_name());
+  return out;
+}
+
+std::string HelpText() {
+  std::ostringstream out;
+  out << "Usage:\n"
+         "  aml-shim [OPTIONS] [--] COMMAND [ARGS...]   resolve the job's world, "
+         "then exec or supervise COMMAND\n"
+         "  aml-shim env   [OPTIONS] [--json|--explain] print what COMMAND would "
+         "get, for this rank\n"
+         "  aml-shim probe [--json] [--sysfs-root DIR]  print this node's fabric "
+         "report\n\n"
+      << Describe()
+      << "\nEvery option can also be set as AML_SHIM_<NAME> "
+         "(e.g. AML_SHIM_NPROC_PER_NODE=8); the command line wins.\n"
+         "Exit status: the command's; 128+N if it died of signal N; 125 when "
+         "aml-shim fails;\n126 command not executable; 127 command not found.\n";
+  return out.str();
+}
+
+}  // namespace aml

@@ -1,0 +1,71 @@
+// The command line (README.md, "Options"). Every option also reads
+// AML_SHIM_<NAME> (dashes as underscores, upper case); the command line wins.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shim/base/env_snapshot.h"
+#include "shim/base/log.h"
+#include "shim/base/result.h"
+#include "shim/world/master.h"
+
+namespace aml {
+
+enum class Subcommand { kRun, kEnv, kProbe };
+enum class NprocKind { kCount, kGpu, kAuto };
+enum class IbMode { kAuto, kRequire, kOff };
+
+struct Preflight {
+  bool tcp = false;
+  bool nccl = false;
+};
+
+struct Options {
+  NprocKind nproc_kind = NprocKind::kCount;
+  int nproc = 1;  // when nproc_kind == kCount
+  std::optional<std::string> master_addr;
+  std::optional<int> master_port;
+  RendezvousMode rendezvous = RendezvousMode::kAuto;
+  bool local_rank_arg = false;
+  bool numa_bind = false;
+  bool tf_config = false;
+  int ps_count = 0;
+  std::optional<std::string> log_dir;
+  std::optional<bool> tag_output;  // unset: on when supervising > 1 child
+  double grace_s = 30;
+  IbMode ib = IbMode::kAuto;
+  std::string sysfs_root = "/sys";
+  std::string proc_root = "/proc";
+  Preflight preflight;
+  double preflight_timeout_s = 60;
+  uint64_t preflight_bytes = uint64_t{256} << 20;
+  std::optional<double> min_busbw;  // GB/s
+  Verbosity verbosity = Verbosity::kNormal;
+  // `env` subcommand output
+  bool json = false;
+  bool explain = false;
+};
+
+struct Invocation {
+  Subcommand subcommand = Subcommand::kRun;
+  Options options;
+  std::vector<std::string> command;  // COMMAND [ARGS...]
+  bool help = false;
+  bool version = false;
+};
+
+// Parses argv (argv[0] excluded) with the AML_SHIM_* variables of `env`.
+// Errors name the option or variable and its value.
+Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
+                                    const EnvSnapshot& env);
+
+// Options of the table that no subcommand rule covers (must be none).
+std::vector<std::string> OptionsWithoutScope();
+
+// The --help text.
+std::string HelpText();
+
+}  // namespace aml

@@ -1,0 +1,139 @@
+#include "shim/cli/options.h"
+
+#include <gtest/gtest.h>
+
+namespace aml {
+namespace {
+
+Result<Invocation> Parse(std::vector<std::string> args,
+                         std::map<std::string, std::string> env = {}) {
+  return ParseCommandLine(args, EnvSnapshot(std::move(env)));
+}
+
+TEST(Options, CommandAfterOptions) {
+  auto inv = Parse({"--master-port", "1234", "python", "-u", "train.py", "--lr", "3"});
+  ASSERT_TRUE(inv.ok()) << inv.error().message;
+  EXPECT_EQ(inv->options.master_port, 1234);
+  EXPECT_EQ(inv->command, (std::vector<std::string>{"python", "-u", "train.py", "--lr", "3"}));
+}
+
+TEST(Options, DoubleDashEndsOptions) {
+  auto inv = Parse({"-v", "--", "--weird-command", "--verbose"});
+  ASSERT_TRUE(inv.ok());
+  EXPECT_EQ(inv->options.verbosity, Verbosity::kVerbose);
+  EXPECT_EQ(inv->command, (std::vector<std::string>{"--weird-command", "--verbose"}));
+}
+
+TEST(Options, EqualsForm) {
+  auto inv = Parse({"--nproc-per-node=4", "--grace=2.5", "x"});
+  ASSERT_TRUE(inv.ok());
+  EXPECT_EQ(inv->options.nproc, 4);
+  EXPECT_DOUBLE_EQ(inv->options.grace_s, 2.5);
+}
+
+TEST(Options, EveryEnumParses) {
+  auto inv = Parse({"--nproc-per-node", "gpu", "--rendezvous", "mpi", "--ib", "require",
+                    "--preflight", "all", "--tf-config", "--ps-count", "2",
+                    "--local-rank-arg", "--log-dir", "/tmp/l", "--no-tag-output",
+                    "--sysfs-root", "/f", "--master-addr", "[fe80::1]", "x"});
+  ASSERT_TRUE(inv.ok()) << inv.error().message;
+  const Options& o = inv->options;
+  EXPECT_EQ(o.nproc_kind, NprocKind::kGpu);
+  EXPECT_EQ(o.rendezvous, RendezvousMode::kMpi);
+  EXPECT_EQ(o.ib, IbMode::kRequire);
+  EXPECT_TRUE(o.preflight.tcp && o.preflight.nccl);
+  EXPECT_TRUE(o.tf_config);
+  EXPECT_EQ(o.ps_count, 2);
+  EXPECT_TRUE(o.local_rank_arg);
+  EXPECT_EQ(o.log_dir, "/tmp/l");
+  EXPECT_EQ(o.tag_output, false);
+  EXPECT_EQ(o.sysfs_root, "/f");
+  EXPECT_EQ(o.master_addr, "fe80::1");
+}
+
+TEST(Options, EnvironmentTwinsAndCommandLineWins) {
+  auto inv = Parse({"--master-port", "1", "x"},
+                   {{"AML_SHIM_MASTER_PORT", "2"}, {"AML_SHIM_NPROC_PER_NODE", "8"},
+                    {"AML_SHIM_LOCAL_RANK_ARG", "1"}, {"AML_SHIM_TAG_OUTPUT", "0"},
+                    {"AML_SHIM_GRACE", "5"}});
+  ASSERT_TRUE(inv.ok()) << inv.error().message;
+  EXPECT_EQ(inv->options.master_port, 1);
+  EXPECT_EQ(inv->options.nproc, 8);
+  EXPECT_TRUE(inv->options.local_rank_arg);
+  EXPECT_EQ(inv->options.tag_output, false);
+  EXPECT_DOUBLE_EQ(inv->options.grace_s, 5);
+  auto cli = Parse({"--tag-output", "x"}, {{"AML_SHIM_TAG_OUTPUT", "0"}});
+  EXPECT_EQ(cli->options.tag_output, true);
+}
+
+TEST(Options, ErrorsNameOptionAndValue) {
+  struct {
+    std::vector<std::string> args;
+    std::map<std::string, std::string> env;
+    const char* msg;
+  } cases[] = {
+      {{"--master-port", "0", "x"}, {}, "--master-port='0' is out of range (expected 1..65535)"},
+      {{"x"}, {{"AML_SHIM_MASTER_PORT", "abc"}}, "AML_SHIM_MASTER_PORT='abc' is not an integer"},
+      {{"--nproc-per-node", "many", "x"}, {},
+       "--nproc-per-node='many' is not an integer; expected a count, 'gpu' or 'auto'"},
+      {{"--rendezvous", "tcp", "x"}, {}, "--rendezvous='tcp' is not one of auto|env|mpi"},
+      {{"--ib", "on", "x"}, {}, "--ib='on' is not one of auto|require|off"},
+      {{"--preflight", "gpu", "x"}, {}, "--preflight='gpu' is not one of none|tcp|nccl|all"},
+      {{"--grace", "-1", "x"}, {}, "--grace='-1' is not a number of seconds (0..604800)"},
+      {{"--ps-count", "2", "x"}, {}, "--ps-count='2' needs --tf-config"},
+      {{"--preflight", "tcp", "--min-busbw", "200", "x"}, {},
+       "--min-busbw='200' needs --preflight nccl or all"},
+      {{"--preflight", "nccl", "x"}, {{"AML_SHIM_MIN_BUSBW", "fast"}},
+       "AML_SHIM_MIN_BUSBW='fast' is not a bandwidth in GB/s (> 0)"},
+      {{"--preflight", "nccl", "--preflight-bytes", "3", "x"}, {},
+       "--preflight-bytes='3' is not a size from 4 to 64G (bytes, or with K/M/G)"},
+      {{"x"}, {{"AML_SHIM_VERBOSE", "maybe"}}, "AML_SHIM_VERBOSE='maybe' is not a boolean (use 1/0, true/false)"},
+      {{"--quiet", "--verbose", "x"}, {}, "--quiet and --verbose contradict each other"},
+      {{}, {}, "no command given: usage: aml-shim [OPTIONS] [--] COMMAND [ARGS...]"},
+      {{"--json", "x"}, {}, "--json does not apply to running a command (use 'aml-shim env')"},
+      {{"env", "extra"}, {}, "unexpected argument 'extra' after 'env'"},
+  };
+  for (const auto& c : cases) {
+    auto inv = Parse(c.args, c.env);
+    ASSERT_FALSE(inv.ok()) << c.msg;
+    EXPECT_EQ(inv.error().message, c.msg);
+  }
+}
+
+TEST(Options, NcclPreflightSizeAndFloor) {
+  auto inv = Parse({"--preflight", "nccl", "--preflight-bytes", "8G", "x"},
+                   {{"AML_SHIM_MIN_BUSBW", "460"}});
+  ASSERT_TRUE(inv.ok()) << inv.error().message;
+  EXPECT_TRUE(inv->options.preflight.tcp);  // the NCCL stage rides on the TCP check
+  EXPECT_EQ(inv->options.preflight_bytes, uint64_t{8} << 30);
+  EXPECT_EQ(inv->options.min_busbw, 460.0);
+  auto def = Parse({"x"});
+  ASSERT_TRUE(def.ok());
+  EXPECT_EQ(def->options.preflight_bytes, uint64_t{256} << 20);
+  EXPECT_FALSE(def->options.min_busbw.has_value());
+}
+
+TEST(Options, UnknownOptionIsAnError) {
+  auto inv = Parse({"--nproc", "2", "x"});
+  ASSERT_FALSE(inv.ok());
+  EXPECT_NE(inv.error().message.find("--nproc"), std::string::npos) << inv.error().message;
+  auto missing = Parse({"--master-port"});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("master-port"), std::string::npos);
+}
+
+TEST(Options, Subcommands) {
+  auto env = Parse({"env", "--explain"});
+  ASSERT_TRUE(env.ok());
+  EXPECT_EQ(env->subcommand, Subcommand::kEnv);
+  EXPECT_TRUE(env->options.explain);
+  auto probe = Parse({"probe", "--json", "--sysfs-root", "/x"});
+  ASSERT_TRUE(probe.ok());
+  EXPECT_EQ(probe->subcommand, Subcommand::kProbe);
+  EXPECT_EQ(probe->options.sysfs_root, "/x");
+  EXPECT_TRUE(Parse({"--help"})->help);
+  EXPECT_NE(HelpText().find("--nproc-per-node"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace aml

@@ -1,0 +1,49 @@
+#include "shim/plan/contract.h"
+
+namespace aml {
+
+std::vector<EnvVar> BuildContract(const World& world, const EnvSnapshot& env,
+                                  const ChildSlot& slot) {
+  ContractBuilder b(env);
+  const int p = slot.nproc, i = slot.index;
+  auto str = [](long v) { return std::to_string(v); };
+  if (p == 1) {
+    b.Force("RANK", str(world.rank.value), world.rank.why);
+    b.Force("WORLD_SIZE", str(world.size.value), world.size.why);
+    b.Force("LOCAL_RANK", str(world.local_rank.value), world.local_rank.why);
+    b.Force("LOCAL_WORLD_SIZE", str(world.local_size.value), world.local_size.why);
+  } else {
+    std::string of = " (child " + str(i) + " of " + str(p) + ")";
+    b.Force("RANK", str(long{world.rank.value} * p + i),
+            "shim rank * nproc + child: " + world.rank.why + of);
+    b.Force("WORLD_SIZE", str(long{world.size.value} * p),
+            "shims * nproc: " + world.size.why + of);
+    b.Force("LOCAL_RANK", str(long{world.local_rank.value} * p + i),
+            "shim local rank * nproc + child: " + world.local_rank.why + of);
+    b.Force("LOCAL_WORLD_SIZE", str(long{world.local_size.value} * p),
+            "local shims * nproc: " + world.local_size.why + of);
+  }
+  b.Force("NODE_RANK", str(world.node_rank.value), world.node_rank.why);
+  b.Force("GROUP_RANK", str(world.rank.value), "the shim's rank: " + world.rank.why);
+  b.Force("GROUP_WORLD_SIZE", str(world.size.value),
+          "the number of shims: " + world.size.why);
+  b.Default("MASTER_ADDR", world.master_addr.value, world.master_addr.why);
+  b.Default("MASTER_PORT", str(world.master_port.value), world.master_port.why);
+  if (long{world.local_size.value} * p > 1)
+    b.Default("OMP_NUM_THREADS", "1",
+              "more than one process per node (torchrun's rule)");
+  if (slot.output_piped)
+    b.Default("PYTHONUNBUFFERED", "1", "aml-shim reads the output through a pipe");
+  return b.vars();
+}
+
+std::vector<std::string> BuildArgv(const std::vector<std::string>& command,
+                                   bool local_rank_arg,
+                                   const std::vector<EnvVar>& vars) {
+  std::vector<std::string> argv = command;
+  if (local_rank_arg)
+    argv.push_back("--local_rank=" + ValueOf(vars, "LOCAL_RANK"));
+  return argv;
+}
+
+}  // namespace aml

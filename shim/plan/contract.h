@@ -1,0 +1,31 @@
+// The world variables each child gets (README.md, "What the command gets"),
+// each with its reason.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "shim/base/env_snapshot.h"
+#include "shim/base/env_var.h"
+#include "shim/world/world.h"
+
+namespace aml {
+
+// Which child of how many this shim starts (1 of 1 in exec mode).
+struct ChildSlot {
+  int index = 0;
+  int nproc = 1;
+  bool output_piped = false;  // aml-shim reads the child's output
+};
+
+// The world of child `slot` of this shim:
+// RANK = s*p + i, WORLD_SIZE = S*p, LOCAL_RANK = l*p + i, LOCAL_WORLD_SIZE = L*p.
+std::vector<EnvVar> BuildContract(const World& world, const EnvSnapshot& env,
+                                  const ChildSlot& slot);
+
+// The command's argv, with --local_rank=N appended under --local-rank-arg.
+std::vector<std::string> BuildArgv(const std::vector<std::string>& command,
+                                   bool local_rank_arg,
+                                   const std::vector<EnvVar>& vars);
+
+}  // namespace aml

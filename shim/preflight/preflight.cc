@@ -1,0 +1,340 @@
+#include "shim/preflight/preflight.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "shim/base/units.h"
+#include "shim/base/host_port.h"
+#include "shim/base/log.h"
+#include "shim/preflight/nccl_stage.h"
+#include "shim/preflight/nccl_verdict.h"
+#include "shim/net/tcp.h"
+#include "shim/base/text_list.h"
+
+namespace aml {
+namespace {
+
+constexpr char kHello[] = "aml-shim-preflight-1";
+constexpr size_t kMaxFrame = 1 << 20;
+
+std::string Seconds(double s) { return FormatNumber(s, "%g"); }
+
+double SecondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Rank 0: collect one hello per rank until all arrived or the deadline; then,
+// for the GPU stage, every shim's GPUs, the ids, and the results; answer
+// every connected rank with the verdict.
+class PreflightServer {
+ public:
+  PreflightServer(Listener l, const PreflightRequest& req)
+      : listener_(std::move(l)), req_(req), arrived_(static_cast<size_t>(req.size), false),
+        who_(static_cast<size_t>(req.size)), hosts_(static_cast<size_t>(req.size)),
+        by_rank_(static_cast<size_t>(req.size)) {}
+
+  void Run(Deadline deadline, const std::string& target) {
+    const auto start = Clock::now();
+    int count = 0;
+    while (count < req_.size && Clock::now() < deadline) {
+      pollfd p{listener_.fd.get(), POLLIN, 0};
+      if (poll(&p, 1, PollTimeoutMs(deadline)) <= 0) continue;
+      int c = accept4(listener_.fd.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (c < 0) continue;
+      Fd peer(c);
+      // A hello is one small frame sent right after connecting.
+      auto hello = RecvFrame(peer.get(), kMaxFrame, Clock::now() + std::chrono::seconds(5));
+      if (!hello.ok()) continue;
+      std::istringstream in(*hello);
+      std::string magic, host, addr;
+      int rank = -1, size = -1;
+      in >> magic >> rank >> size >> host >> addr;
+      if (magic != kHello) continue;
+      if (size != req_.size) {
+        mismatch_ += " rank " + std::to_string(rank) + " on " + host + " (" + addr +
+                     ") says the job has " + std::to_string(size) + " ranks;";
+      } else if (rank >= 0 && rank < req_.size && !arrived_[static_cast<size_t>(rank)]) {
+        const size_t r = static_cast<size_t>(rank);
+        arrived_[r] = true;
+        who_[r] = host + " (" + addr + ")";
+        hosts_[r] = host;
+        by_rank_[r] = std::move(peer);
+        ++count;
+        continue;
+      } else if (rank >= 0 && rank < req_.size) {
+        mismatch_ += " rank " + std::to_string(rank) + " arrived twice (" +
+                     who_[static_cast<size_t>(rank)] + " and " + host + " (" + addr + "));";
+      }
+      extra_.push_back(std::move(peer));
+    }
+    std::string report =
+        MissingRanksReport(arrived_, who_, req_.size, target, SecondsSince(start));
+    if (!mismatch_.empty())
+      report += (report.empty() ? "preflight tcp: inconsistent ranks:" : " Also:") + mismatch_;
+    if (report.empty() && req_.gpu) {
+      GpuStage();
+    } else {
+      PrintAndAnswer(!report.empty(), report.empty() ? std::vector<std::string>{}
+                                                     : std::vector<std::string>{report});
+    }
+    // Let every peer close first so no TIME_WAIT holds MASTER_PORT.
+    const Deadline close_by = Clock::now() + std::chrono::seconds(5);
+    for (const Fd& p : by_rank_) AwaitPeerClose(p.get(), close_by);
+    for (const Fd& p : extra_) AwaitPeerClose(p.get(), close_by);
+  }
+
+  bool failed() const { return failed_; }
+  const std::vector<std::string>& report() const { return report_; }
+
+ private:
+  // The report is printed before any rank hears the verdict: a rank that
+  // exits 125 makes mpirun kill the others, rank 0 included.
+  void PrintAndAnswer(bool failed, const std::vector<std::string>& lines) {
+    failed_ = failed;
+    report_ = lines;
+    if (failed)
+      for (const auto& l : lines) LogError(l);
+    AnswerAll((failed ? "fail\n" : lines.empty() ? "ok" : "ok\n") + JoinLines(lines));
+  }
+
+  void AnswerAll(const std::string& verdict) {
+    const Deadline by = Clock::now() + std::chrono::seconds(5);
+    for (const Fd& p : by_rank_)
+      if (p.valid()) (void)SendFrame(p.get(), verdict, by);
+    for (const Fd& p : extra_) (void)SendFrame(p.get(), verdict, by);
+  }
+
+  void Fail(const std::vector<std::string>& lines) { PrintAndAnswer(true, lines); }
+
+  std::string Rank(size_t r) const { return "rank " + std::to_string(r) + " on " + hosts_[r]; }
+
+  // Every shim reports its GPUs; rank 0 hands out the ids; every shim runs
+  // the all-reduces and reports; rank 0 judges.
+  void GpuStage() {
+    const size_t n = by_rank_.size();
+    std::vector<GpuHello> hellos(n);
+    std::vector<std::string> problems;
+    Deadline by = Clock::now() + req_.timeout + req_.verdict_margin;
+    for (size_t r = 0; r < n; ++r) {
+      auto frame = RecvFrame(by_rank_[r].get(), kMaxFrame, by);
+      auto hello = frame.ok() ? DecodeGpuHello(*frame) : Result<GpuHello>(frame.error());
+      if (hello.ok()) {
+        hellos[r] = std::move(*hello);
+      } else {
+        hellos[r].ready.error = "no word on its GPUs within " +
+                                Seconds(std::chrono::duration<double>(req_.timeout).count()) +
+                                " s (" + hello.error().message + ")";
+      }
+    }
+    auto go = PlanNcclIds(hellos, hosts_);
+    if (!go.ok()) return Fail(SplitLines(go.error().message));
+    const Deadline send_by = Clock::now() + std::chrono::seconds(5);
+    for (size_t r = 0; r < n; ++r)
+      (void)SendFrame(by_rank_[r].get(), EncodeGo((*go)[r]), send_by);
+    std::vector<ShimOutcome> outcomes(n);
+    for (size_t r = 0; r < n; ++r) {
+      outcomes[r].rank = static_cast<int>(r);
+      outcomes[r].host = hosts_[r];
+      outcomes[r].node = hellos[r].node;
+      outcomes[r].gpus = hellos[r].gpus;
+    }
+    CollectResults(Clock::now() + req_.timeout + req_.verdict_margin, &outcomes);
+    NcclVerdict v = JudgeAllReduce(outcomes, req_.bytes, req_.min_busbw);
+    if (v.failed) return Fail(v.lines);
+    PrintAndAnswer(false, v.lines);
+  }
+
+  // Results as they arrive, until all are in, the deadline, or the first
+  // failure: then the ranks still running are stopped (they would only
+  // hang in a collective that the failed rank left).
+  void CollectResults(Deadline by, std::vector<ShimOutcome>* outcomes) {
+    const size_t n = by_rank_.size();
+    std::vector<bool> done(n, false);
+    size_t left = n;
+    bool failure = false;
+    // After a failure, one more look (no waiting) for results already sent.
+    bool last_look = false;
+    while (left > 0 && (!failure || !last_look) && (failure || Clock::now() < by)) {
+      last_look = failure;
+      std::vector<pollfd> fds;
+      std::vector<size_t> ranks;
+      for (size_t r = 0; r < n; ++r)
+        if (!done[r]) {
+          fds.push_back({by_rank_[r].get(), POLLIN, 0});
+          ranks.push_back(r);
+        }
+      if (poll(fds.data(), fds.size(), failure ? 0 : PollTimeoutMs(by)) <= 0) continue;
+      for (size_t i = 0; i < fds.size(); ++i) {
+        if (fds[i].revents == 0) continue;
+        const size_t r = ranks[i];
+        ShimOutcome& o = (*outcomes)[r];
+        done[r] = true;
+        --left;
+        auto frame = RecvFrame(by_rank_[r].get(), kMaxFrame, Clock::now() + std::chrono::seconds(5));
+        auto result = frame.ok() ? DecodeResult(*frame) : Result<WorkerResult>(frame.error());
+        if (!result.ok()) {
+          o.error = "lost its connection to rank 0 (" + result.error().message + ")";
+        } else {
+          o.ok = result->ok;
+          o.error = result->error;
+          o.node_s = result->node_s;
+          o.world_s = result->world_s;
+        }
+        // A timeout is not the first failure to stop at: the ranks of a hung
+        // collective all time out together, and the report should list all.
+        failure |= !o.ok && !(result.ok() && result->timed_out);
+      }
+    }
+    for (size_t r = 0; r < n; ++r) {
+      if (done[r]) continue;
+      ShimOutcome& o = (*outcomes)[r];
+      if (failure) o.finished = false;
+      else o.error = "no result within " +
+                     Seconds(std::chrono::duration<double>(req_.timeout).count()) + " s";
+    }
+  }
+
+  Listener listener_;
+  PreflightRequest req_;
+  std::vector<bool> arrived_;
+  std::vector<std::string> who_, hosts_;
+  std::vector<Fd> by_rank_, extra_;
+  std::string mismatch_;
+  bool failed_ = false;
+  std::vector<std::string> report_;
+};
+
+// Any rank: reach the master (retrying while it is not up yet), say hello,
+// run the GPU stage when asked, wait for the verdict.
+Status Client(const PreflightRequest& req, Deadline deadline, const std::string& target,
+              bool* said) {
+  const auto start = Clock::now();
+  std::string last_error, my_addr = "?";
+  Fd fd;
+  while (Clock::now() < deadline) {
+    auto ips = ResolveHost("MASTER_ADDR", req.master_addr);
+    if (ips.ok() && !ips->empty()) {
+      my_addr = RouteSource(ips->front());
+      if (my_addr.empty()) my_addr = "no route";
+      auto c = ConnectTcp(ips->front(), req.master_port,
+                          std::min(deadline, Clock::now() + std::chrono::seconds(5)));
+      if (c.ok()) {
+        fd = std::move(*c);
+        break;
+      }
+      last_error = c.error().message;
+    } else {
+      last_error = ips.ok() ? "no address" : ips.error().message;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  std::string me = "rank " + std::to_string(req.rank) + " on " + req.host + " (" + my_addr + ")";
+  if (!fd.valid())
+    return Error{"preflight tcp: " + me + " cannot connect to " + target + ": " + last_error +
+                 " (retried for " + Seconds(SecondsSince(start)) + " s)"};
+  std::string hello = std::string(kHello) + " " + std::to_string(req.rank) + " " +
+                      std::to_string(req.size) + " " + req.host + " " + LocalAddress(fd.get());
+  auto sent = SendFrame(fd.get(), hello, deadline + std::chrono::seconds(5));
+  if (sent.ok() && req.gpu)
+    sent = SendFrame(fd.get(), EncodeGpuHello(req.gpu->Ready(Clock::now() + req.timeout)),
+                     Clock::now() + std::chrono::seconds(5));
+  // Rank 0 answers when all ranks arrived or its own deadline passed; ranks
+  // start at different times, so allow for the skew (and, for the GPU stage,
+  // for the others' GPUs to start).
+  auto wait = req.timeout + std::chrono::seconds(10);
+  if (req.gpu) wait += req.timeout + req.verdict_margin;
+  auto verdict = sent.ok() ? RecvFrame(fd.get(), kMaxFrame, deadline + wait)
+                           : Result<std::string>(sent.error());
+  auto no_verdict = [&](const std::string& why) {
+    return Error{"preflight: " + me + " connected to " + target +
+                 " but got no verdict from rank 0 (" + why + "): is MASTER_ADDR rank 0's host?"};
+  };
+  if (!verdict.ok()) return no_verdict(verdict.error().message);
+  if (req.gpu && verdict->rfind("go\n", 0) == 0) {
+    auto go = DecodeGo(*verdict);
+    WorkerResult result;
+    bool interrupted = false;
+    if (go.ok()) result = req.gpu->Run(*go, Clock::now() + req.timeout, fd.get(), &interrupted);
+    else result.error = "bad ids from rank 0: " + go.error().message;
+    // Interrupted: rank 0's verdict is waiting on the socket already.
+    sent = interrupted ? Status(Ok{})
+                       : SendFrame(fd.get(), EncodeResult(result),
+                                   Clock::now() + std::chrono::seconds(5));
+    verdict = sent.ok() ? RecvFrame(fd.get(), kMaxFrame,
+                                    Clock::now() + req.timeout + req.verdict_margin +
+                                        std::chrono::seconds(10))
+                        : Result<std::string>(sent.error());
+    if (!verdict.ok()) return no_verdict(verdict.error().message);
+  }
+  if (*verdict == "ok" || verdict->rfind("ok\n", 0) == 0) return Ok{};
+  if (verdict->rfind("fail\n", 0) == 0) {
+    if (said) *said = true;
+    return Error{verdict->substr(5)};
+  }
+  return Error{"preflight: " + me + ": " + target +
+               " answered, but not as aml-shim's rank 0: is MASTER_ADDR rank 0's host?"};
+}
+
+}  // namespace
+
+std::string MissingRanksReport(const std::vector<bool>& arrived,
+                               const std::vector<std::string>& who, int size,
+                               const std::string& target, double waited_s) {
+  std::vector<int> missing;
+  for (int r = 0; r < size; ++r)
+    if (!arrived[static_cast<size_t>(r)]) missing.push_back(r);
+  if (missing.empty()) return "";
+  std::string s = "preflight tcp: " + std::to_string(missing.size()) + " of " +
+                  std::to_string(size) + " ranks did not reach " + target + " within " +
+                  Seconds(waited_s) + " s: " + RankList(missing) + " (each says why on its own host); arrived:";
+  int shown = 0;
+  for (int r = 0; r < size && shown < 8; ++r)
+    if (arrived[static_cast<size_t>(r)]) {
+      s += " " + std::to_string(r) + "@" + who[static_cast<size_t>(r)];
+      ++shown;
+    }
+  if (shown == 0) s += " none";
+  return s;
+}
+
+Result<PreflightOutcome> RunPreflight(const PreflightRequest& req, bool* said) {
+  if (said) *said = false;
+  const std::string target = "MASTER_ADDR:MASTER_PORT=" +
+                             JoinHostPort(req.master_addr, req.master_port);
+  const Deadline deadline = Clock::now() + req.timeout;
+  const Deadline verdict_at = deadline + req.verdict_margin;
+  std::unique_ptr<PreflightServer> server;
+  std::thread thread;
+  if (req.rank == 0) {
+    auto l = ListenAny(req.master_port);
+    if (!l.ok())
+      return Error{"preflight tcp: rank 0 on " + req.host + " cannot listen on MASTER_PORT=" +
+                   std::to_string(req.master_port) + ": " + l.error().message};
+    server = std::make_unique<PreflightServer>(std::move(*l), req);
+    thread = std::thread([&] { server->Run(verdict_at, target); });
+  }
+  Status mine = Client(req, deadline, target, said);
+  if (!thread.joinable()) {
+    if (!mine.ok() && !(said && *said)) {
+      LogError(mine.error().message);
+      if (said) *said = true;  // said already
+      std::this_thread::sleep_for(req.linger);
+    }
+    if (!mine.ok()) return mine.error();
+    return PreflightOutcome{};
+  }
+  thread.join();
+  // Rank 0's server printed its report.
+  if (said) *said = server->failed();
+  if (server->failed()) return Error{JoinLines(server->report())};
+  if (!mine.ok()) return mine.error();
+  return PreflightOutcome{server->report()};
+}
+
+}  // namespace aml

@@ -1,0 +1,85 @@
+#include "shim/world/master.h"
+
+#include "shim/base/host_port.h"
+#include "shim/base/parse_int.h"
+#include "shim/world/port.h"
+#include "shim/world/sources.h"
+
+namespace aml {
+
+Result<MasterPlan> ResolveMaster(const EnvSnapshot& env, const MasterRequest& req,
+                                 const World& world) {
+  // Parse AzureML's variable whenever it is present: a malformed one is an
+  // error even when another rule would win.
+  std::optional<HostPort> az_master;
+  if (const std::string* v = env.Find("AZ_BATCH_MASTER_NODE")) {
+    auto hp = ParseHostPort("AZ_BATCH_MASTER_NODE", *v);
+    if (!hp.ok()) return hp.error();
+    az_master = *hp;
+  }
+  const std::string* az_single = env.Find("AZ_BATCHAI_MPI_MASTER_NODE");
+  if (az_single && az_single->empty())
+    return Error{"AZ_BATCHAI_MPI_MASTER_NODE='' is an empty host name"};
+
+  bool from_az_multi = false;
+  std::optional<Sourced<std::string>> addr;
+  if (req.addr) {
+    addr = {*req.addr, "--master-addr"};
+  } else if (env.HasNonEmpty("MASTER_ADDR")) {
+    addr = {*env.Find("MASTER_ADDR"), "MASTER_ADDR (already set)"};
+  } else if (world.single_node) {
+    if (az_single)
+      addr = {*az_single, "single node: AZ_BATCHAI_MPI_MASTER_NODE=" + *az_single};
+    else
+      addr = {"127.0.0.1", "single node (" + world.node_count.why + ")"};
+  } else if (az_master) {
+    addr = {az_master->host,
+            "host of AZ_BATCH_MASTER_NODE=" + *env.Find("AZ_BATCH_MASTER_NODE")};
+    from_az_multi = true;
+  } else if (world.hosts && !world.hosts->value.empty()) {
+    addr = {world.hosts->value.front(), "first host of " + world.hosts->why};
+  }
+
+  const bool rendezvous = req.rendezvous == RendezvousMode::kMpi ||
+                          (!addr && req.rendezvous == RendezvousMode::kAuto);
+  if (!addr && !rendezvous) {
+    return Error{"nothing names the master of this " +
+                 std::to_string(world.node_count.value) +
+                 "-node job (MASTER_ADDR, AZ_BATCH_MASTER_NODE and Slurm's "
+                 "node list are unset) and --rendezvous env forbids MPI: set "
+                 "--master-addr or MASTER_ADDR"};
+  }
+
+  std::optional<Sourced<int>> port;
+  if (req.port) {
+    port = {*req.port, "--master-port"};
+  } else if (const std::string* p = env.Find("MASTER_PORT")) {
+    auto n = ParseInt("MASTER_PORT", *p, 1, 65535);
+    if (!n.ok()) return n.error();
+    port = {static_cast<int>(*n), "MASTER_PORT (already set)"};
+  } else if (world.single_node && az_single) {
+    port = {kAzureSingleNodePort, "AzureML single-node port (as aml_mpienv.py)"};
+  } else if (from_az_multi || (!world.single_node && az_master)) {
+    port = {kAzureMultiNodePort, "AzureML multi-node port (as aml_mpienv.py; the port in "
+                                 "AZ_BATCH_MASTER_NODE is not used)"};
+  } else if (!addr) {
+    // Chosen free on rank 0 by the MPI rendezvous.
+  } else if (auto job = ReadJobId(env)) {
+    port = {DerivedPort(job->value), "derived from the job id (" + job->why + ")"};
+  } else {
+    port = {kDefaultMasterPort, "default (no job id to derive one from)"};
+  }
+  if (rendezvous)
+    return MasterPlan{MasterByRendezvous{
+        addr, port,
+        addr ? "--rendezvous mpi" : "nothing names the master of this multi-node job"}};
+  return MasterPlan{MasterKnown{*addr, *port}};
+}
+
+World WithMaster(World world, const MasterKnown& master) {
+  world.master_addr = master.addr;
+  world.master_port = master.port;
+  return world;
+}
+
+}  // namespace aml

@@ -1,0 +1,272 @@
+#include "shim/world/resolve.h"
+
+#include <gtest/gtest.h>
+
+#include "shim/world/master.h"
+#include "shim/world/port.h"
+
+namespace aml {
+namespace {
+
+EnvSnapshot Env(std::map<std::string, std::string> m) { return EnvSnapshot(std::move(m)); }
+
+std::map<std::string, std::string> Ompi(int rank, int size, int lrank, int lsize) {
+  return {{"OMPI_COMM_WORLD_RANK", std::to_string(rank)},
+          {"OMPI_COMM_WORLD_SIZE", std::to_string(size)},
+          {"OMPI_COMM_WORLD_LOCAL_RANK", std::to_string(lrank)},
+          {"OMPI_COMM_WORLD_LOCAL_SIZE", std::to_string(lsize)}};
+}
+
+TEST(Resolve, SingletonWithoutLauncher) {
+  auto w = ResolveRanks(Env({}));
+  ASSERT_TRUE(w.ok());
+  EXPECT_STREQ(LauncherName(w->source), "singleton");
+  EXPECT_EQ(w->rank.value, 0);
+  EXPECT_EQ(w->size.value, 1);
+  EXPECT_TRUE(w->single_node);
+}
+
+TEST(Resolve, OpenMpiSingleNode) {
+  auto w = ResolveRanks(Env(Ompi(2, 4, 2, 4)));
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->node_rank.value, 0);
+  EXPECT_EQ(w->node_count.value, 1);
+  EXPECT_TRUE(w->single_node);
+}
+
+TEST(Resolve, OnePerNodeMeansNodeIndexIsRank) {
+  auto w = ResolveRanks(Env(Ompi(3, 4, 0, 1)));
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->node_rank.value, 3);
+  EXPECT_EQ(w->node_count.value, 4);
+  EXPECT_FALSE(w->single_node);
+}
+
+TEST(Resolve, PackedMappingDerivesNode) {
+  auto w = ResolveRanks(Env(Ompi(5, 8, 1, 4)));
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->node_rank.value, 1);
+  EXPECT_EQ(w->node_count.value, 2);
+  EXPECT_NE(w->node_rank.why.find("--rendezvous mpi"), std::string::npos);
+}
+
+TEST(Resolve, UnevenMappingWithoutNodeInfoIsAnError) {
+  auto w = ResolveRanks(Env(Ompi(5, 8, 1, 3)));
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.error().message,
+            "cannot derive NODE_RANK: OMPI_COMM_WORLD_LOCAL_SIZE=3 does not divide "
+            "OMPI_COMM_WORLD_SIZE=8 (uneven ranks per node); use --rendezvous mpi or "
+            "set NODE_RANK");
+}
+
+TEST(Resolve, MpiBeatsSlurmAndOuterStepIsOnlyANote) {
+  auto env = Ompi(5, 8, 1, 4);
+  env.insert({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_NODEID", "1"}});
+  auto w = ResolveRanks(Env(env));
+  ASSERT_TRUE(w.ok());
+  EXPECT_STREQ(LauncherName(w->source), "Open MPI");
+  EXPECT_EQ(w->rank.value, 5);
+  EXPECT_TRUE(w->warnings.empty());
+  ASSERT_FALSE(w->notes.empty());
+  EXPECT_NE(w->notes.back().find("outer launcher"), std::string::npos);
+}
+
+TEST(Resolve, AgreeingSlurmFillsNodeIndex) {
+  // srun --mpi=pmix: PMIx gives the rank, Slurm the rest.
+  auto w = ResolveRanks(Env({{"PMIX_RANK", "3"}, {"SLURM_PROCID", "3"},
+                             {"SLURM_STEP_NUM_TASKS", "4"}, {"SLURM_LOCALID", "1"},
+                             {"SLURM_NODEID", "1"}, {"SLURM_STEP_NUM_NODES", "2"},
+                             {"SLURM_STEP_TASKS_PER_NODE", "2(x2)"}}));
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  EXPECT_STREQ(LauncherName(w->source), "PMIx");
+  EXPECT_EQ(w->size.value, 4);
+  EXPECT_EQ(w->local_rank.value, 1);
+  EXPECT_EQ(w->local_size.value, 2);
+  EXPECT_EQ(w->node_rank.value, 1);
+  EXPECT_EQ(w->node_count.value, 2);
+}
+
+TEST(Resolve, PmixAloneHasNoSize) {
+  auto w = ResolveRanks(Env({{"PMIX_RANK", "3"}}));
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.error().message.rfind("PMIX_RANK=3 is set but no variable gives the world size", 0), 0u)
+      << w.error().message;
+}
+
+TEST(Resolve, ConflictingTorchPresetIsWarned) {
+  auto env = Ompi(3, 4, 3, 4);
+  env.insert({{"RANK", "0"}, {"WORLD_SIZE", "1"}});
+  auto w = ResolveRanks(Env(env));
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->rank.value, 3);
+  ASSERT_EQ(w->warnings.size(), 1u);
+  EXPECT_EQ(w->warnings[0],
+            "torch environment variables (RANK=0, WORLD_SIZE=1) disagree with Open MPI "
+            "(OMPI_COMM_WORLD_RANK=3, OMPI_COMM_WORLD_SIZE=4, OMPI_COMM_WORLD_LOCAL_RANK=3, "
+            "OMPI_COMM_WORLD_LOCAL_SIZE=4); using Open MPI's");
+}
+
+TEST(Resolve, HydraBeatsTorchPresetThatAgrees) {
+  auto w = ResolveRanks(Env({{"PMI_RANK", "1"}, {"PMI_SIZE", "2"},
+                             {"MPI_LOCALRANKID", "1"}, {"MPI_LOCALNRANKS", "2"},
+                             {"RANK", "1"}, {"WORLD_SIZE", "2"}}));
+  ASSERT_TRUE(w.ok());
+  EXPECT_STREQ(LauncherName(w->source), "MPICH/Intel MPI (Hydra)");
+  EXPECT_TRUE(w->warnings.empty());
+}
+
+TEST(Resolve, TorchPresetAloneAssumesOnePerNode) {
+  auto w = ResolveRanks(Env({{"RANK", "2"}, {"WORLD_SIZE", "4"}}));
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->local_rank.value, 0);
+  EXPECT_EQ(w->local_size.value, 1);
+  EXPECT_EQ(w->node_rank.value, 2);
+  EXPECT_NE(w->local_rank.why.find("assumed"), std::string::npos);
+}
+
+TEST(Resolve, MalformedLowerSourceIsStillAnError) {
+  auto env = Ompi(0, 2, 0, 2);
+  env["SLURM_PROCID"] = "zero";
+  env["SLURM_NTASKS"] = "2";
+  auto w = ResolveRanks(Env(env));
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.error().message, "SLURM_PROCID='zero' is not an integer");
+}
+
+// --- master address and port ---
+
+// The world with its master when it is known without MPI; `by_mpi` says
+// whether the MPI rendezvous would run instead.
+Result<World> Resolve(std::map<std::string, std::string> m, MasterRequest req = {},
+                      bool* by_mpi = nullptr) {
+  EnvSnapshot env = Env(std::move(m));
+  auto w = ResolveRanks(env);
+  if (!w.ok()) return w;
+  auto plan = ResolveMaster(env, req, *w);
+  if (!plan.ok()) return plan.error();
+  if (by_mpi) *by_mpi = std::holds_alternative<MasterByRendezvous>(*plan);
+  if (const auto* known = std::get_if<MasterKnown>(&*plan)) return WithMaster(*w, *known);
+  return w;
+}
+
+TEST(Master, SingleNodeAzureMlMatchesSeeds) {
+  auto env = Ompi(1, 4, 1, 4);
+  env["AZ_BATCHAI_MPI_MASTER_NODE"] = "10.0.0.5";
+  env["AZ_BATCH_MASTER_NODE"] = "10.0.0.4:6105";
+  auto w = Resolve(env);
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->master_addr.value, "10.0.0.5");
+  EXPECT_EQ(w->master_port.value, 54965);
+}
+
+TEST(Master, MultiNodeAzureMlMatchesSeeds) {
+  auto env = Ompi(5, 8, 1, 4);
+  env["AZ_BATCH_MASTER_NODE"] = "10.0.0.4:12345";
+  auto w = Resolve(env);
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->master_addr.value, "10.0.0.4");
+  EXPECT_EQ(w->master_port.value, 6105);  // not the port inside the variable
+}
+
+TEST(Master, AzureIpv6) {
+  auto env = Ompi(5, 8, 1, 4);
+  env["AZ_BATCH_MASTER_NODE"] = "[fd00::4]:6105";
+  auto w = Resolve(env);
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->master_addr.value, "fd00::4");
+}
+
+TEST(Master, MalformedAzureIsAnErrorEvenWhenUnused) {
+  auto env = Ompi(1, 4, 1, 4);
+  env["AZ_BATCH_MASTER_NODE"] = "10.0.0.4:61o5";
+  auto w = Resolve(env);
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.error().message,
+            "AZ_BATCH_MASTER_NODE='10.0.0.4:61o5' has a bad port '61o5' (expected 1..65535)");
+}
+
+TEST(Master, UserValuesWin) {
+  auto env = Ompi(5, 8, 1, 4);
+  env["AZ_BATCH_MASTER_NODE"] = "10.0.0.4:6105";
+  env["MASTER_ADDR"] = "head";
+  env["MASTER_PORT"] = "7000";
+  auto w = Resolve(env);
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->master_addr.value, "head");
+  EXPECT_EQ(w->master_port.value, 7000);
+  MasterRequest o;
+  o.addr = "cli";
+  o.port = 8000;
+  auto w2 = Resolve(env, o);
+  EXPECT_EQ(w2->master_addr.value, "cli");
+  EXPECT_EQ(w2->master_port.value, 8000);
+}
+
+TEST(Master, BadMasterPortIsAnError) {
+  auto w = Resolve({{"MASTER_PORT", "http"}});
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.error().message, "MASTER_PORT='http' is not an integer");
+}
+
+TEST(Master, SlurmFirstHost) {
+  auto w = Resolve({{"SLURM_PROCID", "2"}, {"SLURM_STEP_NUM_TASKS", "4"},
+                    {"SLURM_LOCALID", "0"}, {"SLURM_NODEID", "2"},
+                    {"SLURM_STEP_NODELIST", "gpu[007-010]"}, {"SLURM_JOB_ID", "4242"},
+                    {"SLURM_STEP_ID", "0"}, {"SLURM_STEP_TASKS_PER_NODE", "1(x4)"}});
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  EXPECT_EQ(w->master_addr.value, "gpu007");
+  EXPECT_EQ(w->master_port.value, DerivedPort("4242.0"));
+  EXPECT_NE(w->master_port.why.find("SLURM_JOB_ID=4242"), std::string::npos);
+}
+
+TEST(Master, SingleNodeUsesLoopbackAndJobPort) {
+  auto env = Ompi(0, 2, 0, 2);
+  env["OMPI_MCA_ess_base_jobid"] = "3849519105";
+  bool by_mpi = true;
+  auto w = Resolve(env, {}, &by_mpi);
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->master_addr.value, "127.0.0.1");
+  EXPECT_EQ(w->master_port.value, DerivedPort("3849519105"));
+  EXPECT_FALSE(by_mpi);
+}
+
+TEST(Master, NoJobIdFallsBackTo29500) {
+  auto w = Resolve({});
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->master_port.value, 29500);
+}
+
+TEST(Master, MultiNodeWithNothingNeedsRendezvous) {
+  bool by_mpi = false;
+  auto w = Resolve(Ompi(5, 8, 1, 4), {}, &by_mpi);
+  ASSERT_TRUE(w.ok());
+  EXPECT_TRUE(by_mpi);
+  MasterRequest env_only;
+  env_only.rendezvous = RendezvousMode::kEnv;
+  auto e = Resolve(Ompi(5, 8, 1, 4), env_only);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().message.find("--rendezvous env forbids MPI"), std::string::npos);
+}
+
+TEST(Master, SingleNodeNeverCallsMpiInAuto) {
+  bool by_mpi = true;
+  ASSERT_TRUE(Resolve(Ompi(0, 4, 0, 4), {}, &by_mpi).ok());
+  EXPECT_FALSE(by_mpi);
+  MasterRequest mpi;
+  mpi.rendezvous = RendezvousMode::kMpi;
+  ASSERT_TRUE(Resolve(Ompi(0, 4, 0, 4), mpi, &by_mpi).ok());
+  EXPECT_TRUE(by_mpi);
+}
+
+TEST(Port, DerivedIsStableAndInRange) {
+  EXPECT_EQ(DerivedPort("job-1"), DerivedPort("job-1"));
+  EXPECT_NE(DerivedPort("job-1"), DerivedPort("job-2"));
+  for (int i = 0; i < 1000; ++i) {
+    int p = DerivedPort(std::to_string(i));
+    EXPECT_GE(p, kDerivedPortMin);
+    EXPECT_LE(p, kDerivedPortMax);
+  }
+}
+
+}  // namespace
+}  // namespace aml

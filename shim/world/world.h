@@ -1,0 +1,49 @@
+// What one launcher's variables say about this process's place in the job,
+// each value with the rule or variable it came from (for `env --explain`).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace aml {
+
+// Where a world came from: the launcher whose variables gave the rank.
+enum class Launcher { kSingleton, kOpenMpi, kPmix, kHydra, kMvapich, kSlurm, kTorch };
+
+// "Open MPI", "MPICH/Intel MPI (Hydra)", ... for messages and `env`.
+const char* LauncherName(Launcher l);
+
+// An MPI library can be initialised under this launcher (MPI rendezvous).
+bool IsMpiLauncher(Launcher l);
+
+template <class T>
+struct Sourced {
+  T value{};
+  std::string why;  // e.g. "OMPI_COMM_WORLD_RANK=3"
+};
+
+// A partial world as read from one source of variables.
+struct SourceWorld {
+  Launcher source = Launcher::kSingleton;
+  std::optional<Sourced<int>> rank, size, local_rank, local_size;
+  std::optional<Sourced<int>> node_rank, node_count;
+  // Hosts of the job in order (Slurm's node list), when known.
+  std::optional<Sourced<std::vector<std::string>>> hosts;
+};
+
+// The resolved world of this process (the "shim world": one entry per shim
+// process, before any per-node fan-out).
+struct World {
+  Launcher source = Launcher::kSingleton;  // the source that gave the rank
+  Sourced<int> rank, size, local_rank, local_size, node_rank, node_count;
+  Sourced<std::string> master_addr;
+  Sourced<int> master_port;
+  bool single_node = true;
+  // The job's hosts in order (Slurm's node list), when known.
+  std::optional<Sourced<std::vector<std::string>>> hosts;
+  std::vector<std::string> warnings;  // conflicts between sources
+  std::vector<std::string> notes;     // sources seen and what was ignored
+};
+
+}  // namespace aml
