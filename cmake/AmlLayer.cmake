@@ -1,7 +1,7 @@
 # One library per folder, linked only downward.
 #
-#   aml_layer(NAME name DIR folder SOURCES a.cc ... DEPS lower_layer ...
-#             TESTS a_test.cc ...)
+#   aml_layer(NAME name DIR folder SOURCES <sources> DEPS <lower layers>
+#             TESTS <test sources>)
 #
 # declares the library, the layers it may use (DEPS, and theirs in turn), and
 # its unit tests, which link this layer alone (so a test cannot reach above

@@ -1,4 +1,4 @@
-# aml_unit_tests(layer test.cc ...): one GoogleTest binary per layer
+# aml_unit_tests(layer <test sources>): one GoogleTest binary per layer
 # (<layer>_tests), linked to that layer alone. Tests that run the built
 # aml-shim or the stand-in CUDA/NCCL libraries get their paths as macros.
 if(AML_SHIM_TESTS)

@@ -2,7 +2,7 @@ cmake_minimum_required(VERSION 3.18)
 # cmake -DROOT=<source dir> -DMAP=<layers.txt> -P CheckLayers.cmake
 #
 # layers.txt has one line per layer: "dir=allowed,dirs". Every project
-# include ("dir/file.h") in a layer's files must name a header of an allowed
+# include ("<folder>/<name>") in a layer's files must name a header of an allowed
 # layer; anything else is a layering violation and fails the build.
 file(STRINGS ${MAP} lines)
 set(layer_dirs "")

@@ -73,7 +73,7 @@ void CrossCheckWithVerbs(FabricReport& report, const VerbsResult& verbs) {
       for (const VerbsPort& v : verbs.ports) {
         if (v.device != d.name || v.port != p.port) continue;
         found = true;
-        bool verbs_active = v.state == 4;
+        bool verbs_active = v.state == kIbvPortActive;
         if (verbs_active != p.active())
           report.warnings.push_back(d.name + ":" + std::to_string(p.port) + " is " + p.state +
                                     " in sysfs but libibverbs reports state " +

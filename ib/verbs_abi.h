@@ -7,6 +7,9 @@
 
 namespace aml {
 
+// enum ibv_port_state's IBV_PORT_ACTIVE.
+constexpr uint32_t kIbvPortActive = 4;
+
 // The leading fields of struct ibv_port_attr, whose layout is part of
 // libibverbs' stable ABI (IBVERBS_1.1); the buffer is padded for the fields
 // newer versions append.

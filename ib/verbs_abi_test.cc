@@ -20,6 +20,7 @@ SAME_OFFSET(PortAttrPrefix, ibv_port_attr, phys_state);
 SAME_OFFSET(PortAttrPrefix, ibv_port_attr, link_layer);
 SAME_OFFSET(DeviceAttrPrefix, ibv_device_attr, vendor_part_id);
 SAME_OFFSET(DeviceAttrPrefix, ibv_device_attr, phys_port_cnt);
+static_assert(kIbvPortActive == IBV_PORT_ACTIVE, "enum ibv_port_state");
 static_assert(sizeof(ibv_port_attr) <= 512, "query buffer too small");
 static_assert(sizeof(ibv_device_attr) <= 1024, "query buffer too small");
 

@@ -404,7 +404,8 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
 
 std::vector<std::string> OptionsWithoutScope() {
   std::vector<std::string> out;
-  for (const auto& d : Describe().options())
+  const po::options_description desc = Describe();
+  for (const auto& d : desc.options())
     if (!FindRule(d->long_name())) out.push_back(d->long_name());
   return out;
 }

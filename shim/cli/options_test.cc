@@ -92,6 +92,12 @@ TEST(Options, ErrorsNameOptionAndValue) {
       {{}, {}, "no command given: usage: aml-shim [OPTIONS] [--] COMMAND [ARGS...]"},
       {{"--json", "x"}, {}, "--json does not apply to running a command (use 'aml-shim env')"},
       {{"env", "extra"}, {}, "unexpected argument 'extra' after 'env'"},
+      {{"probe", "--nproc-per-node", "8"}, {}, "--nproc-per-node does not apply to 'aml-shim probe'"},
+      {{"probe", "--ib", "off"}, {}, "--ib does not apply to 'aml-shim probe'"},
+      {{"env", "--grace", "5"}, {},
+       "--grace does not apply to 'aml-shim env' (it only applies when running a command)"},
+      {{"env", "--numa-bind"}, {},
+       "--numa-bind does not apply to 'aml-shim env' (it only applies when running a command)"},
   };
   for (const auto& c : cases) {
     auto inv = Parse(c.args, c.env);
@@ -120,6 +126,17 @@ TEST(Options, UnknownOptionIsAnError) {
   auto missing = Parse({"--master-port"});
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message.find("master-port"), std::string::npos);
+}
+
+TEST(Options, EveryOptionHasASubcommandRule) {
+  EXPECT_EQ(OptionsWithoutScope(), std::vector<std::string>{});
+}
+
+TEST(Options, EnvironmentTwinsThatDoNotApplyAreLeftAlone) {
+  auto env = Parse({"env"}, {{"AML_SHIM_LOG_DIR", "/tmp/x"}, {"AML_SHIM_PREFLIGHT", "tcp"}});
+  ASSERT_TRUE(env.ok()) << env.error().message;
+  auto probe = Parse({"probe"}, {{"AML_SHIM_NPROC_PER_NODE", "8"}});
+  ASSERT_TRUE(probe.ok()) << probe.error().message;
 }
 
 TEST(Options, Subcommands) {

@@ -2,7 +2,7 @@
 // ibvwrap loads libibverbs) so that aml-shim builds and runs on nodes without
 // them. Only the few entry points the NCCL preflight uses, with the ABI of
 // cuda_runtime_api.h and nccl.h (checked against those headers in
-// gpu_runtime_abi_test.cc when they are installed).
+// gpu_runtime_test.cc when they are installed).
 #pragma once
 
 #include <cstddef>

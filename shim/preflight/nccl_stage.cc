@@ -20,6 +20,11 @@ namespace aml {
 namespace {
 
 constexpr size_t kMaxFrame = 1 << 20;
+// The setup frame to a worker that has just started.
+constexpr std::chrono::seconds kSetupTimeout{10};
+// How long an exited worker is given to be reaped before it is killed.
+constexpr int kReapPolls = 50;
+constexpr std::chrono::milliseconds kReapPoll{20};
 
 std::string SelfExe() {
   char buf[4096];
@@ -63,7 +68,7 @@ NcclStage::NcclStage(int node, const WorkerSetup& setup, const EnvSnapshot& work
   }
   pid_ = spawned->pid;
   fd_ = std::move(mine);
-  auto sent = SendFrame(fd_.get(), EncodeSetup(setup), Clock::now() + std::chrono::seconds(10));
+  auto sent = SendFrame(fd_.get(), EncodeSetup(setup), Clock::now() + kSetupTimeout);
   if (!sent.ok()) start_error_ = Lost(sent.error().message, false);
 }
 
@@ -86,7 +91,7 @@ std::string NcclStage::Lost(const std::string& io_error, bool timed_out) {
   // The worker closed its end: give it a moment to be reaped, then say how
   // it ended.
   std::string how = "stopped answering (" + io_error + ")";
-  for (int i = 0; i < 50 && pid_ > 0; ++i) {
+  for (int i = 0; i < kReapPolls && pid_ > 0; ++i) {
     int status;
     pid_t r = waitpid(pid_, &status, WNOHANG);
     if (r == pid_) {
@@ -94,7 +99,7 @@ std::string NcclStage::Lost(const std::string& io_error, bool timed_out) {
       pid_ = -1;
       break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(kReapPoll);
   }
   Kill();
   return "the NCCL worker " + how + " during " + phase_;

@@ -15,6 +15,10 @@
 namespace aml {
 namespace {
 
+// The all-reduce's data repeats every kPatternPeriod elements: small values
+// whose sums over any number of ranks are exact in float32.
+constexpr int kPatternPeriod = 8;
+
 struct Gpu {
   WorkerSlot slot;
   std::string pci;
@@ -118,13 +122,14 @@ class Worker {
       rc = c.StreamCreateWithFlags(&g.stream, kCudaStreamNonBlocking);
       if (rc != kCudaSuccess) return Where(g) + ": " + CudaError(rt_, "cudaStreamCreate", rc);
     }
-    // pattern_[i] = i % 8 + 1; rank r sends pattern_ + r % 8, so element j
-    // holds (r + j) % 8 + 1: every rank's data differs, sums stay exact.
+    // pattern_[i] = i % P + 1 (P = kPatternPeriod); rank r sends pattern_ +
+    // r % P, so element j holds (r + j) % P + 1: every rank's data differs,
+    // and the sums stay exact in float32.
     // Host memory stays one chunk, whatever --preflight-bytes is: the
     // pattern repeats every 8 elements and chunks are multiples of 8.
     const size_t chunk = std::min<uint64_t>(setup_.bytes, kChunkBytes) / sizeof(float);
     pattern_.resize(chunk + 8);
-    for (size_t i = 0; i < pattern_.size(); ++i) pattern_[i] = static_cast<float>(i % 8 + 1);
+    for (size_t i = 0; i < pattern_.size(); ++i) pattern_[i] = static_cast<float>(i % kPatternPeriod + 1);
     readback_.resize(chunk);
     return "";
   }
@@ -167,10 +172,10 @@ class Worker {
 
   // Every GPU's result against the exact sums for `size` ranks.
   std::string Check(const std::string& what, int size, bool node) {
-    float expected[8];
-    for (int k = 0; k < 8; ++k) {
+    float expected[kPatternPeriod];
+    for (int k = 0; k < kPatternPeriod; ++k) {
       double sum = 0;
-      for (int r = 0; r < size; ++r) sum += (r + k) % 8 + 1;
+      for (int r = 0; r < size; ++r) sum += (r + k) % kPatternPeriod + 1;
       expected[k] = static_cast<float>(sum);
     }
     for (const Gpu& g : gpus_) {
@@ -181,12 +186,12 @@ class Worker {
                                  kCudaMemcpyDeviceToHost);
         if (rc != kCudaSuccess) return Where(g) + ": " + CudaError(rt_, "cudaMemcpy", rc);
         for (size_t i = 0; i < n / sizeof(float); ++i) {
-          if (readback_[i] == expected[i % 8]) continue;
+          if (readback_[i] == expected[i % kPatternPeriod]) continue;
           const int rank = node ? g.slot.node_rank : g.slot.world_rank;
           return what + " gave a wrong result on " + Where(g) + " (rank " +
                  std::to_string(rank) + " of " + std::to_string(size) + "): element " +
                  std::to_string(off / sizeof(float) + i) + " is " +
-                 std::to_string(readback_[i]) + ", expected " + std::to_string(expected[i % 8]);
+                 std::to_string(readback_[i]) + ", expected " + std::to_string(expected[i % kPatternPeriod]);
         }
       }
     }
@@ -222,10 +227,10 @@ class Worker {
     for (const Gpu& g : gpus_) {
       const int rank = node ? g.slot.node_rank : g.slot.world_rank;
       c.SetDevice(g.slot.device);
-      int r1 = Fill(g.send, rank % 8);
+      int r1 = Fill(g.send, rank % kPatternPeriod);
       // The receive buffer starts as other data, so an all-reduce that
       // writes nothing fails the check even for one rank.
-      int r2 = Fill(g.recv, (rank + 4) % 8);
+      int r2 = Fill(g.recv, (rank + kPatternPeriod / 2) % kPatternPeriod);
       if (r1 != kCudaSuccess || r2 != kCudaSuccess)
         return Where(g) + ": " + CudaError(rt_, "cudaMemcpy", r1 != kCudaSuccess ? r1 : r2);
     }

@@ -22,6 +22,13 @@ namespace {
 
 constexpr char kHello[] = "aml-shim-preflight-1";
 constexpr size_t kMaxFrame = 1 << 20;
+// One small frame on a live connection (a hello, a verdict, a result).
+constexpr std::chrono::seconds kFrameTimeout{5};
+// How far apart the ranks of one job may start: a rank waits this much past
+// its own timeout for rank 0's verdict.
+constexpr std::chrono::seconds kStartSkew{10};
+// Between two attempts to connect to rank 0, which may not listen yet.
+constexpr std::chrono::milliseconds kConnectRetryPause{200};
 
 std::string Seconds(double s) { return FormatNumber(s, "%g"); }
 
@@ -49,7 +56,7 @@ class PreflightServer {
       if (c < 0) continue;
       Fd peer(c);
       // A hello is one small frame sent right after connecting.
-      auto hello = RecvFrame(peer.get(), kMaxFrame, Clock::now() + std::chrono::seconds(5));
+      auto hello = RecvFrame(peer.get(), kMaxFrame, Clock::now() + kFrameTimeout);
       if (!hello.ok()) continue;
       std::istringstream in(*hello);
       std::string magic, host, addr;
@@ -84,7 +91,7 @@ class PreflightServer {
                                                      : std::vector<std::string>{report});
     }
     // Let every peer close first so no TIME_WAIT holds MASTER_PORT.
-    const Deadline close_by = Clock::now() + std::chrono::seconds(5);
+    const Deadline close_by = Clock::now() + kFrameTimeout;
     for (const Fd& p : by_rank_) AwaitPeerClose(p.get(), close_by);
     for (const Fd& p : extra_) AwaitPeerClose(p.get(), close_by);
   }
@@ -104,7 +111,7 @@ class PreflightServer {
   }
 
   void AnswerAll(const std::string& verdict) {
-    const Deadline by = Clock::now() + std::chrono::seconds(5);
+    const Deadline by = Clock::now() + kFrameTimeout;
     for (const Fd& p : by_rank_)
       if (p.valid()) (void)SendFrame(p.get(), verdict, by);
     for (const Fd& p : extra_) (void)SendFrame(p.get(), verdict, by);
@@ -134,7 +141,7 @@ class PreflightServer {
     }
     auto go = PlanNcclIds(hellos, hosts_);
     if (!go.ok()) return Fail(SplitLines(go.error().message));
-    const Deadline send_by = Clock::now() + std::chrono::seconds(5);
+    const Deadline send_by = Clock::now() + kFrameTimeout;
     for (size_t r = 0; r < n; ++r)
       (void)SendFrame(by_rank_[r].get(), EncodeGo((*go)[r]), send_by);
     std::vector<ShimOutcome> outcomes(n);
@@ -176,7 +183,7 @@ class PreflightServer {
         ShimOutcome& o = (*outcomes)[r];
         done[r] = true;
         --left;
-        auto frame = RecvFrame(by_rank_[r].get(), kMaxFrame, Clock::now() + std::chrono::seconds(5));
+        auto frame = RecvFrame(by_rank_[r].get(), kMaxFrame, Clock::now() + kFrameTimeout);
         auto result = frame.ok() ? DecodeResult(*frame) : Result<WorkerResult>(frame.error());
         if (!result.ok()) {
           o.error = "lost its connection to rank 0 (" + result.error().message + ")";
@@ -223,7 +230,7 @@ Status Client(const PreflightRequest& req, Deadline deadline, const std::string&
       my_addr = RouteSource(ips->front());
       if (my_addr.empty()) my_addr = "no route";
       auto c = ConnectTcp(ips->front(), req.master_port,
-                          std::min(deadline, Clock::now() + std::chrono::seconds(5)));
+                          std::min(deadline, Clock::now() + kFrameTimeout));
       if (c.ok()) {
         fd = std::move(*c);
         break;
@@ -232,7 +239,7 @@ Status Client(const PreflightRequest& req, Deadline deadline, const std::string&
     } else {
       last_error = ips.ok() ? "no address" : ips.error().message;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::this_thread::sleep_for(kConnectRetryPause);
   }
   std::string me = "rank " + std::to_string(req.rank) + " on " + req.host + " (" + my_addr + ")";
   if (!fd.valid())
@@ -240,14 +247,14 @@ Status Client(const PreflightRequest& req, Deadline deadline, const std::string&
                  " (retried for " + Seconds(SecondsSince(start)) + " s)"};
   std::string hello = std::string(kHello) + " " + std::to_string(req.rank) + " " +
                       std::to_string(req.size) + " " + req.host + " " + LocalAddress(fd.get());
-  auto sent = SendFrame(fd.get(), hello, deadline + std::chrono::seconds(5));
+  auto sent = SendFrame(fd.get(), hello, deadline + kFrameTimeout);
   if (sent.ok() && req.gpu)
     sent = SendFrame(fd.get(), EncodeGpuHello(req.gpu->Ready(Clock::now() + req.timeout)),
-                     Clock::now() + std::chrono::seconds(5));
+                     Clock::now() + kFrameTimeout);
   // Rank 0 answers when all ranks arrived or its own deadline passed; ranks
   // start at different times, so allow for the skew (and, for the GPU stage,
   // for the others' GPUs to start).
-  auto wait = req.timeout + std::chrono::seconds(10);
+  auto wait = req.timeout + kStartSkew;
   if (req.gpu) wait += req.timeout + req.verdict_margin;
   auto verdict = sent.ok() ? RecvFrame(fd.get(), kMaxFrame, deadline + wait)
                            : Result<std::string>(sent.error());
@@ -265,10 +272,10 @@ Status Client(const PreflightRequest& req, Deadline deadline, const std::string&
     // Interrupted: rank 0's verdict is waiting on the socket already.
     sent = interrupted ? Status(Ok{})
                        : SendFrame(fd.get(), EncodeResult(result),
-                                   Clock::now() + std::chrono::seconds(5));
+                                   Clock::now() + kFrameTimeout);
     verdict = sent.ok() ? RecvFrame(fd.get(), kMaxFrame,
                                     Clock::now() + req.timeout + req.verdict_margin +
-                                        std::chrono::seconds(10))
+                                        kStartSkew)
                         : Result<std::string>(sent.error());
     if (!verdict.ok()) return no_verdict(verdict.error().message);
   }

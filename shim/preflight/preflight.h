@@ -8,7 +8,7 @@
 // shim reports its GPUs (its worker started at once, so CUDA loads while the
 // ranks connect), rank 0 hands out NCCL unique ids (one per node, one for the
 // job when it spans nodes), every shim runs the all-reduces, and rank 0
-// judges the results (allreduce_report.h) and sends the last verdict.
+// judges the results (nccl_verdict.h) and sends the last verdict.
 #pragma once
 
 #include <chrono>

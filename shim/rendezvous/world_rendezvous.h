@@ -1,5 +1,5 @@
 // Applies the MPI rendezvous to a resolved world: decides whether it runs
-// (README.md, "Resolution rules"), runs it over the launcher's MPI library,
+// (README.md, "How the world is resolved"), runs it over the launcher's MPI library,
 // and replaces the node, local and master facts with the exact ones. MPI is
 // finalised before this returns, so the command may be exec'd or fanned out
 // right after.

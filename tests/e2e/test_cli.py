@@ -94,6 +94,24 @@ class Cli(unittest.TestCase):
         self.expect_error(["--preflight-timeout", "soon", "true"], 125,
                           "--preflight-timeout='soon' is not a number of seconds")
 
+    def test_subcommands_refuse_options_that_do_not_apply(self):
+        self.expect_error(["probe", "--nproc-per-node", "8", "--master-port", "7"], 125,
+                          "--nproc-per-node does not apply to 'aml-shim probe'")
+        self.expect_error(["probe", "--master-port", "7"], 125,
+                          "--master-port does not apply to 'aml-shim probe'")
+        self.expect_error(["env", "--log-dir", "x", "--grace", "5"], 125,
+                          "--log-dir does not apply to 'aml-shim env' "
+                          "(it only applies when running a command)")
+        self.expect_error(["env", "--preflight", "tcp"], 125,
+                          "--preflight does not apply to 'aml-shim env'")
+        self.expect_error(["--explain", "true"], 125,
+                          "--explain does not apply to running a command (use 'aml-shim env')")
+        # Job-wide AML_SHIM_* settings are not refused where they do not apply:
+        # `env` still shows what the command would get.
+        r = run([SHIM, "env"], env=clean_env(AML_SHIM_LOG_DIR="/tmp/x", AML_SHIM_GRACE="5"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("export RANK=0", r.stdout)
+
     def test_tf_config_single_node(self):
         r = run([SHIM, "env", "--json", "--tf-config"],
                 env=clean_env(PMI_RANK=1, PMI_SIZE=2, MPI_LOCALRANKID=1, MPI_LOCALNRANKS=2,
