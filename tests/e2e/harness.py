@@ -6,6 +6,7 @@ messages, training results.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -38,13 +39,39 @@ def run(args, env=None, timeout=120, input=None):
                           text=True, timeout=timeout, input=input)
 
 
-def mpirun(np, *args, x=(), extra=()):
-    """An mpirun command line for this machine (root, oversubscribed)."""
+def mpirun(np, *args, x=(), extra=(), mca=()):
+    """An mpirun command line for this machine (root, oversubscribed); `mca`:
+    more (name, value) pairs, before `extra` and the command."""
     cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(np),
            "--mca", "btl", "self,tcp", "-x", "PMIX_MCA_gds=hash"]
+    for name, value in mca:
+        cmd += ["--mca", name, value]
     for name in x:
         cmd += ["-x", name]
     return cmd + list(extra) + list(args)
+
+
+FINAL = re.compile(r"rank (\d+)/(\d+) local_rank (\d+) node (\d+) loss ([\d.]+) -> ([\d.]+) "
+                   r"weights ([0-9a-f]+)")
+
+
+def finals(stdout):
+    """examples/train_ddp.py's last line of each rank, by rank, with any
+    '[rank R] ' tag removed."""
+    plain = "\n".join(re.sub(r"^\[rank \d+\]\+? ", "", l) for l in stdout.splitlines())
+    return sorted((tuple(m.groups()) for m in FINAL.finditer(plain)), key=lambda g: int(g[0]))
+
+
+def assert_converged(test, stdout, world):
+    """Every rank 0..world-1 trained, the loss fell tenfold, and DDP kept the
+    replicas identical: every rank ends with the same weights. Returns the rows."""
+    rows = finals(stdout)
+    test.assertEqual([int(r[0]) for r in rows], list(range(world)), stdout)
+    for _rank, size, _local, _node, first, last, _ in rows:
+        test.assertEqual(int(size), world)
+        test.assertLess(float(last), float(first) / 10)
+    test.assertEqual(len({r[6] for r in rows}), 1, "weights differ:\n" + stdout)
+    return rows
 
 
 def json_lines(text):

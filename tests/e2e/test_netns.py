@@ -11,8 +11,8 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import PYTHON, SHIM, SRC, TRAIN, clean_env, main, require, run
-from test_ddp import finals
+from harness import (PYTHON, SHIM, SRC, TRAIN, assert_converged, clean_env, main, mpirun,
+                     require, run)
 
 CLUSTER = "amle"
 SUBNET = 42
@@ -33,20 +33,15 @@ def cluster_mpirun(hosts, *args, x=(), extra=()):
     """mpirun over the namespaces: hosts like {1: 2, 2: 2} (node: slots)."""
     agent = subprocess.run([SCRIPT, "agent", CLUSTER], stdout=subprocess.PIPE, text=True,
                            check=True).stdout.strip()
-    np = sum(hosts.values())
-    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(np),
-           "--host", ",".join(f"{node(i)}:{n}" for i, n in hosts.items()),
-           "--mca", "plm_rsh_agent", agent, "--mca", "oob_tcp_if_include", f"{NET}.0/24",
-           "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", f"{NET}.0/24",
+    where = ["--host", ",".join(f"{node(i)}:{n}" for i, n in hosts.items())]
+    mca = [("plm_rsh_agent", agent), ("oob_tcp_if_include", f"{NET}.0/24"),
+           ("btl_tcp_if_include", f"{NET}.0/24"),
            # orted (started here, unlike single-node mpirun) shares its hwloc
            # topology through shared memory mapped at a "hole" it finds in its
            # address space; now and then that lands by the stack and orted
            # crashes in hwloc_shmem_topology_write. "none" turns that off.
-           "--mca", "rtc_hwloc_vmhole", "none",
-           "-x", "PMIX_MCA_gds=hash"]
-    for name in x:
-        cmd += ["-x", name]
-    return cmd + list(extra) + list(args)
+           ("rtc_hwloc_vmhole", "none")]
+    return mpirun(sum(hosts.values()), *args, x=x, extra=where + list(extra), mca=mca)
 
 
 def ranks_env(stdout):
@@ -77,14 +72,7 @@ class NetnsCluster(unittest.TestCase):
         return subprocess.run(["ip", "netns", "exec", node(i)] + list(cmd), check=True)
 
     def check_converged(self, stdout, world):
-        plain = "\n".join(re.sub(r"^\[rank \d+\]\+? ", "", l) for l in stdout.splitlines())
-        rows = finals(plain)
-        self.assertEqual([int(r[0]) for r in rows], list(range(world)), stdout)
-        for rank, size, local, node_rank, first, last, _ in rows:
-            self.assertEqual(int(size), world)
-            self.assertLess(float(last), float(first) / 10)
-        self.assertEqual(len({r[6] for r in rows}), 1, "weights differ:\n" + stdout)
-        return rows
+        return assert_converged(self, stdout, world)
 
     # --- PyTorch DDP across nodes -------------------------------------------------
 

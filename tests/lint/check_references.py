@@ -5,8 +5,8 @@ The project stands alone: a comment that cites DESIGN.md or a header that was
 renamed sends the reader nowhere. Scans the comments of the C++, CMake, shell
 and Python sources for names ending in .h, .cc, .md, .py, .sh or .cmake and
 checks that each names a file of the repository (as a path from the root, or
-by its base name), and that each `README.md, "Section"` names a heading of
-README.md. Prints each dangling reference with where it is, exit 1.
+by its base name), and that each README section a comment cites (README.md,
+then a comma and the heading in double quotes) is a heading of README.md. Prints each dangling reference with where it is, exit 1.
 """
 import os
 import re
@@ -50,7 +50,7 @@ def main():
                 if name in names or base in OUTSIDE or base in names:
                     continue
                 bad.append(f"{f}:{lineno}: names {name}, which is not in the repository")
-    # `README.md, "Section"` names a heading of README.md.
+    # A cited README section is one of README.md's headings.
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
         headings = {m.group(1).strip() for m in re.finditer(r"^#+ (.*)$", fh.read(), re.M)}
     for f in files:
