@@ -51,7 +51,7 @@ NcclStage::NcclStage(int node, const WorkerSetup& setup, const EnvSnapshot& work
     return;
   }
   SpawnSpec spec;
-  spec.argv = {exe, kNcclWorkerArg};
+  spec.argv = {exe, kNcclWorkerArg, std::to_string(getpid())};
   spec.env = worker_env;
   spec.search_path = false;
   // Its own group: a ^C meant for the job does not reach a worker the shim

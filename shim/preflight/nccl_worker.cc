@@ -1,12 +1,17 @@
 #include "shim/preflight/nccl_worker.h"
 
+#include <sys/prctl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <csignal>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "shim/base/exit_code.h"
 #include "shim/preflight/gpu_runtime.h"
 #include "shim/base/hex.h"
 #include "shim/preflight/nccl_wire.h"
@@ -277,6 +282,12 @@ class Worker {
 
 }  // namespace
 
-int NcclWorkerMain(int fd, const EnvSnapshot& env) { return Worker(fd, env).Main(); }
+int NcclWorkerMain(int fd, pid_t shim, const EnvSnapshot& env) {
+  // Killed with its shim, however the shim ends (SIGKILL from mpirun
+  // included). The shim may have died before this line: then the parent is
+  // already someone else.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != shim) return kExitShimFailure;
+  return Worker(fd, env).Main();
+}
 
 }  // namespace aml

@@ -12,6 +12,8 @@
 // starting it so that a timeout can say where it hung.
 #pragma once
 
+#include <sys/types.h>
+
 #include "shim/base/env_snapshot.h"
 
 namespace aml {
@@ -19,6 +21,8 @@ namespace aml {
 constexpr char kNcclWorkerArg[] = "__nccl-worker";
 constexpr int kNcclWorkerFd = 3;
 
-int NcclWorkerMain(int fd, const EnvSnapshot& env);
+// `shim` is the pid of the shim that started it: the worker dies with it
+// (PR_SET_PDEATHSIG), so no GPU is held by a worker whose shim was killed.
+int NcclWorkerMain(int fd, pid_t shim, const EnvSnapshot& env);
 
 }  // namespace aml

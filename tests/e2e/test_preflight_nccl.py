@@ -5,7 +5,9 @@ unique ids over the preflight's connections, the worker process, the
 correctness check, the bandwidth report, --min-busbw, timeouts, and rank 0
 stopping every rank at the first failure."""
 import os
+import signal
 import subprocess
+import time
 import unittest
 
 from harness import SHIM, clean_env, main, mpirun, require, run
@@ -43,6 +45,16 @@ def workers_alive():
         if b"__nccl-worker" in cmdline and TAG.encode() in environ:
             alive.append(pid)
     return alive
+
+
+def wait_for(condition, seconds=20):
+    """Polls `condition` until it holds (True) or `seconds` pass (False)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
 
 
 class WithoutAGpu(unittest.TestCase):
@@ -161,6 +173,25 @@ class WithStandInGpus(unittest.TestCase):
         self.assertRegex(lines[0], r"^aml-shim: preflight nccl: ranks 0, 1 on \S+: the NCCL worker "
                          r"timed out during node init \(--preflight-timeout\)$")
         self.assertEqual(workers_alive(), [])
+
+    def test_the_worker_dies_with_its_shim(self):
+        # A shim killed during the preflight (mpirun's SIGKILL, the OOM killer)
+        # must not leave its worker holding the GPU. The worker hangs in init.
+        for sig in (signal.SIGKILL, signal.SIGTERM):
+            with self.subTest(signal=sig.name):
+                shim = subprocess.Popen(
+                    [SHIM, "--preflight", "nccl", "--preflight-timeout", "600", "--", "true"],
+                    env=fake_env(FAKE_CUDA_DEVICES=1, FAKE_NCCL_HANG_RANK=0),
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                try:
+                    self.assertTrue(wait_for(lambda: workers_alive() != []), "no worker started")
+                    shim.send_signal(sig)
+                    shim.wait(timeout=30)
+                    self.assertTrue(wait_for(lambda: workers_alive() == []),
+                                    f"worker outlived its shim: {workers_alive()}")
+                finally:
+                    shim.kill()
+                    shim.wait()
 
     def test_a_slow_node_under_min_busbw_is_named(self):
         # 300 ms per 2 MiB all-reduce is ~0.007 GB/s; the floor is 0.05.
