@@ -2,25 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "shim/world/world_testing.h"
+
 #include "shim/plan/contract.h"
 
 namespace aml {
 namespace {
-
-World MakeWorld(int rank, int size, int lrank, int lsize, int node, int nodes) {
-  World w;
-  w.source = Launcher::kOpenMpi;
-  w.rank = {rank, "r"};
-  w.size = {size, "s"};
-  w.local_rank = {lrank, "lr"};
-  w.local_size = {lsize, "ls"};
-  w.node_rank = {node, "n"};
-  w.node_count = {nodes, "nc"};
-  w.single_node = nodes == 1;
-  w.master_addr = {"10.1.1.1", "a"};
-  w.master_port = {1234, "p"};
-  return w;
-}
 
 TEST(EnvCommand, ShellQuote) {
   EXPECT_EQ(ShellQuote("abc"), "abc");
@@ -30,7 +17,7 @@ TEST(EnvCommand, ShellQuote) {
 }
 
 TEST(EnvCommand, FormatsExportJsonExplain) {
-  World w = MakeWorld(1, 2, 1, 2, 0, 1);
+  World w = MakeTestWorld(1, 2, 1, 2, 0, 1);
   ChildPlan plan;
   plan.rank = 1;
   plan.vars = BuildContract(w, EnvSnapshot(), {});

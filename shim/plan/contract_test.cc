@@ -2,23 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "shim/world/world_testing.h"
+
 namespace aml {
 namespace {
-
-World MakeWorld(int rank, int size, int lrank, int lsize, int node, int nodes) {
-  World w;
-  w.source = Launcher::kOpenMpi;
-  w.rank = {rank, "r"};
-  w.size = {size, "s"};
-  w.local_rank = {lrank, "lr"};
-  w.local_size = {lsize, "ls"};
-  w.node_rank = {node, "n"};
-  w.node_count = {nodes, "nc"};
-  w.single_node = nodes == 1;
-  w.master_addr = {"10.1.1.1", "a"};
-  w.master_port = {1234, "p"};
-  return w;
-}
 
 std::map<std::string, std::string> AsMap(const std::vector<EnvVar>& vars) {
   std::map<std::string, std::string> m;
@@ -27,7 +14,7 @@ std::map<std::string, std::string> AsMap(const std::vector<EnvVar>& vars) {
 }
 
 TEST(Contract, PerProcess) {
-  auto vars = AsMap(BuildContract(MakeWorld(5, 8, 1, 4, 1, 2), EnvSnapshot(), {}));
+  auto vars = AsMap(BuildContract(MakeTestWorld(5, 8, 1, 4, 1, 2), EnvSnapshot(), {}));
   EXPECT_EQ(vars["RANK"], "5");
   EXPECT_EQ(vars["WORLD_SIZE"], "8");
   EXPECT_EQ(vars["LOCAL_RANK"], "1");
@@ -45,7 +32,7 @@ TEST(Contract, PerProcess) {
 TEST(Contract, PerNodeRankMath) {
   // Shim 3 of 4, local shim 1 of 2 on its node, child 2 of 3.
   ChildSlot slot{2, 3, true};
-  auto vars = AsMap(BuildContract(MakeWorld(3, 4, 1, 2, 1, 2), EnvSnapshot(), slot));
+  auto vars = AsMap(BuildContract(MakeTestWorld(3, 4, 1, 2, 1, 2), EnvSnapshot(), slot));
   EXPECT_EQ(vars["RANK"], "11");
   EXPECT_EQ(vars["WORLD_SIZE"], "12");
   EXPECT_EQ(vars["LOCAL_RANK"], "5");
@@ -57,7 +44,7 @@ TEST(Contract, PerNodeRankMath) {
 
 TEST(Contract, NeverOverwritesUserTuning) {
   EnvSnapshot env({{"OMP_NUM_THREADS", "8"}, {"MASTER_PORT", "999"}, {"PYTHONUNBUFFERED", "0"}});
-  auto list = BuildContract(MakeWorld(0, 2, 0, 2, 0, 1), env, ChildSlot{0, 1, true});
+  auto list = BuildContract(MakeTestWorld(0, 2, 0, 2, 0, 1), env, ChildSlot{0, 1, true});
   auto vars = AsMap(list);
   EXPECT_EQ(vars["OMP_NUM_THREADS"], "8");
   EXPECT_EQ(vars["MASTER_PORT"], "999");
@@ -68,12 +55,12 @@ TEST(Contract, NeverOverwritesUserTuning) {
 }
 
 TEST(Contract, OneProcessPerNodeLeavesOmpAlone) {
-  auto vars = AsMap(BuildContract(MakeWorld(0, 2, 0, 1, 0, 2), EnvSnapshot(), {}));
+  auto vars = AsMap(BuildContract(MakeTestWorld(0, 2, 0, 1, 0, 2), EnvSnapshot(), {}));
   EXPECT_EQ(vars.count("OMP_NUM_THREADS"), 0u);
 }
 
 TEST(Contract, LocalRankArg) {
-  auto vars = BuildContract(MakeWorld(5, 8, 3, 4, 1, 2), EnvSnapshot(), {});
+  auto vars = BuildContract(MakeTestWorld(5, 8, 3, 4, 1, 2), EnvSnapshot(), {});
   EXPECT_EQ(BuildArgv({"python", "train.py", "--lr", "1"}, true, vars),
             (std::vector<std::string>{"python", "train.py", "--lr", "1", "--local_rank=3"}));
   EXPECT_EQ(BuildArgv({"python"}, false, vars), (std::vector<std::string>{"python"}));

@@ -31,19 +31,23 @@ def comment_lines(path, text):
             yield i, line[line.index("#"):]
 
 
+def sources(files):
+    """(name, text) of each source file of the tree."""
+    for f in files:
+        if not re.search(r"(\.(h|cc|py|sh|cmake)|CMakeLists\.txt)$", f):
+            continue
+        path = os.path.join(ROOT, f)
+        if os.path.exists(path):
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                yield f, fh.read()
+
+
 def main():
     files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
                            check=True).stdout.split()
     names = set(files) | {os.path.basename(f) for f in files}
     bad = []
-    for f in files:
-        if not re.search(r"(\.(h|cc|py|sh|cmake)|CMakeLists\.txt)$", f):
-            continue
-        path = os.path.join(ROOT, f)
-        if not os.path.exists(path):
-            continue
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
+    for f, text in sources(files):
         for lineno, comment in comment_lines(f, text):
             for name in NAME.findall(comment):
                 base = os.path.basename(name)
@@ -53,18 +57,12 @@ def main():
     # A cited README section is one of README.md's headings.
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
         headings = {m.group(1).strip() for m in re.finditer(r"^#+ (.*)$", fh.read(), re.M)}
-    for f in files:
-        if not re.search(r"\.(h|cc|py|sh|cmake)$|CMakeLists\.txt$", f):
-            continue
-        path = os.path.join(ROOT, f)
-        if not os.path.exists(path):
-            continue
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for lineno, line in enumerate(fh, 1):
-                for section in re.findall(r'README\.md, "([^"]+)"', line):
-                    if section not in headings:
-                        bad.append(f"{f}:{lineno}: names README.md section \"{section}\", "
-                                   "which README.md does not have")
+    for f, text in sources(files):
+        for lineno, line in enumerate(text.splitlines(), 1):
+            for section in re.findall(r'README\.md, "([^"]+)"', line):
+                if section not in headings:
+                    bad.append(f"{f}:{lineno}: names README.md section \"{section}\", "
+                               "which README.md does not have")
     for b in bad:
         print(b)
     print(f"{len(bad)} dangling references in comments")
