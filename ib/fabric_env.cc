@@ -1,11 +1,10 @@
 #include "ib/fabric_env.h"
 
-#include <cstdio>
 #include <fstream>
 #include <set>
 
-#include "shim/base/units.h"
 #include "shim/base/sysfs.h"
+#include "shim/base/units.h"
 
 namespace aml {
 namespace {
@@ -15,8 +14,6 @@ std::string Join(const std::vector<std::string>& v, const std::string& sep) {
   for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
   return s;
 }
-
-std::string Gbps(double g) { return FormatRate(g); }
 
 }  // namespace
 
@@ -109,7 +106,7 @@ FabricPlan PlanFabric(const FabricReport& report, const EnvSnapshot& env,
     bool any_vf = false;
     for (const Choice& c : chosen) {
       hca.push_back(c.dev->name + ":" + std::to_string(c.port->port));
-      rates.insert(Gbps(c.port->rate_gbps) + " Gb/s");
+      rates.insert(FormatRate(c.port->rate_gbps) + " Gb/s");
       size_t open = c.port->rate.find('(');
       if (open != std::string::npos)
         speeds.insert(c.port->rate.substr(open + 1, c.port->rate.find(')') - open - 1));

@@ -86,8 +86,7 @@ Result<Resolved> Resolve(const Options& o, const EnvSnapshot& env) {
 
 struct Planned {
   std::vector<ChildPlan> children;
-  std::optional<FabricFacts> fabric;
-  std::vector<PeerInfo> peers;  // from the MPI rendezvous, for --tf-config
+  bool pid1 = false;  // aml-shim is PID 1 (a container's entrypoint)
   bool supervise = false, tag = false, pipe_output = false;
 };
 
@@ -149,13 +148,13 @@ void WarnTfPortsInUse(const std::vector<ChildPlan>& children,
   }
 }
 
+// `peers`: each shim's address and ports from the MPI rendezvous (--tf-config).
 Result<Planned> Plan(const Invocation& inv, const Resolved& r, const World& world,
-                     std::vector<PeerInfo> peers, const EnvSnapshot& env) {
+                     const std::vector<PeerInfo>& peers, const EnvSnapshot& env) {
   const Options& o = inv.options;
   const bool running = inv.subcommand == Subcommand::kRun;
   const bool node_reporter = running && world.local_rank.value == 0;
   Planned p;
-  p.peers = std::move(peers);
   const NcclConf nccl_conf = ReadNcclConf(env, kNcclConfPath);
   auto socket_vars = SocketVars(world, env, nccl_conf, node_reporter);
   if (!socket_vars.ok()) return socket_vars.error();
@@ -165,30 +164,32 @@ Result<Planned> Plan(const Invocation& inv, const Resolved& r, const World& worl
   req.local_rank_arg = o.local_rank_arg;
   req.socket_vars = std::move(*socket_vars);
   if (o.tf_config) {
-    auto eps = TfEndpoints(world, r.nproc, p.peers);
+    auto eps = TfEndpoints(world, r.nproc, peers);
     if (!eps.ok()) return eps.error();
     req.tf_config = TfConfigSpec{std::move(*eps), o.ps_count};
   }
+  std::optional<FabricFacts> fabric;
   if (o.ib != IbMode::kOff) {
-    p.fabric = ProbeFabric(o, env, nccl_conf);
-    auto st = ReportFabric(*p.fabric, o, world, node_reporter);
+    fabric = ProbeFabric(o, env, nccl_conf);
+    auto st = ReportFabric(*fabric, o, world, node_reporter);
     if (!st.ok()) return st.error();
-    req.fabric = &*p.fabric;
+    req.fabric = &*fabric;
   }
   // For --numa-bind, and for UCX_NET_DEVICES nearest each child's GPU.
   GpuTopology gpus;
-  if (p.fabric || o.numa_bind) gpus = ReadGpuTopology(env, o.proc_root, o.sysfs_root);
+  if (fabric || o.numa_bind) gpus = ReadGpuTopology(env, o.proc_root, o.sysfs_root);
   req.gpus = &gpus;
   // exec in place unless there is something to supervise: several children,
   // output to tag or log, or zombies to reap as PID 1.
-  p.supervise = r.nproc > 1 || getpid() == 1 || o.log_dir || o.tag_output.value_or(false);
+  p.pid1 = getpid() == 1;
+  p.supervise = r.nproc > 1 || p.pid1 || o.log_dir || o.tag_output.value_or(false);
   p.tag = o.tag_output.value_or(r.nproc > 1);
   p.pipe_output = r.nproc > 1 || p.tag || o.log_dir.has_value();
   req.output_piped = p.pipe_output;
   auto children = PlanChildren(world, env, req);
   if (!children.ok()) return children.error();
   p.children = std::move(*children);
-  if (running && o.tf_config && p.peers.empty())
+  if (running && o.tf_config && peers.empty())
     WarnTfPortsInUse(p.children, req.tf_config->endpoints);
   if (running && o.numa_bind) {
     std::vector<std::string> verbose;
@@ -272,7 +273,7 @@ int Run(const Options& o, const World& world, const Planned& p, const EnvSnapsho
     config.grace_s = o.grace_s;
     config.node_rank = world.node_rank.value;
     config.host = host;
-    config.foreground_tty = getpid() == 1 && p.children.size() == 1 && !p.pipe_output;
+    config.foreground_tty = p.pid1 && p.children.size() == 1 && !p.pipe_output;
     for (const ChildPlan& plan : p.children) {
       ChildLaunch launch;
       launch.argv = plan.argv;
@@ -329,7 +330,7 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
   const bool running = inv->subcommand == Subcommand::kRun;
   if (running)
     for (const auto& w : world->warnings) LogWarning(w);
-  auto planned = Plan(*inv, *resolved, *world, std::move(peers), env);
+  auto planned = Plan(*inv, *resolved, *world, peers, env);
   if (!planned.ok()) return Fail(planned.error());
   if (!running) {
     std::cout << FormatEnv(*world, planned->children, o) << std::flush;

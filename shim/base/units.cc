@@ -25,10 +25,6 @@ std::string FormatBytes(uint64_t bytes) {
   return FormatNumber(x, "%g") + " " + units[u];
 }
 
-std::string FormatSeconds(double s) {
-  return FormatNumber(s, s < 1 ? "%.2f s" : "%.1f s");
-}
-
 std::string FormatRate(double x) {
   return FormatNumber(x, x == static_cast<double>(static_cast<int64_t>(x)) ? "%.0f" : "%.1f");
 }

@@ -14,9 +14,6 @@ std::string FormatNumber(double x, const char* format);
 // "256 MiB", "1.5 GiB", "4096 B"
 std::string FormatBytes(uint64_t bytes);
 
-// "13.0 s", "0.25 s": seconds to a tenth, or to a hundredth under 1 s.
-std::string FormatSeconds(double s);
-
 // "200" or "12.5": a whole number without decimals, else one.
 std::string FormatRate(double x);
 

@@ -93,10 +93,11 @@ std::string EnvName(const std::string& option) {
 // The option's origin for error messages: "--grace" or "AML_SHIM_GRACE".
 struct Origins {
   std::vector<std::string> from_env;
+  bool FromEnv(const std::string& option) const {
+    return std::find(from_env.begin(), from_env.end(), option) != from_env.end();
+  }
   std::string Name(const std::string& option) const {
-    for (const auto& o : from_env)
-      if (o == option) return EnvName(option);
-    return "--" + option;
+    return FromEnv(option) ? EnvName(option) : "--" + option;
   }
 };
 
@@ -158,9 +159,8 @@ const char* Where(Subcommand s) {
 // does not apply (AML_SHIM_LOG_DIR under `env`) is left alone.
 Status RefuseInapplicable(const po::variables_map& vm, const Origins& origin, Subcommand sub) {
   for (const OptionRule& r : kOptionRules) {
-    if (!vm.count(r.name) || vm[r.name].defaulted() || (r.scope & ScopeOf(sub))) continue;
-    if (std::find(origin.from_env.begin(), origin.from_env.end(), r.name) !=
-        origin.from_env.end())
+    if (!vm.count(r.name) || vm[r.name].defaulted() || (r.scope & ScopeOf(sub)) ||
+        origin.FromEnv(r.name))
       continue;
     std::string hint;
     if (sub == Subcommand::kRun) hint = " (use 'aml-shim env')";

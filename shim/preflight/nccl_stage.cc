@@ -1,6 +1,5 @@
 #include "shim/preflight/nccl_stage.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -10,7 +9,6 @@
 #include <cerrno>
 #include <cstring>
 #include <thread>
-#include <vector>
 
 #include "launch/child.h"
 #include "launch/wait_status.h"
@@ -32,7 +30,6 @@ std::string SelfExe() {
   if (n <= 0) return "";
   return std::string(buf, static_cast<size_t>(n));
 }
-
 
 }  // namespace
 

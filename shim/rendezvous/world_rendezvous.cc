@@ -16,8 +16,7 @@ Result<MasterPlan> RequireRendezvousForTfConfig(bool tf_config, RendezvousMode m
                  "--rendezvous auto or mpi" +
                  std::string(mode == RendezvousMode::kEnv ? " (--rendezvous env forbids it)"
                                                           : "")};
-  return MasterPlan{MasterByRendezvous{known->addr, known->port,
-                                       "--tf-config needs every rank's address"}};
+  return MasterPlan{MasterByRendezvous{known->addr, known->port}};
 }
 
 namespace {
@@ -26,9 +25,9 @@ Result<RendezvousResult> RunOverMpi(const EnvSnapshot& env, Launcher source,
                                     const RendezvousRequest& req) {
   auto mpi = OpenMpiCollective(env, source);
   if (!mpi.ok()) return Error{"MPI rendezvous: " + mpi.error().message};
+  // The collective's destructor calls MPI_Finalize on return, before anything
+  // is exec'd or spawned.
   return RunRendezvous(**mpi, req);
-  // The collective's destructor calls MPI_Finalize here, before anything is
-  // exec'd or spawned.
 }
 
 }  // namespace

@@ -69,10 +69,7 @@ Result<MasterPlan> ResolveMaster(const EnvSnapshot& env, const MasterRequest& re
   } else {
     port = {kDefaultMasterPort, "default (no job id to derive one from)"};
   }
-  if (rendezvous)
-    return MasterPlan{MasterByRendezvous{
-        addr, port,
-        addr ? "--rendezvous mpi" : "nothing names the master of this multi-node job"}};
+  if (rendezvous) return MasterPlan{MasterByRendezvous{addr, port}};
   return MasterPlan{MasterKnown{*addr, *port}};
 }
 

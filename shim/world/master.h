@@ -34,7 +34,6 @@ struct MasterKnown {
 struct MasterByRendezvous {
   std::optional<Sourced<std::string>> addr;
   std::optional<Sourced<int>> port;
-  std::string why;  // why the rendezvous runs
 };
 
 using MasterPlan = std::variant<MasterKnown, MasterByRendezvous>;

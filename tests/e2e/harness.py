@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import unittest
 
 SHIM = os.environ.get("AML_SHIM") or os.path.join(
@@ -72,6 +73,16 @@ def assert_converged(test, stdout, world):
         test.assertLess(float(last), float(first) / 10)
     test.assertEqual(len({r[6] for r in rows}), 1, "weights differ:\n" + stdout)
     return rows
+
+
+def wait_for(condition, seconds=20):
+    """Polls `condition` until it holds (True) or `seconds` pass (False)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
 
 
 def json_lines(text):

@@ -7,10 +7,9 @@ stopping every rank at the first failure."""
 import os
 import signal
 import subprocess
-import time
 import unittest
 
-from harness import SHIM, clean_env, main, mpirun, require, run
+from harness import SHIM, clean_env, main, mpirun, require, run, wait_for
 
 FAKE_CUDART = os.environ.get("AML_FAKE_CUDART", "")
 FAKE_NCCL = os.environ.get("AML_FAKE_NCCL", "")
@@ -45,16 +44,6 @@ def workers_alive():
         if b"__nccl-worker" in cmdline and TAG.encode() in environ:
             alive.append(pid)
     return alive
-
-
-def wait_for(condition, seconds=20):
-    """Polls `condition` until it holds (True) or `seconds` pass (False)."""
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
 
 
 class WithoutAGpu(unittest.TestCase):

@@ -7,10 +7,9 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 import unittest
 
-from harness import PYTHON, SHIM, clean_env, main, mpirun, require, run, slurp
+from harness import PYTHON, SHIM, clean_env, main, mpirun, require, run, slurp, wait_for
 
 SHOW = ('echo "{\\"rank\\":$RANK,\\"size\\":$WORLD_SIZE,\\"local\\":$LOCAL_RANK,'
         '\\"local_size\\":$LOCAL_WORLD_SIZE,\\"group\\":$GROUP_RANK,\\"groups\\":$GROUP_WORLD_SIZE,'
@@ -117,11 +116,9 @@ class Supervisor(unittest.TestCase):
                                     "sh", "-c", script),
                              env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
-        deadline = time.time() + 60
-        while len([f for f in os.listdir(self.tmp)
-                   if f.startswith("gc-") and not f.endswith(".tmp")]) < 4:
-            self.assertLess(time.time(), deadline, "children did not start")
-            time.sleep(0.05)
+        started = lambda: len([f for f in os.listdir(self.tmp)
+                               if f.startswith("gc-") and not f.endswith(".tmp")]) >= 4
+        self.assertTrue(wait_for(started, 60), "children did not start")
         p.send_signal(signal.SIGTERM)
         out, err = p.communicate(timeout=60)
         for r in range(4):
