@@ -40,7 +40,13 @@ def main():
     x = torch.randn(256, 4, generator=gen)
     y = x @ true_w.T + 0.7 + 0.01 * torch.randn(256, 1, generator=gen)
 
-    model = DDP(torch.nn.Linear(4, 1))
+    # NCCL needs CUDA tensors: each rank on the GPU of its LOCAL_RANK.
+    device = torch.device("cpu")
+    if args.backend == "nccl":
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+        x, y = x.to(device), y.to(device)
+    model = DDP(torch.nn.Linear(4, 1).to(device))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     first = last = None
     for epoch in range(args.epochs):
@@ -53,7 +59,7 @@ def main():
         if epoch % 5 == 0 or epoch == args.epochs - 1:
             print(f"rank {rank}/{world} epoch {epoch:3d} loss {last:.6f}", flush=True)
 
-    params = torch.cat([t.detach().flatten() for t in model.parameters()])
+    params = torch.cat([t.detach().flatten() for t in model.parameters()]).cpu()
     digest = hashlib.sha256(params.numpy().tobytes()).hexdigest()[:16]
     print(f"rank {rank}/{world} local_rank {local_rank} node {os.environ.get('NODE_RANK')} "
           f"loss {first:.4f} -> {last:.6f} weights {digest}", flush=True)

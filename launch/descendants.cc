@@ -13,7 +13,7 @@
 
 namespace aml {
 
-std::vector<pid_t> ListChildren() {
+std::vector<pid_t> ListChildren(pid_t except) {
   std::vector<pid_t> out;
   const pid_t self = getpid();
   // /proc/<pid>/task/<tid>/children lists each thread's children; aml-shim
@@ -22,7 +22,8 @@ std::vector<pid_t> ListChildren() {
   std::ifstream f(path);
   if (f) {
     pid_t p;
-    while (f >> p) out.push_back(p);
+    while (f >> p)
+      if (p != except) out.push_back(p);
     return out;
   }
   // Kernels without CONFIG_PROC_CHILDREN: scan /proc/*/stat for our pid.
@@ -31,7 +32,7 @@ std::vector<pid_t> ListChildren() {
   while (dirent* e = readdir(d)) {
     char* end = nullptr;
     long pid = std::strtol(e->d_name, &end, 10);
-    if (*end != '\0' || pid <= 0) continue;
+    if (*end != '\0' || pid <= 0 || pid == except) continue;
     std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
     std::string line;
     if (!std::getline(stat, line)) continue;
@@ -46,10 +47,10 @@ std::vector<pid_t> ListChildren() {
   return out;
 }
 
-bool HasDescendants() { return !ListChildren().empty(); }
+bool HasDescendants(pid_t except) { return !ListChildren(except).empty(); }
 
-void SignalDescendants(int sig) {
-  for (pid_t p : ListChildren()) {
+void SignalDescendants(int sig, pid_t except) {
+  for (pid_t p : ListChildren(except)) {
     pid_t pgid = getpgid(p);
     if (pgid > 0 && pgid != getpgrp()) kill(-pgid, sig);
     kill(p, sig);

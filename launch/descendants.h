@@ -8,10 +8,12 @@
 
 namespace aml {
 
-// Direct children of this process, from /proc.
-std::vector<pid_t> ListChildren();
-bool HasDescendants();
+// Direct children of this process, from /proc, but `except` (the keeper).
+std::vector<pid_t> ListChildren(pid_t except = 0);
+bool HasDescendants(pid_t except = 0);
 // Sends `sig` to every direct child's process group and to the child itself.
-void SignalDescendants(int sig);
+// A direct child cannot be reaped behind our back, so its pid and group id
+// are its own while we signal them.
+void SignalDescendants(int sig, pid_t except = 0);
 
 }  // namespace aml

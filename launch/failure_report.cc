@@ -62,6 +62,7 @@ std::string FormatFailureSummary(const ChildOutcome& o, size_t tail_lines) {
 std::string FailureJson(const ChildOutcome& o, size_t tail_lines) {
   JsonWriter j;
   j.BeginObject();
+  j.Key("run").String(o.run_id);
   j.Key("rank").Int(o.rank);
   j.Key("local_rank").Int(o.local_rank);
   j.Key("node_rank").Int(o.node_rank);
@@ -84,6 +85,13 @@ std::string FailureJson(const ChildOutcome& o, size_t tail_lines) {
   j.EndArray();
   j.EndObject();
   return j.str() + "\n";
+}
+
+std::string FailureJsonPrefix(const std::string& run_id) {
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("run").String(run_id);
+  return j.str();
 }
 
 }  // namespace aml

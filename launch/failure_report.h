@@ -8,6 +8,7 @@
 namespace aml {
 
 struct ChildOutcome {
+  std::string run_id;  // the job (launcher's job id) or this shim's run
   int rank = 0;
   int local_rank = 0;
   int node_rank = 0;
@@ -24,7 +25,9 @@ std::vector<std::string> LastLines(const std::string& text, size_t n);
 
 // The stderr block, each line starting "aml-shim: ".
 std::string FormatFailureSummary(const ChildOutcome& o, size_t tail_lines = 20);
-// The same facts as one JSON object (DIR/failure.json).
+// The same facts as one JSON object (DIR/failure.json), "run" its first key.
 std::string FailureJson(const ChildOutcome& o, size_t tail_lines = 20);
+// How every FailureJson of run `run_id` begins.
+std::string FailureJsonPrefix(const std::string& run_id);
 
 }  // namespace aml

@@ -14,6 +14,7 @@ LineTagger::LineTagger(std::string prefix, size_t max_line)
   } else {
     cont_prefix_ += "+ ";
   }
+  end_marker_ = cont_prefix_.substr(0, cont_prefix_.size() - 2) + "\\ no newline at end of output\n";
 }
 
 void LineTagger::EmitPiece(std::string_view piece, std::string* out) {
@@ -68,6 +69,13 @@ void LineTagger::EmitHeld(bool cut, std::string* out) {
 
 void LineTagger::FlushPartial(std::string* out) { EmitHeld(true, out); }
 
-void LineTagger::Finish(std::string* out) { EmitHeld(false, out); }
+void LineTagger::Finish(std::string* out) {
+  // A held piece, or one already flushed with a '\n' that its continuation
+  // would have explained: either way the stream ended without a newline.
+  if (partial_.empty() && !continuing_) return;
+  EmitHeld(false, out);
+  out->append(end_marker_);
+  continuing_ = false;
+}
 
 }  // namespace aml

@@ -3,7 +3,9 @@
 // are not held back). A line longer than the buffer, or a partial line held
 // past its deadline, is cut; the piece that continues it is prefixed
 // "[rank R]+ " so the original bytes can always be put back together.
-// A partial line at end of stream is flushed with a '\n' added.
+// A partial line at end of stream is flushed with a '\n' added and then
+// marked by the line "[rank R]\ no newline at end of output", so no byte is
+// added without saying so.
 #pragma once
 
 #include <cstddef>
@@ -20,7 +22,8 @@ class LineTagger {
   void Feed(std::string_view data, std::string* out);
   // Emits a held partial line (cut, with continuation), e.g. after a timeout.
   void FlushPartial(std::string* out);
-  // End of stream: emits a held partial line terminated with '\n'.
+  // End of stream: emits a held partial line terminated with '\n', and the
+  // marker line that says the '\n' was not the child's.
   void Finish(std::string* out);
   bool has_partial() const { return !partial_.empty(); }
 
@@ -30,6 +33,7 @@ class LineTagger {
   void EmitHeld(bool cut, std::string* out);
   std::string prefix_;       // "[rank 3] "
   std::string cont_prefix_;  // "[rank 3]+ "
+  std::string end_marker_;   // "[rank 3]\ no newline at end of output"
   size_t max_line_;
   std::string partial_;
   bool continuing_ = false;  // the next piece continues a cut line

@@ -16,7 +16,24 @@ TEST(LineTagger, WholeLinesAcrossChunks) {
   EXPECT_EQ(FeedAll(t, {"hel", "lo\nwor", "ld\n", "x"}), "[rank 3] hello\n[rank 3] world\n");
   std::string out;
   t.Finish(&out);
-  EXPECT_EQ(out, "[rank 3] x\n");
+  EXPECT_EQ(out, "[rank 3] x\n[rank 3]\\ no newline at end of output\n");
+}
+
+TEST(LineTagger, EndAfterWholeLinesAddsNothing) {
+  LineTagger t("[rank 3] ", 1024);
+  std::string out;
+  t.Feed("a\n", &out);
+  t.Finish(&out);
+  EXPECT_EQ(out, "[rank 3] a\n");
+}
+
+TEST(LineTagger, EndAfterAFlushedPieceIsMarked) {
+  LineTagger t("[rank 2] ", 100);
+  std::string out;
+  t.Feed("Epoch 1: ", &out);
+  t.FlushPartial(&out);
+  t.Finish(&out);
+  EXPECT_EQ(out, "[rank 2] Epoch 1: \n[rank 2]\\ no newline at end of output\n");
 }
 
 TEST(LineTagger, CarriageReturnEndsAPiece) {

@@ -1,15 +1,14 @@
 #include "launch/supervisor.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -18,18 +17,24 @@
 #include "launch/cpu_affinity.h"
 #include "launch/descendants.h"
 #include "launch/failure_report.h"
+#include "launch/keeper.h"
 #include "launch/line_tagger.h"
+#include "launch/log_dir.h"
+#include "launch/output_sink.h"
 #include "launch/wait_status.h"
-#include "launch/exec.h"
+#include "shim/base/exit_code.h"
 #include "shim/base/log.h"
+#include "shim/base/units.h"
 
 namespace aml {
 namespace {
 
-constexpr size_t kMaxLine = 64 * 1024;       // longer lines are cut
-constexpr double kPartialFlushS = 1.0;       // a held partial line waits at most this
-constexpr size_t kTailBytes = 16 * 1024;     // stderr kept for the summary
-constexpr double kAfterKillS = 5.0;          // wait after SIGKILL before giving up
+constexpr size_t kMaxLine = 64 * 1024;        // longer lines are cut
+constexpr double kPartialFlushS = 1.0;        // a held partial line waits at most this
+constexpr size_t kTailBytes = 16 * 1024;      // stderr kept for the summary
+constexpr double kAfterKillS = 5.0;           // wait after SIGKILL before giving up
+constexpr size_t kQueueCap = 4 << 20;         // output queued for a slow reader
+constexpr double kFinalFlushS = 5.0;          // the reader's last chance at the end
 const int kForwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
 double Now() {
@@ -38,47 +43,39 @@ double Now() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+timespec Timeout(double seconds) {
+  seconds = std::max(0.0, seconds);
+  auto whole = static_cast<time_t>(seconds);
+  return {whole, static_cast<long>((seconds - static_cast<double>(whole)) * 1e9)};
+}
+
 bool IsTerminating(int sig) {
   return sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
 }
 
-void WriteAll(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w > 0) {
-      p += w;
-      n -= static_cast<size_t>(w);
-    } else if (w < 0 && errno == EINTR) {
-      continue;
-    } else if (w < 0 && errno == EAGAIN) {
-      pollfd pfd{fd, POLLOUT, 0};
-      poll(&pfd, 1, 1000);
-    } else {
-      return;  // EPIPE or a closed terminal: drop the output
-    }
-  }
-}
+OutputSink* g_err_sink = nullptr;  // aml-shim's own lines while supervising
+void QueueLogLine(const std::string& line) { g_err_sink->Write(line); }
 
 struct Stream {
   int fd = -1;
-  int out_fd = STDOUT_FILENO;
-  int log_fd = -1;
+  OutputSink* sink = nullptr;
+  bool is_stderr = false;
+  size_t child = 0;  // index of its child (and of its log files)
   std::unique_ptr<LineTagger> tagger;
   double partial_since = 0;
   std::string* tail = nullptr;  // stderr only
 
   void KeepTail(std::string_view data) {
-    if (tail) {
-      tail->append(data);
-      if (tail->size() > 2 * kTailBytes) tail->erase(0, tail->size() - kTailBytes);
-    }
+    if (!tail) return;
+    tail->append(data);
+    if (tail->size() > 2 * kTailBytes) tail->erase(0, tail->size() - kTailBytes);
   }
 };
 
 struct Child {
   ChildLaunch launch;
   pid_t pid = -1;
-  bool running = false;
+  bool running = false;  // started and not yet reaped: its pid is still ours
   int status = 0;
   double start = 0, end = 0;
   Stream out, err;
@@ -87,31 +84,48 @@ struct Child {
 
 class Supervisor {
  public:
-  explicit Supervisor(const SupervisorConfig& c) : config_(c) {}
+  explicit Supervisor(const SupervisorConfig& c)
+      : config_(c), out_sink_(STDOUT_FILENO, kQueueCap), err_sink_(STDERR_FILENO, kQueueCap) {}
   int Run();
 
  private:
+  int Prepare();
   bool Start();
-  void OpenLogs(Child& c);
+  void Loop();
+  bool Step(double now);
+  void Poll(double now);
   void Reap();
   void OnExit(Child& c, int status);
+  void ForgetEmptyGroups();
   void Signal(int sig);
   void BeginTeardown(double now);
   void KillAll(int sig);
   void ReadStream(Stream& s, double now);
+  void Emit(Stream& s, std::string_view data);
   void CloseStream(Stream& s);
   void FlushStaleParts(double now);
+  void CheckSinks(double now);
   double NextDeadline(double now) const;
   bool AnyRunning() const;
   bool AnyOpenStream() const;
+  Child* Find(pid_t pid);
   int Finish();
+  void Report(int* code);
+  void FlushAtExit();
 
   const SupervisorConfig& config_;
+  OutputSink out_sink_, err_sink_;
+  std::unique_ptr<LogDir> logs_;
+  Keeper keeper_;
   std::vector<Child> children_;
+  std::vector<pid_t> lingering_;  // groups of reaped children not yet empty
   int sfd_ = -1;
   int spawn_failure_code_ = 0;
-  Child* first_failure_ = nullptr;
-  int shim_signal_ = 0;        // terminating signal aml-shim received
+  Child* first_failure_ = nullptr;  // failed before any teardown began
+  Child* first_stopped_ = nullptr;  // failed after aml-shim was signalled
+  int shim_signal_ = 0;             // terminating signal aml-shim received
+  bool reader_gone_ = false;        // stdout/stderr's reader left (EPIPE)
+  bool hurry_ = false;              // a second signal: no more waiting
   bool teardown_ = false;
   double kill_at_ = 0;         // SIGKILL deadline during teardown
   bool killed_ = false;
@@ -121,15 +135,45 @@ class Supervisor {
   std::string out_buf_;  // tagged output, reused across reads
 };
 
-void Supervisor::OpenLogs(Child& c) {
-  if (!config_.log_dir) return;
-  const std::string base = *config_.log_dir + "/rank-" + std::to_string(c.launch.rank);
-  for (auto [stream, suffix] : {std::pair{&c.out, ".stdout"}, std::pair{&c.err, ".stderr"}}) {
-    std::string path = base + suffix;
-    stream->log_fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (stream->log_fd < 0)
-      LogWarning("cannot write " + path + ": " + std::strerror(errno));
+// ---- Start
+
+int Supervisor::Prepare() {
+  // Signals are handled synchronously through a signalfd: block them first,
+  // so none is lost between the spawn and the loop.
+  sigset_t handled;
+  sigemptyset(&handled);
+  sigaddset(&handled, SIGCHLD);
+  for (int s : kForwarded) sigaddset(&handled, s);
+  sigprocmask(SIG_BLOCK, &handled, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  signal(SIGTTOU, SIG_IGN);  // for tcsetpgrp from a background group
+  sfd_ = signalfd(-1, &handled, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (sfd_ < 0) {
+    LogError(std::string("signalfd: ") + std::strerror(errno));
+    return kExitShimFailure;
   }
+  // Orphaned grandchildren are reparented to us, so we can reap and kill them.
+  if (getpid() != 1) prctl(PR_SET_CHILD_SUBREAPER, 1);
+  if (config_.log_dir) {
+    std::vector<int> ranks;
+    for (const ChildLaunch& c : config_.children) ranks.push_back(c.rank);
+    auto logs = LogDir::Open(*config_.log_dir, ranks, FailureJsonPrefix(config_.run_id),
+                             config_.shim_started);
+    if (!logs.ok()) {
+      LogError(logs.error().message);
+      return kExitShimFailure;
+    }
+    logs_ = std::move(*logs);
+  }
+  // As PID 1 the kernel ends every process of the namespace with us.
+  if (getpid() != 1) {
+    Status keeper = keeper_.Start(config_.children.size());
+    if (!keeper.ok()) {
+      LogError(keeper.error().message);
+      return kExitShimFailure;
+    }
+  }
+  return 0;
 }
 
 bool Supervisor::Start() {
@@ -149,27 +193,38 @@ bool Supervisor::Start() {
       return false;
     }
     c.pid = spawned->pid;
+    keeper_.Watch(c.pid);
     c.running = true;
     c.start = Now();
     std::string prefix = "[rank " + std::to_string(c.launch.rank) + "] ";
+    c.out.child = c.err.child = i;
     c.out.fd = spawned->out_fd;
+    c.out.sink = &out_sink_;
     c.err.fd = spawned->err_fd;
-    c.err.out_fd = STDERR_FILENO;
+    c.err.sink = &err_sink_;
+    c.err.is_stderr = true;
     c.err.tail = &c.err_tail;
     if (config_.tag_output) {
       c.out.tagger = std::make_unique<LineTagger>(prefix, kMaxLine);
       c.err.tagger = std::make_unique<LineTagger>(prefix, kMaxLine);
     }
-    OpenLogs(c);
     if (config_.foreground_tty && i == 0 && isatty(STDIN_FILENO))
       tcsetpgrp(STDIN_FILENO, c.pid);
   }
   return true;
 }
 
+// ---- Children ending
+
+Child* Supervisor::Find(pid_t pid) {
+  for (Child& c : children_)
+    if (c.pid == pid && c.running) return &c;
+  return nullptr;
+}
+
 void Supervisor::KillAll(int sig) {
   for (Child& c : children_)
-    if (c.running && c.pid > 0) kill(-c.pid, sig);
+    if (c.running) kill(-c.pid, sig);  // unreaped: the group id is still its own
 }
 
 void Supervisor::BeginTeardown(double now) {
@@ -186,27 +241,50 @@ void Supervisor::OnExit(Child& c, int status) {
   bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   LogVerbose("rank " + std::to_string(c.launch.rank) + " (pid " + std::to_string(c.pid) +
              ") ended: " + DescribeStatus(status));
-  // Stragglers left in its group (DataLoader workers, shell pipelines) end
-  // with it.
-  kill(-c.pid, SIGTERM);
-  if (failed && !first_failure_ && !(teardown_ && !shim_signal_)) {
+  if (!failed) return;
+  if (!teardown_ && !first_failure_) {
     first_failure_ = &c;
     BeginTeardown(c.end);
+  } else if (shim_signal_ && !first_failure_ && !first_stopped_) {
+    first_stopped_ = &c;
   }
 }
 
+// Peeks at an ended child before reaping it: while its leader is an unreaped
+// zombie, its process group id cannot be recycled, so the stragglers left in
+// the group (DataLoader workers, shell pipelines) can be signalled safely.
 void Supervisor::Reap() {
   for (;;) {
+    siginfo_t info{};
+    if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) break;
+    const pid_t pid = info.si_pid;
+    Child* c = Find(pid);
+    if (c) kill(-pid, SIGTERM);
     int status = 0;
-    pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid <= 0) return;  // 0: none ready; -1: no children left
-    for (Child& c : children_) {
-      if (c.pid == pid && c.running) {
-        OnExit(c, status);
-        break;
-      }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (pid == keeper_.pid()) {
+      keeper_.Lost();
+      LogWarning("the keeper (pid " + std::to_string(pid) + ") ended: " + DescribeStatus(status));
+    } else if (c) {
+      lingering_.push_back(pid);
+      OnExit(*c, status);
     }
     // Anything else was an orphan reparented to us: reaped, nothing more.
+  }
+  ForgetEmptyGroups();
+}
+
+// The keeper must never signal a group id that may have been recycled.
+void Supervisor::ForgetEmptyGroups() {
+  for (size_t i = 0; i < lingering_.size();) {
+    if (kill(-lingering_[i], 0) != 0 && errno == ESRCH) {
+      keeper_.Forget(lingering_[i]);
+      lingering_[i] = lingering_.back();
+      lingering_.pop_back();
+    } else {
+      ++i;
+    }
   }
 }
 
@@ -221,6 +299,7 @@ void Supervisor::Signal(int sig) {
       // A second ^C or SIGTERM: do not wait for the grace period.
       LogInfo("second " + SignalName(sig) + ": killing every child now");
       kill_at_ = Now();
+      hurry_ = true;
       return;
     }
     shim_signal_ = sig;
@@ -232,15 +311,19 @@ void Supervisor::Signal(int sig) {
   KillAll(sig);
 }
 
+// ---- Output
+
+void Supervisor::Emit(Stream& s, std::string_view data) {
+  if (!data.empty()) s.sink->Write(data);
+}
+
 void Supervisor::CloseStream(Stream& s) {
   if (s.fd < 0) return;
   std::string out;
   if (s.tagger) s.tagger->Finish(&out);
-  if (!out.empty()) WriteAll(s.out_fd, out.data(), out.size());
+  Emit(s, out);
   close(s.fd);
   s.fd = -1;
-  if (s.log_fd >= 0) close(s.log_fd);
-  s.log_fd = -1;
 }
 
 void Supervisor::ReadStream(Stream& s, double now) {
@@ -252,16 +335,16 @@ void Supervisor::ReadStream(Stream& s, double now) {
     return;
   }
   std::string_view data(buf, static_cast<size_t>(n));
-  if (s.log_fd >= 0) WriteAll(s.log_fd, data.data(), data.size());
+  if (logs_) logs_->Append(s.child, s.is_stderr, data);
   s.KeepTail(data);
   if (!s.tagger) {
-    WriteAll(s.out_fd, data.data(), data.size());
+    Emit(s, data);
     return;
   }
   bool had_partial = s.tagger->has_partial();
   out_buf_.clear();
   s.tagger->Feed(data, &out_buf_);
-  if (!out_buf_.empty()) WriteAll(s.out_fd, out_buf_.data(), out_buf_.size());
+  Emit(s, out_buf_);
   if (s.tagger->has_partial() && (!had_partial || !out_buf_.empty())) s.partial_since = now;
 }
 
@@ -272,10 +355,26 @@ void Supervisor::FlushStaleParts(double now) {
       if (now - s->partial_since < kPartialFlushS) continue;
       std::string out;
       s->tagger->FlushPartial(&out);
-      WriteAll(s->out_fd, out.data(), out.size());
+      Emit(*s, out);
     }
   }
 }
+
+// A reader that left ends the job, as it would end a pipeline's writer.
+void Supervisor::CheckSinks(double now) {
+  if (reader_gone_) return;
+  for (OutputSink* sink : {&out_sink_, &err_sink_}) {
+    if (!sink->broken() || sink->error() != EPIPE) continue;
+    reader_gone_ = true;
+    const char* which = sink == &out_sink_ ? "stdout" : "stderr";
+    if (sink == &out_sink_)
+      LogInfo(std::string("the reader of ") + which + " has gone (EPIPE): ending the job");
+    if (!teardown_) BeginTeardown(now);
+    return;
+  }
+}
+
+// ---- The loop
 
 bool Supervisor::AnyRunning() const {
   for (const Child& c : children_)
@@ -301,93 +400,161 @@ double Supervisor::NextDeadline(double now) const {
   return next;
 }
 
-int Supervisor::Run() {
-  // Signals are handled synchronously through a signalfd: block them first,
-  // so none is lost between the spawn and the loop.
-  sigset_t handled;
-  sigemptyset(&handled);
-  sigaddset(&handled, SIGCHLD);
-  for (int s : kForwarded) sigaddset(&handled, s);
-  sigprocmask(SIG_BLOCK, &handled, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-  signal(SIGTTOU, SIG_IGN);  // for tcsetpgrp from a background group
-  sfd_ = signalfd(-1, &handled, SFD_NONBLOCK | SFD_CLOEXEC);
-  if (sfd_ < 0) {
-    LogError(std::string("signalfd: ") + std::strerror(errno));
-    return kExitShimFailure;
+// Deadlines and endings; false when the loop is done.
+bool Supervisor::Step(double now) {
+  if (teardown_ && !killed_ && now >= kill_at_ && AnyRunning()) {
+    KillAll(SIGKILL);
+    killed_ = true;
+    give_up_at_ = now + kAfterKillS;
   }
-  // Orphaned grandchildren are reparented to us, so we can reap and kill them.
-  if (getpid() != 1) prctl(PR_SET_CHILD_SUBREAPER, 1);
-  if (config_.log_dir && mkdir(config_.log_dir->c_str(), 0755) != 0 && errno != EEXIST) {
-    LogError("--log-dir='" + *config_.log_dir + "': cannot create: " + std::strerror(errno));
-    return kExitShimFailure;
+  if (AnyRunning()) {
+    if (killed_ && now >= give_up_at_) {
+      LogError("children still alive " + FormatNumber(kAfterKillS, "%.0f") +
+               " s after SIGKILL (uninterruptible sleep?); giving up on them");
+      return false;
+    }
+    return true;
   }
+  if (!stragglers_signalled_) {
+    // Every child is gone; end what they left behind (their groups were
+    // signalled as each exited; orphans that left the group are ours).
+    stragglers_signalled_ = true;
+    SignalDescendants(SIGTERM, keeper_.pid());
+    drain_until_ = now + std::min(config_.grace_s, 2.0);
+  }
+  if (!AnyOpenStream() && !HasDescendants(keeper_.pid())) return false;
+  if (now >= drain_until_) {
+    SignalDescendants(SIGKILL, keeper_.pid());
+    ForgetEmptyGroups();
+    for (pid_t g : lingering_) kill(-g, SIGKILL);  // not empty: not recycled
+    return false;
+  }
+  return true;
+}
 
+void Supervisor::Poll(double now) {
+  std::vector<pollfd> fds{{sfd_, POLLIN, 0}};
+  std::vector<Stream*> streams;
+  for (OutputSink* sink : {&out_sink_, &err_sink_})
+    if (sink->pending()) fds.push_back({sink->poll_fd(), POLLOUT, 0});
+  const size_t first_stream = fds.size();
+  for (Child& c : children_)
+    for (Stream* s : {&c.out, &c.err})
+      // A full queue: leave the child's pipe unread, so the child waits on
+      // its write as it would on a slow reader of its own.
+      if (s->fd >= 0 && !s->sink->full()) {
+        fds.push_back({s->fd, POLLIN, 0});
+        streams.push_back(s);
+      }
+  timespec ts = Timeout(NextDeadline(now) - now);
+  if (ppoll(fds.data(), fds.size(), &ts, nullptr) < 0 && errno != EINTR) {
+    LogError(std::string("ppoll: ") + std::strerror(errno));
+    kill_at_ = now;  // nothing sensible left to wait for
+    teardown_ = true;
+    return;
+  }
+  now = Now();
+  out_sink_.Flush();
+  err_sink_.Flush();
+  for (size_t i = first_stream; i < fds.size(); ++i)
+    if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) ReadStream(*streams[i - first_stream], now);
+  if (fds[0].revents & POLLIN) {
+    signalfd_siginfo info;
+    while (read(sfd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info))
+      Signal(static_cast<int>(info.ssi_signo));
+  }
+  // A SIGCHLD may coalesce with another; reaping is cheap and idempotent.
+  Reap();
+  CheckSinks(now);
+}
+
+void Supervisor::Loop() {
+  for (;;) {
+    double now = Now();
+    if (!Step(now)) return;
+    FlushStaleParts(now);
+    Poll(now);
+  }
+}
+
+int Supervisor::Run() {
+  if (int code = Prepare()) return code;
+  g_err_sink = &err_sink_;
+  SetLogSink(QueueLogLine);
   if (!Start()) {
     BeginTeardown(Now());
     kill_at_ = Now();  // children not yet useful: no grace needed
   }
+  Loop();
+  int code = Finish();
+  keeper_.Dismiss();
+  return code;
+}
 
-  std::vector<pollfd> fds;
-  std::vector<Stream*> streams;
+// ---- The end
+
+void Supervisor::FlushAtExit() {
+  const double until = Now() + (hurry_ ? 0.0 : kFinalFlushS);
   for (;;) {
-    double now = Now();
-    if (teardown_ && !killed_ && now >= kill_at_ && AnyRunning()) {
-      KillAll(SIGKILL);
-      killed_ = true;
-      give_up_at_ = now + kAfterKillS;
-    }
-    if (!AnyRunning()) {
-      if (!stragglers_signalled_) {
-        // Every child is gone; end what they left behind (their groups were
-        // signalled as each exited; orphans that left the group are ours).
-        stragglers_signalled_ = true;
-        SignalDescendants(SIGTERM);
-        drain_until_ = now + std::min(config_.grace_s, 2.0);
-      }
-      if (!AnyOpenStream() && !HasDescendants()) break;
-      if (now >= drain_until_) {
-        SignalDescendants(SIGKILL);
-        for (Child& c : children_)
-          if (c.pid > 0) kill(-c.pid, SIGKILL);
-        break;
-      }
-    } else if (killed_ && now >= give_up_at_) {
-      LogError("children still alive " + std::to_string(kAfterKillS) +
-               " s after SIGKILL (uninterruptible sleep?); giving up on them");
-      break;
-    }
-    FlushStaleParts(now);
-
-    fds.clear();
-    streams.clear();
-    fds.push_back({sfd_, POLLIN, 0});
-    for (Child& c : children_)
-      for (Stream* s : {&c.out, &c.err})
-        if (s->fd >= 0) {
-          fds.push_back({s->fd, POLLIN, 0});
-          streams.push_back(s);
-        }
-    double wait_s = std::max(0.0, NextDeadline(now) - now);
-    timespec ts{static_cast<time_t>(wait_s),
-                static_cast<long>((wait_s - static_cast<double>(static_cast<time_t>(wait_s))) * 1e9)};
-    int ready = ppoll(fds.data(), fds.size(), &ts, nullptr);
-    if (ready < 0 && errno != EINTR) {
-      LogError(std::string("ppoll: ") + std::strerror(errno));
-      break;
-    }
-    now = Now();
-    for (size_t i = 1; i < fds.size(); ++i)
-      if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) ReadStream(*streams[i - 1], now);
-    if (fds[0].revents & POLLIN) {
-      signalfd_siginfo info;
-      while (read(sfd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info))
-        Signal(static_cast<int>(info.ssi_signo));
-    }
-    // A SIGCHLD may coalesce with another; reaping is cheap and idempotent.
-    Reap();
+    out_sink_.Flush();
+    err_sink_.Flush();
+    std::vector<pollfd> fds;
+    for (OutputSink* sink : {&out_sink_, &err_sink_})
+      if (sink->pending()) fds.push_back({sink->poll_fd(), POLLOUT, 0});
+    double left = until - Now();
+    if (fds.empty() || left <= 0) break;
+    timespec ts = Timeout(left);
+    ppoll(fds.data(), fds.size(), &ts, nullptr);
   }
-  return Finish();
+  out_sink_.Drop();
+  err_sink_.Drop();
+  SetLogSink(nullptr);
+  size_t lost = out_sink_.dropped() + err_sink_.dropped();
+  if (lost > 0 && !err_sink_.broken())
+    LogWarning(FormatBytes(lost) +
+               " of output could not be written: its reader did not take it" +
+               (logs_ ? " (--log-dir has all of it)" : ""));
+}
+
+void Supervisor::Report(int* code) {
+  if (first_failure_) {
+    const Child& c = *first_failure_;
+    ChildOutcome o;
+    o.run_id = config_.run_id;
+    o.rank = c.launch.rank;
+    o.local_rank = c.launch.local_rank;
+    o.node_rank = config_.node_rank;
+    o.host = config_.host;
+    o.argv = c.launch.argv;
+    o.wait_status = c.status;
+    o.runtime_s = c.end - c.start;
+    o.stderr_tail = c.err_tail;
+    err_sink_.Write(FormatFailureSummary(o));
+    if (logs_) {
+      Status st = logs_->WriteFailure(FailureJson(o));
+      if (!st.ok()) LogWarning("--log-dir: " + st.error().message);
+    }
+    *code = ExitCodeFor(c.status);
+  } else if (shim_signal_) {
+    // Stopped from outside (mpirun, Slurm, ^C): say so in one line; the
+    // rank that failed first, if any, was on another node.
+    std::string line = "stopped: aml-shim received " + SignalName(shim_signal_) +
+                       " and forwarded it to its " + std::to_string(children_.size()) +
+                       (children_.size() == 1 ? " child" : " children");
+    if (first_stopped_) {
+      line += "; rank " + std::to_string(first_stopped_->launch.rank) + " " +
+              DescribeStatus(first_stopped_->status);
+      *code = ExitCodeFor(first_stopped_->status);
+    }
+    LogInfo(line);
+  } else if (reader_gone_) {
+    *code = 128 + SIGPIPE;
+  }
+  if (logs_ && !logs_->losses().empty()) {
+    std::string all;
+    for (const std::string& l : logs_->losses()) all += (all.empty() ? "" : ", ") + l;
+    LogWarning("--log-dir " + logs_->path() + " is incomplete: " + all);
+  }
 }
 
 int Supervisor::Finish() {
@@ -403,38 +570,10 @@ int Supervisor::Finish() {
         ReadStream(*s, Now());
       }
     }
-  if (spawn_failure_code_) return spawn_failure_code_;
-  if (!first_failure_) return 0;
-  const Child& c = *first_failure_;
-  ChildOutcome o;
-  o.rank = c.launch.rank;
-  o.local_rank = c.launch.local_rank;
-  o.node_rank = config_.node_rank;
-  o.host = config_.host;
-  o.argv = c.launch.argv;
-  o.wait_status = c.status;
-  o.runtime_s = c.end - c.start;
-  o.stderr_tail = c.err_tail;
-  if (shim_signal_)
-    o.cause = "aml-shim received " + SignalName(shim_signal_) + " and forwarded it";
-  std::string summary = FormatFailureSummary(o);
-  WriteAll(STDERR_FILENO, summary.data(), summary.size());
-  if (config_.log_dir) {
-    // First writer wins: on a shared file system the first failing node's
-    // report is the one kept.
-    std::string final_path = *config_.log_dir + "/failure.json";
-    std::string tmp = final_path + ".tmp." + std::to_string(getpid());
-    int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      std::string json = FailureJson(o);
-      WriteAll(fd, json.data(), json.size());
-      close(fd);
-      if (link(tmp.c_str(), final_path.c_str()) != 0 && errno != EEXIST)
-        LogWarning("cannot write " + final_path + ": " + std::strerror(errno));
-      unlink(tmp.c_str());
-    }
-  }
-  return ExitCodeFor(c.status);
+  int code = spawn_failure_code_;
+  if (!code) Report(&code);
+  FlushAtExit();
+  return code;
 }
 
 }  // namespace

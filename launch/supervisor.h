@@ -1,11 +1,16 @@
-// Runs and supervises this shim's children (README.md, "Per-node launch and supervision"): each in its own
-// process group; SIGTERM/INT/HUP/QUIT/USR1/USR2 forwarded to every group;
-// fail-fast teardown (SIGTERM, SIGKILL after the grace period) on the first
-// child that fails; orphaned grandchildren reaped (child subreaper, or PID 1);
-// output tagged per rank and/or copied to per-rank log files; one failure
-// summary. Blocks in ppoll on a signalfd and the output pipes: no busy loop,
-// and every wait has a deadline.
+// Runs and supervises this shim's children (README.md, "Per-node launch and
+// supervision"): each in its own process group; SIGTERM/INT/HUP/QUIT/USR1/USR2
+// forwarded to every group; fail-fast teardown (SIGTERM, SIGKILL after the
+// grace period) on the first child that fails; orphaned grandchildren reaped
+// (child subreaper, or PID 1); a keeper that kills the children's groups if
+// the shim itself is killed; output tagged per rank and/or copied to per-rank
+// log files, written without ever blocking; one failure summary. Blocks in
+// ppoll on a signalfd, the output pipes and stdout/stderr: no busy loop, and
+// every wait has a deadline. Only unreaped children are signalled, so a
+// recycled pid is never hit.
 #pragma once
+
+#include <time.h>
 
 #include <optional>
 #include <string>
@@ -28,6 +33,8 @@ struct SupervisorConfig {
   bool pipe_output = true;  // read the children's output (else inherit it)
   bool tag_output = true;   // prefix lines with "[rank R] "
   std::optional<std::string> log_dir;
+  std::string run_id;        // the job's id, or this run's: failure.json's "run"
+  timespec shim_started{};   // CLOCK_REALTIME when aml-shim started
   double grace_s = 30;
   int node_rank = 0;
   std::string host;

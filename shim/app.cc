@@ -1,5 +1,6 @@
 #include "shim/app.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -29,9 +30,12 @@
 #include "shim/rendezvous/world_rendezvous.h"
 #include "shim/world/master.h"
 #include "shim/world/resolve.h"
+#include "shim/world/sources.h"
 
 namespace aml {
 namespace {
+
+timespec g_started{};  // CLOCK_REALTIME when Main began
 
 constexpr char kNcclConfPath[] = "/etc/nccl.conf";
 
@@ -259,6 +263,14 @@ int Check(const Options& o, const World& world, const Planned& p, const EnvSnaps
 
 // ---- Run: exec in place, or supervise the children.
 
+// failure.json's "run": the launcher's job id, which every shim of the job
+// shares; else this shim's own (host, pid, start time).
+std::string RunId(const EnvSnapshot& env, const std::string& host) {
+  if (auto job = ReadJobId(env)) return job->value;
+  return host + ":" + std::to_string(getpid()) + ":" + std::to_string(g_started.tv_sec) + "." +
+         std::to_string(g_started.tv_nsec);
+}
+
 int Run(const Options& o, const World& world, const Planned& p, const EnvSnapshot& env,
         const std::string& host) {
   LogVerbose("rank " + std::to_string(world.rank.value) + " of " +
@@ -270,6 +282,8 @@ int Run(const Options& o, const World& world, const Planned& p, const EnvSnapsho
     config.pipe_output = p.pipe_output;
     config.tag_output = p.tag;
     config.log_dir = o.log_dir;
+    config.run_id = RunId(env, host);
+    config.shim_started = g_started;
     config.grace_s = o.grace_s;
     config.node_rank = world.node_rank.value;
     config.host = host;
@@ -306,6 +320,7 @@ int Probe(const Options& o, const EnvSnapshot& env) {
 }  // namespace
 
 int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
+  clock_gettime(CLOCK_REALTIME, &g_started);
   auto inv = ParseCommandLine(args, env);
   if (!inv.ok()) return Fail(inv.error());
   const Options& o = inv->options;

@@ -6,10 +6,15 @@ namespace aml {
 namespace {
 
 Verbosity g_verbosity = Verbosity::kNormal;
+LogSink g_sink = nullptr;
 
 // One write() per message so lines from many ranks do not interleave.
 void Emit(const std::string& prefix, const std::string& msg) {
   std::string line = "aml-shim: " + prefix + msg + "\n";
+  if (g_sink) {
+    g_sink(line);
+    return;
+  }
   const char* p = line.data();
   size_t left = line.size();
   while (left > 0) {
@@ -23,6 +28,7 @@ void Emit(const std::string& prefix, const std::string& msg) {
 }  // namespace
 
 void SetVerbosity(Verbosity v) { g_verbosity = v; }
+void SetLogSink(LogSink sink) { g_sink = sink; }
 Verbosity GetVerbosity() { return g_verbosity; }
 void LogError(const std::string& msg) { Emit("", msg); }
 void LogWarning(const std::string& msg) {

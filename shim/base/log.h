@@ -8,6 +8,10 @@ namespace aml {
 enum class Verbosity { kQuiet, kNormal, kVerbose };
 
 void SetVerbosity(Verbosity v);
+// Where lines go instead of a blocking write to stderr (nullptr: stderr);
+// the supervisor queues them behind the children's output while it runs.
+using LogSink = void (*)(const std::string& line);
+void SetLogSink(LogSink sink);
 Verbosity GetVerbosity();
 void LogError(const std::string& msg);    // always shown
 void LogWarning(const std::string& msg);  // hidden by --quiet

@@ -158,6 +158,8 @@ NcclVerdict JudgeAllReduce(const std::vector<ShimOutcome>& shims, uint64_t bytes
     if (min_busbw_gbps && n.gpus > 1 && bw.busbw_gbps < *min_busbw_gbps) {
       v.failed = true;
       line += " -- under --min-busbw " + Fixed(*min_busbw_gbps, "%g") + " GB/s";
+    } else if (min_busbw_gbps && n.gpus == 1) {
+      line += " -- one GPU moves nothing between GPUs: --min-busbw not judged";
     }
     v.lines.push_back(line);
   }

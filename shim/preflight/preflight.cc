@@ -30,7 +30,7 @@ constexpr std::chrono::seconds kStartSkew{10};
 // Between two attempts to connect to rank 0, which may not listen yet.
 constexpr std::chrono::milliseconds kConnectRetryPause{200};
 
-std::string Seconds(double s) { return FormatNumber(s, "%g"); }
+std::string Seconds(double s) { return FormatNumber(s, "%.1f"); }
 
 double SecondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();

@@ -95,7 +95,7 @@ TEST(TcpPreflight, ReportNamesArrivedHostsAndCapsTheList) {
   arrived[0] = true;
   who[0] = "n1 (198.18.0.1)";
   std::string r = MissingRanksReport(arrived, who, 20, "X:1", 3);
-  EXPECT_NE(r.find("19 of 20 ranks did not reach X:1 within 3 s: ranks 1, 2"), std::string::npos) << r;
+  EXPECT_NE(r.find("19 of 20 ranks did not reach X:1 within 3.0 s: ranks 1, 2"), std::string::npos) << r;
   EXPECT_NE(r.find("16 and 3 more"), std::string::npos) << r;
   EXPECT_NE(r.find("arrived: 0@n1 (198.18.0.1)"), std::string::npos) << r;
   EXPECT_EQ(MissingRanksReport({true}, {"a"}, 1, "X:1", 0), "");

@@ -6,6 +6,7 @@ messages, training results.
 """
 import json
 import os
+import signal
 import re
 import shutil
 import subprocess
@@ -33,11 +34,32 @@ def clean_env(**extra):
     return env
 
 
+def spawn(args, env=None, **kwargs):
+    """Popen in a session of its own: a signal one test sends to a process
+    group never reaches another test, and kill_group() ends all it started."""
+    return subprocess.Popen(args, env=env if env is not None else clean_env(),
+                            start_new_session=True, **kwargs)
+
+
+def kill_group(p):
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def run(args, env=None, timeout=120, input=None):
-    """Runs args; returns CompletedProcess with text stdout/stderr."""
-    return subprocess.run(args, env=env if env is not None else clean_env(),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, timeout=timeout, input=input)
+    """Runs args; returns CompletedProcess with text stdout/stderr. On a
+    timeout everything it started is killed before TimeoutExpired is raised."""
+    p = spawn(args, env=env, stdin=subprocess.PIPE if input is not None else None,
+              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = p.communicate(input=input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(p)
+        p.communicate()
+        raise
+    return subprocess.CompletedProcess(args, p.returncode, out, err)
 
 
 def mpirun(np, *args, x=(), extra=(), mca=()):
@@ -109,4 +131,10 @@ def require(*programs):
 
 
 def main():
+    # ctest starts every test file in its own process group: a test that
+    # signals its group reaches only itself.
+    try:
+        os.setpgid(0, 0)
+    except PermissionError:
+        pass  # already a session leader
     unittest.main(verbosity=2)

@@ -62,11 +62,9 @@ class NetnsCluster(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         require("mpirun", "ip", "iptables", PYTHON)
+        # Registered first: a cluster half brought up is taken down too.
+        cls.addClassCleanup(subprocess.run, [SCRIPT, "down", CLUSTER], check=False)
         subprocess.run([SCRIPT, "up", CLUSTER, "3", str(SUBNET), "--decoy"], check=True)
-
-    @classmethod
-    def tearDownClass(cls):
-        subprocess.run([SCRIPT, "down", CLUSTER], check=False)
 
     def ns(self, i, *cmd):
         return subprocess.run(["ip", "netns", "exec", node(i)] + list(cmd), check=True)

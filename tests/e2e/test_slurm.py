@@ -20,13 +20,11 @@ class Slurm(unittest.TestCase):
     def setUpClass(cls):
         require("srun", "slurmctld", "slurmd", "munged")
         subprocess.run([SCRIPT, "stop"], env=slurm_env(), capture_output=True)
+        # Registered first: daemons half started are stopped too.
+        cls.addClassCleanup(run, [SCRIPT, "stop"], env=slurm_env(), timeout=60)
         r = run([SCRIPT, "start"], env=slurm_env(), timeout=90)
         if r.returncode != 0:
             raise AssertionError("could not start Slurm:\n" + r.stdout + r.stderr)
-
-    @classmethod
-    def tearDownClass(cls):
-        run([SCRIPT, "stop"], env=slurm_env(), timeout=60)
 
     def srun(self, n, *args, timeout=180):
         return run(["srun", "-n", str(n), "--overcommit", *args], env=slurm_env(),

@@ -9,13 +9,13 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import PYTHON, SHIM, clean_env, main, mpirun, require, run, slurp, wait_for
+from harness import PYTHON, SHIM, clean_env, main, mpirun, require, run, slurp, spawn, wait_for
 
 SHOW = ('echo "{\\"rank\\":$RANK,\\"size\\":$WORLD_SIZE,\\"local\\":$LOCAL_RANK,'
         '\\"local_size\\":$LOCAL_WORLD_SIZE,\\"group\\":$GROUP_RANK,\\"groups\\":$GROUP_WORLD_SIZE,'
         '\\"node\\":$NODE_RANK,\\"omp\\":\\"$OMP_NUM_THREADS\\",\\"unbuf\\":\\"$PYTHONUNBUFFERED\\",'
         '\\"port\\":$MASTER_PORT}"')
-TAG = re.compile(r"^\[rank (\d+)\](\+?) (.*)$", re.S)
+TAG = re.compile(r"^\[rank (\d+)\]([+\\]?) (.*)$", re.S)
 
 
 def pid_alive(pid):
@@ -72,8 +72,10 @@ class Supervisor(unittest.TestCase):
         self.assertIn("first failure: rank 4 (local rank 4, node 0, host ", r.stderr)
         self.assertIn("exit status 7", r.stderr)
         self.assertIn("| fatal: bad shard on rank 4", r.stderr)
-        # Siblings killed by the teardown are never named as the cause.
+        # Siblings killed by the teardown are never named as the cause, nor
+        # are the ranks of the shim that mpirun stopped: one report per job.
         self.assertNotIn("first failure: rank 3", r.stderr)
+        self.assertEqual(r.stderr.count("first failure:"), 1, r.stderr)
         report = json.loads(slurp(os.path.join(self.tmp, "failure.json")))
         self.assertEqual(report["rank"], 4)
         self.assertEqual(report["exit_code"], 7)
@@ -112,10 +114,8 @@ class Supervisor(unittest.TestCase):
         script = (f'trap "echo got-term > {self.tmp}/term-$RANK; exit 0" TERM; '
                   f'sleep 600 & echo $! > {self.tmp}/gc-$RANK.tmp; '
                   f'mv {self.tmp}/gc-$RANK.tmp {self.tmp}/gc-$RANK; wait')
-        p = subprocess.Popen(mpirun(2, SHIM, "--nproc-per-node", "2", "--grace", "5", "--",
-                                    "sh", "-c", script),
-                             env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
+        p = spawn(mpirun(2, SHIM, "--nproc-per-node", "2", "--grace", "5", "--", "sh", "-c", script),
+                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         started = lambda: len([f for f in os.listdir(self.tmp)
                                if f.startswith("gc-") and not f.endswith(".tmp")]) >= 4
         self.assertTrue(wait_for(started, 60), "children did not start")
@@ -142,10 +142,9 @@ class Supervisor(unittest.TestCase):
 
     def test_pid1_forwards_signals(self):
         require("unshare")
-        p = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", SHIM, "--", "sh", "-c",
-                              'trap "echo got-term; exit 0" TERM; echo up; sleep 600 & wait'],
-                             env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
+        p = spawn(["unshare", "--pid", "--fork", "--mount-proc", SHIM, "--", "sh", "-c",
+                   'trap "echo got-term; exit 0" TERM; echo up; sleep 600 & wait'],
+                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.assertEqual(p.stdout.readline().strip(), "up")
         # unshare --fork forwards nothing; signal the namespace's PID 1 directly.
         children = slurp(f"/proc/{p.pid}/task/{p.pid}/children").split()
@@ -163,18 +162,25 @@ class Supervisor(unittest.TestCase):
                   "sys.stdout.write(r * (1 << 20))\n")
         r = run([SHIM, "--nproc-per-node", "4", "--", PYTHON, "-c", writer], timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
-        lines = {str(i): [] for i in range(4)}
+        # Put each rank's bytes back together: "+" continues a cut line (its
+        # '\n' before was not the child's), "\\" says the stream ended
+        # without a newline (nor was the '\n' before it).
+        text = {str(i): "" for i in range(4)}
         for line in r.stdout.split("\n")[:-1]:
             m = TAG.match(line)
             self.assertIsNotNone(m, f"untagged line: {line[:80]!r}")
-            if m.group(2) == "+":
-                lines[m.group(1)][-1] += m.group(3)  # a cut line continues
+            rank, mark, body = m.groups()
+            if mark:
+                self.assertTrue(text[rank].endswith("\n"))
+                text[rank] = text[rank][:-1]
+            if mark == "\\":
+                self.assertEqual(body, "no newline at end of output")
             else:
-                lines[m.group(1)].append(m.group(3))
+                text[rank] += body + "\n"
         for rank in range(4):
-            expected = [f"rank {rank} line {i} " + "x" * (i % 97) for i in range(3000)]
-            expected.append(str(rank) * (1 << 20))
-            self.assertEqual(lines[str(rank)], expected, f"rank {rank} output differs")
+            expected = "".join(f"rank {rank} line {i} " + "x" * (i % 97) + "\n"
+                               for i in range(3000)) + str(rank) * (1 << 20)
+            self.assertEqual(text[str(rank)], expected, f"rank {rank} output differs")
 
     def test_no_tag_output_passes_bytes_through(self):
         r = run([SHIM, "--nproc-per-node", "2", "--no-tag-output", "--", "sh", "-c",

@@ -1,0 +1,112 @@
+#include "launch/keeper.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace aml {
+namespace {
+
+constexpr int kDone = 0;  // message: the shim ends in order
+
+// Closes every descriptor but `keep` (close_range where the kernel has it).
+void CloseAllBut(int keep, int max_fd) {
+#ifdef SYS_close_range
+  if (keep > 0 && syscall(SYS_close_range, 0u, static_cast<unsigned>(keep - 1), 0u) == 0 &&
+      syscall(SYS_close_range, static_cast<unsigned>(keep + 1), ~0u, 0u) == 0)
+    return;
+#endif
+  for (int fd = 0; fd < max_fd; ++fd)
+    if (fd != keep) close(fd);
+}
+
+// The keeper's whole life; async-signal-safe calls only (the shim may have
+// threads from a dlopen'ed MPI), no allocation: `groups` has its capacity.
+[[noreturn]] void KeeperMain(int fd, int* groups, size_t capacity, int max_fd) {
+  setpgid(0, 0);  // out of the shim's group: mpirun's SIGKILL to it misses us
+  CloseAllBut(fd, max_fd);
+  size_t n = 0;
+  for (;;) {
+    int value = 0;
+    ssize_t got = read(fd, &value, sizeof value);
+    if (got < 0 && errno == EINTR) continue;
+    if (got != static_cast<ssize_t>(sizeof value)) break;  // end of file: the shim died
+    if (value == kDone) _exit(0);
+    if (value > 0) {
+      if (n < capacity) groups[n++] = value;
+      continue;
+    }
+    for (size_t i = 0; i < n; ++i)
+      if (groups[i] == -value) groups[i] = groups[--n];
+  }
+  for (size_t i = 0; i < n; ++i) kill(-groups[i], SIGKILL);
+  _exit(0);
+}
+
+}  // namespace
+
+Keeper::~Keeper() {
+  if (fd_ >= 0) close(fd_);
+}
+
+Status Keeper::Start(size_t max_groups) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0)
+    return Error{std::string("cannot create the keeper's pipe: ") + std::strerror(errno)};
+  std::vector<int> groups(max_groups + 1);
+  rlimit nofile{};
+  int max_fd = 1024;
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY)
+    max_fd = static_cast<int>(std::min<rlim_t>(nofile.rlim_cur, 1 << 20));
+  pid_t pid = fork();
+  if (pid < 0) {
+    int e = errno;
+    close(p[0]);
+    close(p[1]);
+    return Error{std::string("cannot start the keeper (fork): ") + std::strerror(e)};
+  }
+  if (pid == 0) KeeperMain(p[0], groups.data(), groups.size(), max_fd);
+  close(p[0]);
+  setpgid(pid, pid);  // also from here: no window where it shares our group
+  fd_ = p[1];
+  pid_ = pid;
+  return Ok();
+}
+
+void Keeper::Send(int value) {
+  if (fd_ < 0) return;
+  // 4 bytes to a pipe are written whole or not at all; a dead keeper (EPIPE,
+  // SIGPIPE is ignored by the supervisor) leaves nothing to do.
+  while (write(fd_, &value, sizeof value) < 0 && errno == EINTR) {
+  }
+}
+
+void Keeper::Watch(pid_t pgid) { Send(pgid); }
+void Keeper::Forget(pid_t pgid) { Send(-pgid); }
+
+void Keeper::Lost() {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+  pid_ = -1;
+}
+
+void Keeper::Dismiss() {
+  if (pid_ <= 0) return;
+  Send(kDone);
+  close(fd_);
+  fd_ = -1;
+  while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+}
+
+}  // namespace aml

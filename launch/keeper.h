@@ -1,0 +1,50 @@
+// The keeper: a small process that ends this shim's children if the shim
+// dies without doing so itself (README.md, "Per-node launch and supervision").
+//
+// mpirun sends a shim SIGTERM and, odls_base_sigkill_timeout seconds later
+// (1 s by default), SIGKILL; a shim that is SIGKILLed, or that was not
+// scheduled in between, cannot pass anything on, and its children sit in
+// process groups of their own, so nothing else reaches them. The keeper is
+// forked before the first child, in a process group of its own, and holds the
+// read end of a pipe whose write end only the shim holds (close-on-exec, so no
+// child inherits it). The shim names each child's process group as it starts
+// and says "done" when it ends in order; end of file without "done" means the
+// shim died, and the keeper sends SIGKILL to every group still named, then
+// exits. The keeper allocates nothing after the fork.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+
+#include "shim/base/result.h"
+
+namespace aml {
+
+class Keeper {
+ public:
+  Keeper() = default;
+  Keeper(const Keeper&) = delete;
+  Keeper& operator=(const Keeper&) = delete;
+  ~Keeper();
+
+  // Forks the keeper, able to hold `max_groups` groups.
+  Status Start(size_t max_groups);
+  bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+  // The shim's child `pgid` leads a group the keeper must end with the shim.
+  void Watch(pid_t pgid);
+  // The group is empty (its leader reaped, no member left): never signal it.
+  void Forget(pid_t pgid);
+  // Orderly end: the keeper exits without signalling anything; reaps it.
+  void Dismiss();
+  // The keeper died (reaped by the caller): nothing more to tell it.
+  void Lost();
+
+ private:
+  void Send(int value);
+  int fd_ = -1;
+  pid_t pid_ = -1;
+};
+
+}  // namespace aml

@@ -1,0 +1,108 @@
+#include "launch/keeper.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+namespace aml {
+namespace {
+
+// A child in a process group of its own that waits to be killed; it execs,
+// as the supervisor's children do, so it holds no close-on-exec descriptor.
+pid_t StartSleeper() {
+  pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    execl("/bin/sleep", "sleep", "600", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  return pid;
+}
+
+// Waits (with a deadline, not a timing assertion) for `pid`, now our child
+// or reparented to us, to end; returns its status, or -1 if it did not.
+int WaitEnd(pid_t pid, int seconds) {
+  for (int i = 0; i < seconds * 100; ++i) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) return status;
+    usleep(10000);
+  }
+  return -1;
+}
+
+// A "shim" that starts a keeper and one watched sleeper, reports the
+// sleeper's pid, then dies by SIGKILL, as mpirun would end it.
+pid_t StartShim(int report_fd, bool forget, bool dismiss) {
+  pid_t shim = fork();
+  if (shim != 0) return shim;
+  Keeper keeper;
+  if (!keeper.Start(4).ok()) _exit(3);
+  pid_t sleeper = StartSleeper();
+  keeper.Watch(sleeper);
+  if (forget) keeper.Forget(sleeper);
+  if (dismiss) keeper.Dismiss();
+  if (write(report_fd, &sleeper, sizeof sleeper) != sizeof sleeper) _exit(4);
+  raise(SIGKILL);
+  _exit(5);
+}
+
+class KeeperTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Orphans come to this test process, so it can wait for them.
+    ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    ASSERT_EQ(pipe(p_), 0);
+  }
+  void TearDown() override {
+    close(p_[0]);
+    close(p_[1]);
+    prctl(PR_SET_CHILD_SUBREAPER, 0);
+  }
+  pid_t RunShim(bool forget, bool dismiss) {
+    pid_t shim = StartShim(p_[1], forget, dismiss);
+    pid_t sleeper = -1;
+    EXPECT_EQ(read(p_[0], &sleeper, sizeof sleeper), static_cast<ssize_t>(sizeof sleeper));
+    int status = WaitEnd(shim, 10);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+    return sleeper;
+  }
+  int p_[2];
+};
+
+// The keeper, orphaned when the shim died, is reparented to this test:
+// waits for it to exit (it does once it has acted) and returns its pid.
+pid_t WaitForKeeper(pid_t sleeper) {
+  pid_t reaped = waitpid(-1, nullptr, 0);
+  EXPECT_NE(reaped, sleeper);
+  return reaped;
+}
+
+TEST_F(KeeperTest, KillsTheWatchedGroupWhenTheShimIsKilled) {
+  pid_t sleeper = RunShim(false, false);
+  int status = WaitEnd(sleeper, 10);
+  ASSERT_NE(status, -1) << "the child outlived its SIGKILLed shim";
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  WaitForKeeper(sleeper);
+}
+
+TEST_F(KeeperTest, LeavesAForgottenGroupAlone) {
+  pid_t sleeper = RunShim(true, false);
+  WaitForKeeper(sleeper);
+  EXPECT_EQ(kill(sleeper, 0), 0) << "a forgotten group was killed";
+  kill(sleeper, SIGKILL);
+  EXPECT_NE(WaitEnd(sleeper, 10), -1);
+}
+
+TEST_F(KeeperTest, DismissedKeeperKillsNothing) {
+  pid_t sleeper = RunShim(false, true);
+  EXPECT_EQ(kill(sleeper, 0), 0) << "an orderly end killed the child";
+  kill(sleeper, SIGKILL);
+  EXPECT_NE(WaitEnd(sleeper, 10), -1);
+}
+
+}  // namespace
+}  // namespace aml

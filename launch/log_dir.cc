@@ -1,0 +1,181 @@
+#include "launch/log_dir.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "shim/base/log.h"
+
+namespace aml {
+namespace {
+
+constexpr char kFailure[] = "failure.json";
+
+std::string Why(int e) { return std::strerror(e); }
+
+bool WriteWhole(int fd, std::string_view data, int* err) {
+  while (!data.empty()) {
+    ssize_t w = write(fd, data.data(), data.size());
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      *err = w < 0 ? errno : ENOSPC;
+      return false;
+    }
+    data.remove_prefix(static_cast<size_t>(w));
+  }
+  return true;
+}
+
+// The start of the file `name` in `dir`, not through a link ("" if none).
+std::string ReadHead(int dir, const char* name, size_t n) {
+  int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return "";
+  std::string out(n, '\0');
+  ssize_t got = read(fd, out.data(), n);
+  close(fd);
+  out.resize(got > 0 ? static_cast<size_t>(got) : 0);
+  return out;
+}
+
+}  // namespace
+
+LogDir::~LogDir() {
+  for (Files& f : files_)
+    for (int fd : f.fd)
+      if (fd >= 0) close(fd);
+  if (dir_fd_ >= 0) close(dir_fd_);
+}
+
+Result<std::unique_ptr<LogDir>> LogDir::Open(const std::string& path, const std::vector<int>& ranks,
+                                             std::string failure_prefix,
+                                             timespec shim_started) {
+  std::unique_ptr<LogDir> d(new LogDir());
+  d->path_ = path;
+  d->failure_prefix_ = std::move(failure_prefix);
+  const std::string what = "--log-dir='" + path + "'";
+  if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST)
+    return Error{what + ": cannot create it: " + Why(errno)};
+  d->dir_fd_ = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (d->dir_fd_ < 0) {
+    if (errno == ELOOP || errno == ENOTDIR) {
+      struct stat st {};
+      if (lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
+        return Error{what + " is a symbolic link; aml-shim writes logs only into a real "
+                     "directory: give the directory it points to"};
+      return Error{what + " is not a directory"};
+    }
+    return Error{what + ": cannot open it: " + Why(errno)};
+  }
+  if (faccessat(d->dir_fd_, ".", W_OK | X_OK, AT_EACCESS) != 0)
+    return Error{what + ": cannot write into it: " + Why(errno)};
+  for (int rank : ranks) {
+    Files f;
+    f.name[0] = "rank-" + std::to_string(rank) + ".stdout";
+    f.name[1] = "rank-" + std::to_string(rank) + ".stderr";
+    d->files_.push_back(f);
+    for (int i = 0; i < 2; ++i) {
+      Status st = d->OpenRankFile(d->files_.back().name[i], &d->files_.back().fd[i]);
+      if (!st.ok()) return Error{what + ": " + st.error().message};
+    }
+  }
+  d->RemoveStaleFailure(shim_started);
+  return d;
+}
+
+Status LogDir::OpenRankFile(const std::string& name, int* out) {
+  const char* n = name.c_str();
+  int fd = openat(dir_fd_, n, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0 && errno == ELOOP)
+    return Error{name + " is a symbolic link: aml-shim does not write through links; remove it"};
+  if (fd < 0 && errno != ENOENT) return Error{"cannot open " + name + ": " + Why(errno)};
+  if (fd < 0) {
+    fd = openat(dir_fd_, n, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST)
+      return Error{name + " appeared while aml-shim created it: another job is starting "
+                   "with the same --log-dir; give each job its own"};
+    if (fd < 0) return Error{"cannot create " + name + ": " + Why(errno)};
+  } else {
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+        st.st_uid != geteuid()) {
+      close(fd);
+      return Error{name + " exists and is not a regular file of this user with one link; "
+                   "aml-shim does not overwrite it: remove it"};
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int e = errno;
+    close(fd);
+    if (e == EWOULDBLOCK)
+      return Error{name + " is being written by another running aml-shim job; give each job "
+                   "its own --log-dir"};
+    return Error{"cannot lock " + name + ": " + Why(e)};
+  }
+  if (ftruncate(fd, 0) != 0) {
+    int e = errno;
+    close(fd);
+    return Error{"cannot truncate " + name + ": " + Why(e)};
+  }
+  *out = fd;
+  return Ok();
+}
+
+void LogDir::RemoveStaleFailure(timespec shim_started) {
+  struct stat st {};
+  if (fstatat(dir_fd_, kFailure, &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+  // Another node of this run may already have written it: keep that one.
+  if (S_ISREG(st.st_mode) && ReadHead(dir_fd_, kFailure, failure_prefix_.size()) == failure_prefix_)
+    return;
+  // Written after this shim started, by a shim of this job that could not
+  // name the job (no launcher job id): keep it too.
+  if (st.st_mtim.tv_sec > shim_started.tv_sec ||
+      (st.st_mtim.tv_sec == shim_started.tv_sec && st.st_mtim.tv_nsec >= shim_started.tv_nsec))
+    return;
+  unlinkat(dir_fd_, kFailure, 0);
+}
+
+void LogDir::Append(size_t index, bool is_stderr, std::string_view data) {
+  int& fd = files_[index].fd[is_stderr ? 1 : 0];
+  if (fd < 0) return;
+  int err = 0;
+  if (WriteWhole(fd, data, &err)) return;
+  const std::string& name = files_[index].name[is_stderr ? 1 : 0];
+  LogWarning("--log-dir: cannot write " + path_ + "/" + name + ": " + Why(err) +
+             "; the rest of it is not logged");
+  losses_.push_back(name + " (" + Why(err) + ")");
+  close(fd);
+  fd = -1;
+}
+
+Status LogDir::WriteFailure(const std::string& json) {
+  const std::string final_path = path_ + "/" + kFailure;
+  const std::string tmp = ".failure.json." + std::to_string(getpid()) + ".tmp";
+  int fd = openat(dir_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return Error{"cannot write " + final_path + ": " + Why(errno)};
+  int err = 0;
+  bool ok = WriteWhole(fd, json, &err) && (fsync(fd) == 0 || (err = errno, false));
+  close(fd);
+  if (!ok) {
+    unlinkat(dir_fd_, tmp.c_str(), 0);
+    return Error{"cannot write " + final_path + ": " + Why(err)};
+  }
+  // First writer of this run wins; an earlier run's report is replaced.
+  if (linkat(dir_fd_, tmp.c_str(), dir_fd_, kFailure, 0) != 0) {
+    int e = errno;
+    bool ours = e == EEXIST && ReadHead(dir_fd_, kFailure, failure_prefix_.size()) == failure_prefix_;
+    if (!ours && renameat(dir_fd_, tmp.c_str(), dir_fd_, kFailure) != 0) {
+      e = errno;
+      unlinkat(dir_fd_, tmp.c_str(), 0);
+      return Error{"cannot write " + final_path + ": " + Why(e)};
+    }
+  }
+  unlinkat(dir_fd_, tmp.c_str(), 0);
+  return Ok();
+}
+
+}  // namespace aml

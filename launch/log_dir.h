@@ -1,0 +1,65 @@
+// --log-dir (README.md, "Per-node launch and supervision"): each rank's stdout and
+// stderr as rank-R.stdout / rank-R.stderr, and failure.json.
+//
+// - Everything is opened before any child starts; a directory or file that
+//   cannot be used is an error (exit 125), never a warning.
+// - No path is followed through a symbolic link: the directory itself must
+//   not be one, and each file is opened relative to it with O_NOFOLLOW; an
+//   existing file is reused only if it is a regular file of ours with one
+//   link, so a planted link or hard link cannot redirect a write.
+// - Each rank file is locked (flock) while the job runs: a second live job on
+//   the same files is refused, naming them.
+// - A write that fails (a full disk) is reported at once and again at the
+//   end; that stream is not logged further.
+// - failure.json is written whole (temporary file + rename) and carries the
+//   run it describes: within one run the first writer wins (several nodes
+//   may share the directory); a failure.json of an earlier run is replaced,
+//   and removed at the start of a run if it is not this run's and was written
+//   before this shim started.
+#pragma once
+
+#include <time.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shim/base/result.h"
+
+namespace aml {
+
+class LogDir {
+ public:
+  // `failure_prefix`: what this run's failure.json begins with;
+  // `shim_started`: when this shim started (CLOCK_REALTIME).
+  static Result<std::unique_ptr<LogDir>> Open(const std::string& path, const std::vector<int>& ranks,
+                                              std::string failure_prefix, timespec shim_started);
+  ~LogDir();
+  LogDir(const LogDir&) = delete;
+  LogDir& operator=(const LogDir&) = delete;
+
+  // Appends to the log of the `index`-th rank given to Open.
+  void Append(size_t index, bool is_stderr, std::string_view data);
+  // "rank-0.stdout (No space left on device)" for each log that lost bytes.
+  const std::vector<std::string>& losses() const { return losses_; }
+  // Writes failure.json (see above); the error names the path.
+  Status WriteFailure(const std::string& json);
+  const std::string& path() const { return path_; }
+
+ private:
+  LogDir() = default;
+  Status OpenRankFile(const std::string& name, int* fd);
+  void RemoveStaleFailure(timespec shim_started);
+  std::string path_;
+  std::string failure_prefix_;
+  int dir_fd_ = -1;
+  struct Files {
+    std::string name[2];
+    int fd[2] = {-1, -1};
+  };
+  std::vector<Files> files_;
+  std::vector<std::string> losses_;
+};
+
+}  // namespace aml

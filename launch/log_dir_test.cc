@@ -1,0 +1,172 @@
+#include "launch/log_dir.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace aml {
+namespace {
+
+timespec NowRealtime() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return ts;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+class LogDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/aml-logdir-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    dir_ = root_ + "/logs";
+  }
+  void TearDown() override { std::system(("rm -rf '" + root_ + "'").c_str()); }
+  Result<std::unique_ptr<LogDir>> Open(const std::string& run = "run-1") {
+    return LogDir::Open(dir_, {0, 1}, "{\"run\":\"" + run + "\"", NowRealtime());
+  }
+  std::string root_, dir_;
+};
+
+TEST_F(LogDirTest, CreatesTheDirectoryAndEachRanksFiles) {
+  auto d = Open();
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  (*d)->Append(1, true, "boom\n");
+  EXPECT_EQ(Slurp(dir_ + "/rank-1.stderr"), "boom\n");
+  EXPECT_EQ(Slurp(dir_ + "/rank-0.stdout"), "");
+  EXPECT_TRUE((*d)->losses().empty());
+}
+
+TEST_F(LogDirTest, TruncatesTheFilesOfAnEarlierRun) {
+  {
+    auto d = Open();
+    ASSERT_TRUE(d.ok());
+    (*d)->Append(0, false, "old run\n");
+  }
+  auto d = Open();
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(Slurp(dir_ + "/rank-0.stdout"), "");
+}
+
+TEST_F(LogDirTest, RefusesAPlantedSymbolicLinkAndLeavesItsTargetAlone) {
+  ASSERT_EQ(mkdir(dir_.c_str(), 0755), 0);
+  std::ofstream(root_ + "/secret") << "keep me";
+  ASSERT_EQ(symlink((root_ + "/secret").c_str(), (dir_ + "/rank-0.stdout").c_str()), 0);
+  auto d = Open();
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.error().message.find("rank-0.stdout is a symbolic link"), std::string::npos)
+      << d.error().message;
+  EXPECT_NE(d.error().message.find("--log-dir='" + dir_ + "'"), std::string::npos);
+  EXPECT_EQ(Slurp(root_ + "/secret"), "keep me");
+}
+
+TEST_F(LogDirTest, RefusesAHardLinkToAnotherFile) {
+  ASSERT_EQ(mkdir(dir_.c_str(), 0755), 0);
+  std::ofstream(root_ + "/secret") << "keep me";
+  ASSERT_EQ(link((root_ + "/secret").c_str(), (dir_ + "/rank-1.stderr").c_str()), 0);
+  auto d = Open();
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.error().message.find("rank-1.stderr exists and is not a regular file of this user "
+                                   "with one link"),
+            std::string::npos)
+      << d.error().message;
+  EXPECT_EQ(Slurp(root_ + "/secret"), "keep me");
+}
+
+TEST_F(LogDirTest, RefusesADirectoryThatIsASymbolicLink) {
+  ASSERT_EQ(mkdir((root_ + "/real").c_str(), 0755), 0);
+  ASSERT_EQ(symlink((root_ + "/real").c_str(), dir_.c_str()), 0);
+  auto d = Open();
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.error().message.find("is a symbolic link"), std::string::npos) << d.error().message;
+}
+
+TEST_F(LogDirTest, RefusesAFileInPlaceOfTheDirectory) {
+  std::ofstream(dir_) << "x";
+  auto d = Open();
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.error().message.find("is not a directory"), std::string::npos) << d.error().message;
+}
+
+TEST_F(LogDirTest, RefusesASecondLiveJobOnTheSameFiles) {
+  auto first = Open("run-1");
+  ASSERT_TRUE(first.ok());
+  (*first)->Append(0, false, "first job\n");
+  auto second = Open("run-2");
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.error().message.find("being written by another running aml-shim job"),
+            std::string::npos)
+      << second.error().message;
+  EXPECT_EQ(Slurp(dir_ + "/rank-0.stdout"), "first job\n");
+}
+
+TEST_F(LogDirTest, FirstFailureOfARunWinsAndALaterRunReplacesIt) {
+  auto d = Open("run-1");
+  ASSERT_TRUE(d.ok());
+  ASSERT_TRUE((*d)->WriteFailure("{\"run\":\"run-1\",\"rank\":1}\n").ok());
+  ASSERT_TRUE((*d)->WriteFailure("{\"run\":\"run-1\",\"rank\":0}\n").ok());
+  EXPECT_EQ(Slurp(dir_ + "/failure.json"), "{\"run\":\"run-1\",\"rank\":1}\n");
+  d = Error{"closed"};
+  auto next = Open("run-2");
+  ASSERT_TRUE(next.ok());
+  ASSERT_TRUE((*next)->WriteFailure("{\"run\":\"run-2\",\"rank\":0}\n").ok());
+  EXPECT_EQ(Slurp(dir_ + "/failure.json"), "{\"run\":\"run-2\",\"rank\":0}\n");
+}
+
+TEST_F(LogDirTest, ARunRemovesAnEarlierRunsFailureAndKeepsItsOwn) {
+  {
+    auto d = Open("run-1");
+    ASSERT_TRUE(d.ok());
+    ASSERT_TRUE((*d)->WriteFailure("{\"run\":\"run-1\"}\n").ok());
+  }
+  {
+    auto d = Open("run-1");  // another node of run-1, starting late
+    ASSERT_TRUE(d.ok());
+  }
+  EXPECT_EQ(Slurp(dir_ + "/failure.json"), "{\"run\":\"run-1\"}\n");
+  auto d = Open("run-2");  // a new run that succeeds: no stale report left
+  ASSERT_TRUE(d.ok());
+  EXPECT_NE(access((dir_ + "/failure.json").c_str(), F_OK), 0);
+}
+
+TEST_F(LogDirTest, AFailedWriteIsReportedAndTheStreamStopsLogging) {
+  auto d = Open();
+  ASSERT_TRUE(d.ok());
+  // /dev/full in place of the log: every write fails with ENOSPC.
+  int full = open("/dev/full", O_WRONLY);
+  ASSERT_GE(full, 0);
+  int log = open((dir_ + "/rank-0.stdout").c_str(), O_WRONLY);
+  ASSERT_GE(log, 0);
+  // Find the LogDir's descriptor for rank-0.stdout by inode and swap it.
+  struct stat want {};
+  ASSERT_EQ(fstat(log, &want), 0);
+  close(log);
+  bool swapped = false;
+  for (int fd = 3; fd < 1024 && !swapped; ++fd) {
+    struct stat st {};
+    if (fstat(fd, &st) == 0 && st.st_ino == want.st_ino && st.st_dev == want.st_dev) {
+      swapped = dup2(full, fd) == fd;
+    }
+  }
+  close(full);
+  ASSERT_TRUE(swapped);
+  (*d)->Append(0, false, "lost\n");
+  ASSERT_EQ((*d)->losses().size(), 1u);
+  EXPECT_EQ((*d)->losses()[0], "rank-0.stdout (No space left on device)");
+}
+
+}  // namespace
+}  // namespace aml

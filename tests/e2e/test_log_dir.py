@@ -1,0 +1,93 @@
+"""--log-dir: nothing written through a planted link, a directory that
+cannot be used stops the job before it runs, a full disk is reported,
+failure.json belongs to its run, and two live jobs never share the files."""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+from harness import SHIM, kill_group, main, require, run, slurp, spawn, wait_for
+
+
+class LogDir(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="aml-logdir-")
+        self.logs = os.path.join(self.tmp, "logs")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def shim(self, *cmd, nproc=2):
+        return run([SHIM, "--nproc-per-node", str(nproc), "--log-dir", self.logs, "--"] + list(cmd))
+
+    def test_a_planted_link_is_refused_and_its_target_kept(self):
+        os.mkdir(self.logs)
+        secret = os.path.join(self.tmp, "secret")
+        with open(secret, "w") as f:
+            f.write("root only\n")
+        os.chmod(secret, 0o600)
+        os.symlink(secret, os.path.join(self.logs, "rank-0.stdout"))
+        ran = os.path.join(self.tmp, "ran")
+        r = self.shim("touch", ran)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(f"--log-dir='{self.logs}': rank-0.stdout is a symbolic link", r.stderr)
+        self.assertEqual(slurp(secret), "root only\n")
+        self.assertFalse(os.path.exists(ran), "the command ran")
+
+    def test_a_directory_that_cannot_be_used_stops_the_job(self):
+        blocker = os.path.join(self.tmp, "file")
+        open(blocker, "w").close()
+        self.logs = os.path.join(blocker, "logs")
+        ran = os.path.join(self.tmp, "ran")
+        r = self.shim("touch", ran)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn(f"--log-dir='{self.logs}': cannot create it: Not a directory", r.stderr)
+        self.assertFalse(os.path.exists(ran), "the command ran")
+
+    def test_failure_json_belongs_to_the_latest_run(self):
+        for code in (7, 42):
+            r = self.shim("sh", "-c", f'[ "$RANK" = 1 ] && exit {code}; exit 0')
+            self.assertEqual(r.returncode, code, r.stderr)
+            report = json.loads(slurp(os.path.join(self.logs, "failure.json")))
+            self.assertEqual(report["exit_code"], code)
+        r = self.shim("true")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.logs, "failure.json")),
+                         "a successful run left an earlier run's failure.json")
+        self.assertEqual([f for f in os.listdir(self.logs) if f.startswith(".")], [])
+
+    def test_a_second_live_job_on_the_same_directory_is_refused(self):
+        go = os.path.join(self.tmp, "go")
+        first = spawn([SHIM, "--nproc-per-node", "2", "--log-dir", self.logs, "--", "sh", "-c",
+                       f'echo first-$RANK; while [ ! -f {go} ]; do sleep 0.05; done'],
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            out = os.path.join(self.logs, "rank-1.stdout")
+            self.assertTrue(wait_for(lambda: os.path.exists(out) and slurp(out), 30))
+            r = self.shim("echo", "second")
+            self.assertEqual(r.returncode, 125, r.stderr)
+            self.assertIn("is being written by another running aml-shim job; give each job its "
+                          "own --log-dir", r.stderr)
+            open(go, "w").close()
+            self.assertEqual(first.wait(timeout=60), 0)
+        finally:
+            kill_group(first)
+        self.assertEqual(slurp(os.path.join(self.logs, "rank-0.stdout")), "first-0\n")
+
+    def test_a_full_disk_is_reported(self):
+        require("mount")
+        os.mkdir(self.logs)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", self.logs], check=True)
+        self.addCleanup(subprocess.run, ["umount", "-l", self.logs])
+        r = self.shim("sh", "-c", 'head -c 1500000 /dev/zero | tr "\\0" x; echo')
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.count("x"), 2 * 1500000, "stdout lost bytes")
+        self.assertIn("No space left on device; the rest of it is not logged", r.stderr)
+        self.assertRegex(r.stderr, r"--log-dir \S+ is incomplete: rank-\d\.stdout "
+                                   r"\(No space left on device\)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""The supervisor's output never wedges the job: a reader that leaves ends
+it as it ends a pipeline, a reader that stalls stalls only the output (never
+signals, fail-fast or the grace timer), and tagged output says when a stream
+ended without a newline."""
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+from harness import SHIM, kill_group, main, run, spawn, wait_for
+
+
+class Output(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="aml-output-")
+        self.err = open(os.path.join(self.tmp, "stderr"), "w+")
+
+    def tearDown(self):
+        self.err.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def stderr(self):
+        self.err.seek(0)
+        return self.err.read()
+
+    def test_a_reader_that_exits_ends_the_job_with_141(self):
+        logs = os.path.join(self.tmp, "logs")
+        p = spawn([SHIM, "--nproc-per-node", "2", "--log-dir", logs, "--", "yes"],
+                  stdout=subprocess.PIPE, stderr=self.err)
+        try:
+            p.stdout.read(100)
+            p.stdout.close()  # as `| head -c 100` does
+            self.assertEqual(p.wait(timeout=60), 141, self.stderr())
+        finally:
+            kill_group(p)
+        self.assertIn("the reader of stdout has gone (EPIPE): ending the job", self.stderr())
+
+    def test_a_stalled_reader_does_not_delay_fail_fast(self):
+        # Rank 0 floods stdout, nobody reads it; rank 1 fails after a moment.
+        script = 'if [ "$RANK" = 0 ]; then exec yes; fi; sleep 0.5; exit 3'
+        p = spawn([SHIM, "--nproc-per-node", "2", "--grace", "2", "--", "sh", "-c", script],
+                  stdout=subprocess.PIPE, stderr=self.err)
+        try:
+            self.assertEqual(p.wait(timeout=60), 3, self.stderr())
+        finally:
+            kill_group(p)
+        err = self.stderr()
+        self.assertIn("first failure: rank 1", err)
+        self.assertIn("of output could not be written: its reader did not take it", err)
+
+    def test_signals_are_heard_while_the_reader_stalls(self):
+        p = spawn([SHIM, "-v", "--nproc-per-node", "2", "--grace", "30", "--", "sh", "-c",
+                   'trap "" TERM; yes'],
+                  stdout=subprocess.PIPE, stderr=self.err)
+        try:
+            # Until the shim has queued all it will and the ranks block.
+            time.sleep(1)
+            p.send_signal(signal.SIGTERM)
+            # Two SIGTERMs sent at once may arrive as one: wait for the first.
+            self.assertTrue(wait_for(lambda: "received SIGTERM" in self.stderr(), 30),
+                            "the shim did not hear SIGTERM")
+            p.send_signal(signal.SIGTERM)  # a second one: no grace period
+            self.assertEqual(p.wait(timeout=30), 137, self.stderr())
+        finally:
+            kill_group(p)
+        self.assertIn("second SIGTERM: killing every child now", self.stderr())
+
+    def test_a_final_partial_line_is_marked(self):
+        r = run([SHIM, "--tag-output", "--", "printf", "a\\nb"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "[rank 0] a\n[rank 0] b\n[rank 0]\\ no newline at end of output\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""No process aml-shim starts outlives it: a SIGKILLed shim (mpirun's
+SIGKILL 1 s after SIGTERM, the OOM killer) still takes its children and their
+groups with it, --grace works under mpirun when mpirun allows it, and a pid
+the kernel has given to an unrelated process is never signalled."""
+import os
+import signal
+import subprocess
+import tempfile
+import shutil
+import unittest
+
+from harness import SHIM, kill_group, main, mpirun, require, run, slurp, spawn, wait_for
+
+# Each rank records its pid and its grandchild's, then waits; TERM makes it
+# take `delay` seconds to "checkpoint" (a file) before exiting, or, with
+# delay=None, is ignored.
+def ranks_script(tmp, delay=0):
+    trap = ('trap "" TERM; ' if delay is None else
+            f'trap "sleep {delay}; echo saved > {tmp}/ckpt-$RANK; exit 0" TERM; ')
+    return (trap +
+            f'sleep 600 & echo "$$ $!" > {tmp}/pids-$RANK.tmp; mv {tmp}/pids-$RANK.tmp {tmp}/pids-$RANK; '
+            'wait; wait')
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+class Teardown(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="aml-teardown-")
+
+    def tearDown(self):
+        for name in os.listdir(self.tmp):
+            if name.startswith("pids-") and not name.endswith(".tmp"):
+                for pid in slurp(os.path.join(self.tmp, name)).split():
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def pids(self, n):
+        self.assertTrue(wait_for(lambda: len([f for f in os.listdir(self.tmp)
+                                              if f.startswith("pids-") and not f.endswith(".tmp")]) >= n,
+                                 60), "the ranks did not start")
+        return [int(p) for r in range(n) for p in slurp(f"{self.tmp}/pids-{r}").split()]
+
+    def assert_all_gone(self, pids, why):
+        self.assertTrue(wait_for(lambda: not any(alive(p) for p in pids), 20),
+                        f"{why}: still alive: {[p for p in pids if alive(p)]}")
+
+    def test_children_and_grandchildren_die_with_a_sigkilled_shim(self):
+        p = spawn([SHIM, "--nproc-per-node", "2", "--", "sh", "-c", ranks_script(self.tmp)],
+                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            pids = self.pids(2)
+            p.send_signal(signal.SIGKILL)
+            p.wait(timeout=30)
+            self.assert_all_gone(pids, "processes outlived their SIGKILLed shim")
+        finally:
+            kill_group(p)
+
+    def test_mpirun_sigkill_after_sigterm_leaves_no_child(self):
+        require("mpirun")
+        # The ranks ignore SIGTERM; mpirun SIGKILLs the shim after 1 s
+        # (odls_base_sigkill_timeout), long before --grace ends: nothing may
+        # be left running.
+        p = spawn(mpirun(1, SHIM, "--grace", "20", "--nproc-per-node", "2", "--", "sh", "-c",
+                         ranks_script(self.tmp, delay=None)),
+                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            pids = self.pids(2)
+            p.send_signal(signal.SIGTERM)
+            p.communicate(timeout=60)
+            self.assert_all_gone(pids, "ranks outlived mpirun's teardown")
+        finally:
+            kill_group(p)
+
+    def test_mpirun_with_room_for_grace_lets_ranks_checkpoint(self):
+        require("mpirun")
+        # README: give mpirun's SIGKILL timeout room for --grace (mpirun
+        # then waits that long at every shutdown, hence a small one here).
+        p = spawn(mpirun(1, SHIM, "--grace", "5", "--nproc-per-node", "2", "--", "sh", "-c",
+                         ranks_script(self.tmp, delay=2),
+                         mca=[("odls_base_sigkill_timeout", "6")]),
+                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            pids = self.pids(2)
+            p.send_signal(signal.SIGTERM)
+            out, err = p.communicate(timeout=90)
+            for r in range(2):
+                self.assertEqual(slurp(f"{self.tmp}/ckpt-{r}"), "saved\n", err)
+            self.assert_all_gone(pids, "ranks outlived the job")
+        finally:
+            kill_group(p)
+
+    def test_a_recycled_pid_is_never_signalled(self):
+        require("unshare", "setsid")
+        # In a PID namespace of its own, rank 0 exits at once; its pid is then
+        # handed (ns_last_pid) to an unrelated process group leader, and
+        # rank 1 fails leaving a straggler that ignores SIGTERM, so the shim's
+        # final sweep runs. The unrelated process must survive it.
+        t = self.tmp
+        inner = (
+            f'{SHIM} --grace 1 --nproc-per-node 2 -- sh -c \''
+            f'if [ "$RANK" = 0 ]; then echo $$ > {t}/r0; exit 0; fi; '
+            f'while [ ! -f {t}/go ]; do sleep 0.05; done; '
+            f'(trap "" TERM; touch {t}/stray; exec sleep 600) & '
+            f'while [ ! -f {t}/stray ]; do sleep 0.05; done; exit 3\' & shim=$!; '
+            f'while [ ! -s {t}/r0 ]; do sleep 0.05; done; r0=$(cat {t}/r0); '
+            f'while kill -0 $r0 2>/dev/null; do sleep 0.05; done; '
+            f'echo $((r0 - 1)) > /proc/sys/kernel/ns_last_pid; '
+            f'setsid sleep 600 & other=$!; echo "$r0 $other" > {t}/other; '
+            f'touch {t}/go; wait $shim; echo shim=$?; '
+            f'if kill -0 $other 2>/dev/null; then echo other-alive; else echo other-killed; fi; '
+            f'kill -9 $other 2>/dev/null; true')
+        r = run(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", inner], timeout=120)
+        r0, other = slurp(f"{t}/other").split()
+        self.assertEqual(r0, other, "could not hand rank 0's pid to another process")
+        self.assertIn("shim=3", r.stdout, r.stderr)
+        self.assertIn("other-alive", r.stdout, r.stderr)
+
+
+if __name__ == "__main__":
+    main()
