@@ -15,6 +15,7 @@ packages=(
   tini dumb-init hyperfine
   iproute2 iptables procps util-linux
   clang libclang-rt-14-dev
+  debootstrap help2man binutils dpkg-dev
 )
 
 missing=()

@@ -9,7 +9,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <sys/random.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -255,7 +255,9 @@ Result<std::vector<std::string>> ResolveHost(const std::string& what, const std:
 
 std::string RandomToken() {
   unsigned char b[16] = {};
-  if (getrandom(b, sizeof b, 0) != static_cast<ssize_t>(sizeof b)) {
+  // The system call, not glibc's getrandom() (GLIBC_2.25): the release
+  // binary needs nothing newer than GLIBC_2.17 (README.md, "Install").
+  if (syscall(SYS_getrandom, b, sizeof b, 0) != static_cast<long>(sizeof b)) {
     auto t = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) ^
              (static_cast<uint64_t>(getpid()) << 32);
     std::memcpy(b, &t, sizeof t);
