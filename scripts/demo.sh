@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
 # One command from a fresh Debian machine to a real distributed run: installs
-# the dependencies, builds aml-shim, and trains a small PyTorch DDP model over
-# Gloo with 4 ranks started by mpirun, each rank's environment written by
-# aml-shim. Usage: scripts/demo.sh [NP]
+# the dependencies (about 2.8 GB, mostly PyTorch; 2.5 to 4 minutes the first
+# time), builds aml-shim, and trains a small PyTorch DDP model over Gloo with
+# 4 ranks started by mpirun, each rank's environment written by aml-shim.
+# Usage: scripts/demo.sh [NP]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 np=${1:-4}
 scripts/setup.sh
-scripts/build.sh
+log=${TMPDIR:-/tmp}/aml-shim-build.log
+echo "demo: building aml-shim (log: $log)"
+if ! scripts/build.sh >"$log" 2>&1; then
+  tail -30 "$log" >&2
+  echo "demo: the build failed; the whole log is $log" >&2
+  exit 1
+fi
 root_flags=()
 if [[ $(id -u) -eq 0 ]]; then root_flags=(--allow-run-as-root); fi
-set -x
-mpirun "${root_flags[@]}" --oversubscribe -np "$np" \
-  build/aml-shim -- /usr/bin/python3 examples/train_ddp.py
+cmd=(mpirun "${root_flags[@]}" --oversubscribe -np "$np"
+     build/aml-shim -- /usr/bin/python3 examples/train_ddp.py)
+echo "demo: ${cmd[*]}"
+"${cmd[@]}"

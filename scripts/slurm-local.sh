@@ -6,6 +6,8 @@
 # State lives under $AML_SLURM_DIR (default /tmp/aml-shim-slurm); the
 # configuration is $AML_SLURM_DIR/slurm.conf (export SLURM_CONF to use it).
 set -euo pipefail
+# A failing step must say which: set -e alone exits without a word.
+trap 'echo "slurm: line $LINENO failed: $BASH_COMMAND" >&2' ERR
 dir=${AML_SLURM_DIR:-/tmp/aml-shim-slurm}
 conf=$dir/slurm.conf
 host=$(hostname -s)
@@ -19,7 +21,14 @@ start() {
   chown munge:munge /etc/munge/munge.key 2>/dev/null || true
   chmod 400 /etc/munge/munge.key
   mkdir -p /run/munge && chown munge:munge /run/munge
-  if ! pgrep -x munged >/dev/null; then
+  # A munged already running is used only if it answers on the default
+  # socket with this machine's key (another one may belong to someone else).
+  if ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
+    if pgrep -x munged >/dev/null; then
+      echo "slurm: a munged is running but does not answer on /run/munge (another setup's?);" \
+        "stop it or point this script at a machine without one" >&2
+      return 1
+    fi
     runuser -u munge -- /usr/sbin/munged
   fi
   cat >"$conf" <<CONF
@@ -60,6 +69,10 @@ CONF
   echo "slurm: node did not become idle; logs in $dir/log" >&2
   SLURM_CONF=$conf sinfo >&2 || true
   tail -5 "$dir"/log/*.log >&2 || true
+  if grep -q "Hybrid mode is not supported" "$dir"/log/slurmd.log 2>/dev/null; then
+    echo "slurm: slurmd found cgroup v1 and v2 hierarchies mounted together (hybrid), which" \
+      "Slurm 22.05 refuses; boot with one hierarchy (systemd.unified_cgroup_hierarchy=1)" >&2
+  fi
   return 1
 }
 
