@@ -27,6 +27,7 @@
 #include "shim/plan/tf_config.h"
 #include "shim/preflight/nccl_stage.h"
 #include "shim/preflight/preflight.h"
+#include "shim/rendezvous/mpi_collective.h"
 #include "shim/rendezvous/world_rendezvous.h"
 #include "shim/world/master.h"
 #include "shim/world/resolve.h"
@@ -74,6 +75,8 @@ Result<int> ResolveNproc(const Options& o, const EnvSnapshot& env) {
 }
 
 Result<Resolved> Resolve(const Options& o, const EnvSnapshot& env) {
+  auto lib = CheckLibMpiOverride(env);
+  if (!lib.ok()) return lib.error();
   auto world = ResolveRanks(env);
   if (!world.ok()) return world.error();
   auto master = ResolveMaster(env, MasterRequest{o.master_addr, o.master_port, o.rendezvous},

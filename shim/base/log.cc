@@ -10,7 +10,7 @@ LogSink g_sink = nullptr;
 
 // One write() per message so lines from many ranks do not interleave.
 void Emit(const std::string& prefix, const std::string& msg) {
-  std::string line = "aml-shim: " + prefix + msg + "\n";
+  std::string line = "aml-shim: " + prefix + EscapeControl(msg) + "\n";
   if (g_sink) {
     g_sink(line);
     return;
@@ -26,6 +26,29 @@ void Emit(const std::string& prefix, const std::string& msg) {
 }
 
 }  // namespace
+
+std::string EscapeControl(std::string_view s) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c != 0x7f) {
+      out.push_back(ch);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      out += "\\x";
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
 
 void SetVerbosity(Verbosity v) { g_verbosity = v; }
 void SetLogSink(LogSink sink) { g_sink = sink; }

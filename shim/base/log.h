@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace aml {
 
@@ -17,5 +18,9 @@ void LogError(const std::string& msg);    // always shown
 void LogWarning(const std::string& msg);  // hidden by --quiet
 void LogInfo(const std::string& msg);     // hidden by --quiet
 void LogVerbose(const std::string& msg);  // shown with --verbose
+
+// Control characters as \n, \r, \t or \xNN: every message goes through it, so
+// a value quoted in one (a variable with a newline) cannot forge a line.
+std::string EscapeControl(std::string_view s);
 
 }  // namespace aml

@@ -29,10 +29,10 @@ po::options_description Describe() {
     ("master-port", po::value<std::string>()->value_name("PORT"),
      "rank 0's port (overrides discovery)")
     ("rendezvous", po::value<std::string>()->value_name("auto|env|mpi"),
-     "how to find the master when no variable names it: env never calls "
-     "MPI; mpi always does (MPI_Init/MPI_Finalize before the command); auto "
-     "uses MPI only for multi-node jobs that nothing else describes. A "
-     "command that itself calls MPI_Init (Horovod, mpi4py) needs env")
+     "how to find the master and the exact NODE_RANK: env never calls MPI "
+     "(and stops when the variables cannot prove NODE_RANK); mpi always does "
+     "(MPI_Init/MPI_Finalize before the command); auto uses MPI only for "
+     "multi-node jobs whose master or NODE_RANK nothing else gives")
     ("local-rank-arg", "append --local_rank=N to the command "
      "(legacy torch.distributed.launch scripts)")
     ("tf-config", "also write TensorFlow's TF_CONFIG (every rank's host:port; "

@@ -2,6 +2,10 @@
 
 #include <dlfcn.h>
 
+#include <cerrno>
+#include <cstring>
+#include <unistd.h>
+
 #include <cstdint>
 
 namespace aml {
@@ -127,8 +131,9 @@ Result<std::unique_ptr<Collective>> Start(void* lib, MpiAbi<H> abi, const std::s
 }  // namespace
 
 std::vector<std::string> MpiLibraryCandidates(const EnvSnapshot& env, Launcher source) {
+  // The library you name is the only one tried: never a silent fallback.
+  if (env.HasNonEmpty("AML_SHIM_LIBMPI")) return {*env.Find("AML_SHIM_LIBMPI")};
   std::vector<std::string> libs;
-  if (env.HasNonEmpty("AML_SHIM_LIBMPI")) libs.push_back(*env.Find("AML_SHIM_LIBMPI"));
   if (source == Launcher::kOpenMpi || source == Launcher::kPmix) {
     libs.insert(libs.end(), {"libmpi.so.40", "libmpi.so"});
   } else {
@@ -136,6 +141,16 @@ std::vector<std::string> MpiLibraryCandidates(const EnvSnapshot& env, Launcher s
     libs.insert(libs.end(), {"libmpi.so.12", "libmpich.so.12", "libmpi.so"});
   }
   return libs;
+}
+
+Status CheckLibMpiOverride(const EnvSnapshot& env) {
+  const std::string* lib = env.Find("AML_SHIM_LIBMPI");
+  if (!lib) return Ok{};
+  if (lib->empty()) return Error{"AML_SHIM_LIBMPI is set but empty: unset it or name the libmpi"};
+  // A bare name is looked up by the dynamic loader when it is needed.
+  if (lib->find('/') != std::string::npos && access(lib->c_str(), R_OK) != 0)
+    return Error{"AML_SHIM_LIBMPI='" + *lib + "': " + std::strerror(errno)};
+  return Ok{};
 }
 
 Result<std::unique_ptr<Collective>> OpenMpiCollective(const EnvSnapshot& env,
@@ -171,6 +186,9 @@ Result<std::unique_ptr<Collective>> OpenMpiCollective(const EnvSnapshot& env,
     }
     tried += (tried.empty() ? "" : "; ") + name + ": not an MPI library aml-shim knows";
   }
+  if (env.HasNonEmpty("AML_SHIM_LIBMPI"))
+    return Error{"AML_SHIM_LIBMPI='" + *env.Find("AML_SHIM_LIBMPI") + "' cannot be used: " +
+                 tried};
   return Error{"no MPI library could be loaded for " + std::string(LauncherName(source)) + " (" + tried +
                "); set AML_SHIM_LIBMPI to the libmpi of the launcher, or set "
                "MASTER_ADDR / --master-addr"};

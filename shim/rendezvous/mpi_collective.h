@@ -14,8 +14,12 @@
 namespace aml {
 
 // The libraries to try, in order, for the launcher named by `source`
-// ("Open MPI", "Hydra", "MVAPICH2", ...); AML_SHIM_LIBMPI first when set.
+// ("Open MPI", "Hydra", "MVAPICH2", ...); AML_SHIM_LIBMPI alone when set.
 std::vector<std::string> MpiLibraryCandidates(const EnvSnapshot& env, Launcher source);
+
+// AML_SHIM_LIBMPI names a file that does not exist or cannot be read: an
+// error naming it, checked before anything runs, MPI rendezvous or not.
+Status CheckLibMpiOverride(const EnvSnapshot& env);
 
 // Loads the first library that opens, recognises its ABI (Open MPI's
 // pointer handles or MPICH's integer handles) and initialises MPI.

@@ -54,6 +54,7 @@ Result<World> SettleWorld(const EnvSnapshot& env, const std::string& host, int t
   world.local_rank = {res->local_rank, how};
   world.local_size = {res->local_size, how};
   world.node_rank = {res->node_rank, "MPI rendezvous: nodes numbered by their lowest rank"};
+  world.node_rank_exact = true;
   world.node_count = {res->node_count, "MPI rendezvous"};
   world.single_node = res->node_count == 1;
   if (by.addr)

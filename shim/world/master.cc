@@ -21,6 +21,11 @@ Result<MasterPlan> ResolveMaster(const EnvSnapshot& env, const MasterRequest& re
   if (az_single && az_single->empty())
     return Error{"AZ_BATCHAI_MPI_MASTER_NODE='' is an empty host name"};
 
+  // An empty MASTER_ADDR would reach the children as it is (a value you set
+  // is never replaced) while the checks ran against another address.
+  if (const std::string* m = env.Find("MASTER_ADDR"); m && m->empty())
+    return Error{"MASTER_ADDR is set but empty: unset it, or set it (or --master-addr) to "
+                 "rank 0's address"};
   bool from_az_multi = false;
   std::optional<Sourced<std::string>> addr;
   if (req.addr) {
@@ -40,14 +45,26 @@ Result<MasterPlan> ResolveMaster(const EnvSnapshot& env, const MasterRequest& re
     addr = {world.hosts->value.front(), "first host of " + world.hosts->why};
   }
 
-  const bool rendezvous = req.rendezvous == RendezvousMode::kMpi ||
-                          (!addr && req.rendezvous == RendezvousMode::kAuto);
+  // A NODE_RANK the variables cannot prove is computed by the MPI rendezvous,
+  // never guessed: every rank sees the same facts, so all decide alike.
+  if (!world.node_rank_exact) {
+    const std::string why = "NODE_RANK cannot be proven for this job: " + world.node_rank.why;
+    if (req.rendezvous == RendezvousMode::kEnv)
+      return Error{why + ". --rendezvous env forbids the MPI rendezvous that computes it: "
+                   "set NODE_RANK on every rank, or use --rendezvous auto"};
+    if (!IsMpiLauncher(world.source))
+      return Error{why + ", and " + LauncherName(world.source) +
+                   " is not an MPI launcher to compute it with: set NODE_RANK on every rank"};
+  }
+  const bool rendezvous =
+      req.rendezvous == RendezvousMode::kMpi ||
+      (req.rendezvous == RendezvousMode::kAuto && (!addr || !world.node_rank_exact));
   if (!addr && !rendezvous) {
     return Error{"nothing names the master of this " +
                  std::to_string(world.node_count.value) +
-                 "-node job (MASTER_ADDR, AZ_BATCH_MASTER_NODE and Slurm's "
-                 "node list are unset) and --rendezvous env forbids MPI: set "
-                 "--master-addr or MASTER_ADDR"};
+                 "-node job (no --master-addr, MASTER_ADDR or AZ_BATCH_MASTER_NODE, and no "
+                 "node list of this job's own launcher) and --rendezvous env forbids MPI: "
+                 "set --master-addr or MASTER_ADDR"};
   }
 
   std::optional<Sourced<int>> port;

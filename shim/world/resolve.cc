@@ -26,6 +26,65 @@ void Fill(std::optional<T>& into, const std::optional<T>& from) {
   if (!into && from) into = from;
 }
 
+// NODE_RANK from facts every rank of the job shares, so that every rank
+// takes the same decision: exact, or not provable (then the MPI rendezvous
+// computes it, or the job stops; README.md, "How the world is resolved").
+// A rank's own local size is not such a fact: with 3 ranks on one node and 1
+// on another, the lone rank would think "one process per node".
+Status ResolveNodeRank(const EnvSnapshot& env, const SourceWorld& merged, World& world) {
+  world.node_rank_exact = true;
+  if (merged.node_rank) {
+    world.node_rank = *merged.node_rank;
+    world.node_count = merged.node_count ? *merged.node_count
+                                         : Sourced<int>{world.node_rank.value + 1,
+                                                        "at least " + merged.node_rank->why};
+    return Ok{};
+  }
+  // NODE_RANK you set (with a launcher that gives none) is taken as is.
+  auto mine = ReadIntVar(env, "NODE_RANK", 0, kMaxWorld - 1);
+  if (!mine.ok()) return mine.error();
+  if (*mine) {
+    world.node_rank = {(*mine)->value, (*mine)->why + " (set by you)"};
+    world.node_count = merged.node_count ? *merged.node_count
+                                         : Sourced<int>{world.node_rank.value + 1,
+                                                        "at least " + world.node_rank.why};
+    return Ok{};
+  }
+  if (world.local_size.value == world.size.value) {
+    std::string why = world.local_size.why + " equals " + world.size.why + ": one node";
+    world.node_rank = {0, why};
+    world.node_count = {1, why};
+    return Ok{};
+  }
+  if (merged.node_count && merged.node_count->value == world.size.value) {
+    std::string why = "one process per node (" + merged.node_count->why + " = " +
+                      world.size.why + ")";
+    world.node_rank = {world.rank.value, why + ": node index = " + world.rank.why};
+    world.node_count = {world.size.value, why};
+    return Ok{};
+  }
+  // A torch environment without LOCAL_RANK: torch's own convention (one
+  // process per node, as a Kubernetes PyTorchJob pod) holds job-wide.
+  if (merged.source == Launcher::kTorch && !merged.local_rank) {
+    world.node_rank = {world.rank.value, world.local_rank.why + ": node index = " + world.rank.why};
+    world.node_count = {world.size.value, world.local_rank.why};
+    return Ok{};
+  }
+  // Not provable: how ranks are placed (packed, round robin, uneven) is not
+  // in the variables. A guess, marked so, for --explain only.
+  world.node_rank_exact = false;
+  const int l = world.local_size.value;
+  world.node_rank = {world.rank.value / l,
+                     "not provable from " + std::string(LauncherName(merged.source)) +
+                         "'s variables (" + world.local_size.why + " of " + world.size.why +
+                         ": placement unknown); " + std::to_string(world.rank.value / l) +
+                         " only if ranks are packed " + std::to_string(l) + " per node"};
+  world.node_count = merged.node_count
+                         ? *merged.node_count
+                         : Sourced<int>{(world.size.value + l - 1) / l, world.node_rank.why};
+  return Ok{};
+}
+
 }  // namespace
 
 Result<World> ResolveRanks(const EnvSnapshot& env) {
@@ -108,32 +167,8 @@ Result<World> ResolveRanks(const EnvSnapshot& env) {
     world.local_size = {1, world.local_rank.why};
   }
 
-  if (merged.node_rank) {
-    world.node_rank = *merged.node_rank;
-    world.node_count = merged.node_count
-                           ? *merged.node_count
-                           : Sourced<int>{world.node_rank.value + 1,
-                                          "at least " + merged.node_rank->why};
-  } else if (world.local_size.value == world.size.value) {
-    std::string why = world.local_size.why + " equals " + world.size.why +
-                      ": one node";
-    world.node_rank = {0, why};
-    world.node_count = {1, why};
-  } else if (world.local_size.value == 1) {
-    std::string why = "one process per node (" + world.local_size.why + ")";
-    world.node_rank = {world.rank.value, why + ": node index = " + world.rank.why};
-    world.node_count = {world.size.value, why};
-  } else if (world.size.value % world.local_size.value == 0) {
-    std::string why = world.rank.why + " / " + world.local_size.why +
-                      ", assuming ranks are packed node by node (mpirun's "
-                      "default mapping); --rendezvous mpi computes it exactly";
-    world.node_rank = {world.rank.value / world.local_size.value, why};
-    world.node_count = {world.size.value / world.local_size.value, why};
-  } else {
-    return Error{"cannot derive NODE_RANK: " + world.local_size.why +
-                 " does not divide " + world.size.why +
-                 " (uneven ranks per node); use --rendezvous mpi or set NODE_RANK"};
-  }
+  auto node = ResolveNodeRank(env, merged, world);
+  if (!node.ok()) return node.error();
   world.single_node = world.node_count.value == 1;
   world.hosts = merged.hosts;
   return world;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "shim/world/master.h"
 #include "shim/world/port.h"
 
@@ -35,28 +37,63 @@ TEST(Resolve, OpenMpiSingleNode) {
 }
 
 TEST(Resolve, OnePerNodeMeansNodeIndexIsRank) {
-  auto w = ResolveRanks(Env(Ompi(3, 4, 0, 1)));
+  // Open MPI's node count is job-wide: 4 nodes for 4 ranks.
+  auto env = Ompi(3, 4, 0, 1);
+  env["OMPI_MCA_orte_num_nodes"] = "4";
+  auto w = ResolveRanks(Env(env));
   ASSERT_TRUE(w.ok());
+  EXPECT_TRUE(w->node_rank_exact);
   EXPECT_EQ(w->node_rank.value, 3);
   EXPECT_EQ(w->node_count.value, 4);
   EXPECT_FALSE(w->single_node);
 }
 
-TEST(Resolve, PackedMappingDerivesNode) {
-  auto w = ResolveRanks(Env(Ompi(5, 8, 1, 4)));
-  ASSERT_TRUE(w.ok());
-  EXPECT_EQ(w->node_rank.value, 1);
-  EXPECT_EQ(w->node_count.value, 2);
-  EXPECT_NE(w->node_rank.why.find("--rendezvous mpi"), std::string::npos);
+TEST(Resolve, ALoneRankOnItsNodeProvesNothing) {
+  // --host a:3,b:1: rank 3 sees a local size of 1, rank 0 one of 3; neither
+  // may guess, or they would decide differently.
+  for (auto [rank, lrank, lsize] : {std::tuple{3, 0, 1}, std::tuple{0, 0, 3}}) {
+    auto env = Ompi(rank, 4, lrank, lsize);
+    env["OMPI_MCA_orte_num_nodes"] = "2";
+    auto w = ResolveRanks(Env(env));
+    ASSERT_TRUE(w.ok()) << w.error().message;
+    EXPECT_FALSE(w->node_rank_exact) << rank;
+    EXPECT_EQ(w->node_count.value, 2);
+    EXPECT_FALSE(w->single_node);
+  }
 }
 
-TEST(Resolve, UnevenMappingWithoutNodeInfoIsAnError) {
+TEST(Resolve, PackedLookingMappingIsNotProven) {
+  // mpirun --map-by node puts rank 1 on node 1 with the same local sizes.
+  auto w = ResolveRanks(Env(Ompi(5, 8, 1, 4)));
+  ASSERT_TRUE(w.ok());
+  EXPECT_FALSE(w->node_rank_exact);
+  EXPECT_EQ(w->node_count.value, 2);
+  EXPECT_NE(w->node_rank.why.find("not provable from Open MPI's variables "
+                                   "(OMPI_COMM_WORLD_LOCAL_SIZE=4 of OMPI_COMM_WORLD_SIZE=8"),
+            std::string::npos)
+      << w->node_rank.why;
+}
+
+TEST(Resolve, UnevenMappingIsNotAnErrorHere) {
   auto w = ResolveRanks(Env(Ompi(5, 8, 1, 3)));
-  ASSERT_FALSE(w.ok());
-  EXPECT_EQ(w.error().message,
-            "cannot derive NODE_RANK: OMPI_COMM_WORLD_LOCAL_SIZE=3 does not divide "
-            "OMPI_COMM_WORLD_SIZE=8 (uneven ranks per node); use --rendezvous mpi or "
-            "set NODE_RANK");
+  ASSERT_TRUE(w.ok());
+  EXPECT_FALSE(w->node_rank_exact);
+}
+
+TEST(Resolve, NodeRankYouSetIsTaken) {
+  auto env = Ompi(0, 1, 0, 1);
+  env["NODE_RANK"] = "5";
+  auto w = ResolveRanks(Env(env));
+  ASSERT_TRUE(w.ok());
+  EXPECT_TRUE(w->node_rank_exact);
+  EXPECT_EQ(w->node_rank.value, 5);
+  EXPECT_EQ(w->node_rank.why, "NODE_RANK=5 (set by you)");
+  env = Ompi(5, 8, 1, 3);
+  env["NODE_RANK"] = "1";
+  w = ResolveRanks(Env(env));
+  ASSERT_TRUE(w.ok());
+  EXPECT_TRUE(w->node_rank_exact);
+  EXPECT_EQ(w->node_rank.value, 1);
 }
 
 TEST(Resolve, MpiBeatsSlurmAndOuterStepIsOnlyANote) {
@@ -118,6 +155,7 @@ TEST(Resolve, HydraBeatsTorchPresetThatAgrees) {
 TEST(Resolve, TorchPresetAloneAssumesOnePerNode) {
   auto w = ResolveRanks(Env({{"RANK", "2"}, {"WORLD_SIZE", "4"}}));
   ASSERT_TRUE(w.ok());
+  EXPECT_TRUE(w->node_rank_exact);
   EXPECT_EQ(w->local_rank.value, 0);
   EXPECT_EQ(w->local_size.value, 1);
   EXPECT_EQ(w->node_rank.value, 2);
@@ -146,6 +184,10 @@ Result<World> Resolve(std::map<std::string, std::string> m, MasterRequest req = 
   if (!plan.ok()) return plan.error();
   if (by_mpi) *by_mpi = std::holds_alternative<MasterByRendezvous>(*plan);
   if (const auto* known = std::get_if<MasterKnown>(&*plan)) return WithMaster(*w, *known);
+  // What the rendezvous is given to verify, where anything is.
+  const auto& by = std::get<MasterByRendezvous>(*plan);
+  if (by.addr) w->master_addr = *by.addr;
+  if (by.port) w->master_port = *by.port;
   return w;
 }
 
@@ -162,14 +204,17 @@ TEST(Master, SingleNodeAzureMlMatchesSeeds) {
 TEST(Master, MultiNodeAzureMlMatchesSeeds) {
   auto env = Ompi(5, 8, 1, 4);
   env["AZ_BATCH_MASTER_NODE"] = "10.0.0.4:12345";
-  auto w = Resolve(env);
+  bool by_mpi = false;
+  auto w = Resolve(env, {}, &by_mpi);
   ASSERT_TRUE(w.ok());
+  EXPECT_TRUE(by_mpi);  // for the exact NODE_RANK; the master is given
   EXPECT_EQ(w->master_addr.value, "10.0.0.4");
   EXPECT_EQ(w->master_port.value, 6105);  // not the port inside the variable
 }
 
 TEST(Master, AzureIpv6) {
   auto env = Ompi(5, 8, 1, 4);
+  env["NODE_RANK"] = "1";
   env["AZ_BATCH_MASTER_NODE"] = "[fd00::4]:6105";
   auto w = Resolve(env);
   ASSERT_TRUE(w.ok());
@@ -187,6 +232,7 @@ TEST(Master, MalformedAzureIsAnErrorEvenWhenUnused) {
 
 TEST(Master, UserValuesWin) {
   auto env = Ompi(5, 8, 1, 4);
+  env["NODE_RANK"] = "1";
   env["AZ_BATCH_MASTER_NODE"] = "10.0.0.4:6105";
   env["MASTER_ADDR"] = "head";
   env["MASTER_PORT"] = "7000";
@@ -200,6 +246,14 @@ TEST(Master, UserValuesWin) {
   auto w2 = Resolve(env, o);
   EXPECT_EQ(w2->master_addr.value, "cli");
   EXPECT_EQ(w2->master_port.value, 8000);
+}
+
+TEST(Master, EmptyMasterAddrIsAnError) {
+  auto w = Resolve({{"MASTER_ADDR", ""}});
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.error().message,
+            "MASTER_ADDR is set but empty: unset it, or set it (or --master-addr) to rank 0's "
+            "address");
 }
 
 TEST(Master, BadMasterPortIsAnError) {
@@ -237,15 +291,43 @@ TEST(Master, NoJobIdFallsBackTo29500) {
 }
 
 TEST(Master, MultiNodeWithNothingNeedsRendezvous) {
+  auto env = Ompi(5, 8, 0, 1);
+  env["OMPI_MCA_orte_num_nodes"] = "8";
   bool by_mpi = false;
-  auto w = Resolve(Ompi(5, 8, 1, 4), {}, &by_mpi);
+  auto w = Resolve(env, {}, &by_mpi);
   ASSERT_TRUE(w.ok());
   EXPECT_TRUE(by_mpi);
   MasterRequest env_only;
   env_only.rendezvous = RendezvousMode::kEnv;
-  auto e = Resolve(Ompi(5, 8, 1, 4), env_only);
+  auto e = Resolve(env, env_only);
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.error().message.find("--rendezvous env forbids MPI"), std::string::npos);
+}
+
+TEST(Master, AnUnprovenNodeRankNeedsTheRendezvousOrStops) {
+  // --map-by node with MASTER_ADDR set: auto still runs the rendezvous,
+  // for NODE_RANK; env stops the job and says what to do.
+  auto env = Ompi(1, 4, 0, 2);
+  env["MASTER_ADDR"] = "10.0.0.1";
+  bool by_mpi = false;
+  auto w = Resolve(env, {}, &by_mpi);
+  ASSERT_TRUE(w.ok());
+  EXPECT_TRUE(by_mpi);
+  EXPECT_EQ(w->master_addr.value, "10.0.0.1");
+  MasterRequest env_only;
+  env_only.rendezvous = RendezvousMode::kEnv;
+  auto e = Resolve(env, env_only);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.error().message.rfind("NODE_RANK cannot be proven for this job: not provable from "
+                                    "Open MPI's variables", 0),
+            0u)
+      << e.error().message;
+  EXPECT_NE(e.error().message.find("--rendezvous env forbids the MPI rendezvous that computes "
+                                   "it: set NODE_RANK on every rank, or use --rendezvous auto"),
+            std::string::npos);
+  env["NODE_RANK"] = "1";
+  ASSERT_TRUE(Resolve(env, env_only, &by_mpi).ok());
+  EXPECT_FALSE(by_mpi);
 }
 
 TEST(Master, SingleNodeNeverCallsMpiInAuto) {

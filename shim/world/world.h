@@ -37,6 +37,10 @@ struct SourceWorld {
 struct World {
   Launcher source = Launcher::kSingleton;  // the source that gave the rank
   Sourced<int> rank, size, local_rank, local_size, node_rank, node_count;
+  // NODE_RANK is proven by job-wide facts every rank shares (a launcher's
+  // node index, one node, one process per node, a NODE_RANK you set, or the
+  // MPI rendezvous); when false it is a guess that must not reach a child.
+  bool node_rank_exact = true;
   Sourced<std::string> master_addr;
   Sourced<int> master_port;
   bool single_node = true;

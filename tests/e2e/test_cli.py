@@ -68,12 +68,30 @@ class Cli(unittest.TestCase):
             ({"PMI_PORT": "n1:5000", "PMI_ID": "0"}, "Hydra's -pmi-port mode"),
             ({"AML_SHIM_MASTER_PORT": "99999"},
              "AML_SHIM_MASTER_PORT='99999' is out of range (expected 1..65535)"),
+            ({"AML_SHIM_LIBMPI": "/nonexistent/libmpi.so"},
+             "AML_SHIM_LIBMPI='/nonexistent/libmpi.so': No such file or directory"),
+            ({"MASTER_ADDR": ""},
+             "MASTER_ADDR is set but empty: unset it, or set it (or --master-addr) to rank 0's "
+             "address"),
+            # A newline in a value is escaped: it cannot forge an aml-shim line.
+            ({"MASTER_PORT": "1\naml-shim: all good"},
+             "MASTER_PORT='1\\naml-shim: all good' is not an integer"),
         ]
         marker = os.path.join(tempfile.mkdtemp(), "ran")
         for env, message in cases:
             with self.subTest(env=env):
                 self.expect_error(["touch", marker], 125, message, env=clean_env(**env))
                 self.assertFalse(os.path.exists(marker), "the command ran after an error")
+
+    def test_worlds_past_2_to_the_24_are_refused(self):
+        env = clean_env(OMPI_COMM_WORLD_RANK="0", OMPI_COMM_WORLD_SIZE="16777216",
+                        OMPI_COMM_WORLD_LOCAL_RANK="0", OMPI_COMM_WORLD_LOCAL_SIZE="1",
+                        MASTER_ADDR="10.0.0.1", NODE_RANK="0")
+        for n, args in (("4096", ["env", "--nproc-per-node", "4096"]),
+                        ("256", ["--nproc-per-node", "256", "true"])):
+            with self.subTest(args=args):
+                self.expect_error(args, 125, f"--nproc-per-node={n} on OMPI_COMM_WORLD_SIZE="
+                                  "16777216 makes WORLD_SIZE ", env=env)
 
     def test_bad_options_are_125(self):
         self.expect_error(["--master-port", "0", "true"], 125,

@@ -11,8 +11,8 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import (PYTHON, SHIM, SRC, TRAIN, assert_converged, clean_env, main, mpirun,
-                     require, run)
+from harness import (PYTHON, SHIM, SRC, TRAIN, assert_converged, clean_env, finals, main,
+                     mpirun, require, run)
 
 CLUSTER = "amle"
 SUBNET = 42
@@ -91,13 +91,39 @@ class NetnsCluster(unittest.TestCase):
         self.assertEqual([(int(x[2]), int(x[3])) for x in rows], [(0, 0), (1, 0), (0, 1), (1, 1)])
 
     def test_azureml_multi_node_variables(self):
-        # AzureML names the master by host name; no MPI rendezvous runs.
+        # AzureML names the master by host name; the placement of 2 ranks per
+        # node is not in the variables, so the MPI rendezvous computes
+        # NODE_RANK and verifies AzureML's master.
         env = clean_env(AZ_BATCH_MASTER_NODE=f"{node(1)}:6000")
         r = run(cluster_mpirun({1: 2, 2: 2}, SHIM, "-v", "--", PYTHON, TRAIN, "--epochs", "10",
                                x=["AZ_BATCH_MASTER_NODE"]), env=env, timeout=300)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.check_converged(r.stdout, 4)
-        self.assertNotIn("MPI rendezvous", r.stderr)
+        self.assertEqual(r.stderr.count(f"MPI rendezvous: rank 0's address reached by all 4 ranks: "
+                                        f"{NET}.1:6105"), 4, r.stderr)
+        self.assertEqual([int(f[3]) for f in finals(r.stdout)], [0, 0, 1, 1])
+
+    def test_every_placement_gets_exact_node_ranks(self):
+        # Round robin (--map-by node) and uneven (3 + 1) placements: the
+        # variables cannot prove NODE_RANK, so the rendezvous computes it,
+        # though MASTER_ADDR is set.
+        for hosts, extra, truth in [({1: 2, 2: 2}, ["--map-by", "node"], [0, 1, 0, 1]),
+                                    ({1: 3, 2: 1}, [], [0, 0, 0, 1]),
+                                    ({1: 2, 2: 1, 3: 1}, [], [0, 0, 1, 2])]:
+            with self.subTest(hosts=hosts, extra=extra):
+                r = run(cluster_mpirun(hosts, SHIM, "--master-addr", node(1), "--", *PRINT_ENV,
+                                       extra=extra), timeout=120)
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                docs = ranks_env(r.stdout)
+                self.assertEqual([int(d["NODE_RANK"]) for d in docs], truth, r.stdout)
+
+    def test_rendezvous_env_stops_on_a_placement_it_cannot_prove(self):
+        r = run(cluster_mpirun({1: 2, 2: 2}, SHIM, "--rendezvous", "env", "--master-addr",
+                               node(1), "--", "true", extra=["--map-by", "node"]), timeout=120)
+        self.assertEqual(r.returncode, 125, r.stdout + r.stderr)
+        self.assertEqual(r.stderr.count("aml-shim: NODE_RANK cannot be proven for this job"), 4,
+                         r.stderr)
+        self.assertIn("set NODE_RANK on every rank, or use --rendezvous auto", r.stderr)
 
     # --- what each rank gets ------------------------------------------------------
 
@@ -162,19 +188,21 @@ class NetnsCluster(unittest.TestCase):
         self.addCleanup(self.ns, 2, "iptables", "-D", *rule)
         with tempfile.TemporaryDirectory() as tmp:
             marker = os.path.join(tmp, "ran")
-            r = run(cluster_mpirun({1: 2, 2: 2}, SHIM, "--master-addr", node(1),
+            # One shim per node (NODE_RANK proven, no MPI rendezvous) of 2 ranks.
+            r = run(cluster_mpirun({1: 1, 2: 1, 3: 1}, SHIM, "--master-addr", node(1),
                                    "--master-port", str(port), "--preflight", "tcp",
-                                   "--preflight-timeout", "3", "--", "touch", marker),
+                                   "--preflight-timeout", "3", "--nproc-per-node", "2", "--",
+                                   "touch", marker),
                     timeout=120)
             self.assertFalse(os.path.exists(marker), "the command ran after a failed preflight")
         self.assertEqual(r.returncode, 125, r.stdout + r.stderr)
         # Rank 0's one report names the missing ranks...
         self.assertEqual(r.stderr.count("did not reach"), 1, r.stderr)
-        self.assertIn(f"2 of 4 ranks did not reach MASTER_ADDR:MASTER_PORT={node(1)}:{port}",
+        self.assertIn(f"1 of 3 ranks did not reach MASTER_ADDR:MASTER_PORT={node(1)}:{port}",
                       r.stderr)
-        self.assertIn(": ranks 2, 3 (each says why on its own host)", r.stderr)
+        self.assertIn(": rank 1 (each says why on its own host)", r.stderr)
         # ... and each of them says where it is and why.
-        for rank in (2, 3):
+        for rank in (1,):
             self.assertRegex(r.stderr, rf"aml-shim: preflight tcp: rank {rank} on \S+ "
                                        rf"\({re.escape(NET)}\.2\) cannot connect to "
                                        rf"MASTER_ADDR:MASTER_PORT={node(1)}:{port}: .*refused")
@@ -211,14 +239,26 @@ class NetnsCluster(unittest.TestCase):
     # --- MPI children --------------------------------------------------------------
 
     def test_mpi4py_child_under_rendezvous_env(self):
-        # A child that calls MPI_Init itself: the shim must not have.
+        # A child that calls MPI_Init itself, the shim never having called MPI.
         code = ("from mpi4py import MPI; import os, sys; c = MPI.COMM_WORLD; "
                 "sys.stdout.write(f\"{c.Get_rank()} {c.Get_size()} {os.environ['RANK']}\\n\")")
-        r = run(cluster_mpirun({1: 2, 2: 2}, SHIM, "--rendezvous", "env", "--master-addr",
+        r = run(cluster_mpirun({1: 1, 2: 1}, SHIM, "--rendezvous", "env", "--master-addr",
                                node(1), "--", PYTHON, "-c", code), timeout=120)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         lines = sorted(l.split() for l in r.stdout.splitlines() if l.strip())
-        self.assertEqual(lines, [[str(i), "4", str(i)] for i in range(4)])
+        self.assertEqual(lines, [[str(i), "2", str(i)] for i in range(2)])
+
+    def test_mpi4py_child_after_the_mpi_rendezvous(self):
+        # The shim's MPI_Init/MPI_Finalize, then exec: the child's own MPI_Init
+        # in the same process works (Open MPI 4.1).
+        code = ("from mpi4py import MPI; import os, sys; c = MPI.COMM_WORLD; "
+                "sys.stdout.write(f\"{c.Get_rank()} {c.Get_size()} {os.environ['RANK']} "
+                "{os.environ['NODE_RANK']}\\n\")")
+        r = run(cluster_mpirun({1: 2, 2: 2}, SHIM, "-v", "--", PYTHON, "-c", code), timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("MPI rendezvous", r.stderr)
+        lines = sorted(l.split() for l in r.stdout.splitlines() if l.strip())
+        self.assertEqual(lines, [[str(i), "4", str(i), str(i // 2)] for i in range(4)])
 
     def test_rendezvous_env_refuses_to_guess_the_master(self):
         r = run(cluster_mpirun({1: 1, 2: 1}, SHIM, "--rendezvous", "env", "--", "true"))
