@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "launch/exec.h"
+#include "shim/base/fd_limit.h"
 
 namespace aml {
 namespace {
@@ -63,7 +64,9 @@ Result<SpawnedChild> Spawn(const SpawnSpec& spec, int* failure_exit_code) {
   CArgs args(spec.argv);
   CArgs envp(spec.env.ToStrings());
   pid_t pid = -1;
-  // posix_spawnp searches this process's PATH, which is the user's.
+  // posix_spawnp searches this process's PATH, which is the user's. The
+  // child gets the file limit aml-shim was started with.
+  OriginalFdLimit limit;
   int rc = spec.search_path
                ? posix_spawnp(&pid, args.ptrs[0], &actions, &attr, args.data(), envp.data())
                : posix_spawn(&pid, args.ptrs[0], &actions, &attr, args.data(), envp.data());

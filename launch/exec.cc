@@ -4,6 +4,8 @@
 #include <cstring>
 #include <unistd.h>
 
+#include "shim/base/fd_limit.h"
+
 namespace aml {
 
 CArgs::CArgs(const std::vector<std::string>& strings) : storage(strings) {
@@ -25,7 +27,9 @@ int ExecCommand(const std::vector<std::string>& argv, const EnvSnapshot& env,
                 std::string* message) {
   CArgs args(argv);
   CArgs envp(env.ToStrings());
-  // execvpe searches the PATH of *this* process, which is the user's.
+  // execvpe searches the PATH of *this* process, which is the user's. The
+  // command gets the file limit aml-shim was started with.
+  OriginalFdLimit limit;
   execvpe(args.ptrs[0], args.data(), envp.data());
   return ExecFailureCode(errno, argv[0], message);
 }

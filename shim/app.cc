@@ -16,6 +16,7 @@
 #include "launch/topology/gpu_count.h"
 #include "launch/topology/gpu_topology.h"
 #include "shim/base/exit_code.h"
+#include "shim/base/fd_limit.h"
 #include "shim/base/log.h"
 #include "shim/base/text_list.h"
 #include "shim/base/version.h"
@@ -25,6 +26,7 @@
 #include "shim/plan/child_plan.h"
 #include "shim/plan/socket_iface.h"
 #include "shim/plan/tf_config.h"
+#include "shim/preflight/membership.h"
 #include "shim/preflight/nccl_stage.h"
 #include "shim/preflight/preflight.h"
 #include "shim/rendezvous/mpi_collective.h"
@@ -235,6 +237,9 @@ int Check(const Options& o, const World& world, const Planned& p, const EnvSnaps
   req.master_addr = world.master_addr.value;
   req.master_port = world.master_port.value;
   req.host = host;
+  Membership member = MembershipToken(env);
+  req.token = member.token;
+  if (!member.token.empty()) LogVerbose("preflight: hellos carry a digest of " + member.why);
   req.timeout = std::chrono::milliseconds(static_cast<long>(o.preflight_timeout_s * 1000));
   std::unique_ptr<NcclStage> nccl;
   if (o.preflight.nccl) {
@@ -324,6 +329,7 @@ int Probe(const Options& o, const EnvSnapshot& env) {
 
 int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
   clock_gettime(CLOCK_REALTIME, &g_started);
+  RaiseFdLimit();
   auto inv = ParseCommandLine(args, env);
   if (!inv.ok()) return Fail(inv.error());
   const Options& o = inv->options;

@@ -12,6 +12,7 @@
 #include "shim/base/units.h"
 #include "shim/base/host_port.h"
 #include "shim/base/log.h"
+#include "shim/preflight/hello_gate.h"
 #include "shim/preflight/nccl_stage.h"
 #include "shim/preflight/nccl_verdict.h"
 #include "shim/net/tcp.h"
@@ -20,7 +21,6 @@
 namespace aml {
 namespace {
 
-constexpr char kHello[] = "aml-shim-preflight-1";
 constexpr size_t kMaxFrame = 1 << 20;
 // One small frame on a live connection (a hello, a verdict, a result).
 constexpr std::chrono::seconds kFrameTimeout{5};
@@ -48,47 +48,26 @@ class PreflightServer {
 
   void Run(Deadline deadline, const std::string& target) {
     const auto start = Clock::now();
-    int count = 0;
-    while (count < req_.size && Clock::now() < deadline) {
-      pollfd p{listener_.fd.get(), POLLIN, 0};
-      if (poll(&p, 1, PollTimeoutMs(deadline)) <= 0) continue;
-      int c = accept4(listener_.fd.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (c < 0) continue;
-      Fd peer(c);
-      // A hello is one small frame sent right after connecting.
-      auto hello = RecvFrame(peer.get(), kMaxFrame, Clock::now() + kFrameTimeout);
-      if (!hello.ok()) continue;
-      std::istringstream in(*hello);
-      std::string magic, host, addr;
-      int rank = -1, size = -1;
-      in >> magic >> rank >> size >> host >> addr;
-      if (magic != kHello) continue;
-      if (size != req_.size) {
-        mismatch_ += " rank " + std::to_string(rank) + " on " + host + " (" + addr +
-                     ") says the job has " + std::to_string(size) + " ranks;";
-      } else if (rank >= 0 && rank < req_.size && !arrived_[static_cast<size_t>(rank)]) {
-        const size_t r = static_cast<size_t>(rank);
-        arrived_[r] = true;
-        who_[r] = host + " (" + addr + ")";
-        hosts_[r] = host;
-        by_rank_[r] = std::move(peer);
-        ++count;
-        continue;
-      } else if (rank >= 0 && rank < req_.size) {
-        mismatch_ += " rank " + std::to_string(rank) + " arrived twice (" +
-                     who_[static_cast<size_t>(rank)] + " and " + host + " (" + addr + "));";
-      }
-      extra_.push_back(std::move(peer));
-    }
+    HelloGate gate(listener_.fd.get(), req_.size, req_.token);
+    gate.Run(deadline);
+    arrived_ = gate.arrived();
+    who_ = gate.who();
+    hosts_ = gate.hosts();
+    by_rank_ = std::move(gate.ranks());
+    extra_ = std::move(gate.others());
+    mismatch_ = gate.mismatch();
     std::string report =
         MissingRanksReport(arrived_, who_, req_.size, target, SecondsSince(start));
     if (!mismatch_.empty())
       report += (report.empty() ? "preflight tcp: inconsistent ranks:" : " Also:") + mismatch_;
     if (report.empty() && req_.gpu) {
       GpuStage();
+    } else if (report.empty()) {
+      PrintAndAnswer(false, {});
     } else {
-      PrintAndAnswer(!report.empty(), report.empty() ? std::vector<std::string>{}
-                                                     : std::vector<std::string>{report});
+      std::vector<std::string> lines{report};
+      for (const std::string& note : gate.Notes()) lines.push_back("preflight tcp: " + note);
+      PrintAndAnswer(true, lines);
     }
     // Let every peer close first so no TIME_WAIT holds MASTER_PORT.
     const Deadline close_by = Clock::now() + kFrameTimeout;
@@ -245,8 +224,13 @@ Status Client(const PreflightRequest& req, Deadline deadline, const std::string&
   if (!fd.valid())
     return Error{"preflight tcp: " + me + " cannot connect to " + target + ": " + last_error +
                  " (retried for " + Seconds(SecondsSince(start)) + " s)"};
-  std::string hello = std::string(kHello) + " " + std::to_string(req.rank) + " " +
-                      std::to_string(req.size) + " " + req.host + " " + LocalAddress(fd.get());
+  Hello h;
+  h.rank = req.rank;
+  h.size = req.size;
+  h.host = req.host;
+  h.addr = LocalAddress(fd.get());
+  h.token = req.token;
+  const std::string hello = EncodeHello(h);
   auto sent = SendFrame(fd.get(), hello, deadline + kFrameTimeout);
   if (sent.ok() && req.gpu)
     sent = SendFrame(fd.get(), EncodeGpuHello(req.gpu->Ready(Clock::now() + req.timeout)),
@@ -329,7 +313,7 @@ Result<PreflightOutcome> RunPreflight(const PreflightRequest& req, bool* said) {
   Status mine = Client(req, deadline, target, said);
   if (!thread.joinable()) {
     if (!mine.ok() && !(said && *said)) {
-      LogError(mine.error().message);
+      for (const std::string& line : SplitLines(mine.error().message)) LogError(line);
       if (said) *said = true;  // said already
       std::this_thread::sleep_for(req.linger);
     }

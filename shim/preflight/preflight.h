@@ -27,6 +27,8 @@ struct PreflightRequest {
   std::string master_addr;
   int master_port = 0;
   std::string host;  // this shim's host name, for reports
+  // Proof of membership every hello carries (membership.h); "" for none.
+  std::string token;
   // Each stage's bound: connecting, the GPUs' start, the all-reduces.
   std::chrono::milliseconds timeout{60000};
   // Rank 0 gives its verdict this long after the others give up, so that

@@ -34,13 +34,18 @@ void TokenServer::Loop() {
   std::vector<Fd> peers;  // answered, waiting for the peer to close first
   bool stopping = false;
   Deadline drain_until{};
+  // Out of descriptors: the listener rests a moment instead of spinning on
+  // a connection it cannot accept (README.md, "TCP preflight: limits and
+  // strangers"; the file limit is raised at start).
+  Deadline accept_after{};
   for (;;) {
+    const bool resting = Clock::now() < accept_after;
     std::vector<pollfd> fds;
     fds.push_back({stop_read_.get(), POLLIN, 0});
-    fds.push_back({stopping ? -1 : listener_.fd.get(), POLLIN, 0});
+    fds.push_back({stopping || resting ? -1 : listener_.fd.get(), POLLIN, 0});
     for (const Fd& p : peers) fds.push_back({p.get(), POLLIN, 0});
     if (stopping && peers.empty()) break;
-    int timeout = -1;
+    int timeout = resting ? PollTimeoutMs(accept_after) : -1;
     if (stopping) {
       if (Clock::now() >= drain_until) break;
       timeout = PollTimeoutMs(drain_until);
@@ -59,7 +64,11 @@ void TokenServer::Loop() {
     if (!stopping && (fds[1].revents & POLLIN)) {
       for (;;) {
         int c = accept4(listener_.fd.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (c < 0) break;
+        if (c < 0) {
+          if (errno == EMFILE || errno == ENFILE)
+            accept_after = Clock::now() + std::chrono::milliseconds(50);
+          break;
+        }
         Fd peer(c);
         if (SendFrame(peer.get(), token_, Clock::now() + std::chrono::seconds(2)).ok())
           peers.push_back(std::move(peer));

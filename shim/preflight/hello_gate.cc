@@ -1,0 +1,212 @@
+#include "shim/preflight/hello_gate.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+#include "shim/base/fd_limit.h"
+#include "shim/base/parse_int.h"
+
+namespace aml {
+namespace {
+
+constexpr size_t kMaxField = 64;       // a host name or address in a report
+constexpr int kMaxListed = 3;          // strangers named in a report
+constexpr std::chrono::milliseconds kFdBackoff{50};
+
+std::string Cap(std::string s, size_t n = kMaxField) {
+  if (s.size() > n) s = s.substr(0, n) + "...";
+  return s;
+}
+
+std::string PeerName(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "?";
+  char buf[INET6_ADDRSTRLEN] = "?";
+  if (ss.ss_family == AF_INET)
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr, buf, sizeof buf);
+  else if (ss.ss_family == AF_INET6)
+    inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr, buf, sizeof buf);
+  std::string s = buf;
+  if (s.rfind("::ffff:", 0) == 0) s = s.substr(7);
+  return s;
+}
+
+}  // namespace
+
+std::string EncodeHello(const Hello& h) {
+  return std::string(kHelloMagic) + " " + std::to_string(h.rank) + " " + std::to_string(h.size) +
+         " " + Cap(h.host, 255) + " " + Cap(h.addr) + " " + (h.token.empty() ? "-" : h.token);
+}
+
+Result<Hello> DecodeHello(const std::string& text) {
+  std::istringstream in(text);
+  std::string magic, rank, size, token;
+  Hello h;
+  if (!(in >> magic >> rank >> size >> h.host >> h.addr >> token) || magic != kHelloMagic)
+    return Error{"not an aml-shim preflight hello"};
+  auto r = ParseInt("rank", rank, 0, 1 << 24);
+  auto s = ParseInt("size", size, 1, 1 << 24);
+  if (!r.ok() || !s.ok()) return Error{"a hello with a bad rank or size"};
+  h.rank = static_cast<int>(*r);
+  h.size = static_cast<int>(*s);
+  h.token = token == "-" ? "" : token;
+  return h;
+}
+
+HelloGate::HelloGate(int listen_fd, int size, std::string token, GateLimits limits)
+    : listen_fd_(listen_fd), size_(size), token_(std::move(token)), limits_(limits),
+      arrived_(static_cast<size_t>(size), false), who_(static_cast<size_t>(size)),
+      hosts_(static_cast<size_t>(size)), by_rank_(static_cast<size_t>(size)) {
+  fcntl(listen_fd_, F_SETFL, fcntl(listen_fd_, F_GETFL) | O_NONBLOCK);
+}
+
+void HelloGate::Accept(Deadline now) {
+  while (pending_.size() < limits_.max_pending) {
+    int c = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (c >= 0) {
+      Pending p;
+      p.fd = Fd(c);
+      p.peer = PeerName(c);
+      p.until = now + limits_.hello_timeout;
+      pending_.push_back(std::move(p));
+      continue;
+    }
+    if (errno == EMFILE || errno == ENFILE) {
+      // Out of descriptors: a reason for the report, and a pause rather
+      // than a loop that spins on the same error.
+      ++fd_errors_;
+      fd_error_ = std::string(std::strerror(errno)) + " (RLIMIT_NOFILE soft limit " +
+                  std::to_string(FdLimit()) + ")";
+      accept_after_ = now + kFdBackoff;
+    }
+    return;  // EAGAIN, or an error on one connection (ECONNABORTED)
+  }
+}
+
+bool HelloGate::Read(Pending& p) {
+  // Exactly the hello frame: the header, then its length, never more (the
+  // GPU stage's frame may follow on the same connection).
+  uint32_t len = 0;
+  if (p.buf.size() >= 4) {
+    std::memcpy(&len, p.buf.data(), 4);
+    len = ntohl(len);
+  }
+  const size_t want = p.buf.size() < 4 ? 4 : 4 + len;
+  char buf[1024];
+  ssize_t n = recv(p.fd.get(), buf, std::min(sizeof buf, want - p.buf.size()), 0);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return false;
+  if (n <= 0) {
+    ++garbled_;
+    return true;  // closed before a whole hello
+  }
+  p.buf.append(buf, static_cast<size_t>(n));
+  if (p.buf.size() < 4) return false;
+  std::memcpy(&len, p.buf.data(), 4);
+  len = ntohl(len);
+  if (len > limits_.max_hello) {
+    ++oversized_;
+    return true;
+  }
+  if (p.buf.size() < 4 + len) return false;
+  auto h = DecodeHello(p.buf.substr(4, len));
+  if (!h.ok()) {
+    ++garbled_;
+    return true;
+  }
+  if (h->token != token_) {
+    ++bad_token_;
+    if (static_cast<int>(bad_token_from_.size()) < kMaxListed) bad_token_from_.push_back(p.peer);
+    return true;
+  }
+  Admit(p, *h);
+  return true;
+}
+
+void HelloGate::Admit(Pending& p, const Hello& h) {
+  const std::string who = Cap(h.host) + " (" + Cap(h.addr) + ")";
+  std::string problem;
+  if (h.size != size_) {
+    problem = " rank " + std::to_string(h.rank) + " on " + who + " says the job has " +
+              std::to_string(h.size) + " ranks;";
+  } else if (h.rank >= size_) {
+    problem = " rank " + std::to_string(h.rank) + " on " + who + " is past the job's size;";
+  } else if (arrived_[static_cast<size_t>(h.rank)]) {
+    problem = " rank " + std::to_string(h.rank) + " arrived twice (" +
+              who_[static_cast<size_t>(h.rank)] + " and " + who + ");";
+  } else {
+    const size_t r = static_cast<size_t>(h.rank);
+    arrived_[r] = true;
+    who_[r] = who;
+    hosts_[r] = Cap(h.host);
+    by_rank_[r] = std::move(p.fd);
+    ++count_;
+    return;
+  }
+  if (++mismatches_ <= kMaxListed) mismatch_ += problem;
+  others_.push_back(std::move(p.fd));  // it hears the verdict too
+}
+
+Deadline HelloGate::NextWake(Deadline deadline) const {
+  Deadline next = deadline;
+  for (const Pending& p : pending_) next = std::min(next, p.until);
+  if (Clock::now() < accept_after_) next = std::min(next, accept_after_);
+  return next;
+}
+
+void HelloGate::Run(Deadline deadline) {
+  std::vector<pollfd> fds;
+  while (count_ < size_ && Clock::now() < deadline) {
+    fds.clear();
+    const Deadline now = Clock::now();
+    const bool listen = pending_.size() < limits_.max_pending && now >= accept_after_;
+    fds.push_back({listen ? listen_fd_ : -1, POLLIN, 0});
+    for (const Pending& p : pending_) fds.push_back({p.fd.get(), POLLIN, 0});
+    poll(fds.data(), fds.size(), PollTimeoutMs(NextWake(deadline)));
+    const Deadline after = Clock::now();
+    // Connections first: a hello that completes frees its slot.
+    std::vector<Pending> keep;
+    keep.reserve(pending_.size());
+    for (size_t i = 0; i < pending_.size(); ++i) {
+      Pending& p = pending_[i];
+      bool done = (fds[i + 1].revents != 0) && Read(p);
+      if (!done && after >= p.until) {
+        ++idle_;
+        done = true;
+      }
+      if (!done) keep.push_back(std::move(p));
+    }
+    pending_ = std::move(keep);
+    if (fds[0].revents & POLLIN) Accept(after);
+  }
+  if (mismatches_ > kMaxListed)
+    mismatch_ += " and " + std::to_string(mismatches_ - kMaxListed) + " more;";
+}
+
+std::vector<std::string> HelloGate::Notes() const {
+  std::vector<std::string> notes;
+  if (fd_errors_ > 0)
+    notes.push_back("rank 0 ran out of file descriptors while accepting: " + fd_error_);
+  if (bad_token_ > 0) {
+    std::string from;
+    for (const auto& f : bad_token_from_) from += (from.empty() ? "" : ", ") + f;
+    if (bad_token_ > kMaxListed) from += ", ...";
+    notes.push_back(std::to_string(bad_token_) +
+                    " connection(s) without this job's token were refused (from " + from + ")");
+  }
+  if (oversized_ + garbled_ + idle_ > 0)
+    notes.push_back("ignored: " + std::to_string(oversized_) + " oversized hello(s), " +
+                    std::to_string(garbled_) + " that were not hellos, " + std::to_string(idle_) +
+                    " idle connection(s)");
+  return notes;
+}
+
+}  // namespace aml

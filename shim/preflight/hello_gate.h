@@ -1,0 +1,85 @@
+// Rank 0's door for the TCP preflight (README.md, "TCP preflight: limits and
+// strangers"): one
+// poll loop over the listener and every connection that has not yet said
+// hello, all non-blocking. Each connection has its own deadline and a small
+// cap on its hello; unauthenticated connections are capped too (past the cap
+// the listener waits in its backlog). A hello must carry the job's token
+// when there is one, so a stranger cannot pass as a rank; nothing a peer
+// sends can stall, bloat or outwait the real ranks, and what is reported
+// about strangers is a few counted lines.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "shim/base/result.h"
+#include "shim/net/tcp.h"
+
+namespace aml {
+
+inline constexpr char kHelloMagic[] = "aml-shim-preflight-2";
+
+struct Hello {
+  int rank = -1, size = -1;
+  std::string host, addr, token;
+};
+
+// "MAGIC RANK SIZE HOST ADDR TOKEN" ("-" for no token); fields capped.
+std::string EncodeHello(const Hello& h);
+Result<Hello> DecodeHello(const std::string& text);
+
+struct GateLimits {
+  size_t max_hello = 512;       // bytes of one hello
+  size_t max_pending = 256;     // connections that have not said hello yet
+  std::chrono::milliseconds hello_timeout{5000};  // from accept to hello
+};
+
+class HelloGate {
+ public:
+  HelloGate(int listen_fd, int size, std::string token, GateLimits limits = {});
+  // Until every rank said hello, or `deadline`.
+  void Run(Deadline deadline);
+
+  int arrived_count() const { return count_; }
+  const std::vector<bool>& arrived() const { return arrived_; }
+  const std::vector<std::string>& who() const { return who_; }      // "host (addr)"
+  const std::vector<std::string>& hosts() const { return hosts_; }
+  std::vector<Fd>& ranks() { return by_rank_; }                     // by rank
+  std::vector<Fd>& others() { return others_; }                     // answered, not counted
+  // Ranks that disagree with rank 0 (world size, two claims for one rank).
+  const std::string& mismatch() const { return mismatch_; }
+  // Strangers and trouble at the door, for a failed preflight's report.
+  std::vector<std::string> Notes() const;
+
+ private:
+  struct Pending {
+    Fd fd;
+    std::string buf;
+    std::string peer;
+    Deadline until;
+  };
+  void Accept(Deadline now);
+  bool Read(Pending& p);  // true when done with it
+  void Admit(Pending& p, const Hello& h);
+  Deadline NextWake(Deadline deadline) const;
+
+  int listen_fd_;
+  int size_;
+  std::string token_;
+  GateLimits limits_;
+  std::vector<Pending> pending_;
+  std::vector<bool> arrived_;
+  std::vector<std::string> who_, hosts_;
+  std::vector<Fd> by_rank_, others_;
+  int count_ = 0;
+  std::string mismatch_;
+  int mismatches_ = 0;
+  int bad_token_ = 0, oversized_ = 0, garbled_ = 0, idle_ = 0;
+  std::vector<std::string> bad_token_from_;
+  int fd_errors_ = 0;
+  std::string fd_error_;
+  Deadline accept_after_{};
+};
+
+}  // namespace aml

@@ -1,0 +1,111 @@
+#include "shim/preflight/hello_gate.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace aml {
+namespace {
+
+using std::chrono::milliseconds;
+
+Fd Connect(int port) {
+  auto fd = ConnectTcp("127.0.0.1", port, Clock::now() + milliseconds(2000));
+  EXPECT_TRUE(fd.ok());
+  return fd.ok() ? std::move(*fd) : Fd();
+}
+
+void SayHello(const Fd& fd, int rank, int size, const std::string& token,
+              const std::string& host = "node") {
+  Hello h;
+  h.rank = rank;
+  h.size = size;
+  h.host = host;
+  h.addr = "127.0.0.1";
+  h.token = token;
+  ASSERT_TRUE(SendFrame(fd.get(), EncodeHello(h), Clock::now() + milliseconds(2000)).ok());
+}
+
+class Gate : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto l = ListenAny(0);
+    ASSERT_TRUE(l.ok());
+    listener_ = std::move(*l);
+  }
+  Listener listener_;
+};
+
+TEST(HelloWire, RoundTripsAndCapsFields) {
+  Hello h;
+  h.rank = 3;
+  h.size = 8;
+  h.host = std::string(1000, 'h');
+  h.addr = "10.0.0.3";
+  h.token = "abc";
+  auto back = DecodeHello(EncodeHello(h));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->rank, 3);
+  EXPECT_EQ(back->size, 8);
+  EXPECT_EQ(back->host.size(), 258u);  // 255 and "..."
+  EXPECT_EQ(back->token, "abc");
+  EXPECT_FALSE(DecodeHello("aml-shim-preflight-1 1 2 evil-host 6.6.6.6").ok());
+}
+
+TEST_F(Gate, AStrangerWithoutTheTokenIsRefusedAndTheRealRankCounts) {
+  HelloGate gate(listener_.fd.get(), 2, "job-secret");
+  Fd stranger = Connect(listener_.port);
+  SayHello(stranger, 1, 2, "", "evil-host");
+  Fd forger = Connect(listener_.port);
+  SayHello(forger, 1, 2, "guess", "evil-host");
+  Fd rank0 = Connect(listener_.port);
+  SayHello(rank0, 0, 2, "job-secret");
+  Fd rank1 = Connect(listener_.port);
+  SayHello(rank1, 1, 2, "job-secret", "real-host");
+  gate.Run(Clock::now() + milliseconds(5000));
+  EXPECT_EQ(gate.arrived_count(), 2);
+  EXPECT_EQ(gate.who()[1], "real-host (127.0.0.1)");
+  EXPECT_EQ(gate.mismatch(), "");
+  ASSERT_EQ(gate.Notes().size(), 1u);
+  EXPECT_EQ(gate.Notes()[0],
+            "2 connection(s) without this job's token were refused (from 127.0.0.1, 127.0.0.1)");
+}
+
+TEST_F(Gate, IdleAndOversizedConnectionsDoNotKeepTheRealRanksOut) {
+  GateLimits limits;
+  limits.max_pending = 4;  // fewer than the idle ones: they wait in the backlog
+  limits.hello_timeout = milliseconds(300);
+  HelloGate gate(listener_.fd.get(), 1, "", limits);
+  std::vector<Fd> idle;
+  for (int i = 0; i < 10; ++i) idle.push_back(Connect(listener_.port));
+  Fd big = Connect(listener_.port);
+  std::string huge(1 << 20, 'x');
+  // Only the length header goes out: the gate stops at it.
+  (void)SendFrame(big.get(), huge, Clock::now() + milliseconds(50));
+  Fd rank0 = Connect(listener_.port);
+  SayHello(rank0, 0, 1, "");
+  gate.Run(Clock::now() + milliseconds(10000));
+  EXPECT_EQ(gate.arrived_count(), 1);
+  auto notes = gate.Notes();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("1 oversized hello(s)"), std::string::npos) << notes[0];
+  // At most 4 at a time, each closed after 300 ms: 8 expired before rank 0's
+  // turn came (the last 2 were never accepted: the gate was done).
+  EXPECT_NE(notes[0].find("8 idle connection(s)"), std::string::npos) << notes[0];
+}
+
+TEST_F(Gate, TwoClaimsForOneRankAreNamed) {
+  HelloGate gate(listener_.fd.get(), 2, "t");
+  Fd a = Connect(listener_.port);
+  SayHello(a, 1, 2, "t", "host-a");
+  gate.Run(Clock::now() + milliseconds(200));  // rank 1 admitted, rank 0 missing
+  Fd b = Connect(listener_.port);
+  SayHello(b, 1, 2, "t", "host-b");
+  gate.Run(Clock::now() + milliseconds(500));
+  EXPECT_EQ(gate.arrived_count(), 1);
+  EXPECT_EQ(gate.mismatch(), " rank 1 arrived twice (host-a (127.0.0.1) and host-b (127.0.0.1));");
+  EXPECT_EQ(gate.others().size(), 1u);
+}
+
+}  // namespace
+}  // namespace aml

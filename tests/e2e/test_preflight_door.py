@@ -1,0 +1,134 @@
+"""The TCP preflight's door on rank 0 (README.md, "TCP preflight: limits and
+strangers"): 1100 ranks under the common 1024-descriptor soft limit, and a
+stranger that forges a hello, idles, or sends huge hellos while a real job
+under mpirun waits for its rank 1."""
+import os
+import resource
+import shutil
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+from harness import SHIM, clean_env, kill_group, main, mpirun, require, run, spawn
+
+HOST = "127.0.0.1"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+class Stranger(threading.Thread):
+    """Connects to rank 0 as soon as it listens; `act(sock)` does the rest."""
+
+    def __init__(self, port, act, count=1):
+        super().__init__(daemon=True)
+        self.port, self.act, self.count = port, act, count
+        self.socks, self.stop = [], threading.Event()
+
+    def run(self):
+        while len(self.socks) < self.count and not self.stop.is_set():
+            s = socket.socket()
+            try:
+                s.connect((HOST, self.port))
+            except OSError:
+                s.close()
+                time.sleep(0.002)
+                continue
+            self.socks.append(s)
+            try:
+                self.act(s)
+            except OSError:
+                pass
+
+    def close(self):
+        self.stop.set()
+        self.join(10)
+        for s in self.socks:
+            s.close()
+
+
+def frame(data):
+    return struct.pack("!I", len(data)) + data
+
+
+class Door(unittest.TestCase):
+    def job(self, port, stranger_act, count=1):
+        """mpirun -np 2 with rank 1 a second late, while a stranger knocks."""
+        require("mpirun")
+        stranger = Stranger(port, stranger_act, count)
+        stranger.start()
+        try:
+            shim = (f'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then sleep 1; fi; exec {SHIM} '
+                    f'--master-addr {HOST} --master-port {port} --preflight tcp '
+                    f'--preflight-timeout 20 -- sh -c "echo ran-\\$RANK"')
+            return run(mpirun(2, "sh", "-c", shim), timeout=120)
+        finally:
+            stranger.close()
+
+    def assert_ran(self, r):
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(sorted(r.stdout.split()), ["ran-0", "ran-1"], r.stderr)
+
+    def test_a_forged_hello_neither_runs_the_job_without_rank_1_nor_fails_it(self):
+        port = free_port()
+        # This protocol's hello and the one before it, each on a connection.
+        forged = [frame(b"aml-shim-preflight-2 1 2 evil-host 6.6.6.6 -"),
+                  frame(b"aml-shim-preflight-1 1 2 evil-host 6.6.6.6")]
+        self.assert_ran(self.job(port, lambda s: s.sendall(forged.pop()), count=2))
+
+    def test_idle_connections_do_not_fail_a_healthy_job(self):
+        port = free_port()
+        self.assert_ran(self.job(port, lambda s: None, count=10))
+
+    def test_oversized_hellos_keep_the_report_short(self):
+        port = free_port()
+        # Just under 1 MiB each, claiming a job of another size, in this
+        # protocol's format and the one before it.
+        host = b"h" * ((1 << 20) - 100)
+        huge = [frame(b"aml-shim-preflight-%d 1 3 " % v + host + b" 6.6.6.6 -") for v in (1, 2)]
+        sent = []
+        r = self.job(port, lambda s: (s.sendall(huge[len(sent) % 2]), sent.append(1)), count=100)
+        self.assert_ran(r)
+        self.assertLess(len(r.stderr), 4096, r.stderr[:2000])
+
+    def test_1100_ranks_under_a_1024_descriptor_soft_limit(self):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard != resource.RLIM_INFINITY and hard < 2048:
+            self.skipTest(f"the hard RLIMIT_NOFILE here is {hard}: no room to raise to")
+        n, port = 1100, free_port()
+        tmp = tempfile.mkdtemp(prefix="aml-door-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+
+        def limit():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+
+        procs = []
+        err = open(os.path.join(tmp, "stderr"), "w+")
+        self.addCleanup(err.close)
+        try:
+            for rank in range(n):
+                env = clean_env(RANK=rank, WORLD_SIZE=n, LOCAL_RANK=0, LOCAL_WORLD_SIZE=1, NODE_RANK=rank,
+                                MASTER_ADDR=HOST, MASTER_PORT=port)
+                procs.append(subprocess.Popen(
+                    [SHIM, "-q", "--preflight", "tcp", "--preflight-timeout", "120", "--",
+                     "sh", "-c", 'test "$(ulimit -n)" = 1024'],
+                    env=env, stdout=subprocess.DEVNULL, stderr=err, preexec_fn=limit,
+                    start_new_session=True))
+            codes = [p.wait(timeout=300) for p in procs]
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    kill_group(p)
+        err.seek(0)
+        self.assertEqual(codes.count(0), n, err.read()[-3000:])
+
+
+if __name__ == "__main__":
+    main()
