@@ -1,6 +1,15 @@
 #include "shim/plan/contract.h"
 
+#include "shim/world/sources.h"
+
 namespace aml {
+namespace {
+
+std::string ValueOfBuilt(const ContractBuilder& b, const char* name) {
+  return ValueOf(b.vars(), name);
+}
+
+}  // namespace
 
 std::vector<EnvVar> BuildContract(const World& world, const EnvSnapshot& env,
                                   const ChildSlot& slot) {
@@ -24,9 +33,22 @@ std::vector<EnvVar> BuildContract(const World& world, const EnvSnapshot& env,
             "local shims * nproc: " + world.local_size.why + of);
   }
   b.Force("NODE_RANK", str(world.node_rank.value), world.node_rank.why);
-  b.Force("GROUP_RANK", str(world.rank.value), "the shim's rank: " + world.rank.why);
-  b.Force("GROUP_WORLD_SIZE", str(world.size.value),
-          "the number of shims: " + world.size.why);
+  // torchrun's worker contract (README.md, "torchrun's variables"): one
+  // agent per node, so the group is the node.
+  b.Force("GROUP_RANK", str(world.node_rank.value), "the node, as torchrun: " + world.node_rank.why);
+  b.Force("GROUP_WORLD_SIZE", str(world.node_count.value),
+          "the nodes, as torchrun: " + world.node_count.why);
+  const std::string rank = ValueOfBuilt(b, "RANK"), size = ValueOfBuilt(b, "WORLD_SIZE");
+  b.Force("ROLE_NAME", "default", "torchrun's default role");
+  b.Force("ROLE_RANK", rank, "one role: RANK");
+  b.Force("ROLE_WORLD_SIZE", size, "one role: WORLD_SIZE");
+  auto job = ReadJobId(env);
+  b.Force("TORCHELASTIC_RUN_ID", job ? job->value : "none",
+          job ? "the job id (" + job->why + ")" : "torchrun's default --rdzv-id");
+  b.Force("TORCHELASTIC_RESTART_COUNT", "0", "aml-shim never restarts workers");
+  b.Force("TORCHELASTIC_MAX_RESTARTS", "0", "aml-shim never restarts workers");
+  b.Force("TORCHELASTIC_USE_AGENT_STORE", "False",
+          "aml-shim runs no TCPStore of its own: rank 0 creates it");
   b.Default("MASTER_ADDR", world.master_addr.value, world.master_addr.why);
   b.Default("MASTER_PORT", str(world.master_port.value), world.master_port.why);
   if (long{world.local_size.value} * p > 1)

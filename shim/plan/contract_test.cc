@@ -20,13 +20,27 @@ TEST(Contract, PerProcess) {
   EXPECT_EQ(vars["LOCAL_RANK"], "1");
   EXPECT_EQ(vars["LOCAL_WORLD_SIZE"], "4");
   EXPECT_EQ(vars["NODE_RANK"], "1");
-  EXPECT_EQ(vars["GROUP_RANK"], "5");
-  EXPECT_EQ(vars["GROUP_WORLD_SIZE"], "8");
+  // As torchrun: the group is the node (one agent per node).
+  EXPECT_EQ(vars["GROUP_RANK"], "1");
+  EXPECT_EQ(vars["GROUP_WORLD_SIZE"], "2");
+  EXPECT_EQ(vars["ROLE_NAME"], "default");
+  EXPECT_EQ(vars["ROLE_RANK"], "5");
+  EXPECT_EQ(vars["ROLE_WORLD_SIZE"], "8");
   EXPECT_EQ(vars["MASTER_ADDR"], "10.1.1.1");
   EXPECT_EQ(vars["MASTER_PORT"], "1234");
   EXPECT_EQ(vars["OMP_NUM_THREADS"], "1");
   EXPECT_EQ(vars.count("PYTHONUNBUFFERED"), 0u);
-  for (const auto& [k, v] : vars) EXPECT_EQ(k.rfind("TORCHELASTIC_", 0), std::string::npos);
+  EXPECT_EQ(vars["TORCHELASTIC_RUN_ID"], "none");
+  EXPECT_EQ(vars["TORCHELASTIC_RESTART_COUNT"], "0");
+  EXPECT_EQ(vars["TORCHELASTIC_MAX_RESTARTS"], "0");
+  EXPECT_EQ(vars["TORCHELASTIC_USE_AGENT_STORE"], "False");
+}
+
+TEST(Contract, RunIdIsTheJobId) {
+  auto vars = AsMap(BuildContract(MakeTestWorld(0, 2, 0, 2, 0, 1),
+                                  EnvSnapshot({{"SLURM_JOB_ID", "42"}, {"SLURM_STEP_ID", "3"}}),
+                                  {}));
+  EXPECT_EQ(vars["TORCHELASTIC_RUN_ID"], "42.3");
 }
 
 TEST(Contract, PerNodeRankMath) {
@@ -37,8 +51,10 @@ TEST(Contract, PerNodeRankMath) {
   EXPECT_EQ(vars["WORLD_SIZE"], "12");
   EXPECT_EQ(vars["LOCAL_RANK"], "5");
   EXPECT_EQ(vars["LOCAL_WORLD_SIZE"], "6");
-  EXPECT_EQ(vars["GROUP_RANK"], "3");
-  EXPECT_EQ(vars["GROUP_WORLD_SIZE"], "4");
+  EXPECT_EQ(vars["GROUP_RANK"], "1");
+  EXPECT_EQ(vars["GROUP_WORLD_SIZE"], "2");
+  EXPECT_EQ(vars["ROLE_RANK"], "11");
+  EXPECT_EQ(vars["ROLE_WORLD_SIZE"], "12");
   EXPECT_EQ(vars["PYTHONUNBUFFERED"], "1");
 }
 

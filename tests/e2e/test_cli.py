@@ -198,9 +198,14 @@ class Cli(unittest.TestCase):
                 env=clean_env(RANK=3, WORLD_SIZE=4, LOCAL_RANK=1, LOCAL_WORLD_SIZE=4))
         self.assertEqual(r.stdout.strip(), "a --local_rank=1", r.stderr)
 
-    def test_never_sets_torchelastic(self):
+    def test_torchelastic_variables_without_an_agent_store(self):
+        # torchrun's worker contract, but never an agent store aml-shim
+        # does not run.
         r = run([SHIM, "env", "--json"])
-        self.assertFalse([k for k in json.loads(r.stdout)["env"] if k.startswith("TORCHELASTIC")])
+        env = json.loads(r.stdout)["env"]
+        self.assertEqual(env["TORCHELASTIC_USE_AGENT_STORE"], "False")
+        self.assertEqual(env["TORCHELASTIC_RUN_ID"], "none")
+        self.assertEqual(env["TORCHELASTIC_MAX_RESTARTS"], "0")
 
 
 if __name__ == "__main__":

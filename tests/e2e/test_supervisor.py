@@ -53,8 +53,8 @@ class Supervisor(unittest.TestCase):
         self.assertEqual([d["rank"] for d in docs], list(range(6)))
         for d in docs:
             self.assertEqual(d["size"], 6)
-            self.assertEqual(d["group"], d["rank"] // 3)  # shim rank
-            self.assertEqual(d["groups"], 2)
+            self.assertEqual(d["group"], 0)  # the node, as torchrun
+            self.assertEqual(d["groups"], 1)
             # Two shims share this node: LOCAL_RANK = l*p + i over 6 local processes.
             self.assertEqual(d["local"], d["rank"])
             self.assertEqual(d["local_size"], 6)

@@ -1,0 +1,77 @@
+"""aml-shim gives each process the variables torchrun gives it (README.md,
+"torchrun's variables"): Debian's torchrun and aml-shim run the same
+2-process world on this machine and their variable sets are compared; every
+difference must be one the README's table explains."""
+import json
+import os
+import re
+import unittest
+
+from harness import PYTHON, SHIM, SRC, clean_env, main, mpirun, require, run
+
+TORCHRUN = os.path.join(SRC, "bench", "peers", "torchrun.py")
+SHOW = ("import os, json; print(json.dumps({k: v for k, v in os.environ.items() if k.startswith(("
+        "'TORCHELASTIC', 'GROUP_', 'ROLE_', 'LOCAL_', 'RANK', 'WORLD_SIZE', 'MASTER_', 'OMP_', "
+        "'NODE_RANK', 'NCCL_', 'TORCH_NCCL', 'PYTHONUNBUF'))}, sort_keys=True), flush=True)")
+SAME = ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
+        "ROLE_NAME", "ROLE_RANK", "ROLE_WORLD_SIZE", "TORCHELASTIC_RESTART_COUNT",
+        "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_USE_AGENT_STORE", "OMP_NUM_THREADS"]
+# Set by both, values differ on purpose (the README's table says why).
+DIFFERENT = {"MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"}
+ONLY_TORCHRUN = {"NCCL_ASYNC_ERROR_HANDLING", "TORCHELASTIC_ERROR_FILE"}
+ONLY_SHIM = {"NODE_RANK"}
+
+
+def env():
+    """This process's environment, less what torchrun or aml-shim would set."""
+    return {k: v for k, v in clean_env().items()
+            if not k.startswith(("PYTHONUNBUFFERED", "TORCHELASTIC", "ROLE_", "GROUP_"))}
+
+
+def docs(stdout):
+    out = {}
+    for line in stdout.splitlines():
+        line = re.sub(r"^\[rank \d+\] ", "", line)
+        if line.startswith("{"):
+            d = json.loads(line)
+            out[int(d["RANK"])] = d
+    return out
+
+
+class TorchrunContract(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        require(PYTHON)
+        r = run([PYTHON, TORCHRUN, "--standalone", "--nproc_per_node", "2", "--no_python", PYTHON,
+                 "-c", SHOW], env=env(), timeout=120)
+        if r.returncode != 0:
+            raise AssertionError("torchrun failed:\n" + r.stdout + r.stderr)
+        cls.torchrun = docs(r.stdout)
+
+    def compare(self, ours, also_only_shim=()):
+        self.assertEqual(sorted(ours), [0, 1])
+        for rank in (0, 1):
+            t, a = self.torchrun[rank], ours[rank]
+            for key in SAME:
+                self.assertEqual(a.get(key), t.get(key), f"rank {rank}: {key}")
+            self.assertEqual(set(t) - set(a), ONLY_TORCHRUN, f"rank {rank}: only torchrun sets these")
+            self.assertEqual(set(a) - set(t), ONLY_SHIM | set(also_only_shim),
+                             f"rank {rank}: only aml-shim sets these")
+            for key in DIFFERENT:
+                self.assertIn(key, a)
+
+    def test_per_node_launch_matches_torchrun(self):
+        r = run([SHIM, "--nproc-per-node", "2", "--", PYTHON, "-c", SHOW], env=env(), timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # aml-shim reads the output through a pipe: PYTHONUNBUFFERED=1.
+        self.compare(docs(r.stdout), also_only_shim=["PYTHONUNBUFFERED"])
+
+    def test_per_process_launch_under_mpirun_matches_torchrun(self):
+        require("mpirun")
+        r = run(mpirun(2, SHIM, "--", PYTHON, "-c", SHOW), env=env(), timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.compare(docs(r.stdout))
+
+
+if __name__ == "__main__":
+    main()
