@@ -8,6 +8,7 @@
 
 #include "launch/wait_status.h"
 #include "shim/base/json.h"
+#include "shim/base/log.h"
 #include "shim/base/units.h"
 
 namespace aml {
@@ -34,7 +35,8 @@ std::string Seconds(double s) { return FormatNumber(s, "%.2f s"); }
 std::string Command(const std::vector<std::string>& argv) {
   std::string s;
   for (const auto& a : argv) s += (s.empty() ? "" : " ") + a;
-  return s.size() > 200 ? s.substr(0, 200) + "..." : s;
+  s = s.size() > 200 ? s.substr(0, 200) + "..." : s;
+  return EscapeControl(s);
 }
 
 }  // namespace
@@ -48,6 +50,11 @@ std::string FormatFailureSummary(const ChildOutcome& o, size_t tail_lines) {
   out += p + "  status:   " + DescribeStatus(o.wait_status) + " -> aml-shim exits " +
          std::to_string(ExitCodeFor(o.wait_status)) + "\n";
   out += p + "  run time: " + Seconds(o.runtime_s) + "\n";
+  if (!o.exception.empty()) out += p + "  exception: " + EscapeControl(o.exception) + "\n";
+  if (!o.traceback.empty()) {
+    out += p + "  traceback (TORCHELASTIC_ERROR_FILE, last lines):\n";
+    for (const auto& l : LastLines(o.traceback, tail_lines)) out += p + "  | " + EscapeControl(l) + "\n";
+  }
   out += p + "  command:  " + Command(o.argv) + "\n";
   if (!o.cause.empty()) out += p + "  cause:    " + o.cause + "\n";
   auto lines = LastLines(o.stderr_tail, tail_lines);
@@ -80,6 +87,14 @@ std::string FailureJson(const ChildOutcome& o, size_t tail_lines) {
   for (const auto& a : o.argv) j.String(a);
   j.EndArray();
   j.Key("cause").String(o.cause);
+  if (!o.exception.empty() || !o.traceback.empty()) {
+    j.Key("exception").BeginObject();
+    j.Key("message").String(o.exception);
+    j.Key("traceback").BeginArray();
+    for (const auto& l : LastLines(o.traceback, 1000)) j.String(l);
+    j.EndArray();
+    j.EndObject();
+  }
   j.Key("stderr_tail").BeginArray();
   for (const auto& l : LastLines(o.stderr_tail, tail_lines)) j.String(l);
   j.EndArray();

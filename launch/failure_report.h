@@ -18,6 +18,9 @@ struct ChildOutcome {
   double runtime_s = 0;
   std::string stderr_tail;  // last bytes of its stderr, when captured
   std::string cause;        // e.g. "after aml-shim received SIGTERM"
+  // What torch's @record wrote to its TORCHELASTIC_ERROR_FILE, if anything.
+  std::string exception;    // "ValueError: bad shard"
+  std::string traceback;
 };
 
 // The last `n` non-empty lines of `text`.

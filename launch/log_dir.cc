@@ -81,6 +81,10 @@ Result<std::unique_ptr<LogDir>> LogDir::Open(const std::string& path, const std:
       Status st = d->OpenRankFile(d->files_.back().name[i], &d->files_.back().fd[i]);
       if (!st.ok()) return Error{what + ": " + st.error().message};
     }
+    // An earlier run's error file (or a link planted in its place) must not
+    // be read as this run's, nor written through by the child.
+    const std::string error_file = "rank-" + std::to_string(rank) + ".error.json";
+    unlinkat(d->dir_fd_, error_file.c_str(), 0);
   }
   d->RemoveStaleFailure(shim_started);
   return d;

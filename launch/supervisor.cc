@@ -16,6 +16,7 @@
 #include "launch/child.h"
 #include "launch/cpu_affinity.h"
 #include "launch/descendants.h"
+#include "launch/error_file.h"
 #include "launch/failure_report.h"
 #include "launch/keeper.h"
 #include "launch/line_tagger.h"
@@ -116,6 +117,8 @@ class Supervisor {
   const SupervisorConfig& config_;
   OutputSink out_sink_, err_sink_;
   std::unique_ptr<LogDir> logs_;
+  std::string error_dir_;        // where TORCHELASTIC_ERROR_FILEs go ("": none)
+  bool own_error_dir_ = false;   // a private one, removed at the end
   Keeper keeper_;
   std::vector<Child> children_;
   std::vector<pid_t> lingering_;  // groups of reaped children not yet empty
@@ -164,6 +167,10 @@ int Supervisor::Prepare() {
       return kExitShimFailure;
     }
     logs_ = std::move(*logs);
+    error_dir_ = logs_->path();
+  } else if (auto dir = MakeErrorDir()) {
+    error_dir_ = *dir;
+    own_error_dir_ = true;
   }
   // As PID 1 the kernel ends every process of the namespace with us.
   if (getpid() != 1) {
@@ -181,6 +188,8 @@ bool Supervisor::Start() {
   for (size_t i = 0; i < children_.size(); ++i) {
     Child& c = children_[i];
     c.launch = config_.children[i];
+    if (!error_dir_.empty())
+      c.launch.env.Set("TORCHELASTIC_ERROR_FILE", ErrorFilePath(error_dir_, c.launch.rank));
     int code = 0;
     Result<SpawnedChild> spawned = Error{""};
     {
@@ -488,6 +497,7 @@ int Supervisor::Run() {
   Loop();
   int code = Finish();
   keeper_.Dismiss();
+  if (own_error_dir_) RemoveErrorDir(error_dir_);
   return code;
 }
 
@@ -529,6 +539,12 @@ void Supervisor::Report(int* code) {
     o.wait_status = c.status;
     o.runtime_s = c.end - c.start;
     o.stderr_tail = c.err_tail;
+    if (!error_dir_.empty()) {
+      if (auto recorded = ReadErrorFile(ErrorFilePath(error_dir_, c.launch.rank))) {
+        o.exception = recorded->message;
+        o.traceback = recorded->traceback;
+      }
+    }
     err_sink_.Write(FormatFailureSummary(o));
     if (logs_) {
       Status st = logs_->WriteFailure(FailureJson(o));

@@ -5,6 +5,7 @@ difference must be one the README's table explains."""
 import json
 import os
 import re
+import tempfile
 import unittest
 
 from harness import PYTHON, SHIM, SRC, clean_env, main, mpirun, require, run
@@ -18,7 +19,7 @@ SAME = ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "G
         "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_USE_AGENT_STORE", "OMP_NUM_THREADS"]
 # Set by both, values differ on purpose (the README's table says why).
 DIFFERENT = {"MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"}
-ONLY_TORCHRUN = {"NCCL_ASYNC_ERROR_HANDLING", "TORCHELASTIC_ERROR_FILE"}
+ONLY_TORCHRUN = {"NCCL_ASYNC_ERROR_HANDLING"}
 ONLY_SHIM = {"NODE_RANK"}
 
 
@@ -48,13 +49,14 @@ class TorchrunContract(unittest.TestCase):
             raise AssertionError("torchrun failed:\n" + r.stdout + r.stderr)
         cls.torchrun = docs(r.stdout)
 
-    def compare(self, ours, also_only_shim=()):
+    def compare(self, ours, also_only_shim=(), also_only_torchrun=()):
         self.assertEqual(sorted(ours), [0, 1])
         for rank in (0, 1):
             t, a = self.torchrun[rank], ours[rank]
             for key in SAME:
                 self.assertEqual(a.get(key), t.get(key), f"rank {rank}: {key}")
-            self.assertEqual(set(t) - set(a), ONLY_TORCHRUN, f"rank {rank}: only torchrun sets these")
+            self.assertEqual(set(t) - set(a), ONLY_TORCHRUN | set(also_only_torchrun),
+                             f"rank {rank}: only torchrun sets these")
             self.assertEqual(set(a) - set(t), ONLY_SHIM | set(also_only_shim),
                              f"rank {rank}: only aml-shim sets these")
             for key in DIFFERENT:
@@ -64,13 +66,49 @@ class TorchrunContract(unittest.TestCase):
         r = run([SHIM, "--nproc-per-node", "2", "--", PYTHON, "-c", SHOW], env=env(), timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
         # aml-shim reads the output through a pipe: PYTHONUNBUFFERED=1.
-        self.compare(docs(r.stdout), also_only_shim=["PYTHONUNBUFFERED"])
+        ours = docs(r.stdout)
+        self.compare(ours, also_only_shim=["PYTHONUNBUFFERED"])
+        for rank in (0, 1):
+            self.assertRegex(ours[rank]["TORCHELASTIC_ERROR_FILE"],
+                             rf"/aml-shim-errors-\w+/rank-{rank}\.error\.json$")
 
     def test_per_process_launch_under_mpirun_matches_torchrun(self):
         require("mpirun")
         r = run(mpirun(2, SHIM, "--", PYTHON, "-c", SHOW), env=env(), timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.compare(docs(r.stdout))
+        # Exec in place: nobody is left to read an error file.
+        self.compare(docs(r.stdout), also_only_torchrun=["TORCHELASTIC_ERROR_FILE"])
+
+    def test_a_recorded_exception_reaches_the_failure_summary(self):
+        code = ("import os, sys\n"
+                "from torch.distributed.elastic.multiprocessing.errors import record\n"
+                "@record\n"
+                "def main():\n"
+                "    print(os.environ['TORCHELASTIC_ERROR_FILE'], flush=True)\n"
+                "    if os.environ['RANK'] == '1':\n"
+                "        raise ValueError('bad shard 7')\n"
+                "main()\n")
+        with tempfile.TemporaryDirectory() as logs:
+            for args in ([], ["--log-dir", logs]):
+                with self.subTest(args=args):
+                    r = run([SHIM, "--nproc-per-node", "2", *args, "--", PYTHON, "-c", code],
+                            env=env(), timeout=120)
+                    self.assertEqual(r.returncode, 1, r.stderr)
+                    self.assertIn("aml-shim:   exception: ValueError: bad shard 7", r.stderr)
+                    self.assertIn("aml-shim:   traceback (TORCHELASTIC_ERROR_FILE, last lines):",
+                                  r.stderr)
+                    self.assertIn('aml-shim:   |   File "<string>", line 7, in main', r.stderr)
+                    # The -c program's newlines are escaped in the summary.
+                    self.assertIn("aml-shim:   command:  " + PYTHON + " -c import os, sys\\nfrom",
+                                  r.stderr)
+                    files = [re.sub(r"^\[rank \d+\] ", "", l) for l in r.stdout.splitlines()]
+                    if args:
+                        report = json.loads(open(os.path.join(logs, "failure.json")).read())
+                        self.assertEqual(report["exception"]["message"], "ValueError: bad shard 7")
+                        self.assertTrue(all(f.startswith(logs + "/rank-") for f in files), files)
+                    else:
+                        # The private directory is gone with the job.
+                        self.assertFalse([f for f in files if os.path.exists(os.path.dirname(f))])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,70 @@
+#include "launch/error_file.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "shim/base/json_read.h"
+
+namespace aml {
+namespace {
+
+constexpr size_t kMaxErrorFile = 256 * 1024;
+
+}  // namespace
+
+std::string ErrorFilePath(const std::string& dir, int rank) {
+  return dir + "/rank-" + std::to_string(rank) + ".error.json";
+}
+
+std::optional<RecordedError> ReadErrorFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return std::nullopt;
+  std::string text(kMaxErrorFile, '\0');
+  size_t got = 0;
+  ssize_t n;
+  while (got < text.size() && (n = read(fd, text.data() + got, text.size() - got)) > 0)
+    got += static_cast<size_t>(n);
+  close(fd);
+  text.resize(got);
+  auto doc = ParseJson(text);
+  if (!doc.ok()) return std::nullopt;
+  const JsonValue* m = doc->Find("message");
+  if (!m) return std::nullopt;
+  RecordedError e;
+  if (m->kind == JsonValue::Kind::kString) {
+    e.message = m->text;
+    return e;
+  }
+  if (const JsonValue* text_value = m->Find("message")) e.message = text_value->text;
+  if (const JsonValue* extra = m->Find("extraInfo"))
+    if (const JsonValue* stack = extra->Find("py_callstack")) e.traceback = stack->text;
+  if (e.message.empty() && e.traceback.empty()) return std::nullopt;
+  return e;
+}
+
+std::optional<std::string> MakeErrorDir() {
+  const char* tmp = getenv("TMPDIR");
+  std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/aml-shim-errors-XXXXXX";
+  std::vector<char> buf(templ.begin(), templ.end());
+  buf.push_back('\0');
+  if (!mkdtemp(buf.data())) return std::nullopt;  // mode 0700
+  return std::string(buf.data());
+}
+
+void RemoveErrorDir(const std::string& dir) {
+  if (DIR* d = opendir(dir.c_str())) {
+    const int dfd = dirfd(d);
+    while (dirent* e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name != "." && name != "..") unlinkat(dfd, name.c_str(), 0);
+    }
+    closedir(d);
+  }
+  rmdir(dir.c_str());
+}
+
+}  // namespace aml

@@ -1,0 +1,53 @@
+#include "launch/error_file.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+
+namespace aml {
+namespace {
+
+class ErrorFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = MakeErrorDir();
+    ASSERT_TRUE(dir.has_value());
+    dir_ = *dir;
+  }
+  void TearDown() override {
+    RemoveErrorDir(dir_);
+    EXPECT_NE(access(dir_.c_str(), F_OK), 0) << "the private directory was left behind";
+  }
+  void Write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+  std::string dir_;
+};
+
+TEST_F(ErrorFile, ReadsTorchsRecordFormat) {
+  const std::string path = ErrorFilePath(dir_, 3);
+  EXPECT_EQ(path, dir_ + "/rank-3.error.json");
+  Write(path, R"({"message": {"message": "ValueError: bad shard", "extraInfo": {"py_callstack": "Traceback:\nValueError: bad shard", "timestamp": "1"}}})");
+  auto e = ReadErrorFile(path);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->message, "ValueError: bad shard");
+  EXPECT_EQ(e->traceback, "Traceback:\nValueError: bad shard");
+}
+
+TEST_F(ErrorFile, ReadsAPlainMessage) {
+  Write(ErrorFilePath(dir_, 0), R"({"message": "RuntimeError: oom"})");
+  auto e = ReadErrorFile(ErrorFilePath(dir_, 0));
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->message, "RuntimeError: oom");
+}
+
+TEST_F(ErrorFile, NothingFromAbsentGarbledOrLinkedFiles) {
+  EXPECT_FALSE(ReadErrorFile(ErrorFilePath(dir_, 0)).has_value());
+  Write(ErrorFilePath(dir_, 1), "not json");
+  EXPECT_FALSE(ReadErrorFile(ErrorFilePath(dir_, 1)).has_value());
+  Write(dir_ + "/target", R"({"message": "planted"})");
+  ASSERT_EQ(symlink((dir_ + "/target").c_str(), ErrorFilePath(dir_, 2).c_str()), 0);
+  EXPECT_FALSE(ReadErrorFile(ErrorFilePath(dir_, 2)).has_value());
+}
+
+}  // namespace
+}  // namespace aml
