@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   libboost-program-options-dev libgtest-dev
-  openmpi-bin libopenmpi-dev
+  openmpi-bin libopenmpi-dev mpich libmpich-dev
   rdma-core libibverbs-dev librdmacm-dev libucx-dev
   python3 python3-torch python3-mpi4py
   slurm-wlm munge
@@ -32,4 +32,10 @@ echo "setup: installing ${#missing[@]} packages: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# MPICH brings its own mpirun alternative: Open MPI's stays the default
+# (the tests call MPICH as mpiexec.hydra).
+if [[ -e /usr/bin/mpirun.openmpi ]] && ! mpirun --version 2>&1 | grep -q "Open MPI"; then
+  $SUDO update-alternatives --set mpirun /usr/bin/mpirun.openmpi >/dev/null
+  $SUDO update-alternatives --set mpi /usr/bin/mpicc.openmpi >/dev/null 2>&1 || true
+fi
 echo "setup: done"
