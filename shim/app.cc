@@ -108,7 +108,13 @@ Result<std::vector<EnvVar>> SocketVars(const World& world, const EnvSnapshot& en
       (env.Has("NCCL_SOCKET_IFNAME") || conf.vars.count("NCCL_SOCKET_IFNAME")))
     return std::vector<EnvVar>{};
   auto facts = GatherRouteFacts(world.master_addr.value);
-  if (!facts.ok()) return facts.error();
+  if (!facts.ok()) {
+    // Say where the name came from, and what to do when it was not yours.
+    const std::string& why = world.master_addr.why;
+    const bool yours = why.rfind("--master-addr", 0) == 0 || why.rfind("MASTER_ADDR", 0) == 0;
+    return Error{facts.error().message + " (MASTER_ADDR from " + why + ")" +
+                 (yours ? "" : "; set --master-addr to an address every node resolves")};
+  }
   auto iface = ChooseSocketIface(*facts, ListAddresses());
   if (!iface.ok()) return iface.error();
   if (report) {

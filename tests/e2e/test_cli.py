@@ -73,6 +73,12 @@ class Cli(unittest.TestCase):
             ({"MASTER_ADDR": ""},
              "MASTER_ADDR is set but empty: unset it, or set it (or --master-addr) to rank 0's "
              "address"),
+            ({"SLURM_PROCID": "0", "SLURM_STEP_NUM_TASKS": "2", "SLURM_LOCALID": "0",
+              "SLURM_NODEID": "0", "SLURM_STEP_NODELIST": "aml-no-such-node[1-2]",
+              "SLURM_STEP_TASKS_PER_NODE": "1(x2)", "SLURM_JOB_ID": "5"},
+             "MASTER_ADDR=aml-no-such-node1 does not resolve: Name or service not known on this "
+             "node (MASTER_ADDR from first host of SLURM_STEP_NODELIST=aml-no-such-node[1-2]); "
+             "set --master-addr to an address every node resolves"),
             # A newline in a value is escaped: it cannot forge an aml-shim line.
             ({"MASTER_PORT": "1\naml-shim: all good"},
              "MASTER_PORT='1\\naml-shim: all good' is not an integer"),
