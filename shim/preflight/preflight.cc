@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <sstream>
@@ -47,7 +48,6 @@ class PreflightServer {
         by_rank_(static_cast<size_t>(req.size)) {}
 
   void Run(Deadline deadline, const std::string& target) {
-    const auto start = Clock::now();
     HelloGate gate(listener_.fd.get(), req_.size, req_.token);
     gate.Run(deadline);
     arrived_ = gate.arrived();
@@ -56,8 +56,10 @@ class PreflightServer {
     by_rank_ = std::move(gate.ranks());
     extra_ = std::move(gate.others());
     mismatch_ = gate.mismatch();
-    std::string report =
-        MissingRanksReport(arrived_, who_, req_.size, target, SecondsSince(start));
+    // The wait is --preflight-timeout's (rank 0's verdict comes when it ends).
+    std::string report = MissingRanksReport(
+        arrived_, who_, req_.size, target,
+        std::chrono::duration<double>(req_.timeout).count());
     if (!mismatch_.empty())
       report += (report.empty() ? "preflight tcp: inconsistent ranks:" : " Also:") + mismatch_;
     if (report.empty() && req_.gpu) {
@@ -298,8 +300,12 @@ Result<PreflightOutcome> RunPreflight(const PreflightRequest& req, bool* said) {
   if (said) *said = false;
   const std::string target = "MASTER_ADDR:MASTER_PORT=" +
                              JoinHostPort(req.master_addr, req.master_port);
-  const Deadline deadline = Clock::now() + req.timeout;
-  const Deadline verdict_at = deadline + req.verdict_margin;
+  // Rank 0 gives its verdict when --preflight-timeout ends; the others stop
+  // trying to connect a margin before that, so that a rank that connects at
+  // its last moment still counts.
+  const auto margin = std::min<std::chrono::milliseconds>(req.verdict_margin, req.timeout / 4);
+  const Deadline verdict_at = Clock::now() + req.timeout;
+  const Deadline deadline = verdict_at - margin;
   std::unique_ptr<PreflightServer> server;
   std::thread thread;
   if (req.rank == 0) {

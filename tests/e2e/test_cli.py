@@ -99,6 +99,14 @@ class Cli(unittest.TestCase):
                 self.expect_error(args, 125, f"--nproc-per-node={n} on OMPI_COMM_WORLD_SIZE="
                                   "16777216 makes WORLD_SIZE ", env=env)
 
+    def test_a_preflight_that_times_out_says_after_the_timeout_given(self):
+        env = clean_env(RANK="0", WORLD_SIZE="2", NODE_RANK="0", MASTER_ADDR="127.0.0.1",
+                        MASTER_PORT="29558")
+        self.expect_error(["--preflight", "tcp", "--preflight-timeout", "2", "true"], 125,
+                          "preflight tcp: 1 of 2 ranks did not reach MASTER_ADDR:MASTER_PORT="
+                          "127.0.0.1:29558 within 2.0 s: rank 1 (each says why on its own host)",
+                          env=env)
+
     def test_bad_options_are_125(self):
         self.expect_error(["--master-port", "0", "true"], 125,
                           "--master-port='0' is out of range")
