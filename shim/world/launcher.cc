@@ -8,6 +8,7 @@ const char* LauncherName(Launcher l) {
     case Launcher::kOpenMpi: return "Open MPI";
     case Launcher::kPmix: return "PMIx";
     case Launcher::kHydra: return "MPICH/Intel MPI (Hydra)";
+    case Launcher::kSlurmPmi2: return "Slurm PMI-2 (srun --mpi=pmi2)";
     case Launcher::kMvapich: return "MVAPICH2";
     case Launcher::kSlurm: return "Slurm";
     case Launcher::kTorch: return "torch environment";
@@ -17,7 +18,7 @@ const char* LauncherName(Launcher l) {
 
 bool IsMpiLauncher(Launcher l) {
   return l == Launcher::kOpenMpi || l == Launcher::kPmix || l == Launcher::kHydra ||
-         l == Launcher::kMvapich;
+         l == Launcher::kSlurmPmi2 || l == Launcher::kMvapich;
 }
 
 }  // namespace aml

@@ -123,6 +123,19 @@ TEST(Resolve, AgreeingSlurmFillsNodeIndex) {
   EXPECT_EQ(w->node_count.value, 2);
 }
 
+TEST(Resolve, SrunPmi2IsNotCalledHydra) {
+  auto w = ResolveRanks(Env({{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}, {"PMI_JOBID", "7.0"},
+                             {"SLURM_MPI_TYPE", "pmi2"}, {"SLURM_PROCID", "1"},
+                             {"SLURM_STEP_NUM_TASKS", "2"}, {"SLURM_LOCALID", "1"},
+                             {"SLURM_NODEID", "0"}, {"SLURM_STEP_NUM_NODES", "1"},
+                             {"SLURM_STEP_TASKS_PER_NODE", "2"}}));
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  EXPECT_STREQ(LauncherName(w->source), "Slurm PMI-2 (srun --mpi=pmi2)");
+  EXPECT_TRUE(IsMpiLauncher(w->source));
+  EXPECT_EQ(w->local_rank.value, 1);
+  EXPECT_EQ(w->node_rank.value, 0);
+}
+
 TEST(Resolve, PmixAloneHasNoSize) {
   auto w = ResolveRanks(Env({{"PMIX_RANK", "3"}}));
   ASSERT_FALSE(w.ok());

@@ -9,7 +9,7 @@
 namespace aml {
 
 // Where a world came from: the launcher whose variables gave the rank.
-enum class Launcher { kSingleton, kOpenMpi, kPmix, kHydra, kMvapich, kSlurm, kTorch };
+enum class Launcher { kSingleton, kOpenMpi, kPmix, kHydra, kSlurmPmi2, kMvapich, kSlurm, kTorch };
 
 // "Open MPI", "MPICH/Intel MPI (Hydra)", ... for messages and `env`.
 const char* LauncherName(Launcher l);

@@ -30,6 +30,15 @@ class Slurm(unittest.TestCase):
         return run(["srun", "-n", str(n), "--overcommit", *args], env=slurm_env(),
                    timeout=timeout)
 
+    def test_srun_mpi_pmi2_is_named_as_such(self):
+        r = self.srun(2, "--mpi=pmi2", SHIM, "env", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        docs = sorted(json_lines(r.stdout), key=lambda d: d["rank"])
+        self.assertEqual([d["rank"] for d in docs], [0, 1], r.stdout)
+        for d in docs:
+            self.assertEqual(d["source"], "Slurm PMI-2 (srun --mpi=pmi2)")
+            self.assertEqual(d["env"]["LOCAL_WORLD_SIZE"], "2")
+
     def test_world_from_srun(self):
         r = self.srun(2, SHIM, "env", "--json")
         self.assertEqual(r.returncode, 0, r.stderr)
