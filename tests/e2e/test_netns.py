@@ -44,6 +44,17 @@ def cluster_mpirun(hosts, *args, x=(), extra=()):
     return mpirun(sum(hosts.values()), *args, x=x, extra=where + list(extra), mca=mca)
 
 
+def cluster_hydra(hosts, *args):
+    """MPICH's mpiexec.hydra over the namespaces, started in node 1 (its
+    proxies connect back to it over the bridge)."""
+    agent = subprocess.run([SCRIPT, "agent", CLUSTER], stdout=subprocess.PIPE, text=True,
+                           check=True).stdout.strip()
+    where = ",".join(f"{node(i)}:{n}" for i, n in hosts.items())
+    return ["ip", "netns", "exec", node(1), "mpiexec.hydra", "-launcher", "ssh",
+            "-launcher-exec", agent, "-iface", "eth0", "-hosts", where,
+            "-n", str(sum(hosts.values())), *args]
+
+
 def ranks_env(stdout):
     """Every rank's JSON document. mpirun forwards each rank's output in the
     pieces it reads, so one rank's line may end after another's starts: find
@@ -116,6 +127,25 @@ class NetnsCluster(unittest.TestCase):
                 self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
                 docs = ranks_env(r.stdout)
                 self.assertEqual([int(d["NODE_RANK"]) for d in docs], truth, r.stdout)
+
+    def test_hydra_uneven_placement_with_nothing_naming_the_master(self):
+        # MPICH's libmpi.so.12 runs the rendezvous: exact nodes for 3 + 1.
+        require("mpiexec.hydra")
+        r = run(cluster_hydra({1: 3, 2: 1}, SHIM, "-v", "--", *PRINT_ENV), timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        docs = ranks_env(r.stdout)
+        self.assertEqual([int(d["NODE_RANK"]) for d in docs], [0, 0, 0, 1], r.stdout)
+        self.assertEqual([int(d["LOCAL_RANK"]) for d in docs], [0, 1, 2, 0], r.stdout)
+        self.assertEqual({d["MASTER_ADDR"] for d in docs}, {f"{NET}.1"})
+        self.assertEqual(len({d["MASTER_PORT"] for d in docs}), 1)
+        self.assertIn("(MPICH/Intel MPI (Hydra))", r.stderr)
+
+    def test_pytorch_ddp_across_nodes_under_hydra(self):
+        require("mpiexec.hydra")
+        r = run(cluster_hydra({1: 2, 2: 2}, SHIM, "--", PYTHON, TRAIN, "--epochs", "10"),
+                timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.check_converged(r.stdout, 4)
 
     def test_rendezvous_env_stops_on_a_placement_it_cannot_prove(self):
         r = run(cluster_mpirun({1: 2, 2: 2}, SHIM, "--rendezvous", "env", "--master-addr",
