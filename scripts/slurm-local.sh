@@ -3,6 +3,7 @@
 # the slurm-wlm and munge packages).
 #   scripts/slurm-local.sh start   # munged + slurmctld + slurmd, waits for idle
 #   scripts/slurm-local.sh stop    # stops what start started
+#   scripts/slurm-local.sh munge   # only munged (scripts/slurm-netns.sh uses it)
 # State lives under $AML_SLURM_DIR (default /tmp/aml-shim-slurm); the
 # configuration is $AML_SLURM_DIR/slurm.conf (export SLURM_CONF to use it).
 set -euo pipefail
@@ -13,8 +14,7 @@ conf=$dir/slurm.conf
 host=$(hostname -s)
 cpus=$(nproc)
 
-start() {
-  mkdir -p "$dir"/{spool,state,log}
+munge_up() {
   if [[ ! -f /etc/munge/munge.key ]]; then
     mungekey --create >/dev/null 2>&1 || create-munge-key >/dev/null 2>&1
   fi
@@ -31,6 +31,11 @@ start() {
     fi
     runuser -u munge -- /usr/sbin/munged
   fi
+}
+
+start() {
+  mkdir -p "$dir"/{spool,state,log}
+  munge_up
   cat >"$conf" <<CONF
 ClusterName=amlshim
 SlurmctldHost=$host
@@ -92,6 +97,7 @@ stop() {
 
 case "${1:-}" in
   start) start ;;
+  munge) munge_up ;;
   stop) stop ;;
-  *) echo "usage: $0 start|stop" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|munge" >&2; exit 2 ;;
 esac

@@ -1,0 +1,73 @@
+"""A real multi-node Slurm (scripts/slurm-netns.sh: slurmctld on the bridge,
+slurmd in each of 2 network namespaces): sbatch with srun, the per-node
+variant, and srun --mpi=pmix, each training PyTorch DDP or checking the
+world every rank gets."""
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+
+from harness import (PYTHON, SHIM, SRC, TRAIN, assert_converged, clean_env, finals, main,
+                     require, run)
+
+SCRIPT = os.path.join(SRC, "scripts", "slurm-netns.sh")
+NAME, SUBNET = "amls", "45"
+
+
+class SlurmNetns(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        require("srun", "sbatch", "slurmctld", "slurmd", "munged", "ip", PYTHON)
+        cls.addClassCleanup(subprocess.run, [SCRIPT, "down", NAME], capture_output=True)
+        r = run([SCRIPT, "up", NAME, "2", SUBNET], timeout=120)
+        if r.returncode != 0:
+            raise AssertionError("could not start the Slurm cluster:\n" + r.stdout + r.stderr)
+        cls.conf = r.stdout.strip()
+
+    def env(self, **extra):
+        # The namespaces share /dev/shm and a hostname: no shared-memory BTL.
+        return clean_env(SLURM_CONF=self.conf, OMPI_MCA_btl="tcp,self", **extra)
+
+    def test_sbatch_two_nodes_srun_trains(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out")
+            job = os.path.join(tmp, "job.sh")
+            with open(job, "w") as f:
+                f.write(f"#!/bin/sh\nsrun {SHIM} -- {PYTHON} {TRAIN} --epochs 10\n")
+            r = run(["sbatch", "-N2", "--ntasks-per-node=2", "--overcommit", "--wait",
+                     f"--output={out}", job], env=self.env(), timeout=300)
+            text = ""
+            if os.path.exists(out):
+                with open(out) as f:
+                    text = f.read()
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr + text)
+            assert_converged(self, text, 4)
+            self.assertEqual([int(f[3]) for f in finals(text)], [0, 0, 1, 1])
+
+    def test_one_shim_per_node_fans_out(self):
+        r = run(["srun", "-N2", "--ntasks-per-node=1", SHIM, "--nproc-per-node", "2", "--",
+                 PYTHON, TRAIN, "--epochs", "10"], env=self.env(), timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        assert_converged(self, r.stdout, 4)
+        self.assertEqual([int(f[3]) for f in finals(r.stdout)], [0, 0, 1, 1])
+
+    def test_srun_mpi_pmix_world(self):
+        # Each rank writes its document to a file: srun forwards long lines
+        # from several ranks in interleaved pieces.
+        with tempfile.TemporaryDirectory() as tmp:
+            r = run(["srun", "-N2", "--ntasks-per-node=2", "--overcommit", "--mpi=pmix", "sh",
+                     "-c", f'{SHIM} env --json > {tmp}/doc-$SLURM_PROCID'],
+                    env=self.env(), timeout=120)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            docs = []
+            for rank in range(4):
+                with open(f"{tmp}/doc-{rank}") as f:
+                    docs.append(json.load(f))
+        self.assertEqual([d["rank"] for d in docs], [0, 1, 2, 3])
+        self.assertEqual([d["node_rank"] for d in docs], [0, 0, 1, 1])
+        self.assertEqual({d["source"] for d in docs}, {"PMIx"})
+        self.assertEqual({d["env"]["MASTER_ADDR"] for d in docs}, {f"{NAME}1"})
+
+if __name__ == "__main__":
+    main()
