@@ -1,7 +1,7 @@
 """A real multi-node Slurm (scripts/slurm-netns.sh: slurmctld on the bridge,
 slurmd in each of 2 network namespaces): sbatch with srun, the per-node
-variant, and srun --mpi=pmix, each training PyTorch DDP or checking the
-world every rank gets."""
+variant, srun --mpi=pmix, and mpirun inside an allocation, each training
+PyTorch DDP or checking the world every rank gets."""
 import json
 import os
 import subprocess
@@ -68,6 +68,21 @@ class SlurmNetns(unittest.TestCase):
         self.assertEqual([d["node_rank"] for d in docs], [0, 0, 1, 1])
         self.assertEqual({d["source"] for d in docs}, {"PMIx"})
         self.assertEqual({d["env"]["MASTER_ADDR"] for d in docs}, {f"{NAME}1"})
+
+    def test_mpirun_inside_an_allocation(self):
+        require("mpirun", "salloc")
+        show = 'echo "R $RANK $NODE_RANK $LOCAL_RANK $MASTER_ADDR:$MASTER_PORT"'
+        r = run(["salloc", "-N2", "--ntasks-per-node=2", "--overcommit", "mpirun",
+                 "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "tcp,self",
+                 "--mca", "oob_tcp_if_include", f"198.18.{SUBNET}.0/24",
+                 "--mca", "rtc_hwloc_vmhole", "none", "-x", "PMIX_MCA_gds=hash",
+                 SHIM, "--", "sh", "-c", show], env=self.env(), timeout=180)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        rows = sorted(l.split()[1:] for l in r.stdout.splitlines() if l.startswith("R "))
+        self.assertEqual([(int(a), int(b), int(c)) for a, b, c, _ in rows],
+                         [(0, 0, 0), (1, 0, 1), (2, 1, 0), (3, 1, 1)], r.stdout)
+        self.assertEqual(len({m for *_, m in rows}), 1, r.stdout)
+
 
 if __name__ == "__main__":
     main()
