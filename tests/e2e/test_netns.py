@@ -151,8 +151,8 @@ class NetnsCluster(unittest.TestCase):
         r = run(cluster_mpirun({1: 2, 2: 2}, SHIM, "--rendezvous", "env", "--master-addr",
                                node(1), "--", "true", extra=["--map-by", "node"]), timeout=120)
         self.assertEqual(r.returncode, 125, r.stdout + r.stderr)
-        self.assertEqual(r.stderr.count("aml-shim: NODE_RANK cannot be proven for this job"), 4,
-                         r.stderr)
+        # Every rank stops; mpirun may kill some before they print.
+        self.assertIn("aml-shim: NODE_RANK cannot be proven for this job", r.stderr)
         self.assertIn("set NODE_RANK on every rank, or use --rendezvous auto", r.stderr)
 
     # --- what each rank gets ------------------------------------------------------
