@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,9 +30,24 @@ void CloseAllBut(int keep, int max_fd) {
     if (fd != keep) close(fd);
 }
 
+double Seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Drops the groups that have no member left (never signalled again).
+size_t DropEmpty(int* groups, size_t n) {
+  for (size_t i = 0; i < n;) {
+    if (kill(-groups[i], 0) != 0 && errno == ESRCH) groups[i] = groups[--n];
+    else ++i;
+  }
+  return n;
+}
+
 // The keeper's whole life; async-signal-safe calls only (the shim may have
 // threads from a dlopen'ed MPI), no allocation: `groups` has its capacity.
-[[noreturn]] void KeeperMain(int fd, int* groups, size_t capacity, int max_fd) {
+[[noreturn]] void KeeperMain(int fd, int* groups, size_t capacity, int max_fd, double grace_s) {
   setpgid(0, 0);  // out of the shim's group: mpirun's SIGKILL to it misses us
   CloseAllBut(fd, max_fd);
   size_t n = 0;
@@ -48,6 +64,15 @@ void CloseAllBut(int keep, int max_fd) {
     for (size_t i = 0; i < n; ++i)
       if (groups[i] == -value) groups[i] = groups[--n];
   }
+  // The shim died before it could pass anything on (mpirun SIGKILLs a shim
+  // that was not scheduled between its SIGTERM and SIGKILL): the children
+  // get SIGTERM, as the shim would have sent, then SIGKILL after the grace.
+  for (size_t i = 0; i < n; ++i) kill(-groups[i], SIGTERM);
+  const double kill_at = Seconds() + grace_s;
+  while ((n = DropEmpty(groups, n)) > 0 && Seconds() < kill_at) {
+    timespec pause{0, 10 * 1000 * 1000};
+    nanosleep(&pause, nullptr);
+  }
   for (size_t i = 0; i < n; ++i) kill(-groups[i], SIGKILL);
   _exit(0);
 }
@@ -58,7 +83,7 @@ Keeper::~Keeper() {
   if (fd_ >= 0) close(fd_);
 }
 
-Status Keeper::Start(size_t max_groups) {
+Status Keeper::Start(size_t max_groups, double grace_s) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0)
     return Error{std::string("cannot create the keeper's pipe: ") + std::strerror(errno)};
@@ -74,7 +99,7 @@ Status Keeper::Start(size_t max_groups) {
     close(p[1]);
     return Error{std::string("cannot start the keeper (fork): ") + std::strerror(e)};
   }
-  if (pid == 0) KeeperMain(p[0], groups.data(), groups.size(), max_fd);
+  if (pid == 0) KeeperMain(p[0], groups.data(), groups.size(), max_fd, grace_s);
   close(p[0]);
   setpgid(pid, pid);  // also from here: no window where it shares our group
   fd_ = p[1];

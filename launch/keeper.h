@@ -9,8 +9,9 @@
 // read end of a pipe whose write end only the shim holds (close-on-exec, so no
 // child inherits it). The shim names each child's process group as it starts
 // and says "done" when it ends in order; end of file without "done" means the
-// shim died, and the keeper sends SIGKILL to every group still named, then
-// exits. The keeper allocates nothing after the fork.
+// shim died: the keeper sends SIGTERM to every group still named (what the
+// shim would have forwarded), SIGKILL to those not empty after the grace
+// period, then exits. The keeper allocates nothing after the fork.
 #pragma once
 
 #include <sys/types.h>
@@ -28,8 +29,9 @@ class Keeper {
   Keeper& operator=(const Keeper&) = delete;
   ~Keeper();
 
-  // Forks the keeper, able to hold `max_groups` groups.
-  Status Start(size_t max_groups);
+  // Forks the keeper, able to hold `max_groups` groups; `grace_s` between
+  // its SIGTERM and its SIGKILL.
+  Status Start(size_t max_groups, double grace_s);
   bool running() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }
   // The shim's child `pgid` leads a group the keeper must end with the shim.

@@ -36,11 +36,12 @@ int WaitEnd(pid_t pid, int seconds) {
 
 // A "shim" that starts a keeper and one watched sleeper, reports the
 // sleeper's pid, then dies by SIGKILL, as mpirun would end it.
-pid_t StartShim(int report_fd, bool forget, bool dismiss) {
+pid_t StartShim(int report_fd, bool forget, bool dismiss, bool ignore_term = false) {
   pid_t shim = fork();
   if (shim != 0) return shim;
   Keeper keeper;
-  if (!keeper.Start(4).ok()) _exit(3);
+  if (!keeper.Start(4, 0.3).ok()) _exit(3);
+  if (ignore_term) signal(SIGTERM, SIG_IGN);  // inherited by the sleeper's exec
   pid_t sleeper = StartSleeper();
   keeper.Watch(sleeper);
   if (forget) keeper.Forget(sleeper);
@@ -62,8 +63,8 @@ class KeeperTest : public ::testing::Test {
     close(p_[1]);
     prctl(PR_SET_CHILD_SUBREAPER, 0);
   }
-  pid_t RunShim(bool forget, bool dismiss) {
-    pid_t shim = StartShim(p_[1], forget, dismiss);
+  pid_t RunShim(bool forget, bool dismiss, bool ignore_term = false) {
+    pid_t shim = StartShim(p_[1], forget, dismiss, ignore_term);
     pid_t sleeper = -1;
     EXPECT_EQ(read(p_[0], &sleeper, sizeof sleeper), static_cast<ssize_t>(sizeof sleeper));
     int status = WaitEnd(shim, 10);
@@ -81,11 +82,19 @@ pid_t WaitForKeeper(pid_t sleeper) {
   return reaped;
 }
 
-TEST_F(KeeperTest, KillsTheWatchedGroupWhenTheShimIsKilled) {
+TEST_F(KeeperTest, TermsTheWatchedGroupWhenTheShimIsKilled) {
   pid_t sleeper = RunShim(false, false);
   int status = WaitEnd(sleeper, 10);
   ASSERT_NE(status, -1) << "the child outlived its SIGKILLed shim";
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+  WaitForKeeper(sleeper);
+}
+
+TEST_F(KeeperTest, KillsAGroupThatIgnoresSigtermAfterTheGrace) {
+  pid_t sleeper = RunShim(false, false, /*ignore_term=*/true);
+  int status = WaitEnd(sleeper, 10);
+  ASSERT_NE(status, -1) << "the child outlived its SIGKILLed shim";
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
   WaitForKeeper(sleeper);
 }
 

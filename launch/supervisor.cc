@@ -36,6 +36,7 @@ constexpr size_t kTailBytes = 16 * 1024;      // stderr kept for the summary
 constexpr double kAfterKillS = 5.0;           // wait after SIGKILL before giving up
 constexpr size_t kQueueCap = 4 << 20;         // output queued for a slow reader
 constexpr double kFinalFlushS = 5.0;          // the reader's last chance at the end
+constexpr double kKeeperGraceS = 10.0;        // SIGTERM to SIGKILL when the shim died
 const int kForwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
 double Now() {
@@ -174,7 +175,9 @@ int Supervisor::Prepare() {
   }
   // As PID 1 the kernel ends every process of the namespace with us.
   if (getpid() != 1) {
-    Status keeper = keeper_.Start(config_.children.size());
+    // The keeper's grace is --grace, at most kKeeperGraceS: the job has
+    // already ended for the launcher that killed the shim.
+    Status keeper = keeper_.Start(config_.children.size(), std::min(config_.grace_s, kKeeperGraceS));
     if (!keeper.ok()) {
       LogError(keeper.error().message);
       return kExitShimFailure;
