@@ -47,7 +47,8 @@ size_t DropEmpty(int* groups, size_t n) {
 
 // The keeper's whole life; async-signal-safe calls only (the shim may have
 // threads from a dlopen'ed MPI), no allocation: `groups` has its capacity.
-[[noreturn]] void KeeperMain(int fd, int* groups, size_t capacity, int max_fd, double grace_s) {
+[[noreturn]] void KeeperMain(int fd, int* groups, size_t capacity, int max_fd, double grace_s,
+                             const char* remove_dir) {
   setpgid(0, 0);  // out of the shim's group: mpirun's SIGKILL to it misses us
   CloseAllBut(fd, max_fd);
   size_t n = 0;
@@ -74,6 +75,8 @@ size_t DropEmpty(int* groups, size_t n) {
     nanosleep(&pause, nullptr);
   }
   for (size_t i = 0; i < n; ++i) kill(-groups[i], SIGKILL);
+  // The shim's private directory, if nothing was left in it.
+  if (remove_dir[0] != '\0') rmdir(remove_dir);
   _exit(0);
 }
 
@@ -83,7 +86,7 @@ Keeper::~Keeper() {
   if (fd_ >= 0) close(fd_);
 }
 
-Status Keeper::Start(size_t max_groups, double grace_s) {
+Status Keeper::Start(size_t max_groups, double grace_s, const std::string& remove_dir) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0)
     return Error{std::string("cannot create the keeper's pipe: ") + std::strerror(errno)};
@@ -99,7 +102,7 @@ Status Keeper::Start(size_t max_groups, double grace_s) {
     close(p[1]);
     return Error{std::string("cannot start the keeper (fork): ") + std::strerror(e)};
   }
-  if (pid == 0) KeeperMain(p[0], groups.data(), groups.size(), max_fd, grace_s);
+  if (pid == 0) KeeperMain(p[0], groups.data(), groups.size(), max_fd, grace_s, remove_dir.c_str());
   close(p[0]);
   setpgid(pid, pid);  // also from here: no window where it shares our group
   fd_ = p[1];

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <string>
 
 #include "shim/base/result.h"
 
@@ -30,8 +31,9 @@ class Keeper {
   ~Keeper();
 
   // Forks the keeper, able to hold `max_groups` groups; `grace_s` between
-  // its SIGTERM and its SIGKILL.
-  Status Start(size_t max_groups, double grace_s);
+  // its SIGTERM and its SIGKILL; `remove_dir`, if not empty, is removed
+  // after the SIGKILL when it is empty (the shim's private directory).
+  Status Start(size_t max_groups, double grace_s, const std::string& remove_dir = "");
   bool running() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }
   // The shim's child `pgid` leads a group the keeper must end with the shim.

@@ -177,9 +177,11 @@ int Supervisor::Prepare() {
   if (getpid() != 1) {
     // The keeper's grace is --grace, at most kKeeperGraceS: the job has
     // already ended for the launcher that killed the shim.
-    Status keeper = keeper_.Start(config_.children.size(), std::min(config_.grace_s, kKeeperGraceS));
+    Status keeper = keeper_.Start(config_.children.size(), std::min(config_.grace_s, kKeeperGraceS),
+                                  own_error_dir_ ? error_dir_ : "");
     if (!keeper.ok()) {
       LogError(keeper.error().message);
+      if (own_error_dir_) RemoveErrorDir(error_dir_);
       return kExitShimFailure;
     }
   }

@@ -80,8 +80,11 @@ class LogDir(unittest.TestCase):
         require("mount")
         os.mkdir(self.logs)
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", self.logs], check=True)
-        self.addCleanup(subprocess.run, ["umount", "-l", self.logs])
-        r = self.shim("sh", "-c", 'head -c 1500000 /dev/zero | tr "\\0" x; echo')
+        try:
+            r = self.shim("sh", "-c", 'head -c 1500000 /dev/zero | tr "\\0" x; echo')
+        finally:
+            # Before tearDown removes the directory it is mounted on.
+            subprocess.run(["umount", "-l", self.logs])
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout.count("x"), 2 * 1500000, "stdout lost bytes")
         self.assertIn("No space left on device; the rest of it is not logged", r.stderr)
