@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -26,18 +25,11 @@ std::string Cap(std::string s, size_t n = kMaxField) {
   return s;
 }
 
-std::string PeerName(int fd) {
-  sockaddr_storage ss{};
-  socklen_t len = sizeof ss;
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "?";
-  char buf[INET6_ADDRSTRLEN] = "?";
-  if (ss.ss_family == AF_INET)
-    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr, buf, sizeof buf);
-  else if (ss.ss_family == AF_INET6)
-    inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr, buf, sizeof buf);
-  std::string s = buf;
-  if (s.rfind("::ffff:", 0) == 0) s = s.substr(7);
-  return s;
+// The length a frame's 4-byte header announces (the header must be in `buf`).
+uint32_t FrameLength(const std::string& buf) {
+  uint32_t len = 0;
+  std::memcpy(&len, buf.data(), 4);
+  return ntohl(len);
 }
 
 }  // namespace
@@ -75,7 +67,8 @@ void HelloGate::Accept(Deadline now) {
     if (c >= 0) {
       Pending p;
       p.fd = Fd(c);
-      p.peer = PeerName(c);
+      p.peer = PeerAddress(c);
+      if (p.peer.empty()) p.peer = "?";
       p.until = now + limits_.hello_timeout;
       pending_.push_back(std::move(p));
       continue;
@@ -95,12 +88,7 @@ void HelloGate::Accept(Deadline now) {
 bool HelloGate::Read(Pending& p) {
   // Exactly the hello frame: the header, then its length, never more (the
   // GPU stage's frame may follow on the same connection).
-  uint32_t len = 0;
-  if (p.buf.size() >= 4) {
-    std::memcpy(&len, p.buf.data(), 4);
-    len = ntohl(len);
-  }
-  const size_t want = p.buf.size() < 4 ? 4 : 4 + len;
+  const size_t want = p.buf.size() < 4 ? 4 : 4 + FrameLength(p.buf);
   char buf[1024];
   ssize_t n = recv(p.fd.get(), buf, std::min(sizeof buf, want - p.buf.size()), 0);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return false;
@@ -110,8 +98,7 @@ bool HelloGate::Read(Pending& p) {
   }
   p.buf.append(buf, static_cast<size_t>(n));
   if (p.buf.size() < 4) return false;
-  std::memcpy(&len, p.buf.data(), 4);
-  len = ntohl(len);
+  const uint32_t len = FrameLength(p.buf);
   if (len > limits_.max_hello) {
     ++oversized_;
     return true;
