@@ -4,12 +4,11 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
-#include <sstream>
 #include <string>
+
+#include "shim/base/proc_tree.h"
 
 namespace aml {
 
@@ -33,15 +32,10 @@ std::vector<pid_t> ListChildren(pid_t except) {
     char* end = nullptr;
     long pid = std::strtol(e->d_name, &end, 10);
     if (*end != '\0' || pid <= 0 || pid == except) continue;
-    std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
-    std::string line;
-    if (!std::getline(stat, line)) continue;
-    size_t paren = line.rfind(')');
-    if (paren == std::string::npos) continue;
-    std::istringstream rest(line.substr(paren + 2));
-    char state;
-    long ppid;
-    if (rest >> state >> ppid && ppid == self) out.push_back(static_cast<pid_t>(pid));
+    std::string comm;
+    pid_t ppid = 0;
+    if (ReadProcStat(static_cast<pid_t>(pid), &comm, &ppid) && ppid == self)
+      out.push_back(static_cast<pid_t>(pid));
   }
   closedir(d);
   return out;

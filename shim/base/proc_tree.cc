@@ -6,9 +6,7 @@
 #include <sstream>
 
 namespace aml {
-namespace {
-
-bool CommAndParent(pid_t pid, std::string* comm, pid_t* parent) {
+bool ReadProcStat(pid_t pid, std::string* comm, pid_t* parent) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
   if (!std::getline(f, line)) return false;
@@ -23,14 +21,12 @@ bool CommAndParent(pid_t pid, std::string* comm, pid_t* parent) {
   return true;
 }
 
-}  // namespace
-
 std::optional<pid_t> AncestorNamed(const std::string& comm) {
   pid_t pid = getppid();
   for (int depth = 0; depth < 64 && pid > 1; ++depth) {
     std::string name;
     pid_t parent = 0;
-    if (!CommAndParent(pid, &name, &parent)) return std::nullopt;
+    if (!ReadProcStat(pid, &name, &parent)) return std::nullopt;
     if (name == comm) return pid;
     pid = parent;
   }

@@ -10,6 +10,11 @@
 
 namespace aml {
 
+// The command name and parent of `pid`, from /proc/PID/stat (the name may
+// hold spaces and parentheses: it is everything between the first '(' and
+// the last ')'); false when the process is gone.
+bool ReadProcStat(pid_t pid, std::string* comm, pid_t* parent);
+
 // The nearest ancestor whose command name (/proc/PID/comm) is `comm`.
 std::optional<pid_t> AncestorNamed(const std::string& comm);
 

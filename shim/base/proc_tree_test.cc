@@ -1,6 +1,8 @@
 #include "shim/base/proc_tree.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +31,28 @@ TEST(AncestorNamed, FindsTheNearestAncestorByName) {
   ASSERT_EQ(waitpid(child, &status, 0), child);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   EXPECT_FALSE(AncestorNamed("no-such-process-name").has_value());
+}
+
+TEST(ReadProcStat, ANameWithSpacesAndParentheses) {
+  pid_t child = fork();
+  if (child == 0) {
+    prctl(PR_SET_NAME, "a) b (c");
+    pause();
+    _exit(0);
+  }
+  std::string comm;
+  pid_t parent = 0;
+  bool ok = false;
+  for (int i = 0; i < 200 && !(ok && comm == "a) b (c"); ++i) {
+    ok = ReadProcStat(child, &comm, &parent);
+    usleep(5000);
+  }
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  EXPECT_TRUE(ok);
+  EXPECT_EQ(comm, "a) b (c");
+  EXPECT_EQ(parent, getpid());
+  EXPECT_FALSE(ReadProcStat(child, &comm, &parent));  // reaped: gone
 }
 
 }  // namespace
