@@ -46,9 +46,8 @@ std::optional<RecordedError> ReadErrorFile(const std::string& path) {
   return e;
 }
 
-std::optional<std::string> MakeErrorDir() {
-  const char* tmp = getenv("TMPDIR");
-  std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/aml-shim-errors-XXXXXX";
+std::optional<std::string> MakeErrorDir(const std::string& tmp_dir) {
+  std::string templ = (tmp_dir.empty() ? "/tmp" : tmp_dir) + "/aml-shim-errors-XXXXXX";
   std::vector<char> buf(templ.begin(), templ.end());
   buf.push_back('\0');
   if (!mkdtemp(buf.data())) return std::nullopt;  // mode 0700

@@ -22,8 +22,9 @@ std::string ErrorFilePath(const std::string& dir, int rank);
 std::optional<RecordedError> ReadErrorFile(const std::string& path);
 
 // A private directory (0700) for the error files when there is no
-// --log-dir; removed with what is in it by RemoveErrorDir.
-std::optional<std::string> MakeErrorDir();
+// --log-dir, under `tmp_dir` ($TMPDIR; "" for /tmp); removed with what is in
+// it by RemoveErrorDir.
+std::optional<std::string> MakeErrorDir(const std::string& tmp_dir);
 void RemoveErrorDir(const std::string& dir);
 
 }  // namespace aml

@@ -11,7 +11,7 @@ namespace {
 class ErrorFile : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto dir = MakeErrorDir();
+    auto dir = MakeErrorDir("");
     ASSERT_TRUE(dir.has_value());
     dir_ = *dir;
   }

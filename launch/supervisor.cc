@@ -169,7 +169,7 @@ int Supervisor::Prepare() {
     }
     logs_ = std::move(*logs);
     error_dir_ = logs_->path();
-  } else if (auto dir = MakeErrorDir()) {
+  } else if (auto dir = MakeErrorDir(config_.tmp_dir)) {
     error_dir_ = *dir;
     own_error_dir_ = true;
   }

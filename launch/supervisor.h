@@ -35,6 +35,7 @@ struct SupervisorConfig {
   std::optional<std::string> log_dir;
   std::string run_id;        // the job's id, or this run's: failure.json's "run"
   timespec shim_started{};   // CLOCK_REALTIME when aml-shim started
+  std::string tmp_dir;       // $TMPDIR ("" for /tmp): the error files without --log-dir
   double grace_s = 30;
   int node_rank = 0;
   std::string host;

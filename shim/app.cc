@@ -298,6 +298,7 @@ int Run(const Options& o, const World& world, const Planned& p, const EnvSnapsho
     config.log_dir = o.log_dir;
     config.run_id = RunId(env, host);
     config.shim_started = g_started;
+    config.tmp_dir = env.GetOr("TMPDIR", "");
     config.grace_s = o.grace_s;
     config.node_rank = world.node_rank.value;
     config.host = host;
