@@ -117,6 +117,15 @@ def json_lines(text):
     return out
 
 
+def alive(pid):
+    """The process exists and is not a zombie (kill(0) answers for zombies)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def slurp(path):
     with open(path) as f:
         return f.read()

@@ -9,26 +9,14 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import PYTHON, SHIM, clean_env, main, mpirun, require, run, slurp, spawn, wait_for
+from harness import (PYTHON, SHIM, alive, clean_env, main, mpirun, require, run, slurp, spawn,
+                     wait_for)
 
 SHOW = ('echo "{\\"rank\\":$RANK,\\"size\\":$WORLD_SIZE,\\"local\\":$LOCAL_RANK,'
         '\\"local_size\\":$LOCAL_WORLD_SIZE,\\"group\\":$GROUP_RANK,\\"groups\\":$GROUP_WORLD_SIZE,'
         '\\"node\\":$NODE_RANK,\\"omp\\":\\"$OMP_NUM_THREADS\\",\\"unbuf\\":\\"$PYTHONUNBUFFERED\\",'
         '\\"port\\":$MASTER_PORT}"')
 TAG = re.compile(r"^\[rank (\d+)\]([+\\]?) (.*)$", re.S)
-
-
-def pid_alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie still answers kill(0); treat it as gone.
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 class Supervisor(unittest.TestCase):
@@ -104,7 +92,7 @@ class Supervisor(unittest.TestCase):
                 timeout=60)
         self.assertEqual(r.returncode, 3, r.stderr)
         pid = int(slurp(pidfile))
-        self.assertFalse(pid_alive(pid), "the child that ignored SIGTERM survived")
+        self.assertFalse(alive(pid), "the child that ignored SIGTERM survived")
 
     def test_sigterm_reaches_children_and_grandchildren_under_mpirun(self):
         # Children record the signal in a file: after SIGTERM mpirun is shutting
@@ -125,7 +113,7 @@ class Supervisor(unittest.TestCase):
             self.assertTrue(os.path.exists(f"{self.tmp}/term-{r}"),
                             f"rank {r} did not get SIGTERM\n{out}\n{err}")
             gc = int(slurp(f"{self.tmp}/gc-{r}"))
-            self.assertFalse(pid_alive(gc), f"grandchild of rank {r} survived")
+            self.assertFalse(alive(gc), f"grandchild of rank {r} survived")
 
     def test_pid1_reaps_orphans(self):
         require("unshare")

@@ -9,7 +9,7 @@ import tempfile
 import shutil
 import unittest
 
-from harness import SHIM, kill_group, main, mpirun, require, run, slurp, spawn, wait_for
+from harness import SHIM, alive, kill_group, main, mpirun, require, run, slurp, spawn, wait_for
 
 # Each rank records its pid and its grandchild's, then waits; TERM makes it
 # take `delay` seconds to "checkpoint" (a file) before exiting, or, with
@@ -20,14 +20,6 @@ def ranks_script(tmp, delay=0):
     return (trap +
             f'sleep 600 & echo "$$ $!" > {tmp}/pids-$RANK.tmp; mv {tmp}/pids-$RANK.tmp {tmp}/pids-$RANK; '
             'wait; wait')
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 class Teardown(unittest.TestCase):
@@ -65,39 +57,36 @@ class Teardown(unittest.TestCase):
         finally:
             kill_group(p)
 
-    def test_mpirun_sigkill_after_sigterm_leaves_no_child(self):
+    def sigterm_mpirun(self, grace, delay, mca=()):
+        """mpirun -np 1 of a shim with 2 ranks (ranks_script), SIGTERM to
+        mpirun once they run; returns the ranks' pids and mpirun's stderr."""
         require("mpirun")
-        # The ranks ignore SIGTERM; mpirun SIGKILLs the shim after 1 s
-        # (odls_base_sigkill_timeout), long before --grace ends: nothing may
-        # be left running.
-        p = spawn(mpirun(1, SHIM, "--grace", "20", "--nproc-per-node", "2", "--", "sh", "-c",
-                         ranks_script(self.tmp, delay=None)),
+        p = spawn(mpirun(1, SHIM, "--grace", str(grace), "--nproc-per-node", "2", "--", "sh",
+                         "-c", ranks_script(self.tmp, delay=delay), mca=mca),
                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             pids = self.pids(2)
             p.send_signal(signal.SIGTERM)
-            p.communicate(timeout=60)
-            self.assert_all_gone(pids, "ranks outlived mpirun's teardown")
+            _, err = p.communicate(timeout=90)
+            return pids, err
         finally:
             kill_group(p)
 
+    def test_mpirun_sigkill_after_sigterm_leaves_no_child(self):
+        # The ranks ignore SIGTERM; mpirun SIGKILLs the shim after 1 s
+        # (odls_base_sigkill_timeout), long before --grace ends: nothing may
+        # be left running.
+        pids, _ = self.sigterm_mpirun(grace=20, delay=None)
+        self.assert_all_gone(pids, "ranks outlived mpirun's teardown")
+
     def test_mpirun_with_room_for_grace_lets_ranks_checkpoint(self):
-        require("mpirun")
         # README: give mpirun's SIGKILL timeout room for --grace (mpirun
         # then waits that long at every shutdown, hence a small one here).
-        p = spawn(mpirun(1, SHIM, "--grace", "5", "--nproc-per-node", "2", "--", "sh", "-c",
-                         ranks_script(self.tmp, delay=2),
-                         mca=[("odls_base_sigkill_timeout", "6")]),
-                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            pids = self.pids(2)
-            p.send_signal(signal.SIGTERM)
-            out, err = p.communicate(timeout=90)
-            for r in range(2):
-                self.assertEqual(slurp(f"{self.tmp}/ckpt-{r}"), "saved\n", err)
-            self.assert_all_gone(pids, "ranks outlived the job")
-        finally:
-            kill_group(p)
+        pids, err = self.sigterm_mpirun(grace=5, delay=2,
+                                        mca=[("odls_base_sigkill_timeout", "6")])
+        for r in range(2):
+            self.assertEqual(slurp(f"{self.tmp}/ckpt-{r}"), "saved\n", err)
+        self.assert_all_gone(pids, "ranks outlived the job")
 
     def test_a_recycled_pid_is_never_signalled(self):
         require("unshare", "setsid")
