@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "shim/base/json_read.h"
+#include "shim/base/read_no_follow.h"
 
 namespace aml {
 namespace {
@@ -21,16 +22,7 @@ std::string ErrorFilePath(const std::string& dir, int rank) {
 }
 
 std::optional<RecordedError> ReadErrorFile(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return std::nullopt;
-  std::string text(kMaxErrorFile, '\0');
-  size_t got = 0;
-  ssize_t n;
-  while (got < text.size() && (n = read(fd, text.data() + got, text.size() - got)) > 0)
-    got += static_cast<size_t>(n);
-  close(fd);
-  text.resize(got);
-  auto doc = ParseJson(text);
+  auto doc = ParseJson(ReadNoFollow(AT_FDCWD, path, kMaxErrorFile));
   if (!doc.ok()) return std::nullopt;
   const JsonValue* m = doc->Find("message");
   if (!m) return std::nullopt;

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "shim/base/log.h"
+#include "shim/base/read_no_follow.h"
 
 namespace aml {
 namespace {
@@ -28,17 +29,6 @@ bool WriteWhole(int fd, std::string_view data, int* err) {
     data.remove_prefix(static_cast<size_t>(w));
   }
   return true;
-}
-
-// The start of the file `name` in `dir`, not through a link ("" if none).
-std::string ReadHead(int dir, const char* name, size_t n) {
-  int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return "";
-  std::string out(n, '\0');
-  ssize_t got = read(fd, out.data(), n);
-  close(fd);
-  out.resize(got > 0 ? static_cast<size_t>(got) : 0);
-  return out;
 }
 
 }  // namespace
@@ -133,7 +123,7 @@ void LogDir::RemoveStaleFailure(timespec shim_started) {
   struct stat st {};
   if (fstatat(dir_fd_, kFailure, &st, AT_SYMLINK_NOFOLLOW) != 0) return;
   // Another node of this run may already have written it: keep that one.
-  if (S_ISREG(st.st_mode) && ReadHead(dir_fd_, kFailure, failure_prefix_.size()) == failure_prefix_)
+  if (S_ISREG(st.st_mode) && ReadNoFollow(dir_fd_, kFailure, failure_prefix_.size()) == failure_prefix_)
     return;
   // Written after this shim started, by a shim of this job that could not
   // name the job (no launcher job id): keep it too.
@@ -171,7 +161,7 @@ Status LogDir::WriteFailure(const std::string& json) {
   // First writer of this run wins; an earlier run's report is replaced.
   if (linkat(dir_fd_, tmp.c_str(), dir_fd_, kFailure, 0) != 0) {
     int e = errno;
-    bool ours = e == EEXIST && ReadHead(dir_fd_, kFailure, failure_prefix_.size()) == failure_prefix_;
+    bool ours = e == EEXIST && ReadNoFollow(dir_fd_, kFailure, failure_prefix_.size()) == failure_prefix_;
     if (!ours && renameat(dir_fd_, tmp.c_str(), dir_fd_, kFailure) != 0) {
       e = errno;
       unlinkat(dir_fd_, tmp.c_str(), 0);
