@@ -4,7 +4,6 @@ Each test runs the built binary (AML_SHIM) under a real launcher and
 asserts what a user would see: the environment each rank gets, exit codes,
 messages, training results.
 """
-import atexit
 import json
 import os
 import signal
@@ -12,7 +11,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
@@ -64,29 +62,11 @@ def run(args, env=None, timeout=120, input=None):
     return subprocess.CompletedProcess(args, p.returncode, out, err)
 
 
-_OMPI_SESSIONS = None
-
-
-def ompi_session_dir():
-    """A fresh directory for one mpirun's session files. Open MPI names them
-    /tmp/ompi.HOST.UID/jf.N with N a 16-bit hash of the host and mpirun's pid:
-    two mpiruns of concurrent tests (and the netns nodes, which share /tmp and
-    the hostname) can draw the same N, and then orted fails with "mkdir ...
-    File exists" (exit 213). Removed when the test process exits."""
-    global _OMPI_SESSIONS
-    if _OMPI_SESSIONS is None:
-        _OMPI_SESSIONS = tempfile.mkdtemp(prefix="aml-ompi-")
-        atexit.register(shutil.rmtree, _OMPI_SESSIONS, True)
-    return tempfile.mkdtemp(dir=_OMPI_SESSIONS)
-
-
 def mpirun(np, *args, x=(), extra=(), mca=()):
-    """An mpirun command line for this machine (root, oversubscribed), with a
-    session directory of its own; `mca`: more (name, value) pairs, before
-    `extra` and the command."""
+    """An mpirun command line for this machine (root, oversubscribed); `mca`:
+    more (name, value) pairs, before `extra` and the command."""
     cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(np),
-           "--mca", "btl", "self,tcp", "--mca", "orte_tmpdir_base", ompi_session_dir(),
-           "-x", "PMIX_MCA_gds=hash"]
+           "--mca", "btl", "self,tcp", "-x", "PMIX_MCA_gds=hash"]
     for name, value in mca:
         cmd += ["--mca", name, value]
     for name in x:

@@ -9,7 +9,7 @@ import tempfile
 import unittest
 
 from harness import (PYTHON, SHIM, SRC, TRAIN, assert_converged, clean_env, finals, main,
-                     ompi_session_dir, require, run)
+                     require, run)
 
 SCRIPT = os.path.join(SRC, "scripts", "slurm-netns.sh")
 NAME, SUBNET = "amls", "45"
@@ -75,8 +75,7 @@ class SlurmNetns(unittest.TestCase):
         r = run(["salloc", "-N2", "--ntasks-per-node=2", "--overcommit", "mpirun",
                  "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "tcp,self",
                  "--mca", "oob_tcp_if_include", f"198.18.{SUBNET}.0/24",
-                 "--mca", "rtc_hwloc_vmhole", "none", "--mca", "orte_tmpdir_base",
-                 ompi_session_dir(), "-x", "PMIX_MCA_gds=hash",
+                 "--mca", "rtc_hwloc_vmhole", "none", "-x", "PMIX_MCA_gds=hash",
                  SHIM, "--", "sh", "-c", show], env=self.env(), timeout=180)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         rows = sorted(l.split()[1:] for l in r.stdout.splitlines() if l.startswith("R "))
