@@ -235,7 +235,7 @@ WorkerSetup NcclSetup(const Options& o, const World& world, const std::vector<Ch
 }
 
 int Check(const Options& o, const World& world, const Planned& p, const EnvSnapshot& env,
-          const std::string& host) {
+          const std::string& host, const std::string& rendezvous_secret) {
   if (!o.preflight.tcp) return 0;
   PreflightRequest req;
   req.rank = world.rank.value;
@@ -243,9 +243,13 @@ int Check(const Options& o, const World& world, const Planned& p, const EnvSnaps
   req.master_addr = world.master_addr.value;
   req.master_port = world.master_port.value;
   req.host = host;
-  Membership member = MembershipToken(env);
-  req.token = member.token;
-  if (!member.token.empty()) LogVerbose("preflight: hellos carry a digest of " + member.why);
+  auto member = MembershipToken(env, rendezvous_secret);
+  if (!member.ok()) {
+    LogError(member.error().message);
+    return kExitShimFailure;
+  }
+  req.token = member->token;
+  if (!req.token.empty()) LogVerbose("preflight: hellos carry a digest of " + member->why);
   req.timeout = std::chrono::milliseconds(static_cast<long>(o.preflight_timeout_s * 1000));
   std::unique_ptr<NcclStage> nccl;
   if (o.preflight.nccl) {
@@ -355,8 +359,9 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
   if (!resolved.ok()) return Fail(resolved.error());
   const std::string host = HostName();
   std::vector<PeerInfo> peers;
+  std::string rendezvous_secret;
   auto world = SettleWorld(env, host, o.tf_config ? resolved->nproc : 0, resolved->world,
-                           resolved->master, &peers);
+                           resolved->master, &peers, &rendezvous_secret);
   if (!world.ok()) return Fail(world.error());
   const bool running = inv->subcommand == Subcommand::kRun;
   if (running)
@@ -367,7 +372,7 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
     std::cout << FormatEnv(*world, planned->children, o) << std::flush;
     return 0;
   }
-  if (int code = Check(o, *world, *planned, env, host); code != 0) return code;
+  if (int code = Check(o, *world, *planned, env, host, rendezvous_secret); code != 0) return code;
   return Run(o, *world, *planned, env, host);
 }
 

@@ -1,32 +1,25 @@
 #include "shim/preflight/membership.h"
 
-#include <cstdint>
-
-#include "shim/base/hex.h"
+#include "shim/base/sha256.h"
 
 namespace aml {
-namespace {
 
-// FNV-1a, 64 bits, twice with different salts: 128 bits a stranger cannot
-// produce without the secret (and that do not reveal it).
-uint64_t Fnv(const std::string& s, uint64_t h) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
+Result<Membership> MembershipToken(const EnvSnapshot& env, const std::string& rendezvous_secret) {
+  if (const auto* secret = env.Find(kJobSecretVar)) {
+    // Its value is never printed: only its length.
+    if (secret->size() < kMinJobSecret)
+      return Error{std::string(kJobSecretVar) + " has " + std::to_string(secret->size()) +
+                   " characters: a secret needs at least " + std::to_string(kMinJobSecret) +
+                   " (e.g. export " + kJobSecretVar +
+                   "=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n'))"};
+    return Membership{SecretDigest("preflight", *secret), kJobSecretVar};
   }
-  return h;
-}
-
-}  // namespace
-
-Membership MembershipToken(const EnvSnapshot& env) {
-  for (const char* name : {"OMPI_MCA_orte_precondition_transports", "PRTE_MCA_prte_precondition_transports"}) {
-    if (!env.HasNonEmpty(name)) continue;
-    const std::string secret = "aml-shim-preflight:" + *env.Find(name);
-    uint64_t d[2] = {Fnv(secret, 14695981039346656037ull), Fnv(secret + "#2", 1469598103934665603ull)};
-    return {Hex(d, sizeof d), name};
-  }
-  return {};
+  for (const char* name : {"OMPI_MCA_orte_precondition_transports", "PRTE_MCA_prte_precondition_transports"})
+    if (env.HasNonEmpty(name)) return Membership{SecretDigest("preflight", *env.Find(name)), name};
+  if (!rendezvous_secret.empty())
+    return Membership{SecretDigest("preflight", rendezvous_secret),
+                      "the MPI rendezvous's token (sent over MPI only)"};
+  return Membership{};
 }
 
 }  // namespace aml

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "shim/base/host_port.h"
+#include "shim/base/sha256.h"
 #include "shim/net/tcp.h"
 #include "shim/rendezvous/token_server.h"
 #include "shim/base/text_list.h"
@@ -39,6 +40,10 @@ std::string NameRanks(const std::vector<int>& ranks, const std::vector<std::stri
   for (int r : ranks) items.push_back(std::to_string(r) + " (" + hosts[r] + ")");
   return (ranks.size() == 1 ? "rank " : "ranks ") + JoinCapped(items, limit);
 }
+
+// What rank 0's listener answers whoever connects: proof that it is this
+// job's rank 0, which tells a stranger nothing of the token itself.
+std::string ReachProof(const std::string& token) { return SecretDigest("reach", token); }
 
 }  // namespace
 
@@ -112,7 +117,7 @@ Result<RendezvousResult> RunRendezvous(Collective& c, const RendezvousRequest& r
     if (problem.empty()) {
       auto listener = ListenAny(req.master_port.value_or(0));
       if (listener.ok()) {
-        server = std::make_unique<TokenServer>(std::move(*listener), token);
+        server = std::make_unique<TokenServer>(std::move(*listener), ReachProof(token));
       } else {
         problem = "rank 0 (" + req.host + ") cannot listen on the master port: " +
                   listener.error().message;
@@ -134,6 +139,8 @@ Result<RendezvousResult> RunRendezvous(Collective& c, const RendezvousRequest& r
   if (lines.size() < 3) return Error{"MPI rendezvous: malformed offer from rank 0"};
   const int port = std::stoi(lines[1]);
   const std::string& token = lines[2];
+  out.secret = token;
+  const std::string proof = ReachProof(token);
   std::vector<std::string> cands(lines.begin() + 3, lines.end());
 
   // Try every candidate: a decoy reached by some ranks must lose to an
@@ -148,8 +155,8 @@ Result<RendezvousResult> RunRendezvous(Collective& c, const RendezvousRequest& r
       last_error = fd.error().message;
       continue;
     }
-    auto answer = RecvFrame(fd->get(), 64, deadline);
-    if (!answer.ok() || *answer != token) {
+    auto answer = RecvFrame(fd->get(), 128, deadline);
+    if (!answer.ok() || *answer != proof) {
       last_error = JoinHostPort(cands[i], port) + ": " +
                    (answer.ok() ? "answered, but not with this job's token (another host?)"
                                 : answer.error().message);

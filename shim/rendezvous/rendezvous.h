@@ -38,6 +38,9 @@ struct RendezvousResult {
   int master_port = 0;
   std::string why;              // how the address was chosen
   std::vector<PeerInfo> peers;  // by rank, when tf_ports > 0
+  // The job's random token, which only MPI carried (rank 0's listener
+  // answers a digest of it): a secret the preflight's hellos can prove.
+  std::string secret;
 };
 
 // Rank 0's addresses worth offering: up, not loopback, not link-local; IPv4

@@ -171,6 +171,46 @@ TEST(Rendezvous, GivenPortIsTheMastersAndFreeAfterwards) {
   EXPECT_TRUE(ListenAny(port).ok());
 }
 
+// A stranger who connects to rank 0's listener while the rendezvous runs
+// hears a proof, never the token that the preflight's hellos build on.
+class EavesdroppedCollective : public ThreadCollective {
+ public:
+  using ThreadCollective::ThreadCollective;
+  Result<std::string> Broadcast(const std::string& data) override {
+    auto offer = ThreadCollective::Broadcast(data);
+    if (rank() == 1 && offer.ok()) {
+      // "ok\nPORT\nTOKEN\n...": the port, as anyone could scan it.
+      const std::string port = offer->substr(3, offer->find('\n', 3) - 3);
+      auto fd = ConnectTcp("127.0.0.1", std::stoi(port), Clock::now() + std::chrono::seconds(2));
+      if (fd.ok()) {
+        auto heard = RecvFrame(fd->get(), 128, Clock::now() + std::chrono::seconds(2));
+        if (heard.ok()) overheard = *heard;
+      }
+    }
+    return offer;
+  }
+  std::string overheard;
+};
+
+TEST(Rendezvous, ItsListenerNeverTellsTheTokenToWhoeverConnects) {
+  World w({0, 1});
+  RendezvousRequest req;
+  req.candidates = {"127.0.0.1"};
+  std::vector<Result<RendezvousResult>> out(2, Result<RendezvousResult>(Error{"not run"}));
+  EavesdroppedCollective c0(w, 0), c1(w, 1);
+  std::thread t0([&] { out[0] = RunRendezvous(c0, req); });
+  std::thread t1([&] { out[1] = RunRendezvous(c1, req); });
+  t0.join();
+  t1.join();
+  ASSERT_TRUE(out[0].ok()) << out[0].error().message;
+  ASSERT_TRUE(out[1].ok()) << out[1].error().message;
+  const std::string& secret = out[0]->secret;
+  EXPECT_GE(secret.size(), 32u);
+  EXPECT_EQ(out[1]->secret, secret);
+  ASSERT_FALSE(c1.overheard.empty());
+  EXPECT_EQ(c1.overheard.find(secret), std::string::npos) << c1.overheard;
+}
+
 TEST(Rendezvous, NoAddressReachableIsTheSameErrorOnEveryRank) {
   RendezvousRequest req;
   req.candidates = {"bogus"};

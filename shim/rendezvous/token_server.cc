@@ -9,8 +9,8 @@
 
 namespace aml {
 
-TokenServer::TokenServer(Listener listener, std::string token)
-    : listener_(std::move(listener)), port_(listener_.port), token_(std::move(token)) {
+TokenServer::TokenServer(Listener listener, std::string answer)
+    : listener_(std::move(listener)), port_(listener_.port), answer_(std::move(answer)) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) == 0) {
     stop_read_ = Fd(p[0]);
@@ -70,7 +70,9 @@ void TokenServer::Loop() {
           break;
         }
         Fd peer(c);
-        if (SendFrame(peer.get(), token_, Clock::now() + std::chrono::seconds(2)).ok())
+        // A fresh socket's buffer takes the small answer at once; a peer
+        // past the cap is answered and closed.
+        if (SendFrame(peer.get(), answer_, Clock::now()).ok() && peers.size() < kMaxHeld)
           peers.push_back(std::move(peer));
       }
     }

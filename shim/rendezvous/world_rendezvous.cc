@@ -33,7 +33,8 @@ Result<RendezvousResult> RunOverMpi(const EnvSnapshot& env, Launcher source,
 }  // namespace
 
 Result<World> SettleWorld(const EnvSnapshot& env, const std::string& host, int tf_ports,
-                          World world, const MasterPlan& plan, std::vector<PeerInfo>* peers) {
+                          World world, const MasterPlan& plan, std::vector<PeerInfo>* peers,
+                          std::string* secret) {
   if (const auto* known = std::get_if<MasterKnown>(&plan)) return WithMaster(world, *known);
   const auto& by = std::get<MasterByRendezvous>(plan);
   if (!IsMpiLauncher(world.source))
@@ -66,6 +67,7 @@ Result<World> SettleWorld(const EnvSnapshot& env, const std::string& host, int t
   else
     world.master_port = {res->master_port, "chosen free on rank 0 by MPI rendezvous"};
   if (peers) *peers = res->peers;
+  if (secret) *secret = res->secret;
   LogVerbose(res->why + ": " + res->master_addr + ":" + std::to_string(res->master_port));
   return world;
 }

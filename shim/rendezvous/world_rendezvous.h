@@ -23,8 +23,10 @@ Result<MasterPlan> RequireRendezvousForTfConfig(bool tf_config, RendezvousMode m
 
 // The world with its master: as known, or from the MPI rendezvous.
 // `tf_ports`: ports each shim picks for its children's TF_CONFIG (0: none).
-// `peers` gets each shim's address and ports when tf_ports > 0.
+// `peers` gets each shim's address and ports when tf_ports > 0; `secret` the
+// rendezvous's token ("" when it did not run).
 Result<World> SettleWorld(const EnvSnapshot& env, const std::string& host, int tf_ports,
-                          World world, const MasterPlan& plan, std::vector<PeerInfo>* peers);
+                          World world, const MasterPlan& plan, std::vector<PeerInfo>* peers,
+                          std::string* secret);
 
 }  // namespace aml

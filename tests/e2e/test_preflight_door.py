@@ -1,7 +1,9 @@
 """The TCP preflight's door on rank 0 (README.md, "TCP preflight: limits and
 strangers"): 1100 ranks under the common 1024-descriptor soft limit, and a
 stranger that forges a hello, idles, or sends huge hellos while a real job
-under mpirun waits for its rank 1."""
+under mpirun waits for its rank 1; under Hydra, which gives no secret, the
+MPI rendezvous's token or AML_SHIM_JOB_SECRET is the proof, and what the
+rendezvous's listener answers a stranger does not forge a hello."""
 import os
 import resource
 import shutil
@@ -97,6 +99,43 @@ class Door(unittest.TestCase):
         r = self.job(port, lambda s: (s.sendall(huge[len(sent) % 2]), sent.append(1)), count=100)
         self.assert_ran(r)
         self.assertLess(len(r.stderr), 4096, r.stderr[:2000])
+
+    def hydra_job(self, port, stranger_act, *shim_args, env=None, count=20):
+        """mpiexec.hydra -n 2 with rank 1 a second late, while a stranger knocks."""
+        require("mpiexec.hydra")
+        stranger = Stranger(port, stranger_act, count)
+        stranger.start()
+        try:
+            shim = (f'if [ "$PMI_RANK" = 1 ]; then sleep 1; fi; exec {SHIM} -v '
+                    f'--master-port {port} --preflight tcp --preflight-timeout 20 '
+                    f'{" ".join(shim_args)} -- sh -c "echo ran-\\$RANK"')
+            return run(["mpiexec.hydra", "-n", "2", "sh", "-c", shim], env=env, timeout=120)
+        finally:
+            stranger.close()
+
+    def test_under_hydra_the_rendezvous_token_is_the_proof(self):
+        # Hydra gives no secret: before, a forged hello passed as rank 1.
+        # What the rendezvous's listener answers a stranger is a digest that
+        # forges nothing (rendezvous_test.cc's eavesdropper checks that).
+        port = free_port()
+        forged = frame(b"aml-shim-preflight-2 1 2 evil-host 6.6.6.6 -")
+        r = self.hydra_job(port, lambda s: s.sendall(forged), "--rendezvous", "mpi")
+        self.assert_ran(r)
+        self.assertIn("hellos carry a digest of the MPI rendezvous's token", r.stderr)
+
+    def test_your_job_secret_is_the_proof_and_a_short_one_is_refused(self):
+        port = free_port()
+        forged = frame(b"aml-shim-preflight-2 1 2 evil-host 6.6.6.6 -")
+        r = self.hydra_job(port, lambda s: s.sendall(forged), count=2,
+                           env=clean_env(AML_SHIM_JOB_SECRET="0123456789abcdef"))
+        self.assert_ran(r)
+        self.assertIn("hellos carry a digest of AML_SHIM_JOB_SECRET", r.stderr)
+        short = run(["mpiexec.hydra", "-n", "2", SHIM, "--preflight", "tcp", "--", "echo", "ran"],
+                    env=clean_env(AML_SHIM_JOB_SECRET="hunter2"), timeout=60)
+        self.assertEqual(short.returncode, 125, short.stderr)
+        self.assertNotIn("ran", short.stdout)
+        self.assertIn("AML_SHIM_JOB_SECRET has 7 characters", short.stderr)
+        self.assertNotIn("hunter2", short.stderr)
 
     def test_1100_ranks_under_a_1024_descriptor_soft_limit(self):
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
