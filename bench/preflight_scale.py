@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """--preflight tcp at scale on one machine (README.md, "TCP preflight: limits
-and strangers"): N shim processes of a fake world (RANK/WORLD_SIZE/NODE_RANK
-through the environment, MASTER_ADDR=127.0.0.1), each running the preflight
-and then exec'ing `true`, all started at once under a 1024-descriptor soft
-limit. Reports wall time (first spawn to last exit), rank 0's peak RSS
-(wait4's ru_maxrss) and its peak open descriptors (sampled from /proc).
+and strangers"): N shim processes of a fake world (RANK/WORLD_SIZE/LOCAL_RANK/
+NODE_RANK through the environment, MASTER_ADDR=127.0.0.1), each running the
+preflight and then exec'ing `true`, all started at once under a
+1024-descriptor soft limit. Two layouts: one rank per node (every shim
+connects to rank 0), and 8 ranks per node, each node a UTS namespace with
+its own host name (the node's local rank 0 gathers its node: one connection
+per node). Reports wall time (first spawn to last exit), rank 0's peak RSS
+(VmHWM, sampled) and its peak open descriptors (sampled from /proc).
+Needs root (unshare(CLONE_NEWUTS)).
 Usage: bench/preflight_scale.py [N ...]   (default 256 1024 2048 4096)
 Writes its table as the last section of bench/RESULTS.md (bench/run.py keeps
 it) and prints it."""
+import ctypes
 import os
 import resource
 import socket
@@ -26,76 +31,135 @@ def free_port():
         return s.getsockname()[1]
 
 
-def peak_fds(pid, out, stop):
+def sample(pid, out, stop):
+    """Rank 0's peak descriptors and peak RSS (VmHWM, once it is aml-shim:
+    wait4's ru_maxrss would count the forked Python before exec)."""
     while not stop.is_set():
         try:
             out[0] = max(out[0], len(os.listdir(f"/proc/{pid}/fd")))
-        except OSError:
+            with open(f"/proc/{pid}/status") as f:
+                status = dict(l.split(":", 1) for l in f if ":" in l)
+            if status["Name"].strip() == "aml-shim":
+                out[1] = max(out[1], int(status["VmHWM"].split()[0]) / 1024)
+        except (OSError, KeyError, ValueError):
             return
         time.sleep(0.005)
 
 
-def one(n):
+LIBC = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWUTS = 0x04000000
+
+
+def node_of(name):
+    """preexec_fn: a UTS namespace whose host name is `name`."""
+    raw = name.encode()
+
+    def enter():
+        if LIBC.unshare(CLONE_NEWUTS) != 0 or LIBC.sethostname(raw, len(raw)) != 0:
+            raise OSError(ctypes.get_errno(), "unshare/sethostname")
+    return enter
+
+
+FAKES = os.path.join(os.path.dirname(SHIM), "tests")
+
+
+def one(n, per_node, nccl=False):
     port = free_port()
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     base = {k: v for k, v in os.environ.items()
             if not k.startswith(("OMPI_", "PMIX_", "SLURM_", "RANK", "WORLD_SIZE", "MASTER_"))}
-    limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
     procs = []
     start = time.monotonic()
     for rank in range(n):
-        env = dict(base, RANK=str(rank), WORLD_SIZE=str(n), LOCAL_RANK="0",
-                   LOCAL_WORLD_SIZE="1", NODE_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+        node = rank // per_node
+        env = dict(base, RANK=str(rank), WORLD_SIZE=str(n), LOCAL_RANK=str(rank % per_node),
+                   GROUP_WORLD_SIZE=str((n + per_node - 1) // per_node),
+                   LOCAL_WORLD_SIZE=str(per_node), NODE_RANK=str(node), MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="lo", NCCL_SOCKET_IFNAME="lo")
-        procs.append(subprocess.Popen([SHIM, "-q", "--ib", "off", "--preflight", "tcp",
+        check = ["--preflight", "tcp"]
+        if nccl:
+            env.update(AML_SHIM_LIBCUDART=os.path.join(FAKES, "libfake_cudart.so"),
+                       AML_SHIM_LIBNCCL=os.path.join(FAKES, "libfake_nccl.so"),
+                       FAKE_CUDA_DEVICES=str(per_node))
+            check = ["--preflight", "nccl", "--preflight-bytes", "4K"]
+        enter = node_of(f"bench-node-{node}") if per_node > 1 else None
+
+        def setup(enter=enter):
+            # The stand-in NCCL's world all-reduce is a star on rank 0's
+            # worker, which keeps the soft limit it was started with.
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if nccl else 1024, hard))
+            if enter:
+                enter()
+        procs.append(subprocess.Popen([SHIM, "-q", "--ib", "off", *check,
                                        "--preflight-timeout", "300", "--", "true"],
                                       env=env, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL, preexec_fn=limit))
+                                      stderr=None if os.environ.get("BENCH_STDERR") else subprocess.DEVNULL, preexec_fn=setup))
         if rank == 0:
-            fds, stop = [0], threading.Event()
-            sampler = threading.Thread(target=peak_fds, args=(procs[0].pid, fds, stop))
+            peak, stop = [0, 0.0], threading.Event()
+            sampler = threading.Thread(target=sample, args=(procs[0].pid, peak, stop))
             sampler.start()
-    _, status, usage = os.wait4(procs[0].pid, 0)
+    # The sampler reads rank 0's /proc until it is gone: reap it after.
+    while procs[0].poll() is None and os.path.exists(f"/proc/{procs[0].pid}/status"):
+        with open(f"/proc/{procs[0].pid}/status") as f:
+            if "State:\tZ" in f.read():
+                break
+        time.sleep(0.01)
     stop.set()
     sampler.join()
-    codes = [os.waitstatus_to_exitcode(status)] + [p.wait() for p in procs[1:]]
+    codes = [p.wait() for p in procs]
     wall = time.monotonic() - start
-    return wall, usage.ru_maxrss / 1024, fds[0], codes.count(0)
+    return wall, peak[1], peak[0], codes.count(0)
 
 
 MARK = "<!-- bench/preflight_scale.py -->"
 
 
-def main():
-    sizes = [int(a) for a in sys.argv[1:]] or [256, 1024, 2048, 4096]
-    rows, got = [], []
-    for n in sizes:
-        wall, rss, fds, ok = one(n)
-        got.append((n, wall, rss, fds))
-        rows.append(f"| {n} | {wall:.2f} s | {rss:.1f} MiB | {fds} | {ok}/{n} | "
-                    f"{wall / n * 1000:.2f} ms |")
-        print(rows[-1], flush=True)
-    text = (MARK + "\n### `--preflight tcp` at scale: N shim processes on this machine\n\n"
-            f"Measured by `bench/preflight_scale.py` on {os.uname().nodename} "
-            f"({os.cpu_count()} cores), {time.strftime('%Y-%m-%d')}: a fake world through the "
-            "environment, every shim started at once under a 1024-descriptor soft limit, "
-            "each running the preflight and exec'ing `true`. Wall: first spawn to last exit "
-            "(mostly starting N processes on the cores there are).\n\n"
+def table(title, rows, got):
+    text = (f"\n#### {title}\n\n"
             "| ranks | wall | rank 0 peak RSS | rank 0 peak fds | passed | wall per rank |\n"
             "|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows) + "\n")
     if len(got) > 1:
         (n0, w0, r0, _), (n1, w1, r1, f1) = got[0], got[-1]
         per_k = (r1 - r0) / (n1 - n0) * 1000
-        text += (f"\nGrowth from {n0} to {n1} ranks: wall x{w1 / w0:.1f} for x{n1 / n0:.0f} ranks; "
-                 f"rank 0's memory +{per_k:.2f} MiB per 1,000 ranks (the hello table), its "
-                 f"descriptors one per rank plus {f1 - n1}. Extrapolated to 10,000 ranks "
-                 f"(1,250 nodes x 8): rank 0 needs about {r0 + per_k * (10000 - n0) / 1000:.0f} MiB "
-                 f"and {10000 + f1 - n1} descriptors, so a hard RLIMIT_NOFILE of at least that "
-                 "(`ulimit -Hn`: often 4096 on older systems, 524288 or more on newer ones; "
-                 "raise it in limits.conf where it is lower). Every rank still opens one connection to rank 0: the node-local "
-                 "fan-in that would make it one per node is not built yet. Rank 0's own work is "
-                 "one accept and one 40-byte hello per rank; on a cluster the ranks start in "
-                 "parallel, so the wall time there is the launcher's start-up plus that.\n")
+        text += (f"\nGrowth from {n0} to {n1} ranks: wall x{w1 / w0:.1f} for x{n1 / n0:.0f} "
+                 f"ranks; rank 0's memory {per_k:+.2f} MiB per 1,000 ranks; its peak "
+                 f"descriptors {f1} at {n1} ranks. Extrapolated to 10,000 ranks: about "
+                 f"{r0 + per_k * (10000 - n0) / 1000:.0f} MiB.\n")
+    return text
+
+
+def main():
+    sizes = [int(a) for a in sys.argv[1:]] or [256, 1024, 2048, 4096]
+    text = (MARK + "\n### `--preflight tcp` at scale: N shim processes on this machine\n\n"
+            f"Measured by `bench/preflight_scale.py` on {os.uname().nodename} "
+            f"({os.cpu_count()} cores), {time.strftime('%Y-%m-%d')}: a fake world through the "
+            "environment, every shim started at once under a 1024-descriptor soft limit, "
+            "each running the preflight and exec'ing `true`. Wall: first spawn to last exit "
+            "(mostly starting N processes on the cores there are).\n")
+    layouts = [(1, False, "One rank per node: every shim connects to rank 0"),
+               (8, False, "8 ranks per node (a UTS namespace each): the node fan-in, "
+                          "one connection per node"),
+               (8, True, "`--preflight nccl`, 8 stand-in GPUs per node (tests/fakes), 4 KiB: "
+                         "every shim and its NCCL worker; the GPU stage's frames go to rank 0 "
+                         "from every shim (no fan-in), and the stand-in's world all-reduce is "
+                         "itself a star on rank 0's worker")]
+    only = os.environ.get("LAYOUTS")  # e.g. "2" to run the third only
+    for i, (per_node, nccl, title) in enumerate(layouts):
+        if only and str(i) not in only.split(","):
+            continue
+        rows, got = [], []
+        for n in sizes:
+            wall, rss, fds, ok = one(n, per_node, nccl)
+            got.append((n, wall, rss, fds))
+            rows.append(f"| {n} | {wall:.2f} s | {rss:.1f} MiB | {fds} | {ok}/{n} | "
+                        f"{wall / n * 1000:.2f} ms |")
+            print(per_node, rows[-1], flush=True)
+        text += table(title, rows, got)
+    text += ("\nAt 10,000 ranks (1,250 nodes x 8) rank 0 holds 1,250 connections with the "
+             "fan-in (10,000 without: a hard RLIMIT_NOFILE of at least that, which `ulimit -Hn` "
+             "shows; often 4096 on older systems). Rank 0's own work is one accept and one "
+             "hello per node; on a cluster the ranks start in parallel, so the wall time there "
+             "is the launcher's start-up plus that.\n")
     out = os.path.join(ROOT, "bench", "RESULTS.md")
     with open(out) as f:
         old = f.read()

@@ -240,6 +240,8 @@ int Check(const Options& o, const World& world, const Planned& p, const EnvSnaps
   PreflightRequest req;
   req.rank = world.rank.value;
   req.size = world.size.value;
+  req.local_rank = world.local_rank.value;
+  req.local_size = world.local_size.value;
   req.master_addr = world.master_addr.value;
   req.master_port = world.master_port.value;
   req.host = host;
@@ -273,7 +275,8 @@ int Check(const Options& o, const World& world, const Planned& p, const EnvSnaps
   }
   if (world.rank.value == 0) {
     LogVerbose("preflight tcp: all " + std::to_string(world.size.value) + " ranks reached " +
-               world.master_addr.value + ":" + std::to_string(world.master_port.value));
+               world.master_addr.value + ":" + std::to_string(world.master_port.value) + " (" +
+               std::to_string(pre->connections) + " connection(s) to rank 0)");
     for (const auto& line : pre->report) LogInfo(line);
   }
   return 0;

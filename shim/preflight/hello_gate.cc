@@ -12,6 +12,8 @@
 
 #include "shim/base/fd_limit.h"
 #include "shim/base/parse_int.h"
+#include "shim/base/text_list.h"
+#include "shim/net/local_socket.h"
 
 namespace aml {
 namespace {
@@ -35,20 +37,20 @@ uint32_t FrameLength(const std::string& buf) {
 }  // namespace
 
 std::string EncodeHello(const Hello& h) {
-  return std::string(kHelloMagic) + " " + std::to_string(h.rank) + " " + std::to_string(h.size) +
+  return std::string(kHelloMagic) + " " + CompactRanks(h.ranks) + " " + std::to_string(h.size) +
          " " + Cap(h.host, 255) + " " + Cap(h.addr) + " " + (h.token.empty() ? "-" : h.token);
 }
 
 Result<Hello> DecodeHello(const std::string& text) {
   std::istringstream in(text);
-  std::string magic, rank, size, token;
+  std::string magic, ranks, size, token;
   Hello h;
-  if (!(in >> magic >> rank >> size >> h.host >> h.addr >> token) || magic != kHelloMagic)
+  if (!(in >> magic >> ranks >> size >> h.host >> h.addr >> token) || magic != kHelloMagic)
     return Error{"not an aml-shim preflight hello"};
-  auto r = ParseInt("rank", rank, 0, 1 << 24);
+  auto r = ParseCompactRanks(ranks, 1 << 24, kMaxHelloRanks);
   auto s = ParseInt("size", size, 1, 1 << 24);
   if (!r.ok() || !s.ok()) return Error{"a hello with a bad rank or size"};
-  h.rank = static_cast<int>(*r);
+  h.ranks = std::move(*r);
   h.size = static_cast<int>(*s);
   h.token = token == "-" ? "" : token;
   return h;
@@ -57,7 +59,7 @@ Result<Hello> DecodeHello(const std::string& text) {
 HelloGate::HelloGate(int listen_fd, int size, std::string token, GateLimits limits)
     : listen_fd_(listen_fd), size_(size), token_(std::move(token)), limits_(limits),
       arrived_(static_cast<size_t>(size), false), who_(static_cast<size_t>(size)),
-      hosts_(static_cast<size_t>(size)), by_rank_(static_cast<size_t>(size)) {
+      hosts_(static_cast<size_t>(size)), conn_of_(static_cast<size_t>(size), -1) {
   fcntl(listen_fd_, F_SETFL, fcntl(listen_fd_, F_GETFL) | O_NONBLOCK);
 }
 
@@ -67,6 +69,10 @@ void HelloGate::Accept(Deadline now) {
     if (c >= 0) {
       Pending p;
       p.fd = Fd(c);
+      if (limits_.same_user_only && !PeerIsSameUser(c)) {
+        ++other_user_;
+        continue;
+      }
       p.peer = PeerAddress(c);
       if (p.peer.empty()) p.peer = "?";
       p.until = now + limits_.hello_timeout;
@@ -120,26 +126,29 @@ bool HelloGate::Read(Pending& p) {
 
 void HelloGate::Admit(Pending& p, const Hello& h) {
   const std::string who = Cap(h.host) + " (" + Cap(h.addr) + ")";
-  std::string problem;
-  if (h.size != size_) {
-    problem = " rank " + std::to_string(h.rank) + " on " + who + " says the job has " +
-              std::to_string(h.size) + " ranks;";
-  } else if (h.rank >= size_) {
-    problem = " rank " + std::to_string(h.rank) + " on " + who + " is past the job's size;";
-  } else if (arrived_[static_cast<size_t>(h.rank)]) {
-    problem = " rank " + std::to_string(h.rank) + " arrived twice (" +
-              who_[static_cast<size_t>(h.rank)] + " and " + who + ");";
-  } else {
-    const size_t r = static_cast<size_t>(h.rank);
-    arrived_[r] = true;
-    who_[r] = who;
-    hosts_[r] = Cap(h.host);
-    by_rank_[r] = std::move(p.fd);
-    ++count_;
-    return;
+  const int conn = static_cast<int>(conns_.size());
+  conns_.push_back(std::move(p.fd));  // it hears the verdict, admitted or not
+  for (int rank : h.ranks) {
+    std::string problem;
+    if (h.size != size_) {
+      problem = " rank " + std::to_string(rank) + " on " + who + " says the job has " +
+                std::to_string(h.size) + " ranks;";
+    } else if (rank >= size_) {
+      problem = " rank " + std::to_string(rank) + " on " + who + " is past the job's size;";
+    } else if (arrived_[static_cast<size_t>(rank)]) {
+      problem = " rank " + std::to_string(rank) + " arrived twice (" +
+                who_[static_cast<size_t>(rank)] + " and " + who + ");";
+    } else {
+      const size_t r = static_cast<size_t>(rank);
+      arrived_[r] = true;
+      who_[r] = who;
+      hosts_[r] = Cap(h.host);
+      conn_of_[r] = conn;
+      ++count_;
+      continue;
+    }
+    if (++mismatches_ <= kMaxListed) mismatch_ += problem;
   }
-  if (++mismatches_ <= kMaxListed) mismatch_ += problem;
-  others_.push_back(std::move(p.fd));  // it hears the verdict too
 }
 
 Deadline HelloGate::NextWake(Deadline deadline) const {
@@ -149,9 +158,10 @@ Deadline HelloGate::NextWake(Deadline deadline) const {
   return next;
 }
 
-void HelloGate::Run(Deadline deadline) {
+void HelloGate::Run(Deadline deadline, int want) {
+  if (want < 0) want = size_;
   std::vector<pollfd> fds;
-  while (count_ < size_ && Clock::now() < deadline) {
+  while (count_ < want && Clock::now() < deadline) {
     fds.clear();
     const Deadline now = Clock::now();
     const bool listen = pending_.size() < limits_.max_pending && now >= accept_after_;
@@ -189,6 +199,8 @@ std::vector<std::string> HelloGate::Notes() const {
     notes.push_back(std::to_string(bad_token_) +
                     " connection(s) without this job's token were refused (from " + from + ")");
   }
+  if (other_user_ > 0)
+    notes.push_back(std::to_string(other_user_) + " connection(s) from another user were refused");
   if (oversized_ + garbled_ + idle_ > 0)
     notes.push_back("ignored: " + std::to_string(oversized_) + " oversized hello(s), " +
                     std::to_string(garbled_) + " that were not hellos, " + std::to_string(idle_) +

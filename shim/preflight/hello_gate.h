@@ -1,7 +1,8 @@
 // Rank 0's door for the TCP preflight (README.md, "TCP preflight: limits and
 // strangers"): one
 // poll loop over the listener and every connection that has not yet said
-// hello, all non-blocking. Each connection has its own deadline and a small
+// hello, all non-blocking. A hello speaks for one rank, or for every rank of
+// a node that its lowest local rank gathered (node_fan_in.h). Each connection has its own deadline and a small
 // cap on its hello; unauthenticated connections are capped too (past the cap
 // the listener waits in its backlog). A hello must carry the job's token
 // when there is one, so a stranger cannot pass as a rank; nothing a peer
@@ -20,33 +21,43 @@ namespace aml {
 
 inline constexpr char kHelloMagic[] = "aml-shim-preflight-2";
 
+// Ranks one hello may speak for (a node's).
+inline constexpr size_t kMaxHelloRanks = 2048;
+
 struct Hello {
-  int rank = -1, size = -1;
+  std::vector<int> ranks;  // sorted; one, or a node's
+  int size = -1;
   std::string host, addr, token;
 };
 
-// "MAGIC RANK SIZE HOST ADDR TOKEN" ("-" for no token); fields capped.
+// "MAGIC RANKS SIZE HOST ADDR TOKEN": RANKS as "3" or "0-3,8"; "-" for no
+// token; fields capped.
 std::string EncodeHello(const Hello& h);
 Result<Hello> DecodeHello(const std::string& text);
 
 struct GateLimits {
-  size_t max_hello = 512;       // bytes of one hello
+  size_t max_hello = 16 << 10;  // bytes of one hello (a node's rank list fits)
   size_t max_pending = 256;     // connections that have not said hello yet
   std::chrono::milliseconds hello_timeout{5000};  // from accept to hello
+  bool same_user_only = false;  // a node-local socket: refuse other users
 };
 
 class HelloGate {
  public:
   HelloGate(int listen_fd, int size, std::string token, GateLimits limits = {});
-  // Until every rank said hello, or `deadline`.
-  void Run(Deadline deadline);
+  // Until every rank said hello (or `want` of them, when given), or `deadline`.
+  void Run(Deadline deadline, int want = -1);
+  // Closes the connections that have not said hello yet.
+  void DropPending() { pending_.clear(); }
 
   int arrived_count() const { return count_; }
   const std::vector<bool>& arrived() const { return arrived_; }
   const std::vector<std::string>& who() const { return who_; }      // "host (addr)"
   const std::vector<std::string>& hosts() const { return hosts_; }
-  std::vector<Fd>& ranks() { return by_rank_; }                     // by rank
-  std::vector<Fd>& others() { return others_; }                     // answered, not counted
+  // Every connection that said hello (each hears the verdict), and for each
+  // rank the index of its connection (-1: did not arrive).
+  std::vector<Fd>& connections() { return conns_; }
+  const std::vector<int>& connection_of_rank() const { return conn_of_; }
   // Ranks that disagree with rank 0 (world size, two claims for one rank).
   const std::string& mismatch() const { return mismatch_; }
   // Strangers and trouble at the door, for a failed preflight's report.
@@ -71,11 +82,12 @@ class HelloGate {
   std::vector<Pending> pending_;
   std::vector<bool> arrived_;
   std::vector<std::string> who_, hosts_;
-  std::vector<Fd> by_rank_, others_;
+  std::vector<Fd> conns_;
+  std::vector<int> conn_of_;
   int count_ = 0;
   std::string mismatch_;
   int mismatches_ = 0;
-  int bad_token_ = 0, oversized_ = 0, garbled_ = 0, idle_ = 0;
+  int bad_token_ = 0, oversized_ = 0, garbled_ = 0, idle_ = 0, other_user_ = 0;
   std::vector<std::string> bad_token_from_;
   int fd_errors_ = 0;
   std::string fd_error_;

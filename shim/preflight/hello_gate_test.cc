@@ -18,7 +18,7 @@ Fd Connect(int port) {
 void SayHello(const Fd& fd, int rank, int size, const std::string& token,
               const std::string& host = "node") {
   Hello h;
-  h.rank = rank;
+  h.ranks = {rank};
   h.size = size;
   h.host = host;
   h.addr = "127.0.0.1";
@@ -38,14 +38,14 @@ class Gate : public ::testing::Test {
 
 TEST(HelloWire, RoundTripsAndCapsFields) {
   Hello h;
-  h.rank = 3;
+  h.ranks = {3};
   h.size = 8;
   h.host = std::string(1000, 'h');
   h.addr = "10.0.0.3";
   h.token = "abc";
   auto back = DecodeHello(EncodeHello(h));
   ASSERT_TRUE(back.ok());
-  EXPECT_EQ(back->rank, 3);
+  EXPECT_EQ(back->ranks, std::vector<int>{3});
   EXPECT_EQ(back->size, 8);
   EXPECT_EQ(back->host.size(), 258u);  // 255 and "..."
   EXPECT_EQ(back->token, "abc");
@@ -104,7 +104,31 @@ TEST_F(Gate, TwoClaimsForOneRankAreNamed) {
   gate.Run(Clock::now() + milliseconds(500));
   EXPECT_EQ(gate.arrived_count(), 1);
   EXPECT_EQ(gate.mismatch(), " rank 1 arrived twice (host-a (127.0.0.1) and host-b (127.0.0.1));");
-  EXPECT_EQ(gate.others().size(), 1u);
+  // Both hear the verdict; rank 1's is the first.
+  EXPECT_EQ(gate.connections().size(), 2u);
+  EXPECT_EQ(gate.connection_of_rank(), (std::vector<int>{-1, 0}));
+}
+
+TEST_F(Gate, ANodesHelloCountsEachOfItsRanksOnOneConnection) {
+  HelloGate gate(listener_.fd.get(), 6, "t");
+  Fd node0 = Connect(listener_.port);
+  Hello h;
+  h.ranks = {0, 2, 4};
+  h.size = 6;
+  h.host = "n0";
+  h.addr = "10.0.0.1";
+  h.token = "t";
+  ASSERT_TRUE(SendFrame(node0.get(), EncodeHello(h), Clock::now() + milliseconds(2000)).ok());
+  Fd node1 = Connect(listener_.port);
+  h.ranks = {1, 3, 4};  // 4 again: named, and the others still count
+  h.host = "n1";
+  ASSERT_TRUE(SendFrame(node1.get(), EncodeHello(h), Clock::now() + milliseconds(2000)).ok());
+  gate.Run(Clock::now() + milliseconds(500));
+  EXPECT_EQ(gate.arrived_count(), 5);
+  EXPECT_EQ(gate.connections().size(), 2u);
+  EXPECT_EQ(gate.connection_of_rank(), (std::vector<int>{0, 1, 0, 1, 0, -1}));
+  EXPECT_EQ(gate.who()[3], "n1 (10.0.0.1)");
+  EXPECT_EQ(gate.mismatch(), " rank 4 arrived twice (n0 (10.0.0.1) and n1 (10.0.0.1));");
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "shim/preflight/hello_gate.h"
 #include "shim/preflight/nccl_stage.h"
 #include "shim/preflight/nccl_verdict.h"
+#include "shim/preflight/node_fan_in.h"
 #include "shim/net/tcp.h"
 #include "shim/base/text_list.h"
 
@@ -44,8 +45,7 @@ class PreflightServer {
  public:
   PreflightServer(Listener l, const PreflightRequest& req)
       : listener_(std::move(l)), req_(req), arrived_(static_cast<size_t>(req.size), false),
-        who_(static_cast<size_t>(req.size)), hosts_(static_cast<size_t>(req.size)),
-        by_rank_(static_cast<size_t>(req.size)) {}
+        who_(static_cast<size_t>(req.size)), hosts_(static_cast<size_t>(req.size)) {}
 
   void Run(Deadline deadline, const std::string& target) {
     HelloGate gate(listener_.fd.get(), req_.size, req_.token);
@@ -53,8 +53,8 @@ class PreflightServer {
     arrived_ = gate.arrived();
     who_ = gate.who();
     hosts_ = gate.hosts();
-    by_rank_ = std::move(gate.ranks());
-    extra_ = std::move(gate.others());
+    conns_ = std::move(gate.connections());
+    conn_of_ = gate.connection_of_rank();
     mismatch_ = gate.mismatch();
     // The wait is --preflight-timeout's (rank 0's verdict comes when it ends).
     std::string report = MissingRanksReport(
@@ -73,11 +73,11 @@ class PreflightServer {
     }
     // Let every peer close first so no TIME_WAIT holds MASTER_PORT.
     const Deadline close_by = Clock::now() + kFrameTimeout;
-    for (const Fd& p : by_rank_) AwaitPeerClose(p.get(), close_by);
-    for (const Fd& p : extra_) AwaitPeerClose(p.get(), close_by);
+    for (const Fd& p : conns_) AwaitPeerClose(p.get(), close_by);
   }
 
   bool failed() const { return failed_; }
+  size_t connections() const { return conns_.size(); }
   const std::vector<std::string>& report() const { return report_; }
 
  private:
@@ -93,24 +93,26 @@ class PreflightServer {
 
   void AnswerAll(const std::string& verdict) {
     const Deadline by = Clock::now() + kFrameTimeout;
-    for (const Fd& p : by_rank_)
-      if (p.valid()) (void)SendFrame(p.get(), verdict, by);
-    for (const Fd& p : extra_) (void)SendFrame(p.get(), verdict, by);
+    for (const Fd& p : conns_) (void)SendFrame(p.get(), verdict, by);
   }
 
   void Fail(const std::vector<std::string>& lines) { PrintAndAnswer(true, lines); }
 
-  std::string Rank(size_t r) const { return "rank " + std::to_string(r) + " on " + hosts_[r]; }
+  // The connection rank r said hello on: its own in the GPU stage, which
+  // every shim joins on its own (node_fan_in.h gathers only for tcp).
+  int Conn(size_t r) const {
+    return conn_of_[r] < 0 ? -1 : conns_[static_cast<size_t>(conn_of_[r])].get();
+  }
 
   // Every shim reports its GPUs; rank 0 hands out the ids; every shim runs
   // the all-reduces and reports; rank 0 judges.
   void GpuStage() {
-    const size_t n = by_rank_.size();
+    const size_t n = conn_of_.size();
     std::vector<GpuHello> hellos(n);
     std::vector<std::string> problems;
     Deadline by = Clock::now() + req_.timeout + req_.verdict_margin;
     for (size_t r = 0; r < n; ++r) {
-      auto frame = RecvFrame(by_rank_[r].get(), kMaxFrame, by);
+      auto frame = RecvFrame(Conn(r), kMaxFrame, by);
       auto hello = frame.ok() ? DecodeGpuHello(*frame) : Result<GpuHello>(frame.error());
       if (hello.ok()) {
         hellos[r] = std::move(*hello);
@@ -124,7 +126,7 @@ class PreflightServer {
     if (!go.ok()) return Fail(SplitLines(go.error().message));
     const Deadline send_by = Clock::now() + kFrameTimeout;
     for (size_t r = 0; r < n; ++r)
-      (void)SendFrame(by_rank_[r].get(), EncodeGo((*go)[r]), send_by);
+      (void)SendFrame(Conn(r), EncodeGo((*go)[r]), send_by);
     std::vector<ShimOutcome> outcomes(n);
     for (size_t r = 0; r < n; ++r) {
       outcomes[r].rank = static_cast<int>(r);
@@ -142,7 +144,7 @@ class PreflightServer {
   // failure: then the ranks still running are stopped (they would only
   // hang in a collective that the failed rank left).
   void CollectResults(Deadline by, std::vector<ShimOutcome>* outcomes) {
-    const size_t n = by_rank_.size();
+    const size_t n = conn_of_.size();
     std::vector<bool> done(n, false);
     size_t left = n;
     bool failure = false;
@@ -154,7 +156,7 @@ class PreflightServer {
       std::vector<size_t> ranks;
       for (size_t r = 0; r < n; ++r)
         if (!done[r]) {
-          fds.push_back({by_rank_[r].get(), POLLIN, 0});
+          fds.push_back({Conn(r), POLLIN, 0});
           ranks.push_back(r);
         }
       if (poll(fds.data(), fds.size(), failure ? 0 : PollTimeoutMs(by)) <= 0) continue;
@@ -164,7 +166,7 @@ class PreflightServer {
         ShimOutcome& o = (*outcomes)[r];
         done[r] = true;
         --left;
-        auto frame = RecvFrame(by_rank_[r].get(), kMaxFrame, Clock::now() + kFrameTimeout);
+        auto frame = RecvFrame(Conn(r), kMaxFrame, Clock::now() + kFrameTimeout);
         auto result = frame.ok() ? DecodeResult(*frame) : Result<WorkerResult>(frame.error());
         if (!result.ok()) {
           o.error = "lost its connection to rank 0 (" + result.error().message + ")";
@@ -192,16 +194,28 @@ class PreflightServer {
   PreflightRequest req_;
   std::vector<bool> arrived_;
   std::vector<std::string> who_, hosts_;
-  std::vector<Fd> by_rank_, extra_;
+  std::vector<Fd> conns_;
+  std::vector<int> conn_of_;
   std::string mismatch_;
   bool failed_ = false;
   std::vector<std::string> report_;
 };
 
-// Any rank: reach the master (retrying while it is not up yet), say hello,
-// run the GPU stage when asked, wait for the verdict.
-Status Client(const PreflightRequest& req, Deadline deadline, const std::string& target,
-              bool* said) {
+// How long a rank waits for rank 0's verdict after saying hello: rank 0
+// answers when all ranks arrived or its own deadline passed; ranks start at
+// different times, so allow for the skew (and, for the GPU stage, for the
+// others' GPUs to start).
+std::chrono::milliseconds VerdictWait(const PreflightRequest& req) {
+  auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(req.timeout + kStartSkew);
+  if (req.gpu) wait += req.timeout + req.verdict_margin;
+  return wait;
+}
+
+// Reach the master (retrying while it is not up yet), say hello for `ranks`,
+// run the GPU stage when asked: rank 0's verdict frame, or why none came.
+// `me` names this rank for messages.
+Result<std::string> AskRankZero(const PreflightRequest& req, const std::vector<int>& ranks,
+                                Deadline deadline, const std::string& target, std::string* me) {
   const auto start = Clock::now();
   std::string last_error, my_addr = "?";
   Fd fd;
@@ -222,32 +236,26 @@ Status Client(const PreflightRequest& req, Deadline deadline, const std::string&
     }
     std::this_thread::sleep_for(kConnectRetryPause);
   }
-  std::string me = "rank " + std::to_string(req.rank) + " on " + req.host + " (" + my_addr + ")";
+  *me = "rank " + std::to_string(req.rank) + " on " + req.host + " (" + my_addr + ")";
   if (!fd.valid())
-    return Error{"preflight tcp: " + me + " cannot connect to " + target + ": " + last_error +
+    return Error{"preflight tcp: " + *me + " cannot connect to " + target + ": " + last_error +
                  " (retried for " + Seconds(SecondsSince(start)) + " s)"};
   Hello h;
-  h.rank = req.rank;
+  h.ranks = ranks;
   h.size = req.size;
   h.host = req.host;
   h.addr = LocalAddress(fd.get());
   h.token = req.token;
-  const std::string hello = EncodeHello(h);
-  auto sent = SendFrame(fd.get(), hello, deadline + kFrameTimeout);
+  auto sent = SendFrame(fd.get(), EncodeHello(h), deadline + kFrameTimeout);
   if (sent.ok() && req.gpu)
     sent = SendFrame(fd.get(), EncodeGpuHello(req.gpu->Ready(Clock::now() + req.timeout)),
                      Clock::now() + kFrameTimeout);
-  // Rank 0 answers when all ranks arrived or its own deadline passed; ranks
-  // start at different times, so allow for the skew (and, for the GPU stage,
-  // for the others' GPUs to start).
-  auto wait = req.timeout + kStartSkew;
-  if (req.gpu) wait += req.timeout + req.verdict_margin;
-  auto verdict = sent.ok() ? RecvFrame(fd.get(), kMaxFrame, deadline + wait)
-                           : Result<std::string>(sent.error());
   auto no_verdict = [&](const std::string& why) {
-    return Error{"preflight: " + me + " connected to " + target +
+    return Error{"preflight: " + *me + " connected to " + target +
                  " but got no verdict from rank 0 (" + why + "): is MASTER_ADDR rank 0's host?"};
   };
+  auto verdict = sent.ok() ? RecvFrame(fd.get(), kMaxFrame, deadline + VerdictWait(req))
+                           : Result<std::string>(sent.error());
   if (!verdict.ok()) return no_verdict(verdict.error().message);
   if (req.gpu && verdict->rfind("go\n", 0) == 0) {
     auto go = DecodeGo(*verdict);
@@ -265,13 +273,64 @@ Status Client(const PreflightRequest& req, Deadline deadline, const std::string&
                         : Result<std::string>(sent.error());
     if (!verdict.ok()) return no_verdict(verdict.error().message);
   }
-  if (*verdict == "ok" || verdict->rfind("ok\n", 0) == 0) return Ok{};
-  if (verdict->rfind("fail\n", 0) == 0) {
+  return verdict;
+}
+
+// Rank 0's verdict as this rank's outcome.
+Status Interpret(const std::string& verdict, const std::string& me, const std::string& target,
+                 bool* said) {
+  if (verdict == "ok" || verdict.rfind("ok\n", 0) == 0) return Ok{};
+  if (verdict.rfind("fail\n", 0) == 0) {
     if (said) *said = true;
-    return Error{verdict->substr(5)};
+    return Error{verdict.substr(5)};
   }
   return Error{"preflight: " + me + ": " + target +
                " answered, but not as aml-shim's rank 0: is MASTER_ADDR rank 0's host?"};
+}
+
+// Any rank. With the node fan-in (node_fan_in.h), a member hears rank 0's
+// verdict from its node's leader, and a leader speaks for its node.
+Status Client(const PreflightRequest& req, Deadline deadline, const std::string& target,
+              bool* said) {
+  const bool fan_in = !req.gpu && req.local_size > 1 &&
+                      static_cast<size_t>(req.local_size) <= kMaxHelloRanks;
+  // Members look for their leader, and leaders wait for their members, for
+  // at most half the time: then each goes to rank 0 with what it has.
+  const Deadline join_until = Clock::now() + (deadline - Clock::now()) / 2;
+  const std::string name = fan_in ? NodeSocketName(req.master_addr, req.master_port, req.size,
+                                                   req.token, req.host)
+                                  : "";
+  std::string me = "rank " + std::to_string(req.rank) + " on " + req.host;
+  // A would-be leader that finds the name held joins as a member.
+  std::unique_ptr<NodeLeader> leader;
+  if (fan_in && req.local_rank == 0) leader = NodeLeader::Start(name, req.size, req.token);
+  if (fan_in && !leader) {
+    Fd to_leader = JoinLeader(name, join_until);
+    Hello h;
+    h.ranks = {req.rank};
+    h.size = req.size;
+    h.host = req.host;
+    h.addr = "local";
+    h.token = req.token;
+    if (to_leader.valid() &&
+        SendFrame(to_leader.get(), EncodeHello(h), Clock::now() + kFrameTimeout).ok()) {
+      auto verdict = RecvFrame(to_leader.get(), kMaxFrame, deadline + VerdictWait(req));
+      if (verdict.ok()) return Interpret(*verdict, me, target, said);
+    }
+    // No leader, or it left before rank 0's verdict: ask rank 0 itself.
+  }
+  std::vector<int> ranks;
+  if (leader) ranks = leader->Gather(req.local_size - 1, join_until);
+  ranks.insert(std::lower_bound(ranks.begin(), ranks.end(), req.rank), req.rank);
+  auto verdict = AskRankZero(req, ranks, deadline, target, &me);
+  if (leader) {
+    // Members print rank 0's report as other ranks do (verbose only), and
+    // a leader's own failure is printed by the leader.
+    leader->Relay(verdict.ok() ? *verdict : "fail\n" + verdict.error().message,
+                  Clock::now() + kFrameTimeout);
+  }
+  if (!verdict.ok()) return verdict.error();
+  return Interpret(*verdict, me, target, said);
 }
 
 }  // namespace
@@ -331,7 +390,7 @@ Result<PreflightOutcome> RunPreflight(const PreflightRequest& req, bool* said) {
   if (said) *said = server->failed();
   if (server->failed()) return Error{JoinLines(server->report())};
   if (!mine.ok()) return mine.error();
-  return PreflightOutcome{server->report()};
+  return PreflightOutcome{server->report(), server->connections()};
 }
 
 }  // namespace aml

@@ -24,6 +24,9 @@ class GpuPreflight;
 
 struct PreflightRequest {
   int rank = 0, size = 1;  // among the shims
+  // Among the shims on this host; local_size > 1 gathers the node's hellos
+  // first (node_fan_in.h), for the TCP check only.
+  int local_rank = 0, local_size = 1;
   std::string master_addr;
   int master_port = 0;
   std::string host;  // this shim's host name, for reports
@@ -47,6 +50,9 @@ struct PreflightRequest {
 struct PreflightOutcome {
   // Rank 0's report for the log when every rank passed (bandwidth lines).
   std::vector<std::string> report;
+  // Rank 0: the connections that carried the ranks' hellos (one per node
+  // with the node fan-in).
+  size_t connections = 0;
 };
 
 // The error is rank 0's report (which ranks never arrived, what failed), or

@@ -89,6 +89,64 @@ TEST(TcpPreflight, BusyMasterPortFailsRankZeroAtOnce) {
             std::string::npos) << s.error().message;
 }
 
+// Ranks on `hosts` (rank r on hosts[r]); local ranks in rank order per host.
+std::function<void(PreflightRequest&)> OnHosts(std::vector<std::string> hosts) {
+  return [hosts](PreflightRequest& req) {
+    req.host = hosts[static_cast<size_t>(req.rank)];
+    req.local_rank = req.local_size = 0;
+    for (size_t r = 0; r < hosts.size(); ++r) {
+      if (hosts[r] != req.host) continue;
+      if (static_cast<int>(r) < req.rank) ++req.local_rank;
+      ++req.local_size;
+    }
+  };
+}
+
+TEST(TcpPreflight, EachNodeSpeaksToRankZeroOnceForAllItsRanks) {
+  auto res = RunRanks(6, {0, 1, 2, 3, 4, 5}, FreePort(), std::chrono::seconds(20),
+                      OnHosts({"a", "b", "a", "b", "a", "b"}));
+  for (const auto& s : res) ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(res[0]->connections, 2u);
+}
+
+TEST(TcpPreflight, AMemberMissingFromItsNodeIsNamed) {
+  int port = FreePort();
+  auto res = RunRanks(4, {0, 1, 3}, port, std::chrono::milliseconds(1500),
+                      OnHosts({"a", "a", "a", "b"}));
+  for (int r : {0, 1, 3}) {
+    ASSERT_FALSE(res[static_cast<size_t>(r)].ok());
+    EXPECT_EQ(res[static_cast<size_t>(r)].error().message, res[0].error().message);
+  }
+  EXPECT_NE(res[0].error().message.find("1 of 4 ranks did not reach"), std::string::npos)
+      << res[0].error().message;
+  EXPECT_NE(res[0].error().message.find(": rank 2 (each says why"), std::string::npos)
+      << res[0].error().message;
+}
+
+// Without their node's leader, members go to rank 0 themselves: only the
+// leader is reported missing.
+TEST(TcpPreflight, MembersWithoutALeaderReachRankZeroThemselves) {
+  auto res = RunRanks(4, {0, 2, 3}, FreePort(), std::chrono::milliseconds(1500),
+                      OnHosts({"a", "b", "b", "b"}));
+  ASSERT_FALSE(res[0].ok());
+  EXPECT_NE(res[0].error().message.find("1 of 4 ranks did not reach"), std::string::npos)
+      << res[0].error().message;
+  EXPECT_NE(res[0].error().message.find(": rank 1 (each says why"), std::string::npos)
+      << res[0].error().message;
+}
+
+// Wrong local ranks (two shims that both think they lead a node) cost only
+// connections, never a rank.
+TEST(TcpPreflight, TwoWouldBeLeadersOnOneNodeStillPass) {
+  auto res = RunRanks(4, {0, 1, 2, 3}, FreePort(), std::chrono::seconds(20),
+                      [](PreflightRequest& req) {
+                        req.host = "a";
+                        req.local_rank = req.rank % 2;
+                        req.local_size = 4;
+                      });
+  for (const auto& s : res) ASSERT_TRUE(s.ok()) << s.error().message;
+}
+
 TEST(TcpPreflight, ReportNamesArrivedHostsAndCapsTheList) {
   std::vector<bool> arrived(20, false);
   std::vector<std::string> who(20);

@@ -1,6 +1,7 @@
 // A torch environment that is already set (Kubernetes PyTorchJob, a batch
 // script, an outer launcher): RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
-// NODE_RANK (or GROUP_RANK).
+// NODE_RANK (or GROUP_RANK), and GROUP_WORLD_SIZE (the node count torchrun
+// exports, which every rank shares).
 #include "shim/world/source_util.h"
 #include "shim/world/sources.h"
 
@@ -24,6 +25,9 @@ SourceResult ReadTorchEnv(const EnvSnapshot& env) {
       break;
     }
   }
+  auto nodes = ReadIntVar(env, "GROUP_WORLD_SIZE", 1, kMaxWorld);
+  if (!nodes.ok()) return nodes.error();
+  if (*nodes) sw.node_count = **nodes;
   auto ok = CheckConsistent(sw);
   if (!ok.ok()) return ok.error();
   return w;

@@ -168,6 +168,19 @@ TEST(TorchEnv, ReadsPresetWithoutLocalSize) {
   EXPECT_EQ(bad.error().message, "RANK=2 is not below WORLD_SIZE=2");
 }
 
+// torchrun exports the node count; a rank on node 0 knows the job spans more.
+TEST(TorchEnv, GroupWorldSizeIsTheNodeCount) {
+  auto w = ReadTorchEnv(Env({{"RANK", "0"}, {"WORLD_SIZE", "16"}, {"LOCAL_RANK", "0"},
+                             {"LOCAL_WORLD_SIZE", "8"}, {"GROUP_RANK", "0"},
+                             {"GROUP_WORLD_SIZE", "2"}}));
+  ASSERT_TRUE(w.ok() && *w);
+  EXPECT_EQ((*w)->node_count->value, 2);
+  auto bad = ReadTorchEnv(Env({{"RANK", "0"}, {"WORLD_SIZE", "16"}, {"LOCAL_RANK", "0"},
+                               {"GROUP_RANK", "2"}, {"GROUP_WORLD_SIZE", "2"}}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "GROUP_RANK=2 is not below GROUP_WORLD_SIZE=2");
+}
+
 TEST(JobId, Precedence) {
   EXPECT_EQ(ReadJobId(Env({{"SLURM_JOB_ID", "77"}, {"SLURM_STEP_ID", "3"},
                            {"OMPI_MCA_ess_base_jobid", "99"}}))->value, "77.3");

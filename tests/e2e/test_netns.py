@@ -206,9 +206,12 @@ class NetnsCluster(unittest.TestCase):
     # --- preflight -----------------------------------------------------------------
 
     def test_preflight_tcp_passes_and_the_command_runs(self):
-        r = run(cluster_mpirun({1: 2, 2: 2}, SHIM, "--preflight", "tcp", "--", *PRINT_ENV))
+        r = run(cluster_mpirun({1: 2, 2: 2}, SHIM, "-v", "--preflight", "tcp", "--", *PRINT_ENV))
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(len(ranks_env(r.stdout)), 4)
+        # Each node's local rank 0 spoke for its node (node fan-in).
+        self.assertIn("all 4 ranks reached", r.stderr)
+        self.assertIn("(2 connection(s) to rank 0)", r.stderr)
 
     def test_preflight_tcp_names_the_node_that_cannot_reach_the_master(self):
         port = 29611

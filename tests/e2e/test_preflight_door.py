@@ -137,6 +137,15 @@ class Door(unittest.TestCase):
         self.assertIn("AML_SHIM_JOB_SECRET has 7 characters", short.stderr)
         self.assertNotIn("hunter2", short.stderr)
 
+    def test_a_node_speaks_to_rank_0_once_under_mpirun(self):
+        require("mpirun")
+        r = run(mpirun(8, SHIM, "-v", "--preflight", "tcp", "--", "sh", "-c", "echo ran-$RANK"),
+                timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(sorted(r.stdout.split()), [f"ran-{i}" for i in range(8)], r.stderr)
+        self.assertIn("all 8 ranks reached 127.0.0.1:", r.stderr)
+        self.assertIn("(1 connection(s) to rank 0)", r.stderr)
+
     def test_1100_ranks_under_a_1024_descriptor_soft_limit(self):
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         if hard != resource.RLIM_INFINITY and hard < 2048:
