@@ -58,7 +58,7 @@ Result<Hello> DecodeHello(const std::string& text) {
 
 HelloGate::HelloGate(int listen_fd, int size, std::string token, GateLimits limits)
     : listen_fd_(listen_fd), size_(size), token_(std::move(token)), limits_(limits),
-      arrived_(static_cast<size_t>(size), false), who_(static_cast<size_t>(size)),
+      who_(static_cast<size_t>(size)),
       hosts_(static_cast<size_t>(size)), conn_of_(static_cast<size_t>(size), -1) {
   fcntl(listen_fd_, F_SETFL, fcntl(listen_fd_, F_GETFL) | O_NONBLOCK);
 }
@@ -135,12 +135,11 @@ void HelloGate::Admit(Pending& p, const Hello& h) {
                 std::to_string(h.size) + " ranks;";
     } else if (rank >= size_) {
       problem = " rank " + std::to_string(rank) + " on " + who + " is past the job's size;";
-    } else if (arrived_[static_cast<size_t>(rank)]) {
+    } else if (conn_of_[static_cast<size_t>(rank)] >= 0) {
       problem = " rank " + std::to_string(rank) + " arrived twice (" +
                 who_[static_cast<size_t>(rank)] + " and " + who + ");";
     } else {
       const size_t r = static_cast<size_t>(rank);
-      arrived_[r] = true;
       who_[r] = who;
       hosts_[r] = Cap(h.host);
       conn_of_[r] = conn;
@@ -149,6 +148,12 @@ void HelloGate::Admit(Pending& p, const Hello& h) {
     }
     if (++mismatches_ <= kMaxListed) mismatch_ += problem;
   }
+}
+
+std::vector<bool> HelloGate::arrived() const {
+  std::vector<bool> out;
+  for (int c : conn_of_) out.push_back(c >= 0);
+  return out;
 }
 
 Deadline HelloGate::NextWake(Deadline deadline) const {

@@ -2,8 +2,8 @@
 // strangers"): one
 // poll loop over the listener and every connection that has not yet said
 // hello, all non-blocking. A hello speaks for one rank, or for every rank of
-// a node that its lowest local rank gathered (node_fan_in.h). Each connection has its own deadline and a small
-// cap on its hello; unauthenticated connections are capped too (past the cap
+// a node that its local rank 0 gathered (node_fan_in.h). Each connection has
+// its own deadline and a small cap on its hello; unauthenticated connections are capped too (past the cap
 // the listener waits in its backlog). A hello must carry the job's token
 // when there is one, so a stranger cannot pass as a rank; nothing a peer
 // sends can stall, bloat or outwait the real ranks, and what is reported
@@ -51,12 +51,12 @@ class HelloGate {
   void DropPending() { pending_.clear(); }
 
   int arrived_count() const { return count_; }
-  const std::vector<bool>& arrived() const { return arrived_; }
+  std::vector<bool> arrived() const;
   const std::vector<std::string>& who() const { return who_; }      // "host (addr)"
   const std::vector<std::string>& hosts() const { return hosts_; }
   // Every connection that said hello (each hears the verdict), and for each
   // rank the index of its connection (-1: did not arrive).
-  std::vector<Fd>& connections() { return conns_; }
+  const std::vector<Fd>& connections() const { return conns_; }
   const std::vector<int>& connection_of_rank() const { return conn_of_; }
   // Ranks that disagree with rank 0 (world size, two claims for one rank).
   const std::string& mismatch() const { return mismatch_; }
@@ -80,7 +80,6 @@ class HelloGate {
   std::string token_;
   GateLimits limits_;
   std::vector<Pending> pending_;
-  std::vector<bool> arrived_;
   std::vector<std::string> who_, hosts_;
   std::vector<Fd> conns_;
   std::vector<int> conn_of_;

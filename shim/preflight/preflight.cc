@@ -44,40 +44,33 @@ double SecondsSince(Clock::time_point t) {
 class PreflightServer {
  public:
   PreflightServer(Listener l, const PreflightRequest& req)
-      : listener_(std::move(l)), req_(req), arrived_(static_cast<size_t>(req.size), false),
-        who_(static_cast<size_t>(req.size)), hosts_(static_cast<size_t>(req.size)) {}
+      : listener_(std::move(l)), req_(req), gate_(listener_.fd.get(), req.size, req.token) {}
 
   void Run(Deadline deadline, const std::string& target) {
-    HelloGate gate(listener_.fd.get(), req_.size, req_.token);
-    gate.Run(deadline);
-    arrived_ = gate.arrived();
-    who_ = gate.who();
-    hosts_ = gate.hosts();
-    conns_ = std::move(gate.connections());
-    conn_of_ = gate.connection_of_rank();
-    mismatch_ = gate.mismatch();
+    gate_.Run(deadline);
     // The wait is --preflight-timeout's (rank 0's verdict comes when it ends).
     std::string report = MissingRanksReport(
-        arrived_, who_, req_.size, target,
+        gate_.arrived(), gate_.who(), req_.size, target,
         std::chrono::duration<double>(req_.timeout).count());
-    if (!mismatch_.empty())
-      report += (report.empty() ? "preflight tcp: inconsistent ranks:" : " Also:") + mismatch_;
+    const std::string& mismatch = gate_.mismatch();
+    if (!mismatch.empty())
+      report += (report.empty() ? "preflight tcp: inconsistent ranks:" : " Also:") + mismatch;
     if (report.empty() && req_.gpu) {
       GpuStage();
     } else if (report.empty()) {
       PrintAndAnswer(false, {});
     } else {
       std::vector<std::string> lines{report};
-      for (const std::string& note : gate.Notes()) lines.push_back("preflight tcp: " + note);
+      for (const std::string& note : gate_.Notes()) lines.push_back("preflight tcp: " + note);
       PrintAndAnswer(true, lines);
     }
     // Let every peer close first so no TIME_WAIT holds MASTER_PORT.
     const Deadline close_by = Clock::now() + kFrameTimeout;
-    for (const Fd& p : conns_) AwaitPeerClose(p.get(), close_by);
+    for (const Fd& p : gate_.connections()) AwaitPeerClose(p.get(), close_by);
   }
 
   bool failed() const { return failed_; }
-  size_t connections() const { return conns_.size(); }
+  size_t connections() const { return gate_.connections().size(); }
   const std::vector<std::string>& report() const { return report_; }
 
  private:
@@ -93,7 +86,7 @@ class PreflightServer {
 
   void AnswerAll(const std::string& verdict) {
     const Deadline by = Clock::now() + kFrameTimeout;
-    for (const Fd& p : conns_) (void)SendFrame(p.get(), verdict, by);
+    for (const Fd& p : gate_.connections()) (void)SendFrame(p.get(), verdict, by);
   }
 
   void Fail(const std::vector<std::string>& lines) { PrintAndAnswer(true, lines); }
@@ -101,15 +94,15 @@ class PreflightServer {
   // The connection rank r said hello on: its own in the GPU stage, which
   // every shim joins on its own (node_fan_in.h gathers only for tcp).
   int Conn(size_t r) const {
-    return conn_of_[r] < 0 ? -1 : conns_[static_cast<size_t>(conn_of_[r])].get();
+    const int c = gate_.connection_of_rank()[r];
+    return c < 0 ? -1 : gate_.connections()[static_cast<size_t>(c)].get();
   }
 
   // Every shim reports its GPUs; rank 0 hands out the ids; every shim runs
   // the all-reduces and reports; rank 0 judges.
   void GpuStage() {
-    const size_t n = conn_of_.size();
+    const size_t n = static_cast<size_t>(req_.size);
     std::vector<GpuHello> hellos(n);
-    std::vector<std::string> problems;
     Deadline by = Clock::now() + req_.timeout + req_.verdict_margin;
     for (size_t r = 0; r < n; ++r) {
       auto frame = RecvFrame(Conn(r), kMaxFrame, by);
@@ -122,7 +115,7 @@ class PreflightServer {
                                 " s (" + hello.error().message + ")";
       }
     }
-    auto go = PlanNcclIds(hellos, hosts_);
+    auto go = PlanNcclIds(hellos, gate_.hosts());
     if (!go.ok()) return Fail(SplitLines(go.error().message));
     const Deadline send_by = Clock::now() + kFrameTimeout;
     for (size_t r = 0; r < n; ++r)
@@ -130,7 +123,7 @@ class PreflightServer {
     std::vector<ShimOutcome> outcomes(n);
     for (size_t r = 0; r < n; ++r) {
       outcomes[r].rank = static_cast<int>(r);
-      outcomes[r].host = hosts_[r];
+      outcomes[r].host = gate_.hosts()[r];
       outcomes[r].node = hellos[r].node;
       outcomes[r].gpus = hellos[r].gpus;
     }
@@ -144,7 +137,7 @@ class PreflightServer {
   // failure: then the ranks still running are stopped (they would only
   // hang in a collective that the failed rank left).
   void CollectResults(Deadline by, std::vector<ShimOutcome>* outcomes) {
-    const size_t n = conn_of_.size();
+    const size_t n = static_cast<size_t>(req_.size);
     std::vector<bool> done(n, false);
     size_t left = n;
     bool failure = false;
@@ -192,11 +185,7 @@ class PreflightServer {
 
   Listener listener_;
   PreflightRequest req_;
-  std::vector<bool> arrived_;
-  std::vector<std::string> who_, hosts_;
-  std::vector<Fd> conns_;
-  std::vector<int> conn_of_;
-  std::string mismatch_;
+  HelloGate gate_;  // on listener_
   bool failed_ = false;
   std::vector<std::string> report_;
 };
@@ -209,6 +198,17 @@ std::chrono::milliseconds VerdictWait(const PreflightRequest& req) {
   auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(req.timeout + kStartSkew);
   if (req.gpu) wait += req.timeout + req.verdict_margin;
   return wait;
+}
+
+// This shim's hello, for `ranks`, from `addr`.
+std::string HelloFor(const PreflightRequest& req, std::vector<int> ranks, std::string addr) {
+  Hello h;
+  h.ranks = std::move(ranks);
+  h.size = req.size;
+  h.host = req.host;
+  h.addr = std::move(addr);
+  h.token = req.token;
+  return EncodeHello(h);
 }
 
 // Reach the master (retrying while it is not up yet), say hello for `ranks`,
@@ -240,13 +240,8 @@ Result<std::string> AskRankZero(const PreflightRequest& req, const std::vector<i
   if (!fd.valid())
     return Error{"preflight tcp: " + *me + " cannot connect to " + target + ": " + last_error +
                  " (retried for " + Seconds(SecondsSince(start)) + " s)"};
-  Hello h;
-  h.ranks = ranks;
-  h.size = req.size;
-  h.host = req.host;
-  h.addr = LocalAddress(fd.get());
-  h.token = req.token;
-  auto sent = SendFrame(fd.get(), EncodeHello(h), deadline + kFrameTimeout);
+  auto sent = SendFrame(fd.get(), HelloFor(req, ranks, LocalAddress(fd.get())),
+                        deadline + kFrameTimeout);
   if (sent.ok() && req.gpu)
     sent = SendFrame(fd.get(), EncodeGpuHello(req.gpu->Ready(Clock::now() + req.timeout)),
                      Clock::now() + kFrameTimeout);
@@ -306,14 +301,8 @@ Status Client(const PreflightRequest& req, Deadline deadline, const std::string&
   if (fan_in && req.local_rank == 0) leader = NodeLeader::Start(name, req.size, req.token);
   if (fan_in && !leader) {
     Fd to_leader = JoinLeader(name, join_until);
-    Hello h;
-    h.ranks = {req.rank};
-    h.size = req.size;
-    h.host = req.host;
-    h.addr = "local";
-    h.token = req.token;
-    if (to_leader.valid() &&
-        SendFrame(to_leader.get(), EncodeHello(h), Clock::now() + kFrameTimeout).ok()) {
+    if (to_leader.valid() && SendFrame(to_leader.get(), HelloFor(req, {req.rank}, "local"),
+                                       Clock::now() + kFrameTimeout).ok()) {
       auto verdict = RecvFrame(to_leader.get(), kMaxFrame, deadline + VerdictWait(req));
       if (verdict.ok()) return Interpret(*verdict, me, target, said);
     }
