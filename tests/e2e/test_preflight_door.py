@@ -61,16 +61,22 @@ def frame(data):
 
 
 class Door(unittest.TestCase):
-    def job(self, port, stranger_act, count=1):
-        """mpirun -np 2 with rank 1 a second late, while a stranger knocks."""
-        require("mpirun")
+    def job(self, port, stranger_act, *shim_args, count=1, hydra=False, env=None):
+        """2 ranks, rank 1 a second late, while a stranger knocks: under mpirun
+        (--master-addr given), or under mpiexec.hydra."""
+        require("mpiexec.hydra" if hydra else "mpirun")
+        rank_var = "PMI_RANK" if hydra else "OMPI_COMM_WORLD_RANK"
+        if not hydra:
+            shim_args = ("--master-addr", HOST) + shim_args
+        shim = (f'if [ "${rank_var}" = 1 ]; then sleep 1; fi; exec {SHIM} '
+                f'{" ".join(shim_args)} --master-port {port} --preflight tcp '
+                f'--preflight-timeout 20 -- sh -c "echo ran-\\$RANK"')
+        cmd = (["mpiexec.hydra", "-n", "2", "sh", "-c", shim] if hydra
+               else mpirun(2, "sh", "-c", shim))
         stranger = Stranger(port, stranger_act, count)
         stranger.start()
         try:
-            shim = (f'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then sleep 1; fi; exec {SHIM} '
-                    f'--master-addr {HOST} --master-port {port} --preflight tcp '
-                    f'--preflight-timeout 20 -- sh -c "echo ran-\\$RANK"')
-            return run(mpirun(2, "sh", "-c", shim), timeout=120)
+            return run(cmd, env=env, timeout=120)
         finally:
             stranger.close()
 
@@ -100,34 +106,22 @@ class Door(unittest.TestCase):
         self.assert_ran(r)
         self.assertLess(len(r.stderr), 4096, r.stderr[:2000])
 
-    def hydra_job(self, port, stranger_act, *shim_args, env=None, count=20):
-        """mpiexec.hydra -n 2 with rank 1 a second late, while a stranger knocks."""
-        require("mpiexec.hydra")
-        stranger = Stranger(port, stranger_act, count)
-        stranger.start()
-        try:
-            shim = (f'if [ "$PMI_RANK" = 1 ]; then sleep 1; fi; exec {SHIM} -v '
-                    f'--master-port {port} --preflight tcp --preflight-timeout 20 '
-                    f'{" ".join(shim_args)} -- sh -c "echo ran-\\$RANK"')
-            return run(["mpiexec.hydra", "-n", "2", "sh", "-c", shim], env=env, timeout=120)
-        finally:
-            stranger.close()
-
     def test_under_hydra_the_rendezvous_token_is_the_proof(self):
         # Hydra gives no secret: before, a forged hello passed as rank 1.
         # What the rendezvous's listener answers a stranger is a digest that
         # forges nothing (rendezvous_test.cc's eavesdropper checks that).
         port = free_port()
         forged = frame(b"aml-shim-preflight-2 1 2 evil-host 6.6.6.6 -")
-        r = self.hydra_job(port, lambda s: s.sendall(forged), "--rendezvous", "mpi")
+        r = self.job(port, lambda s: s.sendall(forged), "-v", "--rendezvous", "mpi", count=20,
+                     hydra=True)
         self.assert_ran(r)
         self.assertIn("hellos carry a digest of the MPI rendezvous's token", r.stderr)
 
     def test_your_job_secret_is_the_proof_and_a_short_one_is_refused(self):
         port = free_port()
         forged = frame(b"aml-shim-preflight-2 1 2 evil-host 6.6.6.6 -")
-        r = self.hydra_job(port, lambda s: s.sendall(forged), count=2,
-                           env=clean_env(AML_SHIM_JOB_SECRET="0123456789abcdef"))
+        r = self.job(port, lambda s: s.sendall(forged), "-v", count=2, hydra=True,
+                     env=clean_env(AML_SHIM_JOB_SECRET="0123456789abcdef"))
         self.assert_ran(r)
         self.assertIn("hellos carry a digest of AML_SHIM_JOB_SECRET", r.stderr)
         short = run(["mpiexec.hydra", "-n", "2", SHIM, "--preflight", "tcp", "--", "echo", "ran"],
