@@ -31,14 +31,17 @@ def free_port():
         return s.getsockname()[1]
 
 
-def sample(pid, out, stop):
+def sample(pid, out):
     """Rank 0's peak descriptors and peak RSS (VmHWM, once it is aml-shim:
-    wait4's ru_maxrss would count the forked Python before exec)."""
-    while not stop.is_set():
+    wait4's ru_maxrss would count the forked Python before exec), until it
+    is a zombie (it execs `true` after the preflight)."""
+    while True:
         try:
             out[0] = max(out[0], len(os.listdir(f"/proc/{pid}/fd")))
             with open(f"/proc/{pid}/status") as f:
                 status = dict(l.split(":", 1) for l in f if ":" in l)
+            if status["State"].strip().startswith("Z"):
+                return
             if status["Name"].strip() == "aml-shim":
                 out[1] = max(out[1], int(status["VmHWM"].split()[0]) / 1024)
         except (OSError, KeyError, ValueError):
@@ -93,19 +96,13 @@ def one(n, per_node, nccl=False):
         procs.append(subprocess.Popen([SHIM, "-q", "--ib", "off", *check,
                                        "--preflight-timeout", "300", "--", "true"],
                                       env=env, stdout=subprocess.DEVNULL,
-                                      stderr=None if os.environ.get("BENCH_STDERR") else subprocess.DEVNULL, preexec_fn=setup))
+                                      stderr=None if os.environ.get("BENCH_STDERR")
+                                      else subprocess.DEVNULL, preexec_fn=setup))
         if rank == 0:
-            peak, stop = [0, 0.0], threading.Event()
-            sampler = threading.Thread(target=sample, args=(procs[0].pid, peak, stop))
+            peak = [0, 0.0]
+            sampler = threading.Thread(target=sample, args=(procs[0].pid, peak))
             sampler.start()
-    # The sampler reads rank 0's /proc until it is gone: reap it after.
-    while procs[0].poll() is None and os.path.exists(f"/proc/{procs[0].pid}/status"):
-        with open(f"/proc/{procs[0].pid}/status") as f:
-            if "State:\tZ" in f.read():
-                break
-        time.sleep(0.01)
-    stop.set()
-    sampler.join()
+    sampler.join()  # before rank 0 is reaped: its /proc must not be another's
     codes = [p.wait() for p in procs]
     wall = time.monotonic() - start
     return wall, peak[1], peak[0], codes.count(0)
