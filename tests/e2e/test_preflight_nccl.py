@@ -6,10 +6,11 @@ correctness check, the bandwidth report, --min-busbw, timeouts, and rank 0
 stopping every rank at the first failure."""
 import os
 import signal
+import socket
 import subprocess
 import unittest
 
-from harness import SHIM, clean_env, main, mpirun, require, run, wait_for
+from harness import SHIM, clean_env, main, mpirun, require, run, spawn, wait_for
 
 FAKE_CUDART = os.environ.get("AML_FAKE_CUDART", "")
 FAKE_NCCL = os.environ.get("AML_FAKE_NCCL", "")
@@ -19,6 +20,12 @@ RAN = "command ran"
 # Marks this test's processes, so that the check for leftover workers does
 # not see another test's (ctest runs tests in parallel).
 TAG = f"AML_TEST_TAG={os.getpid()}"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def fake_env(**extra):
@@ -116,6 +123,25 @@ class WithStandInGpus(unittest.TestCase):
                          [f"[rank {i}] rank {i}" for i in range(4)])
         self.assertRegex(r.stderr, r"preflight nccl: node 0 \(\S+\): 4 GPUs, all-reduce of 4 MiB "
                          r"in [0-9.]+ ms: busbw [0-9.]+ GB/s, algbw [0-9.]+ GB/s")
+
+    def test_a_torch_environment_of_two_nodes_gets_a_job_wide_all_reduce(self):
+        # A torch environment (as torchrun exports it) for 2 nodes of 1 GPU:
+        # rank 0 learns the job spans 2 nodes from GROUP_WORLD_SIZE, so it
+        # makes the job's NCCL id (before, it thought "one node" and failed).
+        port = free_port()
+        procs = [spawn([SHIM, "--preflight", "nccl", "--preflight-bytes", "1M", "--", "echo", RAN],
+                       env=fake_env(FAKE_CUDA_DEVICES=1, RANK=r, WORLD_SIZE=2, LOCAL_RANK=0,
+                                    LOCAL_WORLD_SIZE=1, GROUP_RANK=r, GROUP_WORLD_SIZE=2,
+                                    MASTER_ADDR="127.0.0.1", MASTER_PORT=port,
+                                    NCCL_SOCKET_IFNAME="lo", GLOO_SOCKET_IFNAME="lo"),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for r in (0, 1)]
+        outs = [p.communicate(timeout=120) for p in procs]
+        for p, (out, err) in zip(procs, outs):
+            self.assertEqual(p.returncode, 0, outs)
+            self.assertEqual(out.strip(), RAN)
+        self.assertIn("preflight nccl: all 2 nodes, 2 GPUs, all-reduce", outs[0][1])
+        self.assertEqual(workers_alive(), [])
 
     def mpirun_shim(self, np, shim_args, env_extra, command=("sh", "-c", "echo ran $RANK")):
         require("mpirun")
