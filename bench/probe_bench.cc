@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
   // The first libibverbs call pays dlopen and provider loading, as a fresh
   // ibv_devinfo process does.
   auto t1 = clock::now();
-  aml::VerbsResult v = aml::QueryVerbs();
+  aml::VerbsResult v = aml::QueryVerbs(aml::EnvSnapshot());
   double verbs_first_ms = std::chrono::duration<double, std::milli>(clock::now() - t1).count();
   std::printf("{\"sysfs_root\":\"%s\",\"devices\":%zu,\"probe_ms\":%.4f,\"iterations\":%d,"
               "\"usable\":%s,\"verbs_loaded\":%s,\"verbs_first_call_ms\":%.3f,\"verbs\":\"%s\"}\n",

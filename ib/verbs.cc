@@ -2,8 +2,6 @@
 
 #include "ib/verbs_abi.h"
 
-#include <dlfcn.h>
-
 #include <cstdint>
 #include <cstring>
 
@@ -20,24 +18,32 @@ using QueryPort = int (*)(void*, uint8_t, void*);
 
 }  // namespace
 
-VerbsResult QueryVerbs() {
+LibrarySpec VerbsSpec() {
+  return LibrarySpec{"libibverbs", "AML_SHIM_LIBIBVERBS", {"libibverbs.so.1"},
+                     "e.g. rdma-core's libibverbs.so.1", false};
+}
+
+VerbsResult QueryVerbs(const EnvSnapshot& env) {
   VerbsResult result;
-  void* lib = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    result.message = std::string("libibverbs.so.1 not loaded (") + dlerror() + ")";
+  auto lib = OpenLibrary(VerbsSpec(), env);
+  if (!lib.ok()) {
+    result.message = lib.error().message;
     return result;
   }
-  auto get_list = reinterpret_cast<GetDeviceList>(dlsym(lib, "ibv_get_device_list"));
-  auto free_list = reinterpret_cast<FreeDeviceList>(dlsym(lib, "ibv_free_device_list"));
-  auto get_name = reinterpret_cast<GetDeviceName>(dlsym(lib, "ibv_get_device_name"));
-  auto open_dev = reinterpret_cast<OpenDevice>(dlsym(lib, "ibv_open_device"));
-  auto close_dev = reinterpret_cast<CloseDevice>(dlsym(lib, "ibv_close_device"));
-  auto query_dev = reinterpret_cast<QueryDevice>(dlsym(lib, "ibv_query_device"));
-  auto query_port = reinterpret_cast<QueryPort>(dlsym(lib, "ibv_query_port"));
-  if (!get_list || !free_list || !get_name || !open_dev || !close_dev || !query_dev ||
-      !query_port) {
-    result.message = "libibverbs.so.1 lacks the expected symbols";
-    dlclose(lib);
+  GetDeviceList get_list = nullptr;
+  FreeDeviceList free_list = nullptr;
+  GetDeviceName get_name = nullptr;
+  OpenDevice open_dev = nullptr;
+  CloseDevice close_dev = nullptr;
+  QueryDevice query_dev = nullptr;
+  QueryPort query_port = nullptr;
+  auto bound = lib->Bind({Sym("ibv_get_device_list", &get_list),
+                          Sym("ibv_free_device_list", &free_list),
+                          Sym("ibv_get_device_name", &get_name), Sym("ibv_open_device", &open_dev),
+                          Sym("ibv_close_device", &close_dev),
+                          Sym("ibv_query_device", &query_dev), Sym("ibv_query_port", &query_port)});
+  if (!bound.ok()) {
+    result.message = bound.error().message;
     return result;
   }
   result.loaded = true;

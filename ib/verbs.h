@@ -1,5 +1,6 @@
-// libibverbs, loaded at run time with dlopen (as NCCL's ibvwrap does) so that
-// aml-shim starts on nodes without rdma-core. Only used to cross-check the
+// libibverbs, loaded at run time (shim/base/dynlib.h: AML_SHIM_LIBIBVERBS,
+// else libibverbs.so.1; as NCCL's ibvwrap does) so that aml-shim starts on
+// nodes without rdma-core. Only used to cross-check the
 // sysfs probe on real hardware.
 #pragma once
 
@@ -7,6 +8,8 @@
 #include <vector>
 
 #include "ib/fabric.h"
+#include "shim/base/dynlib.h"
+#include "shim/base/env_snapshot.h"
 
 namespace aml {
 
@@ -23,8 +26,10 @@ struct VerbsResult {
   std::vector<VerbsPort> ports;
 };
 
-// Loads libibverbs.so.1 and queries every device's ports.
-VerbsResult QueryVerbs();
+LibrarySpec VerbsSpec();
+
+// Loads libibverbs and queries every device's ports.
+VerbsResult QueryVerbs(const EnvSnapshot& env);
 
 // Adds a warning to `report` for every port whose state libibverbs and sysfs
 // disagree on, and records what libibverbs said.

@@ -30,28 +30,9 @@ if [[ $version =~ ^([0-9.]+)-([0-9]+)-(g[0-9a-f]+)(.*)$ ]]; then
 fi
 name=aml-shim-$version-linux-x86_64
 
-mirror() {
-  local m
-  m=$(sed -n 's/^URIs: *\([^ ]*debian\/\?\)$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
-  [ -n "$m" ] || m=$(sed -n 's/^deb \(\[[^]]*\] \)\?\(http[^ ]*\) .*/\2/p' /etc/apt/sources.list 2>/dev/null | grep -v security | head -1)
-  echo "${m:-http://deb.debian.org/debian}"
-}
-
-# ---- The Debian 11 build root, made once.
-if [ ! -f "$ROOT/.aml-release-root" ]; then
-  command -v debootstrap >/dev/null || fail "debootstrap is not installed: run scripts/setup.sh"
-  step "making the Debian 11 build root in $ROOT (once; about 2 minutes)"
-  rm -rf "$ROOT"
-  mkdir -p "$ROOT"
-  debootstrap --variant=minbase bullseye "$ROOT" "$(mirror)" >"$log" 2>&1 || fail "debootstrap failed"
-  echo "deb $(mirror) bullseye main" >"$ROOT/etc/apt/sources.list"
-  cp /etc/resolv.conf "$ROOT/etc/resolv.conf" 2>/dev/null || true
-  chroot "$ROOT" sh -c 'export DEBIAN_FRONTEND=noninteractive; apt-get update -qq &&
-    apt-get install -y -qq --no-install-recommends g++ cmake ninja-build make \
-      libboost-program-options-dev help2man binutils' >"$log" 2>&1 ||
-    fail "installing the build tools in the root failed"
-  touch "$ROOT/.aml-release-root"
-fi
+# ---- The Debian 11 build root, made once (scripts/debian-root.sh).
+scripts/debian-root.sh bullseye "$ROOT" g++ cmake ninja-build make \
+  libboost-program-options-dev help2man binutils || fail "the Debian 11 build root could not be made"
 
 # ---- Build there from a clean copy of the checkout (tracked files only).
 step "building $name in the Debian 11 root"

@@ -15,6 +15,7 @@
 #include "launch/supervisor.h"
 #include "launch/topology/gpu_count.h"
 #include "launch/topology/gpu_topology.h"
+#include "shim/base/dynlib.h"
 #include "shim/base/exit_code.h"
 #include "shim/base/fd_limit.h"
 #include "shim/base/log.h"
@@ -59,7 +60,14 @@ struct Resolved {
   World world;
   MasterPlan master;
   int nproc = 1;
+  // The launcher's PMIx runtime, open until the world is settled.
+  std::unique_ptr<PmixCollective> pmix;
 };
+
+// Every library aml-shim may load, by its override variable.
+constexpr const char* kLibraryOverrides[] = {"AML_SHIM_LIBMPI", "AML_SHIM_LIBPMIX",
+                                             "AML_SHIM_LIBCUDART", "AML_SHIM_LIBNCCL",
+                                             "AML_SHIM_LIBIBVERBS"};
 
 // Children per shim for --nproc-per-node.
 Result<int> ResolveNproc(const Options& o, const EnvSnapshot& env) {
@@ -77,10 +85,14 @@ Result<int> ResolveNproc(const Options& o, const EnvSnapshot& env) {
 }
 
 Result<Resolved> Resolve(const Options& o, const EnvSnapshot& env) {
-  auto lib = CheckLibMpiOverride(env);
-  if (!lib.ok()) return lib.error();
+  for (const char* var : kLibraryOverrides) {
+    auto lib = CheckLibraryOverride(env, var);
+    if (!lib.ok()) return lib.error();
+  }
   auto world = ResolveRanks(env);
   if (!world.ok()) return world.error();
+  auto pmix = AskPmix(env, &*world);
+  if (!pmix.ok()) return pmix.error();
   auto master = ResolveMaster(env, MasterRequest{o.master_addr, o.master_port, o.rendezvous},
                               *world);
   if (!master.ok()) return master.error();
@@ -88,7 +100,7 @@ Result<Resolved> Resolve(const Options& o, const EnvSnapshot& env) {
   if (!plan.ok()) return plan.error();
   auto nproc = ResolveNproc(o, env);
   if (!nproc.ok()) return nproc.error();
-  return Resolved{std::move(*world), std::move(*plan), *nproc};
+  return Resolved{std::move(*world), std::move(*plan), *nproc, std::move(*pmix)};
 }
 
 // ---- Plan: what each child gets.
@@ -130,7 +142,7 @@ FabricFacts ProbeFabric(const Options& o, const EnvSnapshot& env, NcclConf conf)
   // libibverbs is consulted only where the real sysfs shows devices: it costs
   // milliseconds to load its providers and knows nothing of fixture trees.
   if (o.sysfs_root == "/sys" && !f.report.devices.empty())
-    CrossCheckWithVerbs(f.report, QueryVerbs());
+    CrossCheckWithVerbs(f.report, QueryVerbs(env));
   f.conf = std::move(conf);
   f.plan = PlanFabric(f.report, env, f.conf);
   return f;
@@ -235,7 +247,7 @@ WorkerSetup NcclSetup(const Options& o, const World& world, const std::vector<Ch
 }
 
 int Check(const Options& o, const World& world, const Planned& p, const EnvSnapshot& env,
-          const std::string& host, const std::string& rendezvous_secret) {
+          const std::string& host, const Membership& shared) {
   if (!o.preflight.tcp) return 0;
   PreflightRequest req;
   req.rank = world.rank.value;
@@ -245,13 +257,14 @@ int Check(const Options& o, const World& world, const Planned& p, const EnvSnaps
   req.master_addr = world.master_addr.value;
   req.master_port = world.master_port.value;
   req.host = host;
-  auto member = MembershipToken(env, rendezvous_secret);
+  auto member = MembershipToken(env, shared);
   if (!member.ok()) {
     LogError(member.error().message);
     return kExitShimFailure;
   }
   req.token = member->token;
-  if (!req.token.empty()) LogVerbose("preflight: hellos carry a digest of " + member->why);
+  LogVerbose(req.token.empty() ? "preflight: " + member->why
+                               : "preflight: hellos carry a digest of " + member->why);
   req.timeout = std::chrono::milliseconds(static_cast<long>(o.preflight_timeout_s * 1000));
   std::unique_ptr<NcclStage> nccl;
   if (o.preflight.nccl) {
@@ -362,11 +375,22 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
   if (!resolved.ok()) return Fail(resolved.error());
   const std::string host = HostName();
   std::vector<PeerInfo> peers;
-  std::string rendezvous_secret;
+  Membership shared;
+  PmixCollective* pmix = resolved->pmix.get();
   auto world = SettleWorld(env, host, o.tf_config ? resolved->nproc : 0, resolved->world,
-                           resolved->master, &peers, &rendezvous_secret);
+                           resolved->master, pmix, &peers, &shared.token);
   if (!world.ok()) return Fail(world.error());
+  if (!shared.token.empty())
+    shared.why = pmix ? "the PMIx rendezvous's token (sent over PMIx only)"
+                      : "the MPI rendezvous's token (sent over MPI only)";
   const bool running = inv->subcommand == Subcommand::kRun;
+  if (pmix && running && o.preflight.tcp && shared.token.empty()) {
+    auto token = ShareJobToken(*pmix);
+    if (!token.ok()) return Fail(Error{"PMIx: " + token.error().message});
+    shared = {*token, "rank 0's random token (sent over PMIx only)"};
+  }
+  // PMIx_Finalize: the command, exec'd or spawned, connects on its own.
+  resolved->pmix.reset();
   if (running)
     for (const auto& w : world->warnings) LogWarning(w);
   auto planned = Plan(*inv, *resolved, *world, peers, env);
@@ -375,7 +399,7 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
     std::cout << FormatEnv(*world, planned->children, o) << std::flush;
     return 0;
   }
-  if (int code = Check(o, *world, *planned, env, host, rendezvous_secret); code != 0) return code;
+  if (int code = Check(o, *world, *planned, env, host, shared); code != 0) return code;
   return Run(o, *world, *planned, env, host);
 }
 

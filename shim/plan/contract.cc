@@ -54,6 +54,12 @@ std::vector<EnvVar> BuildContract(const World& world, const EnvSnapshot& env,
   if (long{world.local_size.value} * p > 1)
     b.Default("OMP_NUM_THREADS", "1",
               "more than one process per node (torchrun's rule)");
+  // What torch 2.x's torchrun sets (torch 2.2 renamed NCCL_ASYNC_ERROR_HANDLING).
+  b.Default("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1", "torchrun's default (torch 2.x)");
+  if (world.asked_pmix)
+    b.Default("PMIX_MCA_gds", "hash",
+              "aml-shim was this rank's first PMIx client: PMIx's shared-memory store "
+              "(gds ds21) refuses a second one, the command's MPI_Init");
   if (slot.output_piped)
     b.Default("PYTHONUNBUFFERED", "1", "aml-shim reads the output through a pipe");
   return b.vars();

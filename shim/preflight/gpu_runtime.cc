@@ -1,58 +1,29 @@
 #include "shim/preflight/gpu_runtime.h"
 
-#include <dlfcn.h>
-
 #include <vector>
 
 namespace aml {
 namespace {
 
-// Loads the first of `names` that dlopen accepts; `tried` collects why the
-// others were refused.
-void* OpenFirst(const std::vector<std::string>& names, std::string* loaded, std::string* tried) {
-  for (const std::string& name : names) {
-    void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib) {
-      *loaded = name;
-      return lib;
-    }
-    const char* err = dlerror();
-    *tried += (tried->empty() ? "" : "; ") + std::string(err ? err : name.c_str());
-  }
-  return nullptr;
-}
-
-template <class F>
-bool Bind(void* lib, const char* symbol, F* fn, std::string* missing) {
-  *fn = reinterpret_cast<F>(dlsym(lib, symbol));
-  if (!*fn) *missing += (missing->empty() ? "" : ", ") + std::string(symbol);
-  return *fn != nullptr;
-}
-
 void LoadCuda(const EnvSnapshot& env, GpuRuntime* rt) {
-  std::string tried;
-  void* lib = OpenFirst(CudaRuntimeCandidates(env), &rt->cuda_library, &tried);
-  if (!lib) {
-    rt->cuda_problem = "the CUDA runtime was not found (" + tried +
-                       "); set AML_SHIM_LIBCUDART to the path of libcudart.so";
+  auto lib = OpenLibrary(CudaRuntimeSpec(), env);
+  if (!lib.ok()) {
+    rt->cuda_problem = lib.error().message;
     return;
   }
+  rt->cuda_library = lib->file();
   CudaApi& c = rt->cuda;
-  std::string missing;
-  Bind(lib, "cudaDriverGetVersion", &c.DriverGetVersion, &missing);
-  Bind(lib, "cudaRuntimeGetVersion", &c.RuntimeGetVersion, &missing);
-  Bind(lib, "cudaGetDeviceCount", &c.GetDeviceCount, &missing);
-  Bind(lib, "cudaSetDevice", &c.SetDevice, &missing);
-  Bind(lib, "cudaDeviceGetPCIBusId", &c.DeviceGetPCIBusId, &missing);
-  Bind(lib, "cudaMalloc", &c.Malloc, &missing);
-  Bind(lib, "cudaFree", &c.Free, &missing);
-  Bind(lib, "cudaMemcpy", &c.Memcpy, &missing);
-  Bind(lib, "cudaStreamCreateWithFlags", &c.StreamCreateWithFlags, &missing);
-  Bind(lib, "cudaStreamSynchronize", &c.StreamSynchronize, &missing);
-  Bind(lib, "cudaStreamDestroy", &c.StreamDestroy, &missing);
-  Bind(lib, "cudaGetErrorString", &c.GetErrorString, &missing);
-  if (!missing.empty()) {
-    rt->cuda_problem = rt->cuda_library + " is not a CUDA runtime: it lacks " + missing;
+  auto bound = lib->Bind(
+      {Sym("cudaDriverGetVersion", &c.DriverGetVersion),
+       Sym("cudaRuntimeGetVersion", &c.RuntimeGetVersion),
+       Sym("cudaGetDeviceCount", &c.GetDeviceCount), Sym("cudaSetDevice", &c.SetDevice),
+       Sym("cudaDeviceGetPCIBusId", &c.DeviceGetPCIBusId), Sym("cudaMalloc", &c.Malloc),
+       Sym("cudaFree", &c.Free), Sym("cudaMemcpy", &c.Memcpy),
+       Sym("cudaStreamCreateWithFlags", &c.StreamCreateWithFlags),
+       Sym("cudaStreamSynchronize", &c.StreamSynchronize),
+       Sym("cudaStreamDestroy", &c.StreamDestroy), Sym("cudaGetErrorString", &c.GetErrorString)});
+  if (!bound.ok()) {
+    rt->cuda_problem = bound.error().message;
     return;
   }
   rt->cuda_loaded = true;
@@ -74,26 +45,22 @@ void LoadCuda(const EnvSnapshot& env, GpuRuntime* rt) {
 }
 
 void LoadNccl(const EnvSnapshot& env, GpuRuntime* rt) {
-  std::string tried;
-  void* lib = OpenFirst(NcclCandidates(env), &rt->nccl_library, &tried);
-  if (!lib) {
-    rt->nccl_problem = "NCCL was not found (" + tried +
-                       "); set AML_SHIM_LIBNCCL to the path of libnccl.so.2 (pip wheels keep "
-                       "it in site-packages/nvidia/nccl/lib)";
+  auto lib = OpenLibrary(NcclSpec(), env);
+  if (!lib.ok()) {
+    rt->nccl_problem = lib.error().message;
     return;
   }
+  rt->nccl_library = lib->file();
   NcclApi& n = rt->nccl;
-  std::string missing;
-  Bind(lib, "ncclGetVersion", &n.GetVersion, &missing);
-  Bind(lib, "ncclGetUniqueId", &n.GetUniqueId, &missing);
-  Bind(lib, "ncclCommInitRank", &n.CommInitRank, &missing);
-  Bind(lib, "ncclCommDestroy", &n.CommDestroy, &missing);
-  Bind(lib, "ncclAllReduce", &n.AllReduce, &missing);
-  Bind(lib, "ncclGroupStart", &n.GroupStart, &missing);
-  Bind(lib, "ncclGroupEnd", &n.GroupEnd, &missing);
-  Bind(lib, "ncclGetErrorString", &n.GetErrorString, &missing);
-  if (!missing.empty()) {
-    rt->nccl_problem = rt->nccl_library + " is not NCCL: it lacks " + missing;
+  auto bound = lib->Bind({Sym("ncclGetVersion", &n.GetVersion),
+                          Sym("ncclGetUniqueId", &n.GetUniqueId),
+                          Sym("ncclCommInitRank", &n.CommInitRank),
+                          Sym("ncclCommDestroy", &n.CommDestroy),
+                          Sym("ncclAllReduce", &n.AllReduce), Sym("ncclGroupStart", &n.GroupStart),
+                          Sym("ncclGroupEnd", &n.GroupEnd),
+                          Sym("ncclGetErrorString", &n.GetErrorString)});
+  if (!bound.ok()) {
+    rt->nccl_problem = bound.error().message;
     return;
   }
   rt->nccl_loaded = true;
@@ -102,15 +69,21 @@ void LoadNccl(const EnvSnapshot& env, GpuRuntime* rt) {
 
 }  // namespace
 
-std::vector<std::string> CudaRuntimeCandidates(const EnvSnapshot& env) {
-  if (env.HasNonEmpty("AML_SHIM_LIBCUDART")) return {*env.Find("AML_SHIM_LIBCUDART")};
-  return {"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0",
-          "/usr/local/cuda/lib64/libcudart.so"};
+LibrarySpec CudaRuntimeSpec() {
+  return LibrarySpec{"a CUDA runtime",
+                     "AML_SHIM_LIBCUDART",
+                     {"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0",
+                      "/usr/local/cuda/lib64/libcudart.so"},
+                     "e.g. /usr/local/cuda/lib64/libcudart.so",
+                     false};
 }
 
-std::vector<std::string> NcclCandidates(const EnvSnapshot& env) {
-  if (env.HasNonEmpty("AML_SHIM_LIBNCCL")) return {*env.Find("AML_SHIM_LIBNCCL")};
-  return {"libnccl.so.2", "libnccl.so", "/usr/local/cuda/lib64/libnccl.so.2"};
+LibrarySpec NcclSpec() {
+  return LibrarySpec{"NCCL",
+                     "AML_SHIM_LIBNCCL",
+                     {"libnccl.so.2", "libnccl.so", "/usr/local/cuda/lib64/libnccl.so.2"},
+                     "e.g. libnccl.so.2 (pip wheels keep it in site-packages/nvidia/nccl/lib)",
+                     false};
 }
 
 GpuRuntime LoadGpuRuntime(const EnvSnapshot& env) {

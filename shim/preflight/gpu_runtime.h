@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "shim/base/dynlib.h"
 #include "shim/base/env_snapshot.h"
 #include "shim/base/result.h"
 
@@ -73,10 +74,10 @@ struct GpuRuntime {
   std::string Problems() const;
 };
 
-// Library names tried, in order: AML_SHIM_LIBCUDART / AML_SHIM_LIBNCCL when
-// set, then the sonames, then /usr/local/cuda/lib64.
-std::vector<std::string> CudaRuntimeCandidates(const EnvSnapshot& env);
-std::vector<std::string> NcclCandidates(const EnvSnapshot& env);
+// The libraries (shim/base/dynlib.h's rule): AML_SHIM_LIBCUDART /
+// AML_SHIM_LIBNCCL when set, else the sonames, then /usr/local/cuda/lib64.
+LibrarySpec CudaRuntimeSpec();
+LibrarySpec NcclSpec();
 
 // Loads both libraries and counts the GPUs; never fails, see the problems.
 GpuRuntime LoadGpuRuntime(const EnvSnapshot& env);

@@ -4,7 +4,7 @@
 
 namespace aml {
 
-Result<Membership> MembershipToken(const EnvSnapshot& env, const std::string& rendezvous_secret) {
+Result<Membership> MembershipToken(const EnvSnapshot& env, const Membership& shared) {
   if (const auto* secret = env.Find(kJobSecretVar)) {
     // Its value is never printed: only its length.
     if (secret->size() < kMinJobSecret)
@@ -14,12 +14,14 @@ Result<Membership> MembershipToken(const EnvSnapshot& env, const std::string& re
                    "=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n'))"};
     return Membership{SecretDigest("preflight", *secret), kJobSecretVar};
   }
-  for (const char* name : {"OMPI_MCA_orte_precondition_transports", "PRTE_MCA_prte_precondition_transports"})
-    if (env.HasNonEmpty(name)) return Membership{SecretDigest("preflight", *env.Find(name)), name};
-  if (!rendezvous_secret.empty())
-    return Membership{SecretDigest("preflight", rendezvous_secret),
-                      "the MPI rendezvous's token (sent over MPI only)"};
-  return Membership{};
+  const char* launcher = "OMPI_MCA_orte_precondition_transports";
+  if (env.HasNonEmpty(launcher))
+    return Membership{SecretDigest("preflight", *env.Find(launcher)), launcher};
+  if (!shared.token.empty()) return Membership{SecretDigest("preflight", shared.token), shared.why};
+  return Membership{"", std::string("no job secret (no ") + kJobSecretVar +
+                            ", none from the launcher, no PMIx): a process outside the job "
+                            "that reaches the master port before a rank can take its place; "
+                            "export " + kJobSecretVar + " to prevent it"};
 }
 
 }  // namespace aml

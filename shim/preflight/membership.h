@@ -3,12 +3,13 @@
 // processes have, which a stranger on the network does not. In order:
 //   AML_SHIM_JOB_SECRET, which you export in the job script (srun and
 //     mpirun pass it to every rank);
-//   Open MPI's OMPI_MCA_orte_precondition_transports (PRRTE's twin), random
-//     per job;
-//   the token the MPI rendezvous broadcast over MPI (its listener answers
-//     only a digest of it).
-// Otherwise (Slurm or Hydra without the rendezvous, a plain environment) no
-// proof is asked for.
+//   Open MPI 4's OMPI_MCA_orte_precondition_transports, random per job
+//     (Open MPI 5 exports none);
+//   a token rank 0 gave every rank over the launcher's runtime: the PMIx
+//     exchange's, or the MPI rendezvous's (its listener answers only a digest
+//     of it).
+// Otherwise (Hydra without the rendezvous, Slurm without PMIx, a plain
+// environment) no proof is asked for, and `why` says what that allows.
 #pragma once
 
 #include <string>
@@ -20,14 +21,14 @@ namespace aml {
 
 struct Membership {
   std::string token;  // "" when there is no secret
-  std::string why;    // where the secret comes from
+  std::string why;    // where the secret comes from, or why there is none
 };
 
 inline constexpr char kJobSecretVar[] = "AML_SHIM_JOB_SECRET";
 inline constexpr size_t kMinJobSecret = 16;
 
-// `rendezvous_secret`: the MPI rendezvous's token, "" when it did not run.
-// Errors on an AML_SHIM_JOB_SECRET too short to be a secret.
-Result<Membership> MembershipToken(const EnvSnapshot& env, const std::string& rendezvous_secret);
+// `shared`: the raw token rank 0 gave every rank, and how (token "" when
+// none). Errors on an AML_SHIM_JOB_SECRET too short to be a secret.
+Result<Membership> MembershipToken(const EnvSnapshot& env, const Membership& shared);
 
 }  // namespace aml

@@ -1,12 +1,8 @@
 #include "shim/rendezvous/mpi_collective.h"
 
-#include <dlfcn.h>
-
-#include <cerrno>
-#include <cstring>
-#include <unistd.h>
-
 #include <cstdint>
+
+#include "shim/base/dynlib.h"
 
 namespace aml {
 namespace {
@@ -33,17 +29,11 @@ struct MpiAbi {
 
 constexpr int kThreadFunneled = 1;  // the same in both ABIs
 
-template <class F>
-bool Load(void* lib, const char* name, F& fn) {
-  fn = reinterpret_cast<F>(dlsym(lib, name));
-  return fn != nullptr;
-}
-
 template <class H>
 class MpiCollective : public Collective {
  public:
-  MpiCollective(void* lib, MpiAbi<H> abi, std::string lib_name)
-      : lib_(lib), abi_(abi), lib_name_(std::move(lib_name)) {}
+  MpiCollective(MpiAbi<H> abi, std::string lib_name)
+      : abi_(abi), lib_name_(std::move(lib_name)) {}
   ~MpiCollective() override {
     if (local_set_) abi_.Comm_free(&local_);
     if (initialised_) abi_.Finalize();
@@ -100,7 +90,6 @@ class MpiCollective : public Collective {
     return out;
   }
 
-  void* lib_;
   MpiAbi<H> abi_;
   std::string lib_name_;
   bool initialised_ = false;
@@ -110,19 +99,20 @@ class MpiCollective : public Collective {
 };
 
 template <class H>
-bool LoadFunctions(void* lib, MpiAbi<H>& a) {
-  return Load(lib, "MPI_Init_thread", a.Init_thread) &&
-         Load(lib, "MPI_Initialized", a.Initialized) &&
-         Load(lib, "MPI_Finalize", a.Finalize) && Load(lib, "MPI_Comm_rank", a.Comm_rank) &&
-         Load(lib, "MPI_Comm_size", a.Comm_size) &&
-         Load(lib, "MPI_Comm_split_type", a.Comm_split_type) &&
-         Load(lib, "MPI_Comm_free", a.Comm_free) && Load(lib, "MPI_Allgather", a.Allgather) &&
-         Load(lib, "MPI_Bcast", a.Bcast);
+Status Bind(const Library& lib, MpiAbi<H>& a) {
+  return lib.Bind({Sym("MPI_Init_thread", &a.Init_thread), Sym("MPI_Initialized", &a.Initialized),
+                   Sym("MPI_Finalize", &a.Finalize), Sym("MPI_Comm_rank", &a.Comm_rank),
+                   Sym("MPI_Comm_size", &a.Comm_size),
+                   Sym("MPI_Comm_split_type", &a.Comm_split_type),
+                   Sym("MPI_Comm_free", &a.Comm_free), Sym("MPI_Allgather", &a.Allgather),
+                   Sym("MPI_Bcast", &a.Bcast)});
 }
 
 template <class H>
-Result<std::unique_ptr<Collective>> Start(void* lib, MpiAbi<H> abi, const std::string& name) {
-  auto c = std::make_unique<MpiCollective<H>>(lib, abi, name);
+Result<std::unique_ptr<Collective>> Start(const Library& lib, MpiAbi<H> abi) {
+  auto bound = Bind(lib, abi);
+  if (!bound.ok()) return bound.error();
+  auto c = std::make_unique<MpiCollective<H>>(abi, lib.file());
   auto st = c->Init();
   if (!st.ok()) return st.error();
   return std::unique_ptr<Collective>(std::move(c));
@@ -130,68 +120,41 @@ Result<std::unique_ptr<Collective>> Start(void* lib, MpiAbi<H> abi, const std::s
 
 }  // namespace
 
-std::vector<std::string> MpiLibraryCandidates(const EnvSnapshot& env, Launcher source) {
-  // The library you name is the only one tried: never a silent fallback.
-  if (env.HasNonEmpty("AML_SHIM_LIBMPI")) return {*env.Find("AML_SHIM_LIBMPI")};
-  std::vector<std::string> libs;
-  if (source == Launcher::kOpenMpi || source == Launcher::kPmix) {
-    libs.insert(libs.end(), {"libmpi.so.40", "libmpi.so"});
-  } else {
-    // Hydra (MPICH, Intel MPI) and MVAPICH2 share the MPICH ABI.
-    libs.insert(libs.end(), {"libmpi.so.12", "libmpich.so.12", "libmpi.so"});
-  }
-  return libs;
-}
-
-Status CheckLibMpiOverride(const EnvSnapshot& env) {
-  const std::string* lib = env.Find("AML_SHIM_LIBMPI");
-  if (!lib) return Ok{};
-  if (lib->empty()) return Error{"AML_SHIM_LIBMPI is set but empty: unset it or name the libmpi"};
-  // A bare name is looked up by the dynamic loader when it is needed.
-  if (lib->find('/') != std::string::npos && access(lib->c_str(), R_OK) != 0)
-    return Error{"AML_SHIM_LIBMPI='" + *lib + "': " + std::strerror(errno)};
-  return Ok{};
+LibrarySpec MpiLibrarySpec(Launcher source) {
+  LibrarySpec spec{"the launcher's MPI library (libmpi)", "AML_SHIM_LIBMPI", {},
+                   "or set MASTER_ADDR / --master-addr", /*global=*/true};
+  // RTLD_GLOBAL: Open MPI's plugins resolve libmpi's symbols globally.
+  if (source == Launcher::kOpenMpi || source == Launcher::kPmix)
+    spec.candidates = {"libmpi.so.40", "libmpi.so"};
+  else  // Hydra (MPICH, Intel MPI) and MVAPICH2 share the MPICH ABI.
+    spec.candidates = {"libmpi.so.12", "libmpich.so.12", "libmpi.so"};
+  return spec;
 }
 
 Result<std::unique_ptr<Collective>> OpenMpiCollective(const EnvSnapshot& env,
                                                       Launcher source) {
-  std::string tried;
-  for (const std::string& name : MpiLibraryCandidates(env, source)) {
-    // RTLD_GLOBAL: Open MPI's plugins resolve libmpi's symbols globally.
-    void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_GLOBAL);
-    if (!lib) {
-      const char* err = dlerror();
-      tried += (tried.empty() ? "" : "; ") + std::string(err ? err : name);
-      continue;
-    }
-    if (void* world = dlsym(lib, "ompi_mpi_comm_world")) {
-      MpiAbi<void*> abi;
-      abi.comm_world = world;
-      abi.byte = dlsym(lib, "ompi_mpi_byte");
-      abi.info_null = dlsym(lib, "ompi_mpi_info_null");
-      abi.comm_type_shared = 0;  // first of Open MPI's enum
-      if (!abi.byte || !abi.info_null || !LoadFunctions(lib, abi))
-        return Error{name + " looks like Open MPI but lacks MPI-3 functions"};
-      return Start(lib, abi, name);
-    }
-    if (dlsym(lib, "MPIR_Init_thread") || dlsym(lib, "PMPI_Init_thread")) {
-      MpiAbi<int> abi;  // the MPICH ABI's fixed handle values
-      abi.comm_world = 0x44000000;
-      abi.byte = 0x4c00010d;
-      abi.info_null = 0x1c000000;
-      abi.comm_type_shared = 1;
-      if (!LoadFunctions(lib, abi))
-        return Error{name + " lacks MPI-3 functions (MPI_Comm_split_type)"};
-      return Start(lib, abi, name);
-    }
-    tried += (tried.empty() ? "" : "; ") + name + ": not an MPI library aml-shim knows";
+  auto lib = OpenLibrary(MpiLibrarySpec(source), env);
+  if (!lib.ok()) return lib.error();
+  if (void* world = lib->Find("ompi_mpi_comm_world")) {
+    MpiAbi<void*> abi;
+    abi.comm_world = world;
+    abi.byte = lib->Find("ompi_mpi_byte");
+    abi.info_null = lib->Find("ompi_mpi_info_null");
+    abi.comm_type_shared = 0;  // first of Open MPI's enum
+    if (!abi.byte || !abi.info_null)
+      return Error{lib->file() + " looks like Open MPI but lacks ompi_mpi_byte or ompi_mpi_info_null"};
+    return Start(*lib, abi);
   }
-  if (env.HasNonEmpty("AML_SHIM_LIBMPI"))
-    return Error{"AML_SHIM_LIBMPI='" + *env.Find("AML_SHIM_LIBMPI") + "' cannot be used: " +
-                 tried};
-  return Error{"no MPI library could be loaded for " + std::string(LauncherName(source)) + " (" + tried +
-               "); set AML_SHIM_LIBMPI to the libmpi of the launcher, or set "
-               "MASTER_ADDR / --master-addr"};
+  if (lib->Find("MPIR_Init_thread") || lib->Find("PMPI_Init_thread")) {
+    MpiAbi<int> abi;  // the MPICH ABI's fixed handle values
+    abi.comm_world = 0x44000000;
+    abi.byte = 0x4c00010d;
+    abi.info_null = 0x1c000000;
+    abi.comm_type_shared = 1;
+    return Start(*lib, abi);
+  }
+  return Error{lib->file() + " is not an MPI library aml-shim knows (neither Open MPI's nor "
+               "MPICH's ABI)"};
 }
 
 }  // namespace aml

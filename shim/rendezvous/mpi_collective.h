@@ -9,17 +9,14 @@
 
 #include "shim/rendezvous/collective.h"
 #include "shim/world/world.h"
+#include "shim/base/dynlib.h"
 #include "shim/base/env_snapshot.h"
 
 namespace aml {
 
-// The libraries to try, in order, for the launcher named by `source`
-// ("Open MPI", "Hydra", "MVAPICH2", ...); AML_SHIM_LIBMPI alone when set.
-std::vector<std::string> MpiLibraryCandidates(const EnvSnapshot& env, Launcher source);
-
-// AML_SHIM_LIBMPI names a file that does not exist or cannot be read: an
-// error naming it, checked before anything runs, MPI rendezvous or not.
-Status CheckLibMpiOverride(const EnvSnapshot& env);
+// The library for the launcher named by `source` ("Open MPI", "Hydra",
+// "MVAPICH2", ...), loaded by shim/base/dynlib.h's rule (AML_SHIM_LIBMPI).
+LibrarySpec MpiLibrarySpec(Launcher source);
 
 // Loads the first library that opens, recognises its ABI (Open MPI's
 // pointer handles or MPICH's integer handles) and initialises MPI.

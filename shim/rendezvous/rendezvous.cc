@@ -133,10 +133,10 @@ Result<RendezvousResult> RunRendezvous(Collective& c, const RendezvousRequest& r
   auto got = c.Broadcast(offer);
   if (!got.ok()) return got.error();
   std::vector<std::string> lines = SplitLines(*got);
-  if (lines.empty()) return Error{"MPI rendezvous: empty offer from rank 0"};
+  if (lines.empty()) return Error{req.label + ": empty offer from rank 0"};
   if (lines[0] == "error")
-    return Error{"MPI rendezvous: " + (lines.size() > 1 ? lines[1] : std::string("rank 0 failed"))};
-  if (lines.size() < 3) return Error{"MPI rendezvous: malformed offer from rank 0"};
+    return Error{req.label + ": " + (lines.size() > 1 ? lines[1] : std::string("rank 0 failed"))};
+  if (lines.size() < 3) return Error{req.label + ": malformed offer from rank 0"};
   const int port = std::stoi(lines[1]);
   const std::string& token = lines[2];
   out.secret = token;
@@ -185,7 +185,7 @@ Result<RendezvousResult> RunRendezvous(Collective& c, const RendezvousRequest& r
   }
   int chosen = FirstReachedByAll(masks, cands.size());
   if (chosen < 0) {
-    std::string report = "MPI rendezvous: no address of rank 0 (" + hosts[0] +
+    std::string report = req.label + ": no address of rank 0 (" + hosts[0] +
                          ") is reachable from every rank on port " + std::to_string(port) + ":";
     for (size_t i = 0; i < cands.size(); ++i) {
       std::vector<int> missing;
@@ -202,7 +202,7 @@ Result<RendezvousResult> RunRendezvous(Collective& c, const RendezvousRequest& r
   }
   out.master_addr = cands[static_cast<size_t>(chosen)];
   out.master_port = port;
-  out.why = "MPI rendezvous: rank 0's address reached by all " + std::to_string(out.size) +
+  out.why = req.label + ": rank 0's address reached by all " + std::to_string(out.size) +
             " ranks";
   if (chosen > 0) {
     out.why += " (skipped";

@@ -1,4 +1,4 @@
-// MPI rendezvous (README.md, "MPI rendezvous"): over a Collective, find the exact node of
+// The rendezvous (README.md, "MPI rendezvous"): over a Collective (PMIx, else MPI), find the exact node of
 // every process and a master address that every rank has verified it can
 // reach: rank 0 listens, offers its addresses, each rank connects to each and
 // checks the job's token, and the first address that every rank reached wins.
@@ -16,6 +16,7 @@
 namespace aml {
 
 struct RendezvousRequest {
+  std::string label = "MPI rendezvous";  // "PMIx rendezvous": what messages call it
   std::optional<std::string> master_addr;  // given: verify it, do not choose
   std::optional<int> master_port;          // given: listen there; else a free port
   int tf_ports = 0;  // free ports each process picks on its host (TF_CONFIG)

@@ -1,6 +1,7 @@
 #include "shim/rendezvous/world_rendezvous.h"
 
 #include "shim/base/log.h"
+#include "shim/net/tcp.h"
 #include "shim/rendezvous/mpi_collective.h"
 
 namespace aml {
@@ -12,7 +13,7 @@ Result<MasterPlan> RequireRendezvousForTfConfig(bool tf_config, RendezvousMode m
   if (mode == RendezvousMode::kEnv || !IsMpiLauncher(world.source))
     return Error{"--tf-config on this " + std::to_string(world.node_count.value) +
                  "-node job needs every rank's address and a free port on each host, "
-                 "which only MPI rendezvous gathers: run under an MPI launcher with "
+                 "which only the rendezvous gathers: run under an MPI launcher with "
                  "--rendezvous auto or mpi" +
                  std::string(mode == RendezvousMode::kEnv ? " (--rendezvous env forbids it)"
                                                           : "")};
@@ -20,6 +21,10 @@ Result<MasterPlan> RequireRendezvousForTfConfig(bool tf_config, RendezvousMode m
 }
 
 namespace {
+
+// A fence waits this long for every rank of the job (a rank that never comes
+// means the launcher is ending the job anyway).
+constexpr int kFenceTimeoutS = 300;
 
 Result<RendezvousResult> RunOverMpi(const EnvSnapshot& env, Launcher source,
                                     const RendezvousRequest& req) {
@@ -30,33 +35,80 @@ Result<RendezvousResult> RunOverMpi(const EnvSnapshot& env, Launcher source,
   return RunRendezvous(**mpi, req);
 }
 
+std::string Rank0Says(const std::string& who, int rank, int size, const World& world,
+                      const std::string& hint) {
+  return who + " says rank " + std::to_string(rank) + " of " + std::to_string(size) + ", but " +
+         world.rank.why + " and " + world.size.why + hint;
+}
+
 }  // namespace
 
+Result<std::unique_ptr<PmixCollective>> AskPmix(const EnvSnapshot& env, World* world) {
+  if (world->size.value < 2 || !PmixServerOffered(env)) return std::unique_ptr<PmixCollective>();
+  const bool yours = env.Has("AML_SHIM_LIBPMIX");
+  auto client = PmixClient::Open(env);
+  if (!client.ok()) {
+    if (yours) return Error{"PMIx: " + client.error().message};
+    LogVerbose("PMIx server offered, but not used: " + client.error().message +
+               "; the world comes from the launcher's variables");
+    return std::unique_ptr<PmixCollective>();
+  }
+  auto pmix = PmixCollective::Start(std::move(*client), kFenceTimeoutS);
+  if (!pmix.ok()) return Error{"PMIx: " + pmix.error().message};
+  const PmixWorld& p = (*pmix)->world();
+  if (p.rank != world->rank.value || p.size != world->size.value)
+    return Error{Rank0Says("PMIx (" + p.library + ")", p.rank, p.size, *world,
+                           ": is AML_SHIM_LIBPMIX the launcher's PMIx?")};
+  const std::string how = "PMIx (" + p.library + ")";
+  world->local_rank = {p.local_rank, how + ": pmix.lrank"};
+  world->local_size = {p.local_size, how + ": pmix.lpeers"};
+  // A node index the launcher's variables prove stays as they give it.
+  if (!world->node_rank_exact) {
+    world->node_rank = {p.node_rank, how + ": every rank's pmix.nodeid, nodes numbered by "
+                                           "their lowest rank"};
+    world->node_count = {p.node_count, how + ": nodes hosting this job's ranks"};
+    world->node_rank_exact = true;
+    world->single_node = p.node_count == 1;
+  }
+  world->rank0_host = Sourced<std::string>{p.rank0_host, how + ": pmix.hname of rank 0"};
+  world->asked_pmix = true;
+  LogVerbose(how + ": rank " + std::to_string(p.rank) + " of " + std::to_string(p.size) +
+             ", node " + std::to_string(world->node_rank.value) + " of " +
+             std::to_string(world->node_count.value) + ", local rank " +
+             std::to_string(p.local_rank) + " of " + std::to_string(p.local_size));
+  return std::move(*pmix);
+}
+
+Result<std::string> ShareJobToken(Collective& c) {
+  return c.Broadcast(c.rank() == 0 ? RandomToken() : std::string());
+}
+
 Result<World> SettleWorld(const EnvSnapshot& env, const std::string& host, int tf_ports,
-                          World world, const MasterPlan& plan, std::vector<PeerInfo>* peers,
-                          std::string* secret) {
+                          World world, const MasterPlan& plan, PmixCollective* pmix,
+                          std::vector<PeerInfo>* peers, std::string* secret) {
   if (const auto* known = std::get_if<MasterKnown>(&plan)) return WithMaster(world, *known);
   const auto& by = std::get<MasterByRendezvous>(plan);
-  if (!IsMpiLauncher(world.source))
-    return Error{"MPI rendezvous needs an MPI launcher, but this rank's world comes from " +
-                 std::string(LauncherName(world.source)) + ": set --master-addr or MASTER_ADDR"};
+  if (!pmix && !IsMpiLauncher(world.source))
+    return Error{"the rendezvous needs a PMIx server or an MPI launcher, but this rank's world "
+                 "comes from " + std::string(LauncherName(world.source)) +
+                 ": set --master-addr or MASTER_ADDR"};
   RendezvousRequest req;
+  if (pmix) req.label = "PMIx rendezvous";
   if (by.addr) req.master_addr = by.addr->value;
   if (by.port) req.master_port = by.port->value;
   req.tf_ports = tf_ports;
   req.host = host;
-  auto res = RunOverMpi(env, world.source, req);
+  auto res = pmix ? RunRendezvous(*pmix, req) : RunOverMpi(env, world.source, req);
   if (!res.ok()) return res.error();
   if (res->rank != world.rank.value || res->size != world.size.value)
-    return Error{"MPI rendezvous: the MPI library says rank " + std::to_string(res->rank) +
-                 " of " + std::to_string(res->size) + ", but " + world.rank.why + " and " +
-                 world.size.why + ": is AML_SHIM_LIBMPI the launcher's MPI?"};
-  const std::string how = "MPI rendezvous (MPI_COMM_TYPE_SHARED)";
+    return Error{Rank0Says("MPI rendezvous: the MPI library", res->rank, res->size, world,
+                           ": is AML_SHIM_LIBMPI the launcher's MPI?")};
+  const std::string how = req.label + (pmix ? " (pmix.lpeers)" : " (MPI_COMM_TYPE_SHARED)");
   world.local_rank = {res->local_rank, how};
   world.local_size = {res->local_size, how};
-  world.node_rank = {res->node_rank, "MPI rendezvous: nodes numbered by their lowest rank"};
+  world.node_rank = {res->node_rank, req.label + ": nodes numbered by their lowest rank"};
   world.node_rank_exact = true;
-  world.node_count = {res->node_count, "MPI rendezvous"};
+  world.node_count = {res->node_count, req.label};
   world.single_node = res->node_count == 1;
   if (by.addr)
     world.master_addr = {by.addr->value, by.addr->why + "; verified by " + res->why};
@@ -65,7 +117,7 @@ Result<World> SettleWorld(const EnvSnapshot& env, const std::string& host, int t
   if (by.port)
     world.master_port = *by.port;
   else
-    world.master_port = {res->master_port, "chosen free on rank 0 by MPI rendezvous"};
+    world.master_port = {res->master_port, "chosen free on rank 0 by the " + req.label};
   if (peers) *peers = res->peers;
   if (secret) *secret = res->secret;
   LogVerbose(res->why + ": " + res->master_addr + ":" + std::to_string(res->master_port));

@@ -1,14 +1,23 @@
-// Applies the MPI rendezvous to a resolved world: decides whether it runs
-// (README.md, "How the world is resolved"), runs it over the launcher's MPI library,
-// and replaces the node, local and master facts with the exact ones. MPI is
-// finalised before this returns, so the command may be exec'd or fanned out
-// right after.
+// Settles the world with the launcher's runtime (README.md, "How the world is
+// resolved"):
+//   - where a PMIx server is offered (Open MPI 4 and 5, prterun, srun
+//     --mpi=pmix), AskPmix reads the exact node of every rank and rank 0's
+//     host from it, and keeps the client open for the exchanges below;
+//   - SettleWorld decides whether the rendezvous runs, runs it over PMIx
+//     (else over the launcher's MPI library, as under MPICH's Hydra), and
+//     replaces the node, local and master facts with the exact ones;
+//   - ShareJobToken gives every rank rank 0's random token over PMIx: the
+//     preflight's job secret where the launcher exports none.
+// MPI is finalised inside SettleWorld, PMIx when the caller drops the
+// client: before the command is exec'd or fanned out.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "shim/base/env_snapshot.h"
 #include "shim/base/result.h"
+#include "shim/rendezvous/pmix_collective.h"
 #include "shim/rendezvous/rendezvous.h"
 #include "shim/world/master.h"
 #include "shim/world/world.h"
@@ -16,17 +25,28 @@
 namespace aml {
 
 // --tf-config on a multi-node job needs every rank's address and a free port
-// on each host, which only the MPI rendezvous gathers: a known master becomes
-// a rendezvous that verifies it. Errors when that cannot be had.
+// on each host, which only the rendezvous gathers: a known master becomes a
+// rendezvous that verifies it. Errors when that cannot be had.
 Result<MasterPlan> RequireRendezvousForTfConfig(bool tf_config, RendezvousMode mode,
                                                 const World& world, MasterPlan plan);
 
-// The world with its master: as known, or from the MPI rendezvous.
-// `tf_ports`: ports each shim picks for its children's TF_CONFIG (0: none).
-// `peers` gets each shim's address and ports when tf_ports > 0; `secret` the
-// rendezvous's token ("" when it did not run).
+// PMIx, when a server is offered and the world has more than one rank: the
+// world made exact (local ranks, NODE_RANK, node count, rank 0's host), and
+// the open client. nullptr (and the world as it was) when no server is
+// offered, or libpmix cannot be loaded or connected and AML_SHIM_LIBPMIX is
+// unset (said with -v); an error when PMIx contradicts the launcher's
+// variables or AML_SHIM_LIBPMIX cannot be used.
+Result<std::unique_ptr<PmixCollective>> AskPmix(const EnvSnapshot& env, World* world);
+
+// The world with its master: as known, or from the rendezvous (over `pmix`
+// when open, else MPI). `tf_ports`: ports each shim picks for its children's
+// TF_CONFIG (0: none). `peers` gets each shim's address and ports when
+// tf_ports > 0; `secret` the rendezvous's token ("" when it did not run).
 Result<World> SettleWorld(const EnvSnapshot& env, const std::string& host, int tf_ports,
-                          World world, const MasterPlan& plan, std::vector<PeerInfo>* peers,
-                          std::string* secret);
+                          World world, const MasterPlan& plan, PmixCollective* pmix,
+                          std::vector<PeerInfo>* peers, std::string* secret);
+
+// Rank 0's fresh random token, to every rank (one PMIx fence).
+Result<std::string> ShareJobToken(Collective& c);
 
 }  // namespace aml

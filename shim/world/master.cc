@@ -43,6 +43,10 @@ Result<MasterPlan> ResolveMaster(const EnvSnapshot& env, const MasterRequest& re
     from_az_multi = true;
   } else if (world.hosts && !world.hosts->value.empty()) {
     addr = {world.hosts->value.front(), "first host of " + world.hosts->why};
+  } else if (world.rank0_host && req.rendezvous == RendezvousMode::kEnv) {
+    // Unverified, as a node list is: the rendezvous, where allowed, finds an
+    // address every rank reached instead.
+    addr = *world.rank0_host;
   }
 
   // A NODE_RANK the variables cannot prove is computed by the MPI rendezvous,

@@ -46,6 +46,11 @@ struct World {
   bool single_node = true;
   // The job's hosts in order (Slurm's node list), when known.
   std::optional<Sourced<std::vector<std::string>>> hosts;
+  // Rank 0's host as the launcher's runtime names it (PMIx), when asked.
+  std::optional<Sourced<std::string>> rank0_host;
+  // This process connected to the launcher's PMIx server as its rank: the
+  // command's own PMIx client connects second (shim/plan/contract.cc).
+  bool asked_pmix = false;
   std::vector<std::string> warnings;  // conflicts between sources
   std::vector<std::string> notes;     // sources seen and what was ignored
 };

@@ -64,7 +64,7 @@ class WithoutAGpu(unittest.TestCase):
         self.assertTrue(lines, r.stderr)
         self.assertTrue(lines[0].startswith("aml-shim: preflight nccl: rank 0 on "), lines[0])
         self.assertTrue(any(w in lines[0] for w in (
-            "the CUDA runtime was not found", "no NVIDIA driver on this host",
+            "a CUDA runtime was not found", "no NVIDIA driver on this host",
             "no usable GPU", "NCCL was not found")), lines[0])
 
     def test_missing_libraries_are_named_with_the_variable_that_fixes_them(self):
@@ -73,11 +73,19 @@ class WithoutAGpu(unittest.TestCase):
                               AML_SHIM_LIBNCCL="/nonexistent/libnccl.so.2"))
         self.assertEqual(r.returncode, 125, r.stderr)
         self.assertNotIn(RAN, r.stdout)
+        # Every library's variable follows one rule: a path that cannot be
+        # read is refused before anything else happens.
+        self.assertEqual(shim_lines(r.stderr),
+                         ["aml-shim: AML_SHIM_LIBCUDART='/nonexistent/libcudart.so': "
+                          "No such file or directory"])
+        r = run([SHIM, "--preflight", "all", "--", "echo", RAN],
+                env=clean_env(AML_SHIM_LIBCUDART="libnothere.so.13",
+                              AML_SHIM_LIBNCCL="libnothere.so.2"))
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertNotIn(RAN, r.stdout)
         msg = shim_lines(r.stderr)[0]
-        self.assertIn("the CUDA runtime was not found (/nonexistent/libcudart.so", msg)
-        self.assertIn("set AML_SHIM_LIBCUDART", msg)
-        self.assertIn("NCCL was not found (/nonexistent/libnccl.so.2", msg)
-        self.assertIn("set AML_SHIM_LIBNCCL", msg)
+        self.assertIn("AML_SHIM_LIBCUDART='libnothere.so.13' cannot be loaded: libnothere.so.13", msg)
+        self.assertIn("AML_SHIM_LIBNCCL='libnothere.so.2' cannot be loaded: libnothere.so.2", msg)
 
     def test_no_driver_and_no_device(self):
         r = run([SHIM, "--preflight", "nccl", "--", "echo", RAN], env=fake_env(FAKE_CUDA_DRIVER=0))

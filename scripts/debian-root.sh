@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Makes a Debian root once and keeps it (a cache, reused by every later run):
+#   debian-root.sh SUITE DIR PACKAGE...
+# debootstrap --variant=minbase SUITE into DIR from this machine's Debian
+# mirror, then PACKAGEs installed inside it with apt. DIR/.aml-root names the
+# suite and packages it was made with: a root made with others is made anew.
+# Used by scripts/release.sh (Debian 11, the build root) and by the tests of
+# Open MPI 5 and torch 2.x (Debian 13, tests/e2e/test_ompi5.py). Needs root.
+set -euo pipefail
+[ $# -ge 2 ] || { echo "usage: debian-root.sh SUITE DIR PACKAGE..." >&2; exit 2; }
+suite=$1 root=$2
+shift 2
+stamp="$suite $*"
+[ "$(id -u)" = 0 ] || { echo "debian-root: needs root (debootstrap, chroot); run it with sudo" >&2; exit 1; }
+if [ -f "$root/.aml-root" ] && [ "$(cat "$root/.aml-root")" = "$stamp" ]; then exit 0; fi
+
+mirror() {
+  local m
+  m=$(sed -n 's/^URIs: *\([^ ]*debian\/\?\)$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
+  [ -n "$m" ] || m=$(sed -n 's/^deb \(\[[^]]*\] \)\?\(http[^ ]*\) .*/\2/p' /etc/apt/sources.list 2>/dev/null | grep -v security | head -1)
+  echo "${m:-http://deb.debian.org/debian}"
+}
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+fail() { echo "debian-root: $1 (last lines of its log below)" >&2; tail -20 "$log" >&2; exit 1; }
+command -v debootstrap >/dev/null || { echo "debian-root: debootstrap is not installed: run scripts/setup.sh --tests" >&2; exit 1; }
+echo "debian-root: making the Debian $suite root in $root (once; a few minutes)"
+rm -rf "$root"
+mkdir -p "$root"
+debootstrap --variant=minbase "$suite" "$root" "$(mirror)" >"$log" 2>&1 || fail "debootstrap $suite failed"
+echo "deb $(mirror) $suite main" >"$root/etc/apt/sources.list"
+cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+if [ $# -gt 0 ]; then
+  chroot "$root" sh -c 'export DEBIAN_FRONTEND=noninteractive; apt-get update -qq &&
+    apt-get install -y -qq --no-install-recommends "$@" && apt-get clean' sh "$@" >"$log" 2>&1 ||
+    fail "installing $* in the $suite root failed"
+fi
+echo "$stamp" >"$root/.aml-root"

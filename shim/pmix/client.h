@@ -1,0 +1,68 @@
+// A PMIx client (README.md, "How the world is resolved"): asks the launcher's
+// own runtime (Open MPI 4 and 5, prterun, srun --mpi=pmix) what its variables
+// no longer say, without MPI_Init. libpmix is loaded at run time
+// (shim/base/dynlib.h: AML_SHIM_LIBPMIX, else libpmix.so.2). PMIx_Init on
+// Open, PMIx_Finalize on destruction: the command started after it connects
+// as the same process, and its own MPI_Init finds no data of aml-shim's but
+// its keys (all named "aml-shim.*").
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "shim/base/dynlib.h"
+#include "shim/base/env_snapshot.h"
+#include "shim/base/result.h"
+#include "shim/pmix/pmix_abi.h"
+
+namespace aml {
+
+// A PMIx server is offered to this process: PMIX_NAMESPACE, PMIX_RANK and
+// one of PMIX_SERVER_URI{,2,21,3,4,41}.
+bool PmixServerOffered(const EnvSnapshot& env);
+
+// libpmix.so.2 (PMIx 2 to 5), then Debian's private copy.
+LibrarySpec PmixLibrarySpec();
+
+class PmixClient {
+ public:
+  // Loads libpmix and connects to the local server.
+  static Result<std::unique_ptr<PmixClient>> Open(const EnvSnapshot& env);
+  ~PmixClient();  // PMIx_Finalize
+  PmixClient(const PmixClient&) = delete;
+  PmixClient& operator=(const PmixClient&) = delete;
+
+  int rank() const { return static_cast<int>(self_.rank); }
+  std::string nspace() const { return self_.nspace; }
+  const std::string& library() const { return library_; }
+
+  // Job-level values (wildcard rank) when rank is nullopt, else the rank's.
+  Result<uint32_t> GetUint(std::optional<int> rank, const char* key) const;
+  Result<std::string> GetString(std::optional<int> rank, const char* key) const;
+  // A value another process Put (after a Fence that collected it).
+  Result<std::string> GetBytes(int rank, const std::string& key) const;
+
+  // Publishes `bytes` under `key` for every process of the job.
+  Status Put(const std::string& key, const std::string& bytes);
+  // Commit, then a barrier of the whole job that collects what each Put.
+  Status Exchange(int timeout_s);
+
+ private:
+  PmixClient() = default;
+  Result<pmix::Value*> Get(const pmix::Proc& proc, const char* key) const;
+  std::string Why(const char* call, int status) const;
+
+  pmix::Proc self_{};
+  std::string library_;
+  bool initialised_ = false;
+  pmix::InitFn init_ = nullptr;
+  pmix::FinalizeFn finalize_ = nullptr;
+  pmix::GetFn get_ = nullptr;
+  pmix::PutFn put_ = nullptr;
+  pmix::CommitFn commit_ = nullptr;
+  pmix::FenceFn fence_ = nullptr;
+  pmix::ErrorStringFn error_string_ = nullptr;
+};
+
+}  // namespace aml
