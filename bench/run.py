@@ -2,6 +2,7 @@
 """aml-shim's benchmarks, measured side by side with its peers in one run.
 
     bench/run.py [--quick]          # writes bench/RESULTS.md and prints it
+    bench/run.py --only rendezvous  # measures one section, replaces it there
 
 Peers: a shell that forks the same children (the floor), torchrun, the
 seeds' Python launch.py (bench/peers/, verbatim from Azure ML's guide),
@@ -270,25 +271,32 @@ def mpi_floor_program():
 
 
 def bench_rendezvous(runs):
-    """MPI rendezvous cost against env resolution, bare mpirun and MPI_Init alone, by N."""
+    """The world from PMIx and the rendezvous over PMIx, against env resolution,
+    the MPI rendezvous, bare mpirun and MPI_Init alone, by N."""
     floor = mpi_floor_program()
-    lines = ["### MPI rendezvous cost under mpirun (one machine, oversubscribed)", "",
-             "`--rendezvous mpi` runs MPI_Init, the node split, rank 0's listener and every "
-             "rank's verified connection, then MPI_Finalize, before exec'ing `true`; "
-             "`--rendezvous env` resolves from variables only. The MPI floor is a C program "
-             "that only calls MPI_Init and MPI_Finalize: the part of the cost that any MPI "
-             "rendezvous pays. Last column: what aml-shim adds on top of that floor.", "",
-             "| ranks | bare mpirun | + aml-shim (env) | MPI_Init+Finalize floor | "
-             "+ aml-shim (mpi) | mpi minus floor |", "|---|---|---|---|---|---|"]
+    no_pmix = ["-x", "AML_SHIM_PMIX=0"]
+    lines = ["### Rendezvous cost under mpirun: PMIx against MPI (one machine, oversubscribed)",
+             "",
+             "Open MPI 4.1 with PMIx 4.2. *env*: `--rendezvous env`, the world from variables "
+             "only (one node: nothing to ask). *PMIx rendezvous*: `--rendezvous mpi`: PMIx_Init, "
+             "every rank's node read from the server, and the full rendezvous (rank 0's "
+             "listener, every rank's verified connection) over PMIx fences. *MPI "
+             "rendezvous*: the same over MPI_Init/MPI_Finalize (`AML_SHIM_PMIX=0`), as under "
+             "Hydra. The MPI floor is a C program that only calls MPI_Init and MPI_Finalize.",
+             "",
+             "| ranks | bare mpirun | env | PMIx rendezvous | MPI_Init+Finalize floor | "
+             "MPI rendezvous |", "|---|---|---|---|---|---|"]
     for n in (2, 8, 32):
-        cmds = {"bare": sh(MPIRUN + ["-np", str(n), "true"]),
-                "env": sh(MPIRUN + ["-np", str(n), SHIM, "--rendezvous", "env", "--", "true"]),
-                "floor": sh(MPIRUN + ["-np", str(n), floor]),
-                "mpi": sh(MPIRUN + ["-np", str(n), SHIM, "--rendezvous", "mpi", "--", "true"])}
+        np_ = ["-np", str(n)]
+        cmds = {"bare": sh(MPIRUN + np_ + ["true"]),
+                "env": sh(MPIRUN + np_ + [SHIM, "--rendezvous", "env", "--", "true"]),
+                "pmix rv": sh(MPIRUN + np_ + [SHIM, "--rendezvous", "mpi", "--", "true"]),
+                "floor": sh(MPIRUN + np_ + [floor]),
+                "mpi": sh(MPIRUN + no_pmix + np_ + [SHIM, "--rendezvous", "mpi", "--", "true"])}
         res = hyperfine(cmds, max(3, runs // (2 if n < 32 else 4)), warmup=1)
         lines.append(f"| {n} | {fmt_s(res['bare'])} | {fmt_s(res['env'])} | "
-                     f"{fmt_s(res['floor'])} | {fmt_s(res['mpi'])} | "
-                     f"{fmt_s(res['mpi'] - res['floor'])} |")
+                     f"{fmt_s(res['pmix rv'])} | "
+                     f"{fmt_s(res['floor'])} | {fmt_s(res['mpi'])} |")
     return "\n".join(lines) + "\n"
 
 
@@ -321,22 +329,48 @@ def bench_preflight(runs):
 
 
 SCALE_BEGIN = "<!-- bench/preflight_scale.py -->"
+SECTIONS = {
+    "fanout": bench_fanout, "mpirun": bench_mpirun, "rendezvous": bench_rendezvous,
+    "throughput": lambda runs: bench_throughput(max(3, runs // 4), 200),
+    "teardown": bench_teardown, "memory": lambda runs: bench_memory(), "pid1": bench_pid1,
+    "probe": lambda runs: bench_probe(), "preflight": bench_preflight,
+}
+
+
+def replace_section(path, section):
+    """Puts `section` (a '### ' title and its body) where the section of the
+    same kind stands in `path` (found by its bench's first title word after
+    '### '), keeping the rest of the file as it is."""
+    with open(path) as f:
+        text = f.read()
+    parts = re.split(r"(?m)^(?=### |<!-- bench/)", text)
+    key = section.split()[1]
+    for i, part in enumerate(parts):
+        if part.startswith("### " + key):
+            parts[i] = section + "\n"
+            break
+    else:
+        sys.exit(f"bench: no section starting '### {key}' in {path}")
+    with open(path, "w") as f:
+        f.write("".join(parts))
+    print(section)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer runs")
     ap.add_argument("--out", default=os.path.join(HERE, "RESULTS.md"))
+    ap.add_argument("--only", choices=sorted(SECTIONS),
+                    help="measure this section alone and replace it in --out")
     args = ap.parse_args()
     runs = 5 if args.quick else 20
     for tool in ("hyperfine", "torchrun", "mpirun", "tini", "dumb-init", "unshare"):
         if not shutil.which(tool):
             sys.exit(f"bench: {tool} is missing: run scripts/setup.sh")
-    sections = [
-        bench_fanout(runs), bench_mpirun(runs), bench_rendezvous(runs),
-        bench_throughput(max(3, runs // 4), 200),
-        bench_teardown(runs), bench_memory(), bench_pid1(runs), bench_probe(), bench_preflight(runs),
-    ]
+    if args.only:
+        replace_section(args.out, SECTIONS[args.only](runs))
+        return
+    sections = [bench(runs) for bench in SECTIONS.values()]
     head = (f"# aml-shim benchmarks\n\nMeasured by `bench/run.py` on {platform.node()} "
             f"({os.cpu_count()} cores, {platform.platform()}), "
             f"{time.strftime('%Y-%m-%d')}. Medians; lower is better.\n\n")

@@ -5,7 +5,7 @@
 # mirror, then PACKAGEs installed inside it with apt. DIR/.aml-root names the
 # suite and packages it was made with: a root made with others is made anew.
 # Used by scripts/release.sh (Debian 11, the build root) and by the tests of
-# Open MPI 5 and torch 2.x (Debian 13, tests/e2e/test_ompi5.py). Needs root.
+# Open MPI 5 and torch 2.x (Debian 13, scripts/trixie-root.sh). Needs root.
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: debian-root.sh SUITE DIR PACKAGE..." >&2; exit 2; }
 suite=$1 root=$2

@@ -92,15 +92,19 @@ case "$cmd" in
       i=$((i + 1))
     done
     hosts_edit "$(printf '%s' "$lines")"
-    cat >"$dir/rsh-agent" <<'EOF'
+    cat >"$dir/rsh-agent" <<EOF
 #!/bin/sh
-# rsh agent for mpirun: [-options] HOST COMMAND... -> run COMMAND in netns HOST
-while [ $# -gt 0 ]; do
-  case "$1" in -*) shift ;; *) break ;; esac
+# rsh agent for mpirun: [-options] HOST COMMAND... -> run COMMAND in netns HOST.
+# Each node's orted gets a session directory of its own: the nodes share /tmp
+# and a hostname, and two orteds creating (or one removing) the same
+# /tmp/ompi.HOST.UID/jf.N at once failed with "File exists" (exit 213).
+while [ \$# -gt 0 ]; do
+  case "\$1" in -*) shift ;; *) break ;; esac
 done
-host=$1
+host=\$1
 shift
-exec ip netns exec "$host" /bin/sh -c "$*"
+mkdir -p "$dir/tmp/\$host"
+exec ip netns exec "\$host" env OMPI_MCA_orte_tmpdir_base="$dir/tmp/\$host" /bin/sh -c "\$*"
 EOF
     chmod +x "$dir/rsh-agent"
     ;;

@@ -84,6 +84,14 @@ Result<int> ResolveNproc(const Options& o, const EnvSnapshot& env) {
                "); use a number or 'auto'"};
 }
 
+// Who the master is, and whether the rendezvous must find or verify it.
+Result<MasterPlan> PlanMaster(const Options& o, const EnvSnapshot& env, const World& world) {
+  auto master = ResolveMaster(env, MasterRequest{o.master_addr, o.master_port, o.rendezvous},
+                              world);
+  if (!master.ok()) return master.error();
+  return RequireRendezvousForTfConfig(o.tf_config, o.rendezvous, world, *master);
+}
+
 Result<Resolved> Resolve(const Options& o, const EnvSnapshot& env) {
   for (const char* var : kLibraryOverrides) {
     auto lib = CheckLibraryOverride(env, var);
@@ -91,12 +99,15 @@ Result<Resolved> Resolve(const Options& o, const EnvSnapshot& env) {
   }
   auto world = ResolveRanks(env);
   if (!world.ok()) return world.error();
-  auto pmix = AskPmix(env, &*world);
+  auto plan = PlanMaster(o, env, *world);
+  // The launcher's PMIx server is asked only for what the variables lack:
+  // an exact NODE_RANK, the master, or the preflight's job secret. Every
+  // rank shares these facts, so all ask, or none does.
+  const bool needed = !world->node_rank_exact || o.preflight.tcp || !plan.ok() ||
+                      std::holds_alternative<MasterByRendezvous>(*plan);
+  auto pmix = AskPmix(env, &*world, needed);
   if (!pmix.ok()) return pmix.error();
-  auto master = ResolveMaster(env, MasterRequest{o.master_addr, o.master_port, o.rendezvous},
-                              *world);
-  if (!master.ok()) return master.error();
-  auto plan = RequireRendezvousForTfConfig(o.tf_config, o.rendezvous, *world, *master);
+  if (*pmix) plan = PlanMaster(o, env, *world);
   if (!plan.ok()) return plan.error();
   auto nproc = ResolveNproc(o, env);
   if (!nproc.ok()) return nproc.error();

@@ -27,7 +27,6 @@ constexpr uint8_t kScopeGlobal = 3;  // PMIX_GLOBAL: local and remote processes
 constexpr char kJobSize[] = "pmix.job.size";      // uint32, wildcard rank
 constexpr char kLocalSize[] = "pmix.local.size";  // uint32, wildcard rank
 constexpr char kLocalRank[] = "pmix.lrank";       // uint16, per process
-constexpr char kNodeId[] = "pmix.nodeid";         // uint32, per process
 constexpr char kHostname[] = "pmix.hname";        // string, per process
 constexpr char kLocalPeers[] = "pmix.lpeers";     // string "0,1,2", wildcard rank
 constexpr char kCollectData[] = "pmix.collect";   // bool, fence directive

@@ -132,12 +132,12 @@ void HelloGate::Admit(Pending& p, const Hello& h) {
     std::string problem;
     if (h.size != size_) {
       problem = " rank " + std::to_string(rank) + " on " + who + " says the job has " +
-                std::to_string(h.size) + " ranks;";
+                std::to_string(h.size) + " ranks";
     } else if (rank >= size_) {
-      problem = " rank " + std::to_string(rank) + " on " + who + " is past the job's size;";
+      problem = " rank " + std::to_string(rank) + " on " + who + " is past the job's size";
     } else if (conn_of_[static_cast<size_t>(rank)] >= 0) {
       problem = " rank " + std::to_string(rank) + " arrived twice (" +
-                who_[static_cast<size_t>(rank)] + " and " + who + ");";
+                who_[static_cast<size_t>(rank)] + " and " + who + ")";
     } else {
       const size_t r = static_cast<size_t>(rank);
       who_[r] = who;
@@ -146,7 +146,7 @@ void HelloGate::Admit(Pending& p, const Hello& h) {
       ++count_;
       continue;
     }
-    if (++mismatches_ <= kMaxListed) mismatch_ += problem;
+    if (++mismatches_ <= kMaxListed) mismatch_ += (mismatch_.empty() ? "" : ";") + problem;
   }
 }
 
@@ -190,7 +190,7 @@ void HelloGate::Run(Deadline deadline, int want) {
     if (fds[0].revents & POLLIN) Accept(after);
   }
   if (mismatches_ > kMaxListed)
-    mismatch_ += " and " + std::to_string(mismatches_ - kMaxListed) + " more;";
+    mismatch_ += "; and " + std::to_string(mismatches_ - kMaxListed) + " more";
 }
 
 std::vector<std::string> HelloGate::Notes() const {

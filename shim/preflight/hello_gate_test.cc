@@ -103,7 +103,7 @@ TEST_F(Gate, TwoClaimsForOneRankAreNamed) {
   SayHello(b, 1, 2, "t", "host-b");
   gate.Run(Clock::now() + milliseconds(500));
   EXPECT_EQ(gate.arrived_count(), 1);
-  EXPECT_EQ(gate.mismatch(), " rank 1 arrived twice (host-a (127.0.0.1) and host-b (127.0.0.1));");
+  EXPECT_EQ(gate.mismatch(), " rank 1 arrived twice (host-a (127.0.0.1) and host-b (127.0.0.1))");
   // Both hear the verdict; rank 1's is the first.
   EXPECT_EQ(gate.connections().size(), 2u);
   EXPECT_EQ(gate.connection_of_rank(), (std::vector<int>{-1, 0}));
@@ -128,7 +128,7 @@ TEST_F(Gate, ANodesHelloCountsEachOfItsRanksOnOneConnection) {
   EXPECT_EQ(gate.connections().size(), 2u);
   EXPECT_EQ(gate.connection_of_rank(), (std::vector<int>{0, 1, 0, 1, 0, -1}));
   EXPECT_EQ(gate.who()[3], "n1 (10.0.0.1)");
-  EXPECT_EQ(gate.mismatch(), " rank 4 arrived twice (n0 (10.0.0.1) and n1 (10.0.0.1));");
+  EXPECT_EQ(gate.mismatch(), " rank 4 arrived twice (n0 (10.0.0.1) and n1 (10.0.0.1))");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "shim/rendezvous/pmix_collective.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <sstream>
 
@@ -50,23 +51,32 @@ Result<std::unique_ptr<PmixCollective>> PmixCollective::Start(std::unique_ptr<Pm
   if (w.local_rank >= w.local_size)
     return Error{"PMIx says local rank " + std::to_string(w.local_rank) + " of " +
                  std::to_string(w.local_size) + " peers (" + *peers + ")"};
-  // Every rank's node id is job data each process already holds: no exchange.
-  std::vector<uint32_t> ids;
-  ids.reserve(static_cast<size_t>(w.size));
-  for (int r = 0; r < w.size; ++r) {
-    auto id = p.GetUint(r, pmix::kNodeId);
-    if (!id.ok()) return id.error();
-    ids.push_back(*id);
-  }
-  w.node_rank = NodesByLowestRank(ids, &w.node_count)[static_cast<size_t>(w.rank)];
-  auto host = p.GetString(0, pmix::kHostname);
+  // Each rank's node, named by its lowest rank (this node's is in the job
+  // data every process holds), and rank 0's host, in one fence: Open MPI
+  // 4.1's server holds no other node's pmix.nodeid or pmix.hname.
+  auto host = p.GetString(w.rank, pmix::kHostname);
   if (!host.ok()) return host.error();
-  w.rank0_host = *host;
+  const int32_t leader = c->local_peers_.front();
+  std::string mine(reinterpret_cast<const char*>(&leader), 4);
+  mine += *host;
+  std::vector<int> all(static_cast<size_t>(w.size));
+  for (int r = 0; r < w.size; ++r) all[static_cast<size_t>(r)] = r;
+  auto records = c->Exchange(&mine, all);
+  if (!records.ok()) return records.error();
+  std::vector<uint32_t> node_of_rank;
+  for (const std::string& rec : *records) {
+    if (rec.size() < 4) return Error{"PMIx: a rank's node record is " + std::to_string(rec.size()) + " bytes"};
+    int32_t l;
+    std::memcpy(&l, rec.data(), 4);
+    node_of_rank.push_back(static_cast<uint32_t>(l));
+  }
+  w.node_rank = NodesByLowestRank(node_of_rank, &w.node_count)[static_cast<size_t>(w.rank)];
+  w.rank0_host = (*records)[0].substr(4);
   return c;
 }
 
-Result<std::string> PmixCollective::Exchange(const std::string* mine,
-                                             const std::vector<int>& from) {
+Result<std::vector<std::string>> PmixCollective::Exchange(const std::string* mine,
+                                                          const std::vector<int>& from) {
   const std::string key = "aml-shim." + std::to_string(round_++);
   if (mine) {
     auto put = client_->Put(key, *mine);
@@ -74,27 +84,35 @@ Result<std::string> PmixCollective::Exchange(const std::string* mine,
   }
   auto fence = client_->Exchange(timeout_s_);
   if (!fence.ok()) return fence.error();
-  std::string out;
+  std::vector<std::string> out;
   for (int r : from) {
     auto got = client_->GetBytes(r, key);
     if (!got.ok()) return got.error();
-    out += *got;
+    out.push_back(std::move(*got));
   }
+  return out;
+}
+
+Result<std::string> PmixCollective::Concat(const std::string* mine, const std::vector<int>& from) {
+  auto parts = Exchange(mine, from);
+  if (!parts.ok()) return parts.error();
+  std::string out;
+  for (const std::string& p : *parts) out += p;
   return out;
 }
 
 Result<std::string> PmixCollective::AllgatherWorld(const std::string& mine) {
   std::vector<int> all(static_cast<size_t>(world_.size));
   for (int r = 0; r < world_.size; ++r) all[static_cast<size_t>(r)] = r;
-  return Exchange(&mine, all);
+  return Concat(&mine, all);
 }
 
 Result<std::string> PmixCollective::AllgatherLocal(const std::string& mine) {
-  return Exchange(&mine, local_peers_);
+  return Concat(&mine, local_peers_);
 }
 
 Result<std::string> PmixCollective::Broadcast(const std::string& data) {
-  return Exchange(world_.rank == 0 ? &data : nullptr, {0});
+  return Concat(world_.rank == 0 ? &data : nullptr, {0});
 }
 
 }  // namespace aml

@@ -1,9 +1,9 @@
 // The launcher's PMIx runtime as the rendezvous's Collective, and what it
-// says of the job before any exchange (README.md, "How the world is
-// resolved"): every rank's node, so NODE_RANK is exact for any placement
-// (nodes numbered by their lowest rank, as the MPI rendezvous numbers them),
-// and rank 0's host. Exchanges are PMIx_Put + PMIx_Fence (collecting) +
-// PMIx_Get under keys "aml-shim.N", never MPI_Init.
+// says of the job (README.md, "How the world is resolved"): every rank's
+// node, so NODE_RANK is exact for any placement (nodes numbered by their
+// lowest rank, as the MPI rendezvous numbers them), and rank 0's host.
+// Exchanges are PMIx_Put + PMIx_Fence (collecting) + PMIx_Get under keys
+// "aml-shim.N", never MPI_Init.
 #pragma once
 
 #include <memory>
@@ -22,13 +22,14 @@ struct PmixWorld {
   std::string library;     // the libpmix that answered
 };
 
-// Node index of each rank, nodes numbered by their lowest rank, from the
-// launcher's node id of each rank (any numbering).
+// Node index of each rank, nodes numbered by their lowest rank, from a node
+// id of each rank (any numbering).
 std::vector<int> NodesByLowestRank(const std::vector<uint32_t>& node_id_of_rank, int* count);
 
 class PmixCollective : public Collective {
  public:
-  // Reads the job (size, local rank and peers, every rank's node).
+  // Reads the job (size, local rank and peers), and every rank's node and
+  // rank 0's host in one exchange.
   static Result<std::unique_ptr<PmixCollective>> Start(std::unique_ptr<PmixClient> client,
                                                        int fence_timeout_s);
   const PmixWorld& world() const { return world_; }
@@ -45,7 +46,9 @@ class PmixCollective : public Collective {
   PmixCollective(std::unique_ptr<PmixClient> client, int timeout_s)
       : client_(std::move(client)), timeout_s_(timeout_s) {}
   // Puts `mine` (if any) under a fresh key, fences, and reads `from`'s.
-  Result<std::string> Exchange(const std::string* mine, const std::vector<int>& from);
+  Result<std::vector<std::string>> Exchange(const std::string* mine, const std::vector<int>& from);
+  // The same, concatenated.
+  Result<std::string> Concat(const std::string* mine, const std::vector<int>& from);
 
   std::unique_ptr<PmixClient> client_;
   int timeout_s_;

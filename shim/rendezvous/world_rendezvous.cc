@@ -43,8 +43,18 @@ std::string Rank0Says(const std::string& who, int rank, int size, const World& w
 
 }  // namespace
 
-Result<std::unique_ptr<PmixCollective>> AskPmix(const EnvSnapshot& env, World* world) {
-  if (world->size.value < 2 || !PmixServerOffered(env)) return std::unique_ptr<PmixCollective>();
+Result<std::unique_ptr<PmixCollective>> AskPmix(const EnvSnapshot& env, World* world,
+                                                bool needed) {
+  const std::string use = env.GetOr("AML_SHIM_PMIX", "1");
+  if (use != "0" && use != "1")
+    return Error{"AML_SHIM_PMIX='" + use + "': expected 1 (ask the launcher's PMIx server, the "
+                 "default) or 0 (never; the launcher's variables and the MPI rendezvous only)"};
+  if (!needed || world->size.value < 2 || !PmixServerOffered(env))
+    return std::unique_ptr<PmixCollective>();
+  if (use == "0") {
+    LogVerbose("AML_SHIM_PMIX=0: the launcher's PMIx server is not asked");
+    return std::unique_ptr<PmixCollective>();
+  }
   const bool yours = env.Has("AML_SHIM_LIBPMIX");
   auto client = PmixClient::Open(env);
   if (!client.ok()) {
@@ -70,7 +80,16 @@ Result<std::unique_ptr<PmixCollective>> AskPmix(const EnvSnapshot& env, World* w
     world->node_rank_exact = true;
     world->single_node = p.node_count == 1;
   }
-  world->rank0_host = Sourced<std::string>{p.rank0_host, how + ": pmix.hname of rank 0"};
+  // Rank 0's host name, for --rendezvous env: not when it resolves to
+  // loopback here (a hostname in /etc/hosts as 127.0.1.1, or one that every
+  // node shares), which no other node could reach.
+  auto ips = ResolveHost("rank 0's host", p.rank0_host);
+  if (ips.ok() && !ips->empty() && !IsLoopbackAddress(ips->front()))
+    world->rank0_host = Sourced<std::string>{p.rank0_host, how + ": pmix.hname of rank 0"};
+  else
+    LogVerbose(how + ": rank 0's host '" + p.rank0_host + "' is not used as the master: " +
+               (ips.ok() && !ips->empty() ? "it resolves to " + ips->front() + " (loopback) here"
+                                          : "it does not resolve here"));
   world->asked_pmix = true;
   LogVerbose(how + ": rank " + std::to_string(p.rank) + " of " + std::to_string(p.size) +
              ", node " + std::to_string(world->node_rank.value) + " of " +

@@ -30,13 +30,15 @@ namespace aml {
 Result<MasterPlan> RequireRendezvousForTfConfig(bool tf_config, RendezvousMode mode,
                                                 const World& world, MasterPlan plan);
 
-// PMIx, when a server is offered and the world has more than one rank: the
-// world made exact (local ranks, NODE_RANK, node count, rank 0's host), and
-// the open client. nullptr (and the world as it was) when no server is
-// offered, or libpmix cannot be loaded or connected and AML_SHIM_LIBPMIX is
-// unset (said with -v); an error when PMIx contradicts the launcher's
-// variables or AML_SHIM_LIBPMIX cannot be used.
-Result<std::unique_ptr<PmixCollective>> AskPmix(const EnvSnapshot& env, World* world);
+// PMIx, when `needed`, a server is offered and the world has more than one
+// rank: the world made exact (local ranks, NODE_RANK, node count, rank 0's
+// host), and the open client. nullptr (and the world as it was) when not
+// needed, no server is offered, AML_SHIM_PMIX=0, or libpmix cannot be loaded or connected and
+// AML_SHIM_LIBPMIX is unset (said with -v); an error when PMIx contradicts
+// the launcher's variables, AML_SHIM_LIBPMIX cannot be used, or AML_SHIM_PMIX
+// is neither 0 nor 1.
+Result<std::unique_ptr<PmixCollective>> AskPmix(const EnvSnapshot& env, World* world,
+                                                bool needed);
 
 // The world with its master: as known, or from the rendezvous (over `pmix`
 // when open, else MPI). `tf_ports`: ports each shim picks for its children's

@@ -49,13 +49,14 @@ Result<MasterPlan> ResolveMaster(const EnvSnapshot& env, const MasterRequest& re
     addr = *world.rank0_host;
   }
 
-  // A NODE_RANK the variables cannot prove is computed by the MPI rendezvous,
+  // A NODE_RANK the variables (and PMIx) cannot prove is computed by the rendezvous,
   // never guessed: every rank sees the same facts, so all decide alike.
   if (!world.node_rank_exact) {
     const std::string why = "NODE_RANK cannot be proven for this job: " + world.node_rank.why;
     if (req.rendezvous == RendezvousMode::kEnv)
-      return Error{why + ". --rendezvous env forbids the MPI rendezvous that computes it: "
-                   "set NODE_RANK on every rank, or use --rendezvous auto"};
+      return Error{why + ", no PMIx server gave it, and --rendezvous env forbids the "
+                   "rendezvous that computes it: set NODE_RANK on every rank, or use "
+                   "--rendezvous auto"};
     if (!IsMpiLauncher(world.source))
       return Error{why + ", and " + LauncherName(world.source) +
                    " is not an MPI launcher to compute it with: set NODE_RANK on every rank"};
@@ -66,9 +67,10 @@ Result<MasterPlan> ResolveMaster(const EnvSnapshot& env, const MasterRequest& re
   if (!addr && !rendezvous) {
     return Error{"nothing names the master of this " +
                  std::to_string(world.node_count.value) +
-                 "-node job (no --master-addr, MASTER_ADDR or AZ_BATCH_MASTER_NODE, and no "
-                 "node list of this job's own launcher) and --rendezvous env forbids MPI: "
-                 "set --master-addr or MASTER_ADDR"};
+                 "-node job (no --master-addr, MASTER_ADDR or AZ_BATCH_MASTER_NODE, no "
+                 "node list of this job's own launcher, no rank 0 host from PMIx that "
+                 "resolves to other than loopback) and --rendezvous env forbids the "
+                 "rendezvous: set --master-addr or MASTER_ADDR"};
   }
 
   std::optional<Sourced<int>> port;

@@ -314,7 +314,7 @@ TEST(Master, MultiNodeWithNothingNeedsRendezvous) {
   env_only.rendezvous = RendezvousMode::kEnv;
   auto e = Resolve(env, env_only);
   ASSERT_FALSE(e.ok());
-  EXPECT_NE(e.error().message.find("--rendezvous env forbids MPI"), std::string::npos);
+  EXPECT_NE(e.error().message.find("--rendezvous env forbids the rendezvous"), std::string::npos);
 }
 
 TEST(Master, AnUnprovenNodeRankNeedsTheRendezvousOrStops) {
@@ -335,8 +335,9 @@ TEST(Master, AnUnprovenNodeRankNeedsTheRendezvousOrStops) {
                                     "Open MPI's variables", 0),
             0u)
       << e.error().message;
-  EXPECT_NE(e.error().message.find("--rendezvous env forbids the MPI rendezvous that computes "
-                                   "it: set NODE_RANK on every rank, or use --rendezvous auto"),
+  EXPECT_NE(e.error().message.find("no PMIx server gave it, and --rendezvous env forbids the "
+                                   "rendezvous that computes it: set NODE_RANK on every rank, or "
+                                   "use --rendezvous auto"),
             std::string::npos);
   env["NODE_RANK"] = "1";
   ASSERT_TRUE(Resolve(env, env_only, &by_mpi).ok());

@@ -126,6 +126,15 @@ def alive(pid):
         return False
 
 
+def recorded(marks, rank_var, command):
+    """A shell line that runs `command`, keeps its stderr and exit status in
+    marks/rank-R (R: the value of $rank_var) and exits with that status: what
+    each rank did, whichever ranks' output the launcher chose to forward
+    (prterun may drop one of two ranks' stderr when both exit at once)."""
+    f = f"{marks}/rank-${rank_var}"
+    return f'{command} 2>{f}; s=$?; echo "exit $s" >>{f}; exit $s'
+
+
 def slurp(path):
     with open(path) as f:
         return f.read()

@@ -115,8 +115,8 @@ class Cli(unittest.TestCase):
         self.expect_error(["--rendezvous", "magic", "true"], 125,
                           "--rendezvous='magic' is not one of auto|env|mpi")
         self.expect_error(["--rendezvous", "mpi", "true"], 125,
-                          "MPI rendezvous needs an MPI launcher, but this rank's world comes "
-                          "from singleton: set --master-addr or MASTER_ADDR")
+                          "the rendezvous needs a PMIx server or an MPI launcher, but this rank's "
+                          "world comes from singleton: set --master-addr or MASTER_ADDR")
         self.expect_error(["--min-busbw", "200", "true"], 125,
                           "--min-busbw='200' needs --preflight nccl or all")
         self.expect_error(["--preflight", "nccl", "--preflight-bytes", "1.5G", "true"], 125,

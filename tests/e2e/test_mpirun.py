@@ -3,7 +3,7 @@ import os
 import tempfile
 import unittest
 
-from harness import SHIM, clean_env, json_lines, main, mpirun, require, run
+from harness import SHIM, clean_env, json_lines, main, mpirun, recorded, require, run, slurp
 
 SHOW = ('echo "{\\"rank\\":$RANK,\\"size\\":$WORLD_SIZE,\\"local\\":$LOCAL_RANK,'
         '\\"local_size\\":$LOCAL_WORLD_SIZE,\\"node\\":$NODE_RANK,\\"addr\\":\\"$MASTER_ADDR\\",'
@@ -80,12 +80,16 @@ class MpiRun(unittest.TestCase):
 
     def test_bad_environment_stops_every_rank(self):
         env = clean_env(AZ_BATCH_MASTER_NODE="10.0.0.4:notaport")
-        r = run(mpirun(2, SHIM, "--", "touch", "/nonexistent/should-not-run",
-                       x=["AZ_BATCH_MASTER_NODE"]), env=env)
-        self.assertNotEqual(r.returncode, 0)
-        self.assertEqual(r.stderr.count("aml-shim: AZ_BATCH_MASTER_NODE='10.0.0.4:notaport' "
-                                        "has a bad port 'notaport'"), 2, r.stderr)
-        self.assertNotIn("touch", r.stderr)
+        with tempfile.TemporaryDirectory() as marks:
+            cmd = recorded(marks, "OMPI_COMM_WORLD_RANK",
+                           f"{SHIM} -- touch {marks}/ran-$OMPI_COMM_WORLD_RANK")
+            r = run(mpirun(2, "sh", "-c", cmd, x=["AZ_BATCH_MASTER_NODE"]), env=env)
+            self.assertNotEqual(r.returncode, 0)
+            for rank in (0, 1):
+                self.assertEqual(slurp(f"{marks}/rank-{rank}"),
+                                 "aml-shim: AZ_BATCH_MASTER_NODE='10.0.0.4:notaport' has a bad "
+                                 "port 'notaport' (expected 1..65535)\nexit 125\n")
+                self.assertFalse(os.path.exists(f"{marks}/ran-{rank}"))
 
     def test_exit_code_propagates_through_mpirun(self):
         r = run(mpirun(2, SHIM, "--", "sh", "-c", 'exit $((RANK + 3))'))

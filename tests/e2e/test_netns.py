@@ -103,16 +103,23 @@ class NetnsCluster(unittest.TestCase):
 
     def test_azureml_multi_node_variables(self):
         # AzureML names the master by host name; the placement of 2 ranks per
-        # node is not in the variables, so the MPI rendezvous computes
-        # NODE_RANK and verifies AzureML's master.
-        env = clean_env(AZ_BATCH_MASTER_NODE=f"{node(1)}:6000")
-        r = run(cluster_mpirun({1: 2, 2: 2}, SHIM, "-v", "--", PYTHON, TRAIN, "--epochs", "10",
-                               x=["AZ_BATCH_MASTER_NODE"]), env=env, timeout=300)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.check_converged(r.stdout, 4)
-        self.assertEqual(r.stderr.count(f"MPI rendezvous: rank 0's address reached by all 4 ranks: "
-                                        f"{NET}.1:6105"), 4, r.stderr)
-        self.assertEqual([int(f[3]) for f in finals(r.stdout)], [0, 0, 1, 1])
+        # node is not in the variables: PMIx gives it (the default), or the
+        # MPI rendezvous computes it and verifies AzureML's master.
+        for pmix in ("1", "0"):
+            with self.subTest(AML_SHIM_PMIX=pmix):
+                env = clean_env(AZ_BATCH_MASTER_NODE=f"{node(1)}:6000", AML_SHIM_PMIX=pmix)
+                r = run(cluster_mpirun({1: 2, 2: 2}, SHIM, "-v", "--", PYTHON, TRAIN, "--epochs",
+                                       "10", x=["AZ_BATCH_MASTER_NODE", "AML_SHIM_PMIX"]),
+                        env=env, timeout=300)
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                self.check_converged(r.stdout, 4)
+                self.assertEqual([int(f[3]) for f in finals(r.stdout)], [0, 0, 1, 1])
+                if pmix == "0":
+                    self.assertEqual(r.stderr.count(
+                        f"MPI rendezvous: rank 0's address reached by all 4 ranks: {NET}.1:6105"),
+                        4, r.stderr)
+                else:
+                    self.assertEqual(r.stderr.count(f"master {node(1)}:6105"), 4, r.stderr)
 
     def test_every_placement_gets_exact_node_ranks(self):
         # Round robin (--map-by node) and uneven (3 + 1) placements: the
@@ -148,12 +155,18 @@ class NetnsCluster(unittest.TestCase):
         self.check_converged(r.stdout, 4)
 
     def test_rendezvous_env_stops_on_a_placement_it_cannot_prove(self):
-        r = run(cluster_mpirun({1: 2, 2: 2}, SHIM, "--rendezvous", "env", "--master-addr",
-                               node(1), "--", "true", extra=["--map-by", "node"]), timeout=120)
+        # Without PMIx (AML_SHIM_PMIX=0) round robin cannot be proven from the
+        # variables; with it (the default) every rank's node comes from PMIx.
+        cmd = cluster_mpirun({1: 2, 2: 2}, SHIM, "--rendezvous", "env", "--master-addr", node(1),
+                             "--", *PRINT_ENV, extra=["--map-by", "node"], x=["AML_SHIM_PMIX"])
+        r = run(cmd, env=clean_env(AML_SHIM_PMIX="0"), timeout=120)
         self.assertEqual(r.returncode, 125, r.stdout + r.stderr)
         # Every rank stops; mpirun may kill some before they print.
         self.assertIn("aml-shim: NODE_RANK cannot be proven for this job", r.stderr)
         self.assertIn("set NODE_RANK on every rank, or use --rendezvous auto", r.stderr)
+        r = run(cmd, env=clean_env(AML_SHIM_PMIX="1"), timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual([int(d["NODE_RANK"]) for d in ranks_env(r.stdout)], [0, 1, 0, 1])
 
     # --- what each rank gets ------------------------------------------------------
 
@@ -281,22 +294,34 @@ class NetnsCluster(unittest.TestCase):
         lines = sorted(l.split() for l in r.stdout.splitlines() if l.strip())
         self.assertEqual(lines, [[str(i), "2", str(i)] for i in range(2)])
 
-    def test_mpi4py_child_after_the_mpi_rendezvous(self):
-        # The shim's MPI_Init/MPI_Finalize, then exec: the child's own MPI_Init
-        # in the same process works (Open MPI 4.1).
+    def test_mpi4py_child_after_the_rendezvous(self):
+        # The rendezvous over PMIx (no MPI_Init at all), and over MPI
+        # (AML_SHIM_PMIX=0: MPI_Init/MPI_Finalize), then exec: the child's own
+        # MPI_Init in the same process works (Open MPI 4.1).
         code = ("from mpi4py import MPI; import os, sys; c = MPI.COMM_WORLD; "
                 "sys.stdout.write(f\"{c.Get_rank()} {c.Get_size()} {os.environ['RANK']} "
                 "{os.environ['NODE_RANK']}\\n\")")
-        r = run(cluster_mpirun({1: 2, 2: 2}, SHIM, "-v", "--", PYTHON, "-c", code), timeout=120)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertIn("MPI rendezvous", r.stderr)
-        lines = sorted(l.split() for l in r.stdout.splitlines() if l.strip())
-        self.assertEqual(lines, [[str(i), "4", str(i), str(i // 2)] for i in range(4)])
+        for pmix, label in (("1", "PMIx rendezvous"), ("0", "MPI rendezvous")):
+            with self.subTest(AML_SHIM_PMIX=pmix):
+                r = run(cluster_mpirun({1: 2, 2: 2}, SHIM, "-v", "--", PYTHON, "-c", code,
+                                       x=["AML_SHIM_PMIX"]),
+                        env=clean_env(AML_SHIM_PMIX=pmix), timeout=120)
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                self.assertIn(f"{label}: rank 0's address reached by all 4 ranks", r.stderr)
+                lines = sorted(l.split() for l in r.stdout.splitlines() if l.strip())
+                self.assertEqual(lines, [[str(i), "4", str(i), str(i // 2)] for i in range(4)])
 
-    def test_rendezvous_env_refuses_to_guess_the_master(self):
-        r = run(cluster_mpirun({1: 1, 2: 1}, SHIM, "--rendezvous", "env", "--", "true"))
+    def test_rendezvous_env_takes_rank_0s_host_from_pmix_or_refuses_to_guess(self):
+        cmd = cluster_mpirun({1: 1, 2: 1}, SHIM, "--rendezvous", "env", "--", *PRINT_ENV,
+                             x=["AML_SHIM_PMIX"])
+        r = run(cmd, env=clean_env(AML_SHIM_PMIX="1"), timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        # The host mpirun was given for rank 0, as its PMIx server names it.
+        self.assertEqual([d["MASTER_ADDR"] for d in ranks_env(r.stdout)], [node(1), node(1)])
+        r = run(cmd, env=clean_env(AML_SHIM_PMIX="0"), timeout=120)
         self.assertEqual(r.returncode, 125, r.stdout + r.stderr)
-        self.assertIn("--rendezvous env forbids MPI: set --master-addr or MASTER_ADDR", r.stderr)
+        self.assertIn("--rendezvous env forbids the rendezvous: set --master-addr or MASTER_ADDR",
+                      r.stderr)
 
 
 class SingleNode(unittest.TestCase):

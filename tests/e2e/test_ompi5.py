@@ -1,0 +1,177 @@
+"""Today's stack (issue 20): Open MPI 5.0 (PRRTE 3, PMIx 5), torch 2.x and
+mpi4py 4, in a Debian trixie root (scripts/trixie-root.sh) that runs this
+checkout's aml-shim (built on bookworm), on one node and on 2 network-
+namespace nodes each with its own hostname. Open MPI 5 exports no node count
+and no job secret: aml-shim asks its PMIx server instead, and never calls
+MPI_Init, so a command that calls MPI_Init afterwards works across nodes."""
+import os
+import re
+import subprocess
+import tempfile
+import unittest
+
+from harness import (SHIM, SRC, TRAIN, assert_converged, clean_env, main, recorded, require,
+                     run, slurp)
+from test_preflight_door import Stranger, frame, free_port
+
+CLUSTER = "amlo"
+SUBNET = 47
+NET = f"198.18.{SUBNET}"
+NETNS = os.path.join(SRC, "scripts", "netns-cluster.sh")
+AGENT = os.path.join(SRC, "scripts", "ompi5-netns-agent.sh")
+IN_ROOT = os.path.join(SRC, "scripts", "in-root.sh")
+PY = "/usr/bin/python3"  # the root's: torch 2.x, mpi4py 4
+# Each line is one write that starts and ends a line: prterun forwards the
+# ranks' output in the pieces it reads, one rank's after another's.
+MPI4PY_CHILD = ("from mpi4py import MPI; import os; c = MPI.COMM_WORLD; "
+                "s = c.allreduce(c.Get_rank() + 1); "
+                "os.write(1, f'\\nmpi {c.Get_rank()}/{c.Get_size()} sum {s} "
+                "NODE_RANK={os.environ[\"NODE_RANK\"]}\\n'.encode())")
+SHOW = ("import os; os.write(1, ('\\n' + ' '.join(f'{k}={os.environ.get(k)}' for k in ('RANK', "
+        "'LOCAL_RANK', 'NODE_RANK', 'GROUP_WORLD_SIZE', 'MASTER_ADDR')) + '\\n').encode())")
+
+
+def trixie_env(env):
+    """`env` for a command in the root (scripts/in-root.sh): its PATH, this
+    checkout and the binary at their paths, and USE_LIBUV=0 (Debian's torch
+    2.x is built without libuv; its TCPStore needs this)."""
+    return dict(env, PATH="/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", USE_LIBUV="0",
+                AML_ROOT_BINDS=":".join(sorted({SRC, os.path.dirname(os.path.abspath(SHIM))})))
+
+
+def mpirun5(np, *args, hosts=None, extra=()):
+    """Open MPI 5's mpirun in the root: one node, or the netns nodes
+    `hosts` ({1: 2, 2: 2}: node index -> slots)."""
+    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(np)]
+    if hosts:
+        cmd += ["--bind-to", "none", "--prtemca", "plm_ssh_agent", AGENT,
+                "--prtemca", "plm_ssh_no_tree_spawn", "1",
+                "--prtemca", "oob_tcp_if_include", f"{NET}.0/24",
+                "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", f"{NET}.0/24",
+                "--host", ",".join(f"{CLUSTER}{i}:{n}" for i, n in hosts.items())]
+    else:
+        cmd += ["--mca", "btl", "self,sm"]
+    return cmd + list(extra) + list(args)
+
+
+def lines(stdout, prefix):
+    return sorted(l for l in stdout.splitlines() if l.startswith(prefix))
+
+
+class OpenMpi5(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        require("debootstrap", "unshare", "chroot", "nsenter", "ip")
+        made = subprocess.run([os.path.join(SRC, "scripts", "trixie-root.sh")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              timeout=1800)
+        if made.returncode != 0:
+            raise AssertionError("the trixie root could not be made:\n" + made.stderr)
+        cls.root = made.stdout.strip()
+        cls.addClassCleanup(subprocess.run, [NETNS, "down", CLUSTER], check=False)
+        subprocess.run([NETNS, "up", CLUSTER, "2", str(SUBNET)], check=True)
+
+    def inroot(self, cmd, timeout=180, **env):
+        return run([IN_ROOT, self.root] + cmd, env=trixie_env(clean_env(**env)), timeout=timeout)
+
+    def test_the_root_has_open_mpi_5_and_torch_2(self):
+        r = self.inroot(["sh", "-c", f"mpirun --version; {PY} -c 'import torch; print(torch.__version__)'"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"mpirun \(Open MPI\) 5\.")
+        self.assertRegex(r.stdout, r"\n2\.\d+")
+
+    # --- item 1: a command that calls MPI_Init ---------------------------------
+
+    def test_an_mpi4py_command_runs_after_aml_shim_on_one_node(self):
+        r = self.inroot(mpirun5(2, SHIM, "--preflight", "tcp", "--", PY, "-c", MPI4PY_CHILD))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(lines(r.stdout, "mpi "), ["mpi 0/2 sum 3 NODE_RANK=0",
+                                                   "mpi 1/2 sum 3 NODE_RANK=0"])
+
+    def test_an_mpi4py_command_runs_across_nodes_after_the_rendezvous(self):
+        # Nothing names the master: the rendezvous runs, over PMIx. Before,
+        # it ran over MPI and the command's MPI_Init was handed its endpoints.
+        for hosts in ({1: 1, 2: 1}, {1: 2, 2: 2}, {1: 3, 2: 1}):
+            with self.subTest(hosts=hosts):
+                n = sum(hosts.values())
+                r = self.inroot(mpirun5(n, SHIM, "-v", "--", PY, "-c", MPI4PY_CHILD, hosts=hosts))
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                total = n * (n + 1) // 2
+                nodes = [0] * hosts[1] + [1] * hosts[2]
+                self.assertEqual(lines(r.stdout, "mpi "),
+                                 sorted(f"mpi {i}/{n} sum {total} NODE_RANK={nodes[i]}"
+                                        for i in range(n)))
+                self.assertIn(f"PMIx rendezvous: rank 0's address reached by all {n} ranks: "
+                              f"{NET}.1:", r.stderr)
+
+    # --- item 2: exact NODE_RANK for any placement -----------------------------
+
+    def test_every_placement_gets_exact_node_ranks(self):
+        cases = [
+            # (hosts, mpirun options, np, node of each rank)
+            ({1: 2, 2: 2}, [], 4, [0, 0, 1, 1]),
+            ({1: 2, 2: 2}, ["--map-by", "node"], 4, [0, 1, 0, 1]),
+            ({1: 3, 2: 1}, [], 4, [0, 0, 0, 1]),
+            ({1: 2, 2: 2}, ["--map-by", "ppr:1:node"], 2, [0, 1]),
+        ]
+        for hosts, opts, n, nodes in cases:
+            for mode in ("env", "auto"):
+                with self.subTest(hosts=hosts, opts=opts, rendezvous=mode):
+                    r = self.inroot(mpirun5(n, SHIM, "--rendezvous", mode, "--", PY, "-c", SHOW,
+                                            hosts=hosts, extra=opts))
+                    self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                    got = lines(r.stdout, "RANK=")
+                    self.assertEqual(len(got), n, r.stdout + r.stderr)
+                    for line in got:
+                        rank = int(re.search(r"^RANK=(\d+)", line).group(1))
+                        self.assertIn(f"NODE_RANK={nodes[rank]} GROUP_WORLD_SIZE=2", line)
+                        # --rendezvous env: rank 0's host as PMIx names it;
+                        # auto: the address every rank reached.
+                        self.assertTrue(line.endswith("MASTER_ADDR=" + (
+                            f"{CLUSTER}1" if mode == "env" else f"{NET}.1")), line)
+
+    # --- item 3: the preflight's secret ------------------------------------------
+
+    def test_the_preflight_secret_comes_from_pmix_and_a_stranger_is_refused(self):
+        port = free_port()
+        forged = frame(b"aml-shim-preflight-2 1 2 evil-host 6.6.6.6 -")
+        shim = (f'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then sleep 1; fi; exec {SHIM} -v '
+                f'--master-addr 127.0.0.1 --master-port {port} --preflight tcp '
+                f'--preflight-timeout 20 -- sh -c "echo ran-\\$RANK"')
+        stranger = Stranger(port, lambda s: s.sendall(forged), count=5)
+        stranger.start()
+        try:
+            r = self.inroot(mpirun5(2, "sh", "-c", shim))
+        finally:
+            stranger.close()
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(sorted(r.stdout.split()), ["ran-0", "ran-1"], r.stderr)
+        self.assertEqual(r.stderr.count(
+            "preflight: hellos carry a digest of rank 0's random token (sent over PMIx only)"), 2,
+            r.stderr)
+
+    # --- torch 2.x: DDP across nodes -----------------------------------------------
+
+    def test_pytorch_ddp_across_nodes(self):
+        r = self.inroot(mpirun5(4, SHIM, "--", PY, TRAIN, "--epochs", "10", hosts={1: 2, 2: 2}),
+                        timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        assert_converged(self, r.stdout, 4)
+
+    # --- item 6: what each rank did, not what prterun forwarded ------------------
+
+    def test_bad_environment_stops_every_rank(self):
+        with tempfile.TemporaryDirectory() as marks:
+            cmd = recorded(marks, "OMPI_COMM_WORLD_RANK",
+                           f"{SHIM} -- touch {marks}/ran-$OMPI_COMM_WORLD_RANK")
+            r = self.inroot(mpirun5(2, "sh", "-c", cmd, extra=["-x", "AZ_BATCH_MASTER_NODE"]),
+                            AZ_BATCH_MASTER_NODE="10.0.0.4:notaport")
+            self.assertNotEqual(r.returncode, 0)
+            for rank in (0, 1):
+                self.assertEqual(slurp(f"{marks}/rank-{rank}"),
+                                 "aml-shim: AZ_BATCH_MASTER_NODE='10.0.0.4:notaport' has a bad "
+                                 "port 'notaport' (expected 1..65535)\nexit 125\n")
+                self.assertFalse(os.path.exists(f"{marks}/ran-{rank}"))
+
+if __name__ == "__main__":
+    main()
