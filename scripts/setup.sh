@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   libboost-program-options-dev libgtest-dev
-  openmpi-bin libopenmpi-dev mpich libmpich-dev
+  openmpi-bin libopenmpi-dev libpmix-dev mpich libmpich-dev
   rdma-core libibverbs-dev librdmacm-dev libucx-dev
   python3 python3-torch python3-mpi4py
   slurm-wlm munge

@@ -69,6 +69,20 @@ class SlurmNetns(unittest.TestCase):
         self.assertEqual({d["source"] for d in docs}, {"PMIx"})
         self.assertEqual({d["env"]["MASTER_ADDR"] for d in docs}, {f"{NAME}1"})
 
+    def test_srun_mpi_pmix_mpi4py_command_and_job_secret(self):
+        # Slurm exports no job secret: the preflight's comes from PMIx, and
+        # a command that calls MPI_Init afterwards works across the nodes.
+        code = ("from mpi4py import MPI; import os; c = MPI.COMM_WORLD; "
+                "s = c.allreduce(c.Get_rank() + 1); "
+                "os.write(1, f'\\nmpi {c.Get_rank()} {c.Get_size()} {s}\\n'.encode())")
+        r = run(["srun", "-N2", "--ntasks-per-node=2", "--overcommit", "--mpi=pmix", SHIM, "-v",
+                 "--preflight", "tcp", "--", PYTHON, "-c", code], env=self.env(), timeout=180)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(sorted(l for l in r.stdout.splitlines() if l.startswith("mpi ")),
+                         [f"mpi {i} 4 10" for i in range(4)])
+        self.assertEqual(r.stderr.count("preflight: hellos carry a digest of rank 0's random "
+                                        "token (sent over PMIx only)"), 4, r.stderr)
+
     def test_mpirun_inside_an_allocation(self):
         require("mpirun", "salloc")
         show = 'echo "R $RANK $NODE_RANK $LOCAL_RANK $MASTER_ADDR:$MASTER_PORT"'
