@@ -36,6 +36,49 @@ double Seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+}  // namespace
+
+long long StartTicks(pid_t pid) {
+  if (pid <= 0) return -1;
+  char path[40] = "/proc/";
+  char digits[16];
+  int n = 0;
+  for (pid_t v = pid; v > 0 && n < 15; v /= 10) digits[n++] = static_cast<char>('0' + v % 10);
+  size_t at = 6;
+  while (n > 0) path[at++] = digits[--n];
+  const char tail[] = "/stat";
+  for (char c : tail) path[at++] = c;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[1024];
+  ssize_t got = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (got <= 0) return -1;
+  buf[got] = '\0';
+  // "pid (comm) state ppid ... starttime ...": comm may hold spaces and ')',
+  // so fields are counted from the last ')'; starttime is field 22.
+  char* c = nullptr;
+  for (char* p = buf; *p; ++p)
+    if (*p == ')') c = p;
+  if (!c) return -1;
+  for (int field = 2; field < 22; ++field) {
+    while (*c && *c != ' ') ++c;
+    while (*c == ' ') ++c;
+    if (!*c) return -1;
+  }
+  long long ticks = 0;
+  for (; *c >= '0' && *c <= '9'; ++c) ticks = ticks * 10 + (*c - '0');
+  return ticks;
+}
+
+bool StartedSince(pid_t pgid, long long since) {
+  if (pgid <= 1) return false;
+  if (since < 0) return true;  // no /proc to tell: any group but 0, 1 and -1
+  return StartTicks(pgid) >= since;
+}
+
+namespace {
+
 // Drops the groups that have no member left (never signalled again).
 size_t DropEmpty(int* groups, size_t n) {
   for (size_t i = 0; i < n;) {
@@ -50,6 +93,8 @@ size_t DropEmpty(int* groups, size_t n) {
 [[noreturn]] void KeeperMain(int fd, int* groups, size_t capacity, int max_fd, double grace_s,
                              const char* remove_dir) {
   setpgid(0, 0);  // out of the shim's group: mpirun's SIGKILL to it misses us
+  // Every group the shim names is started after the keeper.
+  const long long born = StartTicks(getpid());
   CloseAllBut(fd, max_fd);
   size_t n = 0;
   for (;;) {
@@ -59,7 +104,7 @@ size_t DropEmpty(int* groups, size_t n) {
     if (got != static_cast<ssize_t>(sizeof value)) break;  // end of file: the shim died
     if (value == kDone) _exit(0);
     if (value > 0) {
-      if (n < capacity) groups[n++] = value;
+      if (n < capacity && StartedSince(value, born)) groups[n++] = value;
       continue;
     }
     for (size_t i = 0; i < n; ++i)

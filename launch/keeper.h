@@ -11,7 +11,10 @@
 // and says "done" when it ends in order; end of file without "done" means the
 // shim died: the keeper sends SIGTERM to every group still named (what the
 // shim would have forwarded), SIGKILL to those not empty after the grace
-// period, then exits. The keeper allocates nothing after the fork.
+// period, then exits. The keeper allocates nothing after the fork. It takes
+// a group only if its leader started after the keeper did (never 0, 1 or
+// -1): even a byte stream that reached its pipe by mistake cannot name a
+// process that was there before the shim started its children.
 #pragma once
 
 #include <sys/types.h>
@@ -22,6 +25,14 @@
 #include "shim/base/result.h"
 
 namespace aml {
+
+// A process's start time (clock ticks after boot, /proc/PID/stat field 22,
+// read async-signal-safely), or -1.
+long long StartTicks(pid_t pid);
+// `pgid` may be a group the keeper ends: never 0, 1 or -1 (kill(-1) is every
+// process of the user), and its leader started at `since` or later (-1:
+// unknown, no /proc). A leader reparented after the shim died still counts.
+bool StartedSince(pid_t pgid, long long since);
 
 class Keeper {
  public:

@@ -106,6 +106,57 @@ TEST_F(KeeperTest, LeavesAForgottenGroupAlone) {
   EXPECT_NE(WaitEnd(sleeper, 10), -1);
 }
 
+TEST(KeeperGroups, NeitherZeroNorOneNorMinusOneNorAnOlderGroupIsTaken) {
+  const long long me = StartTicks(getpid());
+  ASSERT_GT(me, 0);
+  EXPECT_EQ(StartTicks(1) <= me, true);
+  usleep(20000);  // a clock tick (10 ms at USER_HZ 100) for the child to be younger
+  pid_t child = StartSleeper();
+  const long long born = StartTicks(child);
+  EXPECT_TRUE(StartedSince(child, born));
+  EXPECT_TRUE(StartedSince(child, me));
+  EXPECT_FALSE(StartedSince(getpid(), born));  // older than the "keeper"
+  for (pid_t bad : {0, 1, -1}) {
+    EXPECT_FALSE(StartedSince(bad, me)) << bad;
+    EXPECT_FALSE(StartedSince(bad, -1)) << bad;
+  }
+  kill(child, SIGKILL);
+  EXPECT_NE(WaitEnd(child, 10), -1);
+}
+
+// A group whose leader is not the shim's child (this test process's own) is
+// never signalled, whatever the pipe says (never 0, 1 or -1: above).
+TEST(KeeperGroups, OnlyGroupsTheShimStartedAreTaken) {
+  int report[2];
+  ASSERT_EQ(pipe(report), 0);
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  pid_t stranger = StartSleeper();  // ours, older than the shim's keeper
+  usleep(20000);  // a clock tick, so the keeper is younger
+  pid_t shim = fork();
+  if (shim == 0) {
+    Keeper keeper;
+    if (!keeper.Start(8, 0.3).ok()) _exit(3);
+    keeper.Watch(stranger);
+    pid_t own = StartSleeper();
+    keeper.Watch(own);
+    if (write(report[1], &own, sizeof own) != sizeof own) _exit(4);
+    raise(SIGKILL);
+    _exit(5);
+  }
+  pid_t own = -1;
+  ASSERT_EQ(read(report[0], &own, sizeof own), static_cast<ssize_t>(sizeof own));
+  WaitEnd(shim, 10);
+  // The shim's own child is ended; the stranger is untouched.
+  EXPECT_NE(WaitEnd(own, 10), -1) << "the shim's child outlived it";
+  waitpid(-1, nullptr, 0);  // the keeper
+  EXPECT_EQ(kill(stranger, 0), 0) << "the keeper signalled a group the shim did not start";
+  kill(stranger, SIGKILL);
+  EXPECT_NE(WaitEnd(stranger, 10), -1);
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+  close(report[0]);
+  close(report[1]);
+}
+
 TEST_F(KeeperTest, DismissedKeeperKillsNothing) {
   pid_t sleeper = RunShim(false, true);
   EXPECT_EQ(kill(sleeper, 0), 0) << "an orderly end killed the child";

@@ -1,5 +1,6 @@
 #include "launch/log_dir.h"
 
+#include <climits>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -40,13 +41,28 @@ LogDir::~LogDir() {
   if (dir_fd_ >= 0) close(dir_fd_);
 }
 
-Result<std::unique_ptr<LogDir>> LogDir::Open(const std::string& path, const std::vector<int>& ranks,
+Result<std::unique_ptr<LogDir>> LogDir::Open(const std::string& given, const std::vector<int>& ranks,
                                              std::string failure_prefix,
                                              timespec shim_started) {
   std::unique_ptr<LogDir> d(new LogDir());
+  const std::string what = "--log-dir='" + given + "'";
+  // "dir/", "dir/." and "dir//" name dir itself, but resolve it when it is a
+  // link: O_NOFOLLOW applies only to the last component, so it must be dir.
+  std::string path = given;
+  for (;;) {
+    if (path.size() > 1 && path.back() == '/') path.pop_back();
+    else if (path.size() > 2 && path.compare(path.size() - 2, 2, "/.") == 0) path.resize(path.size() - 2);
+    else break;
+  }
+  // Absolute, so that TORCHELASTIC_ERROR_FILE holds wherever a rank cds to.
+  if (path[0] != '/') {
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) return Error{what + ": cannot read the current directory: " + Why(errno)};
+    path = std::string(cwd) + (std::string(cwd) == "/" ? "" : "/") + (path == "." ? "" : path);
+    if (path.size() > 1 && path.back() == '/') path.pop_back();
+  }
   d->path_ = path;
   d->failure_prefix_ = std::move(failure_prefix);
-  const std::string what = "--log-dir='" + path + "'";
   if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST)
     return Error{what + ": cannot create it: " + Why(errno)};
   d->dir_fd_ = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

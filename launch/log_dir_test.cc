@@ -94,6 +94,33 @@ TEST_F(LogDirTest, RefusesADirectoryThatIsASymbolicLink) {
   EXPECT_NE(d.error().message.find("is a symbolic link"), std::string::npos) << d.error().message;
 }
 
+TEST_F(LogDirTest, ATrailingSlashOrDotDoesNotFollowTheLinkEither) {
+  // "link/" and "link/." resolve the link itself; O_NOFOLLOW alone applies
+  // to the last component, so they must not reach open() as written.
+  ASSERT_EQ(mkdir((root_ + "/real").c_str(), 0755), 0);
+  ASSERT_EQ(symlink((root_ + "/real").c_str(), dir_.c_str()), 0);
+  for (const std::string& spelled : {dir_ + "/", dir_ + "/.", dir_ + "/./", dir_ + "//"}) {
+    auto d = LogDir::Open(spelled, {0}, "{\"run\":\"r\"", NowRealtime());
+    ASSERT_FALSE(d.ok()) << spelled;
+    EXPECT_NE(d.error().message.find("--log-dir='" + spelled + "' is a symbolic link"),
+              std::string::npos)
+        << d.error().message;
+  }
+  EXPECT_NE(access((root_ + "/real/rank-0.stdout").c_str(), F_OK), 0) << "wrote through the link";
+}
+
+TEST_F(LogDirTest, ARelativeDirectoryIsKeptAbsolute) {
+  // TORCHELASTIC_ERROR_FILE is built from path(): a rank that changes
+  // directory must still write its exception here.
+  char cwd[4096];
+  ASSERT_NE(getcwd(cwd, sizeof cwd), nullptr);
+  ASSERT_EQ(chdir(root_.c_str()), 0);
+  auto d = LogDir::Open("logs/", {0}, "{\"run\":\"r\"", NowRealtime());
+  ASSERT_EQ(chdir(cwd), 0);
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ((*d)->path(), dir_);
+}
+
 TEST_F(LogDirTest, RefusesAFileInPlaceOfTheDirectory) {
   std::ofstream(dir_) << "x";
   auto d = Open();

@@ -114,6 +114,25 @@ class Teardown(unittest.TestCase):
         self.assertIn("shim=3", r.stdout, r.stderr)
         self.assertIn("other-alive", r.stdout, r.stderr)
 
+    def test_closed_stdio_never_turns_a_childs_bytes_into_a_kill(self):
+        # Security (issue 23): started with 0, 1 and 2 closed, the keeper's
+        # pipe became aml-shim's stdout and stderr, a child's bytes 01 00 00
+        # 00 on stderr read as "watch process group 1", and when the shim
+        # died the keeper called kill(-1): every process of the user. In a
+        # PID namespace of its own (kill(-1) reaches only it), an unrelated
+        # process must survive the shim's SIGKILL.
+        require("unshare", "setsid")
+        t = self.tmp
+        inner = (
+            f'setsid sleep 600 & other=$!; '
+            f'{SHIM} --nproc-per-node 2 -- sh -c \'printf "\\001\\000\\000\\000" >&2; '
+            f'touch {t}/up-$RANK; exec sleep 600\' <&- >&- 2>&- & shim=$!; '
+            f'while [ ! -f {t}/up-0 ] || [ ! -f {t}/up-1 ]; do sleep 0.05; done; sleep 0.3; '
+            f'kill -9 $shim; sleep 1; '
+            f'if kill -0 $other 2>/dev/null; then echo other-alive; else echo other-killed; fi')
+        r = run(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", inner], timeout=60)
+        self.assertIn("other-alive", r.stdout, r.stderr)
+
 
 if __name__ == "__main__":
     main()

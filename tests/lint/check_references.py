@@ -17,7 +17,7 @@ ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".")
 NAME = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.(?:h|cc|md|py|sh|cmake))\b")
 # Files that are not the project's: system headers and the peers' own files.
 OUTSIDE = {"cuda_runtime_api.h", "nccl.h", "verbs.h", "mpi.h", "spawn.h", "unistd.h",
-           "poll.h", "signal.h", "pmix_common.h", "ibvsymbols.cc", "ibvcore.h", "subprocess-posix.cc", "launch.py",
+           "poll.h", "signal.h", "stdio.h", "stdlib.h", "pmix_common.h", "ibvsymbols.cc", "ibvcore.h", "subprocess-posix.cc", "launch.py",
            "aml_mpienv.py", "torchrun.py", "train.py", "m4p.py", "setup.py"}
 
 
