@@ -125,7 +125,7 @@ class Teardown(unittest.TestCase):
         t = self.tmp
         inner = (
             f'setsid sleep 600 & other=$!; '
-            f'{SHIM} --nproc-per-node 2 -- sh -c \'printf "\\001\\000\\000\\000" >&2; '
+            f'{SHIM} --nproc-per-node 2 --no-tag-output -- sh -c \'printf "\\001\\000\\000\\000" >&2; '
             f'touch {t}/up-$RANK; exec sleep 600\' <&- >&- 2>&- & shim=$!; '
             f'while [ ! -f {t}/up-0 ] || [ ! -f {t}/up-1 ]; do sleep 0.05; done; sleep 0.3; '
             f'kill -9 $shim; sleep 1; '
