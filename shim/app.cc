@@ -386,14 +386,12 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
   if (!resolved.ok()) return Fail(resolved.error());
   const std::string host = HostName();
   std::vector<PeerInfo> peers;
-  Membership shared;
+  Sourced<std::string> rendezvous_token;
   PmixCollective* pmix = resolved->pmix.get();
   auto world = SettleWorld(env, host, o.tf_config ? resolved->nproc : 0, resolved->world,
-                           resolved->master, pmix, &peers, &shared.token);
+                           resolved->master, pmix, &peers, &rendezvous_token);
   if (!world.ok()) return Fail(world.error());
-  if (!shared.token.empty())
-    shared.why = pmix ? "the PMIx rendezvous's token (sent over PMIx only)"
-                      : "the MPI rendezvous's token (sent over MPI only)";
+  Membership shared{rendezvous_token.value, rendezvous_token.why};
   const bool running = inv->subcommand == Subcommand::kRun;
   if (pmix && running && o.preflight.tcp && shared.token.empty()) {
     auto token = ShareJobToken(*pmix);

@@ -4,7 +4,7 @@
 //     --mpi=pmix), AskPmix reads the exact node of every rank and rank 0's
 //     host from it, and keeps the client open for the exchanges below;
 //   - SettleWorld decides whether the rendezvous runs, runs it over PMIx
-//     (else over the launcher's MPI library, as under MPICH's Hydra), and
+//     (else over Hydra's PMI-1 descriptor, else the launcher's MPI), and
 //     replaces the node, local and master facts with the exact ones;
 //   - ShareJobToken gives every rank rank 0's random token over PMIx: the
 //     preflight's job secret where the launcher exports none.
@@ -43,10 +43,11 @@ Result<std::unique_ptr<PmixCollective>> AskPmix(const EnvSnapshot& env, World* w
 // The world with its master: as known, or from the rendezvous (over `pmix`
 // when open, else MPI). `tf_ports`: ports each shim picks for its children's
 // TF_CONFIG (0: none). `peers` gets each shim's address and ports when
-// tf_ports > 0; `secret` the rendezvous's token ("" when it did not run).
+// tf_ports > 0; `secret` the rendezvous's token ("" when it did not run) and
+// what carried it.
 Result<World> SettleWorld(const EnvSnapshot& env, const std::string& host, int tf_ports,
                           World world, const MasterPlan& plan, PmixCollective* pmix,
-                          std::vector<PeerInfo>* peers, std::string* secret);
+                          std::vector<PeerInfo>* peers, Sourced<std::string>* secret);
 
 // Rank 0's fresh random token, to every rank (one PMIx fence).
 Result<std::string> ShareJobToken(Collective& c);

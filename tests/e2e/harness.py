@@ -135,6 +135,14 @@ def recorded(marks, rank_var, command):
     return f'{command} 2>{f}; s=$?; echo "exit $s" >>{f}; exit $s'
 
 
+def assert_each_rank_refused(test, marks, ranks, message):
+    """Every rank's shim (run through recorded()) printed `message` and
+    exited 125, and none ran its command (which touches marks/ran-R)."""
+    for rank in ranks:
+        test.assertEqual(slurp(f"{marks}/rank-{rank}"), message + "\nexit 125\n")
+        test.assertFalse(os.path.exists(f"{marks}/ran-{rank}"))
+
+
 def slurp(path):
     with open(path) as f:
         return f.read()

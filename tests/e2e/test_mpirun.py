@@ -3,7 +3,8 @@ import os
 import tempfile
 import unittest
 
-from harness import SHIM, clean_env, json_lines, main, mpirun, recorded, require, run, slurp
+from harness import (SHIM, assert_each_rank_refused, clean_env, json_lines, main, mpirun, recorded,
+                     require, run)
 
 SHOW = ('echo "{\\"rank\\":$RANK,\\"size\\":$WORLD_SIZE,\\"local\\":$LOCAL_RANK,'
         '\\"local_size\\":$LOCAL_WORLD_SIZE,\\"node\\":$NODE_RANK,\\"addr\\":\\"$MASTER_ADDR\\",'
@@ -85,11 +86,9 @@ class MpiRun(unittest.TestCase):
                            f"{SHIM} -- touch {marks}/ran-$OMPI_COMM_WORLD_RANK")
             r = run(mpirun(2, "sh", "-c", cmd, x=["AZ_BATCH_MASTER_NODE"]), env=env)
             self.assertNotEqual(r.returncode, 0)
-            for rank in (0, 1):
-                self.assertEqual(slurp(f"{marks}/rank-{rank}"),
-                                 "aml-shim: AZ_BATCH_MASTER_NODE='10.0.0.4:notaport' has a bad "
-                                 "port 'notaport' (expected 1..65535)\nexit 125\n")
-                self.assertFalse(os.path.exists(f"{marks}/ran-{rank}"))
+            assert_each_rank_refused(self, marks, (0, 1),
+                                     "aml-shim: AZ_BATCH_MASTER_NODE='10.0.0.4:notaport' has a "
+                                     "bad port 'notaport' (expected 1..65535)")
 
     def test_exit_code_propagates_through_mpirun(self):
         r = run(mpirun(2, SHIM, "--", "sh", "-c", 'exit $((RANK + 3))'))

@@ -311,10 +311,11 @@ class NetnsCluster(unittest.TestCase):
                 lines = sorted(l.split() for l in r.stdout.splitlines() if l.strip())
                 self.assertEqual(lines, [[str(i), "4", str(i), str(i // 2)] for i in range(4)])
 
-    def test_an_mpi_command_after_the_mpi_rendezvous_under_hydra(self):
-        # Hydra offers no PMIx: the rendezvous runs over MPICH's MPI, which
-        # aml-shim finalises before the command's own MPI_Init (MPICH here:
-        # Debian's mpi4py is built for Open MPI).
+    def test_an_mpi_command_after_the_rendezvous_under_hydra(self):
+        # Hydra offers no PMIx: the rendezvous runs over its PMI-1 descriptor,
+        # never MPI_Init (MPICH's MPI_Finalize closed PMI_FD, and the
+        # command's MPI_Init failed). MPICH here: Debian's mpi4py is built
+        # for Open MPI.
         require("mpicc.mpich", "mpiexec.hydra")
         with tempfile.TemporaryDirectory() as tmp:
             src, exe = f"{tmp}/allreduce.c", f"{tmp}/allreduce"
@@ -328,7 +329,7 @@ class NetnsCluster(unittest.TestCase):
             subprocess.run(["mpicc.mpich", "-o", exe, src], check=True)
             r = run(cluster_hydra({1: 2, 2: 2}, SHIM, "-v", "--", exe), timeout=120)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertIn("MPI rendezvous: rank 0's address reached by all 4 ranks", r.stderr)
+        self.assertIn("PMI rendezvous: rank 0's address reached by all 4 ranks", r.stderr)
         self.assertEqual(sorted(l for l in r.stdout.splitlines() if l.startswith("mpi ")),
                          [f"mpi {i} 4 10 NODE_RANK={i // 2}" for i in range(4)])
 

@@ -2,7 +2,7 @@
 strangers"): 1100 ranks under the common 1024-descriptor soft limit, and a
 stranger that forges a hello, idles, or sends huge hellos while a real job
 under mpirun waits for its rank 1; under Hydra, which gives no secret, the
-MPI rendezvous's token or AML_SHIM_JOB_SECRET is the proof, and what the
+rendezvous's token or AML_SHIM_JOB_SECRET is the proof, and what the
 rendezvous's listener answers a stranger does not forge a hello."""
 import os
 import resource
@@ -115,7 +115,8 @@ class Door(unittest.TestCase):
         r = self.job(port, lambda s: s.sendall(forged), "-v", "--rendezvous", "mpi", count=20,
                      hydra=True)
         self.assert_ran(r)
-        self.assertIn("hellos carry a digest of the MPI rendezvous's token", r.stderr)
+        self.assertIn("hellos carry a digest of the PMI rendezvous's token (sent over PMI only)",
+                      r.stderr)
 
     def test_your_job_secret_is_the_proof_and_a_short_one_is_refused(self):
         port = free_port()

@@ -6,12 +6,11 @@ machine) and torch 2.x (the trixie root of scripts/trixie-root.sh)."""
 import json
 import os
 import re
-import subprocess
 import tempfile
 import unittest
 
 from harness import PYTHON, SHIM, SRC, clean_env, main, mpirun, require, run
-from test_ompi5 import mpirun5, trixie_env
+from test_ompi5 import mpirun5, trixie_env, trixie_root
 
 TORCHRUN = os.path.join(SRC, "bench", "peers", "torchrun.py")
 SHOW = ("import os, json; print(json.dumps({k: v for k, v in os.environ.items() if k.startswith(("
@@ -143,12 +142,7 @@ class Torch2(Torch113):
 
     @classmethod
     def setUpClass(cls):
-        made = subprocess.run([os.path.join(SRC, "scripts", "trixie-root.sh")],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              timeout=1800)
-        if made.returncode != 0:
-            raise AssertionError("the trixie root could not be made:\n" + made.stderr)
-        cls.root = made.stdout.strip()
+        cls.root = trixie_root()
         super().setUpClass()
 
     @classmethod
