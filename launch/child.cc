@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "launch/exec.h"
 #include "shim/base/fd_limit.h"
@@ -21,6 +24,23 @@ struct Pipe {
       if (f >= 0) close(f);
   }
 };
+
+// Where execvp would find `name`: itself when it has a '/', else the first
+// executable file of that name in this process's PATH ("" when none).
+std::string FoundOnPath(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/bin:/usr/bin";
+  size_t start = 0;
+  for (;;) {
+    const size_t end = dirs.find(':', start);
+    std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    const std::string file = (dir.empty() ? "." : dir) + "/" + name;
+    if (access(file.c_str(), X_OK) == 0) return file;
+    if (end == std::string::npos) return "";
+    start = end + 1;
+  }
+}
 
 }  // namespace
 
@@ -70,6 +90,17 @@ Result<SpawnedChild> Spawn(const SpawnSpec& spec, int* failure_exit_code) {
   int rc = spec.search_path
                ? posix_spawnp(&pid, args.ptrs[0], &actions, &attr, args.data(), envp.data())
                : posix_spawn(&pid, args.ptrs[0], &actions, &attr, args.data(), envp.data());
+  if (rc == ENOEXEC) {
+    // An executable file that is no binary and has no "#!": execvp (and so
+    // aml-shim's exec in place, env(1) and shells) runs it with /bin/sh;
+    // posix_spawn does not. The same command runs the same way either way.
+    const std::string file = spec.search_path ? FoundOnPath(spec.argv[0]) : spec.argv[0];
+    std::vector<std::string> sh_argv{"/bin/sh", file};
+    sh_argv.insert(sh_argv.end(), spec.argv.begin() + 1, spec.argv.end());
+    CArgs sh_args(sh_argv);
+    if (!file.empty())
+      rc = posix_spawn(&pid, "/bin/sh", &actions, &attr, sh_args.data(), envp.data());
+  }
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {

@@ -3,7 +3,6 @@
 #include "shim/base/log.h"
 #include "shim/net/tcp.h"
 #include "shim/rendezvous/mpi_collective.h"
-#include "shim/rendezvous/pmi1_collective.h"
 
 namespace aml {
 
@@ -113,30 +112,17 @@ Result<World> SettleWorld(const EnvSnapshot& env, const std::string& host, int t
                  "comes from " + std::string(LauncherName(world.source)) +
                  ": set --master-addr or MASTER_ADDR"};
   RendezvousRequest req;
-  // Hydra: its PMI-1 descriptor, never MPI_Init (MPICH's MPI_Finalize
-  // closes PMI_FD, and the command's MPI_Init then failed).
-  std::unique_ptr<Pmi1Collective> pmi1;
-  if (!pmix && world.source == Launcher::kHydra && Pmi1Offered(env)) {
-    auto opened = Pmi1Collective::Open(env);
-    if (!opened.ok()) return Error{"PMI rendezvous: " + opened.error().message};
-    pmi1 = std::move(*opened);
-    req.label = "PMI rendezvous";
-  }
   if (pmix) req.label = "PMIx rendezvous";
   if (by.addr) req.master_addr = by.addr->value;
   if (by.port) req.master_port = by.port->value;
   req.tf_ports = tf_ports;
   req.host = host;
-  auto res = pmix ? RunRendezvous(*pmix, req)
-             : pmi1 ? RunRendezvous(*pmi1, req)
-                    : RunOverMpi(env, world.source, req);
+  auto res = pmix ? RunRendezvous(*pmix, req) : RunOverMpi(env, world.source, req);
   if (!res.ok()) return res.error();
   if (res->rank != world.rank.value || res->size != world.size.value)
     return Error{Rank0Says("MPI rendezvous: the MPI library", res->rank, res->size, world,
                            ": is AML_SHIM_LIBMPI the launcher's MPI?")};
-  const std::string how = req.label + (pmix   ? " (pmix.lpeers)"
-                                       : pmi1 ? " (PMI_process_mapping)"
-                                              : " (MPI_COMM_TYPE_SHARED)");
+  const std::string how = req.label + (pmix ? " (pmix.lpeers)" : " (MPI_COMM_TYPE_SHARED)");
   world.local_rank = {res->local_rank, how};
   world.local_size = {res->local_size, how};
   world.node_rank = {res->node_rank, req.label + ": nodes numbered by their lowest rank"};
@@ -154,7 +140,7 @@ Result<World> SettleWorld(const EnvSnapshot& env, const std::string& host, int t
   if (peers) *peers = res->peers;
   if (secret)
     *secret = {res->secret, "the " + req.label + "'s token (sent over " +
-                                (pmix ? "PMIx" : pmi1 ? "PMI" : "MPI") + " only)"};
+                                (pmix ? "PMIx" : "MPI") + " only)"};
   LogVerbose(res->why + ": " + res->master_addr + ":" + std::to_string(res->master_port));
   return world;
 }

@@ -4,7 +4,7 @@
 //     --mpi=pmix), AskPmix reads the exact node of every rank and rank 0's
 //     host from it, and keeps the client open for the exchanges below;
 //   - SettleWorld decides whether the rendezvous runs, runs it over PMIx
-//     (else over Hydra's PMI-1 descriptor, else the launcher's MPI), and
+//     (else over the launcher's MPI library, as under MPICH's Hydra), and
 //     replaces the node, local and master facts with the exact ones;
 //   - ShareJobToken gives every rank rank 0's random token over PMIx: the
 //     preflight's job secret where the launcher exports none.

@@ -50,15 +50,18 @@ def kill_group(p):
 
 def run(args, env=None, timeout=120, input=None):
     """Runs args; returns CompletedProcess with text stdout/stderr. On a
-    timeout everything it started is killed before TimeoutExpired is raised."""
+    timeout everything it started is killed, and the failure shows what it
+    printed until then."""
     p = spawn(args, env=env, stdin=subprocess.PIPE if input is not None else None,
               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         out, err = p.communicate(input=input, timeout=timeout)
     except subprocess.TimeoutExpired:
         kill_group(p)
-        p.communicate()
-        raise
+        out, err = p.communicate()
+        # What it printed until then says where it hung.
+        raise AssertionError(f"timed out after {timeout} s: {args}\n--- stdout:\n{out}\n"
+                             f"--- stderr:\n{err}") from None
     return subprocess.CompletedProcess(args, p.returncode, out, err)
 
 

@@ -115,7 +115,7 @@ class Door(unittest.TestCase):
         r = self.job(port, lambda s: s.sendall(forged), "-v", "--rendezvous", "mpi", count=20,
                      hydra=True)
         self.assert_ran(r)
-        self.assertIn("hellos carry a digest of the PMI rendezvous's token (sent over PMI only)",
+        self.assertIn("hellos carry a digest of the MPI rendezvous's token (sent over MPI only)",
                       r.stderr)
 
     def test_your_job_secret_is_the_proof_and_a_short_one_is_refused(self):

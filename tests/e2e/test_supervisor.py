@@ -74,6 +74,27 @@ class Supervisor(unittest.TestCase):
                          sorted(["failure.json"] + [f"rank-{i}.{s}" for i in range(6)
                                                     for s in ("stdout", "stderr")]))
 
+    def test_a_script_without_a_shebang_runs_as_it_does_in_place(self):
+        # execvp runs an executable text file without "#!" with /bin/sh (as
+        # env(1) and shells do); posix_spawn does not, and under supervision
+        # the same command failed with 126 "Exec format error".
+        with tempfile.TemporaryDirectory() as tmp:
+            script = os.path.join(tmp, "plain")
+            with open(script, "w") as f:
+                f.write('echo "plain $RANK $1"\n')
+            os.chmod(script, 0o755)
+            inplace = run([SHIM, "--", script, "x"])
+            self.assertEqual((inplace.returncode, inplace.stdout), (0, "plain 0 x\n"), inplace.stderr)
+            fanned = run([SHIM, "--nproc-per-node", "2", "--no-tag-output", "--", script, "x"])
+            self.assertEqual(fanned.returncode, 0, fanned.stderr)
+            self.assertEqual(sorted(fanned.stdout.splitlines()), ["plain 0 x", "plain 1 x"])
+            # Found on PATH, as posix_spawnp found it.
+            env = clean_env(PATH=tmp + ":" + os.environ["PATH"])
+            fanned = run([SHIM, "--nproc-per-node", "2", "--no-tag-output", "--", "plain", "y"],
+                         env=env)
+            self.assertEqual(fanned.returncode, 0, fanned.stderr)
+            self.assertEqual(sorted(fanned.stdout.splitlines()), ["plain 0 y", "plain 1 y"])
+
     def test_child_killed_by_sigkill_gives_137(self):
         r = run([SHIM, "--nproc-per-node", "2", "--grace", "2", "--", "sh", "-c",
                  '[ "$RANK" = 1 ] && kill -KILL $$; exec sleep 600'], timeout=60)
