@@ -279,7 +279,7 @@ def bench_rendezvous(runs):
              "",
              "Open MPI 4.1 with PMIx 4.2. *env*: `--rendezvous env`, the world from variables "
              "only (one node: nothing to ask). *PMIx rendezvous*: `--rendezvous mpi`: PMIx_Init, "
-             "every rank's node read from the server, and the full rendezvous (rank 0's "
+             "every rank's node (one fence), and the full rendezvous (rank 0's "
              "listener, every rank's verified connection) over PMIx fences. *MPI "
              "rendezvous*: the same over MPI_Init/MPI_Finalize (`AML_SHIM_PMIX=0`), as under "
              "Hydra. The MPI floor is a C program that only calls MPI_Init and MPI_Finalize.",

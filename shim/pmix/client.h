@@ -46,7 +46,9 @@ class PmixClient {
   // Publishes `bytes` under `key` for every process of the job.
   Status Put(const std::string& key, const std::string& bytes);
   // Commit, then a barrier of the whole job that collects what each Put.
-  Status Exchange(int timeout_s);
+  // It waits as long as it takes: a rank that never comes is the
+  // launcher's to end.
+  Status Exchange();
 
  private:
   PmixClient() = default;

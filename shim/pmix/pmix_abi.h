@@ -17,7 +17,6 @@ constexpr int kSuccess = 0;
 // pmix_data_type_t values
 constexpr uint16_t kBool = 1;
 constexpr uint16_t kString = 3;
-constexpr uint16_t kInt = 6;
 constexpr uint16_t kUint16 = 13;
 constexpr uint16_t kUint32 = 14;
 constexpr uint16_t kByteObject = 27;
@@ -30,7 +29,6 @@ constexpr char kLocalRank[] = "pmix.lrank";       // uint16, per process
 constexpr char kHostname[] = "pmix.hname";        // string, per process
 constexpr char kLocalPeers[] = "pmix.lpeers";     // string "0,1,2", wildcard rank
 constexpr char kCollectData[] = "pmix.collect";   // bool, fence directive
-constexpr char kTimeout[] = "pmix.timeout";       // int seconds, fence directive
 
 struct Proc {
   char nspace[kMaxNsLen + 1];

@@ -28,7 +28,6 @@ TEST(PmixAbi, ConstantsMatchTheInstalledHeader) {
   EXPECT_EQ(kRankWildcard, static_cast<uint32_t>(PMIX_RANK_WILDCARD));
   EXPECT_EQ(kBool, PMIX_BOOL);
   EXPECT_EQ(kString, PMIX_STRING);
-  EXPECT_EQ(kInt, PMIX_INT);
   EXPECT_EQ(kUint16, PMIX_UINT16);
   EXPECT_EQ(kUint32, PMIX_UINT32);
   EXPECT_EQ(kByteObject, PMIX_BYTE_OBJECT);
@@ -39,7 +38,6 @@ TEST(PmixAbi, ConstantsMatchTheInstalledHeader) {
   EXPECT_STREQ(kHostname, PMIX_HOSTNAME);
   EXPECT_STREQ(kLocalPeers, PMIX_LOCAL_PEERS);
   EXPECT_STREQ(kCollectData, PMIX_COLLECT_DATA);
-  EXPECT_STREQ(kTimeout, PMIX_TIMEOUT);
 }
 #endif
 

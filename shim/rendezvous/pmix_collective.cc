@@ -25,9 +25,8 @@ std::vector<int> NodesByLowestRank(const std::vector<uint32_t>& node_id_of_rank,
   return out;
 }
 
-Result<std::unique_ptr<PmixCollective>> PmixCollective::Start(std::unique_ptr<PmixClient> client,
-                                                              int fence_timeout_s) {
-  std::unique_ptr<PmixCollective> c(new PmixCollective(std::move(client), fence_timeout_s));
+Result<std::unique_ptr<PmixCollective>> PmixCollective::Start(std::unique_ptr<PmixClient> client) {
+  std::unique_ptr<PmixCollective> c(new PmixCollective(std::move(client)));
   const PmixClient& p = *c->client_;
   PmixWorld& w = c->world_;
   w.library = p.library();
@@ -82,7 +81,7 @@ Result<std::vector<std::string>> PmixCollective::Exchange(const std::string* min
     auto put = client_->Put(key, *mine);
     if (!put.ok()) return put.error();
   }
-  auto fence = client_->Exchange(timeout_s_);
+  auto fence = client_->Exchange();
   if (!fence.ok()) return fence.error();
   std::vector<std::string> out;
   for (int r : from) {

@@ -30,8 +30,7 @@ class PmixCollective : public Collective {
  public:
   // Reads the job (size, local rank and peers), and every rank's node and
   // rank 0's host in one exchange.
-  static Result<std::unique_ptr<PmixCollective>> Start(std::unique_ptr<PmixClient> client,
-                                                       int fence_timeout_s);
+  static Result<std::unique_ptr<PmixCollective>> Start(std::unique_ptr<PmixClient> client);
   const PmixWorld& world() const { return world_; }
 
   int rank() const override { return world_.rank; }
@@ -43,15 +42,13 @@ class PmixCollective : public Collective {
   Result<std::string> Broadcast(const std::string& data) override;
 
  private:
-  PmixCollective(std::unique_ptr<PmixClient> client, int timeout_s)
-      : client_(std::move(client)), timeout_s_(timeout_s) {}
+  explicit PmixCollective(std::unique_ptr<PmixClient> client) : client_(std::move(client)) {}
   // Puts `mine` (if any) under a fresh key, fences, and reads `from`'s.
   Result<std::vector<std::string>> Exchange(const std::string* mine, const std::vector<int>& from);
   // The same, concatenated.
   Result<std::string> Concat(const std::string* mine, const std::vector<int>& from);
 
   std::unique_ptr<PmixClient> client_;
-  int timeout_s_;
   PmixWorld world_;
   std::vector<int> local_peers_;  // world ranks on this node, ascending
   int round_ = 0;

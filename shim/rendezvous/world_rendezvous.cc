@@ -22,10 +22,6 @@ Result<MasterPlan> RequireRendezvousForTfConfig(bool tf_config, RendezvousMode m
 
 namespace {
 
-// A fence waits this long for every rank of the job (a rank that never comes
-// means the launcher is ending the job anyway).
-constexpr int kFenceTimeoutS = 300;
-
 Result<RendezvousResult> RunOverMpi(const EnvSnapshot& env, Launcher source,
                                     const RendezvousRequest& req) {
   auto mpi = OpenMpiCollective(env, source);
@@ -63,7 +59,7 @@ Result<std::unique_ptr<PmixCollective>> AskPmix(const EnvSnapshot& env, World* w
                "; the world comes from the launcher's variables");
     return std::unique_ptr<PmixCollective>();
   }
-  auto pmix = PmixCollective::Start(std::move(*client), kFenceTimeoutS);
+  auto pmix = PmixCollective::Start(std::move(*client));
   if (!pmix.ok()) return Error{"PMIx: " + pmix.error().message};
   const PmixWorld& p = (*pmix)->world();
   if (p.rank != world->rank.value || p.size != world->size.value)

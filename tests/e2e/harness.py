@@ -130,12 +130,13 @@ def alive(pid):
 
 
 def recorded(marks, rank_var, command):
-    """A shell line that runs `command`, keeps its stderr and exit status in
-    marks/rank-R (R: the value of $rank_var) and exits with that status: what
-    each rank did, whichever ranks' output the launcher chose to forward
-    (prterun may drop one of two ranks' stderr when both exit at once)."""
+    """A shell line that runs `command` and keeps its stderr and exit status
+    in marks/rank-R (R: the value of $rank_var): what each rank did, whichever
+    ranks' output the launcher chose to forward (prterun may drop one of two
+    ranks' stderr when both exit at once). It exits 0, so that the launcher
+    does not kill the other ranks before they have recorded theirs."""
     f = f"{marks}/rank-${rank_var}"
-    return f'{command} 2>{f}; s=$?; echo "exit $s" >>{f}; exit $s'
+    return f'{command} 2>{f}; echo "exit $?" >>{f}'
 
 
 def assert_each_rank_refused(test, marks, ranks, message):
