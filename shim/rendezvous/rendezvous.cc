@@ -173,6 +173,12 @@ Result<RendezvousResult> RunRendezvous(Collective& c, const RendezvousRequest& r
   auto all = c.AllgatherWorld(record);
   if (server) server->Stop();
   if (!all.ok()) return all.error();
+  // No rank goes on until rank 0's listener is closed: the port is
+  // MASTER_PORT, and a rank that reached the listener there instead of the
+  // preflight (or the command's TCPStore) was answered and reset ("got no
+  // verdict from rank 0": 2 runs in 2 on 3 netns nodes over PMIx).
+  auto closed = c.Broadcast(std::string());
+  if (!closed.ok()) return closed.error();
   std::vector<uint64_t> masks;
   std::vector<std::string> hosts, reasons;
   for (size_t r = 0; r < static_cast<size_t>(out.size); ++r) {

@@ -178,7 +178,7 @@ class EavesdroppedCollective : public ThreadCollective {
   using ThreadCollective::ThreadCollective;
   Result<std::string> Broadcast(const std::string& data) override {
     auto offer = ThreadCollective::Broadcast(data);
-    if (rank() == 1 && offer.ok()) {
+    if (rank() == 1 && offer.ok() && offer->rfind("ok\n", 0) == 0) {
       // "ok\nPORT\nTOKEN\n...": the port, as anyone could scan it.
       const std::string port = offer->substr(3, offer->find('\n', 3) - 3);
       auto fd = ConnectTcp("127.0.0.1", std::stoi(port), Clock::now() + std::chrono::seconds(2));
@@ -209,6 +209,40 @@ TEST(Rendezvous, ItsListenerNeverTellsTheTokenToWhoeverConnects) {
   EXPECT_EQ(out[1]->secret, secret);
   ASSERT_FALSE(c1.overheard.empty());
   EXPECT_EQ(c1.overheard.find(secret), std::string::npos) << c1.overheard;
+}
+
+// Rank 0 is slow to leave the last allgather, as a loaded node is.
+class SlowRankZero : public ThreadCollective {
+ public:
+  using ThreadCollective::ThreadCollective;
+  Result<std::string> AllgatherWorld(const std::string& mine) override {
+    auto all = ThreadCollective::AllgatherWorld(mine);
+    if (rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    return all;
+  }
+};
+
+TEST(Rendezvous, NoRankGoesOnWhileRankZerosListenerStillAnswers) {
+  // The port is MASTER_PORT: a rank that went on at once reached the
+  // rendezvous's listener instead of the preflight, and was reset.
+  World w({0, 1});
+  RendezvousRequest req;
+  req.candidates = {"127.0.0.1"};
+  std::vector<Result<RendezvousResult>> out(2, Result<RendezvousResult>(Error{"not run"}));
+  bool answered = true;
+  SlowRankZero c0(w, 0), c1(w, 1);
+  std::thread t0([&] { out[0] = RunRendezvous(c0, req); });
+  std::thread t1([&] {
+    out[1] = RunRendezvous(c1, req);
+    if (!out[1].ok()) return;
+    auto fd = ConnectTcp("127.0.0.1", out[1]->master_port, Clock::now() + std::chrono::seconds(1));
+    answered = fd.ok() && RecvFrame(fd->get(), 128, Clock::now() + std::chrono::seconds(1)).ok();
+  });
+  t0.join();
+  t1.join();
+  ASSERT_TRUE(out[0].ok()) << out[0].error().message;
+  ASSERT_TRUE(out[1].ok()) << out[1].error().message;
+  EXPECT_FALSE(answered) << "rank 1 went on while rank 0's listener still answered on the port";
 }
 
 TEST(Rendezvous, NoAddressReachableIsTheSameErrorOnEveryRank) {
