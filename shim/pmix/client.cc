@@ -63,6 +63,12 @@ std::string PmixClient::Why(const char* call, int status) const {
          (text ? text : "status " + std::to_string(status));
 }
 
+pmix::Proc PmixClient::ProcOf(std::optional<int> rank) const {
+  pmix::Proc p = self_;
+  p.rank = rank ? static_cast<uint32_t>(*rank) : pmix::kRankWildcard;
+  return p;
+}
+
 Result<pmix::Value*> PmixClient::Get(const pmix::Proc& proc, const char* key) const {
   pmix::Value* v = nullptr;
   int rc = get_(&proc, key, nullptr, 0, &v);
@@ -74,9 +80,7 @@ Result<pmix::Value*> PmixClient::Get(const pmix::Proc& proc, const char* key) co
 }
 
 Result<uint32_t> PmixClient::GetUint(std::optional<int> rank, const char* key) const {
-  pmix::Proc p = self_;
-  p.rank = rank ? static_cast<uint32_t>(*rank) : pmix::kRankWildcard;
-  auto v = Get(p, key);
+  auto v = Get(ProcOf(rank), key);
   if (!v.ok()) return v.error();
   const uint16_t type = (*v)->type;
   uint32_t out = type == pmix::kUint32 ? (*v)->data.uint32
@@ -90,9 +94,7 @@ Result<uint32_t> PmixClient::GetUint(std::optional<int> rank, const char* key) c
 }
 
 Result<std::string> PmixClient::GetString(std::optional<int> rank, const char* key) const {
-  pmix::Proc p = self_;
-  p.rank = rank ? static_cast<uint32_t>(*rank) : pmix::kRankWildcard;
-  auto v = Get(p, key);
+  auto v = Get(ProcOf(rank), key);
   if (!v.ok()) return v.error();
   const bool is_string = (*v)->type == pmix::kString && (*v)->data.string;
   std::string out = is_string ? (*v)->data.string : "";
@@ -103,9 +105,7 @@ Result<std::string> PmixClient::GetString(std::optional<int> rank, const char* k
 }
 
 Result<std::string> PmixClient::GetBytes(int rank, const std::string& key) const {
-  pmix::Proc p = self_;
-  p.rank = static_cast<uint32_t>(rank);
-  auto v = Get(p, key.c_str());
+  auto v = Get(ProcOf(rank), key.c_str());
   if (!v.ok()) return v.error();
   const bool is_bytes = (*v)->type == pmix::kByteObject;
   std::string out = is_bytes && (*v)->data.bo.bytes
@@ -131,8 +131,7 @@ Status PmixClient::Put(const std::string& key, const std::string& bytes) {
 Status PmixClient::Exchange() {
   int rc = commit_();
   if (rc != pmix::kSuccess) return Error{Why("PMIx_Commit", rc)};
-  pmix::Proc all = self_;
-  all.rank = pmix::kRankWildcard;
+  const pmix::Proc all = ProcOf(std::nullopt);
   // No PMIX_TIMEOUT: with it, PRRTE (Open MPI 5.0.7) more often never
   // completed the command's own first fence afterwards (its MPI_Init hung
   // in 4 of 24 loaded 2-node runs, against 1 of 24 without). A rank that

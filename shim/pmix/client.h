@@ -52,6 +52,8 @@ class PmixClient {
 
  private:
   PmixClient() = default;
+  // This job's process `rank`, or every process (the wildcard) for nullopt.
+  pmix::Proc ProcOf(std::optional<int> rank) const;
   Result<pmix::Value*> Get(const pmix::Proc& proc, const char* key) const;
   std::string Why(const char* call, int status) const;
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <numeric>
 #include <sstream>
 
 #include "shim/base/parse_int.h"
@@ -58,9 +59,7 @@ Result<std::unique_ptr<PmixCollective>> PmixCollective::Start(std::unique_ptr<Pm
   const int32_t leader = c->local_peers_.front();
   std::string mine(reinterpret_cast<const char*>(&leader), 4);
   mine += *host;
-  std::vector<int> all(static_cast<size_t>(w.size));
-  for (int r = 0; r < w.size; ++r) all[static_cast<size_t>(r)] = r;
-  auto records = c->Exchange(&mine, all);
+  auto records = c->Exchange(&mine, c->AllRanks());
   if (!records.ok()) return records.error();
   std::vector<uint32_t> node_of_rank;
   for (const std::string& rec : *records) {
@@ -100,10 +99,14 @@ Result<std::string> PmixCollective::Concat(const std::string* mine, const std::v
   return out;
 }
 
-Result<std::string> PmixCollective::AllgatherWorld(const std::string& mine) {
+std::vector<int> PmixCollective::AllRanks() const {
   std::vector<int> all(static_cast<size_t>(world_.size));
-  for (int r = 0; r < world_.size; ++r) all[static_cast<size_t>(r)] = r;
-  return Concat(&mine, all);
+  std::iota(all.begin(), all.end(), 0);
+  return all;
+}
+
+Result<std::string> PmixCollective::AllgatherWorld(const std::string& mine) {
+  return Concat(&mine, AllRanks());
 }
 
 Result<std::string> PmixCollective::AllgatherLocal(const std::string& mine) {

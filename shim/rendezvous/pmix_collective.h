@@ -45,6 +45,7 @@ class PmixCollective : public Collective {
   explicit PmixCollective(std::unique_ptr<PmixClient> client) : client_(std::move(client)) {}
   // Puts `mine` (if any) under a fresh key, fences, and reads `from`'s.
   Result<std::vector<std::string>> Exchange(const std::string* mine, const std::vector<int>& from);
+  std::vector<int> AllRanks() const;  // 0 .. size-1
   // The same, concatenated.
   Result<std::string> Concat(const std::string* mine, const std::vector<int>& from);
 
