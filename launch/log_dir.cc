@@ -188,4 +188,24 @@ Status LogDir::WriteFailure(const std::string& json) {
   return Ok();
 }
 
+Status LogDir::WriteStack(int rank, const std::string& text) {
+  const std::string name = "rank-" + std::to_string(rank) + ".stack";
+  const std::string final_path = path_ + "/" + name;
+  const std::string tmp = "." + name + "." + std::to_string(getpid()) + ".tmp";
+  int fd = openat(dir_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return Error{"cannot write " + final_path + ": " + Why(errno)};
+  int err = 0;
+  bool ok = WriteWhole(fd, text, &err);
+  close(fd);
+  if (ok && renameat(dir_fd_, tmp.c_str(), dir_fd_, name.c_str()) != 0) {
+    err = errno;
+    ok = false;
+  }
+  if (!ok) {
+    unlinkat(dir_fd_, tmp.c_str(), 0);
+    return Error{"cannot write " + final_path + ": " + Why(err)};
+  }
+  return Ok();
+}
+
 }  // namespace aml

@@ -45,6 +45,9 @@ class LogDir {
   const std::vector<std::string>& losses() const { return losses_; }
   // Writes failure.json (see above); the error names the path.
   Status WriteFailure(const std::string& json);
+  // Writes rank-R.stack whole (temporary file + rename: a planted link is
+  // replaced, never followed); the error names the path.
+  Status WriteStack(int rank, const std::string& text);
   const std::string& path() const { return path_; }
 
  private:

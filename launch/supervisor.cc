@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "launch/child.h"
 #include "launch/cpu_affinity.h"
@@ -22,6 +23,7 @@
 #include "launch/line_tagger.h"
 #include "launch/log_dir.h"
 #include "launch/output_sink.h"
+#include "launch/stack_dump.h"
 #include "launch/wait_status.h"
 #include "shim/base/exit_code.h"
 #include "shim/base/log.h"
@@ -37,6 +39,7 @@ constexpr double kAfterKillS = 5.0;           // wait after SIGKILL before givin
 constexpr size_t kQueueCap = 4 << 20;         // output queued for a slow reader
 constexpr double kFinalFlushS = 5.0;          // the reader's last chance at the end
 constexpr double kKeeperGraceS = 10.0;        // SIGTERM to SIGKILL when the shim died
+constexpr double kCollectS = 5.0;             // SIGABRT until the stacks are read
 const int kForwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
 double Now() {
@@ -112,7 +115,13 @@ class Supervisor {
   bool AnyOpenStream() const;
   Child* Find(pid_t pid);
   int Finish();
+  ChildOutcome Outcome(const Child& c) const;
   void Report(int* code);
+  void TakeOrders(double now);
+  void CollectStacks(double now);
+  void SendStacks();
+  void DrainStderr(Child& c);
+  bool Finished();
   void FlushAtExit();
 
   const SupervisorConfig& config_;
@@ -137,6 +146,15 @@ class Supervisor {
   double drain_until_ = 0;     // after the last child, wait for its pipes
   bool stragglers_signalled_ = false;
   std::string out_buf_;  // tagged output, reused across reads
+  // The control plane (config_.link), when there is one.
+  JobLink* link_ = nullptr;
+  bool output_seen_ = false;      // a child wrote in this poll round
+  bool collecting_ = false;       // SIGABRT sent for stacks: exits are expected
+  double collect_until_ = 0;
+  bool stacks_sent_ = false;
+  std::optional<LinkOrder> stop_;  // the job was stopped by the control plane
+  bool told_done_ = false;
+  bool drained_ = false;          // every child and straggler is gone
 };
 
 // ---- Start
@@ -255,10 +273,23 @@ void Supervisor::OnExit(Child& c, int status) {
   bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   LogVerbose("rank " + std::to_string(c.launch.rank) + " (pid " + std::to_string(c.pid) +
              ") ended: " + DescribeStatus(status));
-  if (!failed) return;
+  if (!failed || collecting_) return;
   if (!teardown_ && !first_failure_) {
     first_failure_ = &c;
     BeginTeardown(c.end);
+    if (link_) {
+      ChildOutcome o = Outcome(c);
+      LocalFailure f;
+      f.rank = c.launch.rank;
+      f.exit_code = ExitCodeFor(status);
+      f.status = DescribeStatus(status);
+      timespec wall;
+      clock_gettime(CLOCK_REALTIME, &wall);
+      f.wall_time = static_cast<double>(wall.tv_sec) + static_cast<double>(wall.tv_nsec) * 1e-9;
+      f.summary = FormatFailureSummary(o);
+      f.failure_json = FailureJson(o);
+      link_->OnChildFailed(f);
+    }
   } else if (shim_signal_ && !first_failure_ && !first_stopped_) {
     first_stopped_ = &c;
   }
@@ -317,6 +348,7 @@ void Supervisor::Signal(int sig) {
       return;
     }
     shim_signal_ = sig;
+    if (link_) link_->OnShimSignalled();
     if (!teardown_) {
       teardown_ = true;
       kill_at_ = Now() + config_.grace_s;
@@ -349,6 +381,7 @@ void Supervisor::ReadStream(Stream& s, double now) {
     return;
   }
   std::string_view data(buf, static_cast<size_t>(n));
+  output_seen_ = true;
   if (logs_) logs_->Append(s.child, s.is_stderr, data);
   s.KeepTail(data);
   if (!s.tagger) {
@@ -406,7 +439,9 @@ double Supervisor::NextDeadline(double now) const {
   double next = now + 3600;
   if (teardown_ && !killed_) next = std::min(next, kill_at_);
   if (killed_) next = std::min(next, give_up_at_);
-  if (!AnyRunning()) next = std::min(next, drain_until_);
+  if (!AnyRunning() && !drained_) next = std::min(next, drain_until_);
+  if (collecting_ && !stacks_sent_) next = std::min(next, collect_until_);
+  if (link_) next = std::min(next, link_->NextDeadline(now));
   for (const Child& c : children_)
     for (const Stream* s : {&c.out, &c.err})
       if (s->fd >= 0 && s->tagger && s->tagger->has_partial())
@@ -416,6 +451,7 @@ double Supervisor::NextDeadline(double now) const {
 
 // Deadlines and endings; false when the loop is done.
 bool Supervisor::Step(double now) {
+  if (collecting_ && !stacks_sent_) SendStacks();
   if (teardown_ && !killed_ && now >= kill_at_ && AnyRunning()) {
     KillAll(SIGKILL);
     killed_ = true;
@@ -429,6 +465,7 @@ bool Supervisor::Step(double now) {
     }
     return true;
   }
+  if (drained_) return !Finished();
   if (!stragglers_signalled_) {
     // Every child is gone; end what they left behind (their groups were
     // signalled as each exited; orphans that left the group are ours).
@@ -436,14 +473,93 @@ bool Supervisor::Step(double now) {
     SignalDescendants(SIGTERM, keeper_.pid());
     drain_until_ = now + std::min(config_.grace_s, 2.0);
   }
-  if (!AnyOpenStream() && !HasDescendants(keeper_.pid())) return false;
+  if (!AnyOpenStream() && !HasDescendants(keeper_.pid())) {
+    drained_ = true;
+    return !Finished();
+  }
   if (now >= drain_until_) {
     SignalDescendants(SIGKILL, keeper_.pid());
     ForgetEmptyGroups();
     for (pid_t g : lingering_) kill(-g, SIGKILL);  // not empty: not recycled
-    return false;
+    drained_ = true;
+    return !Finished();
   }
   return true;
+}
+
+// Every child and straggler is gone: done, unless the control plane still
+// owes the job something (this shim relays for other nodes until they end).
+bool Supervisor::Finished() {
+  if (!link_) return true;
+  if (!told_done_) {
+    told_done_ = true;
+    int code = spawn_failure_code_;
+    if (!code && first_failure_) code = ExitCodeFor(first_failure_->status);
+    link_->OnChildrenDone(code);
+  }
+  TakeOrders(Now());
+  return link_->MayExit();
+}
+
+// ---- The control plane's orders
+
+void Supervisor::TakeOrders(double now) {
+  while (std::optional<LinkOrder> order = link_->TakeOrder()) {
+    if (order->kind == LinkOrder::Kind::kCollectStacks) {
+      if (collecting_) continue;
+      collecting_ = true;
+      collect_until_ = now + kCollectS;
+      CollectStacks(now);
+      continue;
+    }
+    if (!stop_) stop_ = std::move(order);
+    if (!teardown_) BeginTeardown(now);
+  }
+}
+
+// faulthandler (PYTHONFAULTHANDLER=1) prints every thread's stack on SIGABRT,
+// to the rank's stderr, which aml-shim reads; the rank then ends.
+void Supervisor::CollectStacks(double now) {
+  (void)now;
+  for (Child& c : children_)
+    if (c.running) kill(c.pid, SIGABRT);  // the rank itself, not its helpers
+}
+
+void Supervisor::DrainStderr(Child& c) {
+  while (c.err.fd >= 0) {
+    pollfd p{c.err.fd, POLLIN, 0};
+    if (poll(&p, 1, 0) <= 0) break;
+    ReadStream(c.err, Now());
+  }
+}
+
+void Supervisor::SendStacks() {
+  if (AnyRunning() && Now() < collect_until_) return;
+  stacks_sent_ = true;
+  std::vector<RankStack> stacks;
+  for (Child& c : children_) {
+    DrainStderr(c);
+    RankStack r;
+    r.rank = c.launch.rank;
+    if (auto dump = ParseFaulthandlerDump(c.err_tail)) {
+      r.text = dump->text;
+      r.signature = StackSignature(dump->main_thread);
+      if (r.signature.empty()) r.signature = "no Python frame in its main thread";
+    } else if (c.running) {
+      r.text = "no stack: the rank did not end within " + FormatNumber(kCollectS, "%.0f") +
+               " s of SIGABRT (blocked in the kernel, or it handles SIGABRT)\n";
+    } else {
+      r.text = "no Python stack: it ended " + DescribeStatus(c.status) +
+               " without a faulthandler dump (not Python, or PYTHONFAULTHANDLER was "
+               "turned off)\n";
+    }
+    if (logs_) {
+      Status st = logs_->WriteStack(r.rank, r.text);
+      if (!st.ok()) LogWarning("--log-dir: " + st.error().message);
+    }
+    stacks.push_back(std::move(r));
+  }
+  link_->OnStacks(stacks);
 }
 
 void Supervisor::Poll(double now) {
@@ -460,6 +576,8 @@ void Supervisor::Poll(double now) {
         fds.push_back({s->fd, POLLIN, 0});
         streams.push_back(s);
       }
+  const size_t first_link = fds.size();
+  if (link_) link_->AddPollFds(&fds);
   timespec ts = Timeout(NextDeadline(now) - now);
   if (ppoll(fds.data(), fds.size(), &ts, nullptr) < 0 && errno != EINTR) {
     LogError(std::string("ppoll: ") + std::strerror(errno));
@@ -470,8 +588,13 @@ void Supervisor::Poll(double now) {
   now = Now();
   out_sink_.Flush();
   err_sink_.Flush();
-  for (size_t i = first_stream; i < fds.size(); ++i)
+  output_seen_ = false;
+  for (size_t i = first_stream; i < first_link; ++i)
     if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) ReadStream(*streams[i - first_stream], now);
+  if (link_) {
+    if (output_seen_) link_->OnOutput(now);
+    link_->OnPoll(fds.data() + first_link, fds.size() - first_link, now);
+  }
   if (fds[0].revents & POLLIN) {
     signalfd_siginfo info;
     while (read(sfd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info))
@@ -480,6 +603,10 @@ void Supervisor::Poll(double now) {
   // A SIGCHLD may coalesce with another; reaping is cheap and idempotent.
   Reap();
   CheckSinks(now);
+  if (link_) {
+    link_->OnTimer(Now());
+    TakeOrders(Now());
+  }
 }
 
 void Supervisor::Loop() {
@@ -492,6 +619,7 @@ void Supervisor::Loop() {
 }
 
 int Supervisor::Run() {
+  link_ = config_.link;
   if (int code = Prepare()) return code;
   g_err_sink = &err_sink_;
   SetLogSink(QueueLogLine);
@@ -531,9 +659,7 @@ void Supervisor::FlushAtExit() {
                (logs_ ? " (--log-dir has all of it)" : ""));
 }
 
-void Supervisor::Report(int* code) {
-  if (first_failure_) {
-    const Child& c = *first_failure_;
+ChildOutcome Supervisor::Outcome(const Child& c) const {
     ChildOutcome o;
     o.run_id = config_.run_id;
     o.rank = c.launch.rank;
@@ -550,6 +676,24 @@ void Supervisor::Report(int* code) {
         o.traceback = recorded->traceback;
       }
     }
+    return o;
+}
+
+void Supervisor::Report(int* code) {
+  // The control plane stopped the job: its words (the job's first failure,
+  // the hang's roll-call, or one line saying where they are printed).
+  if (stop_ && !stop_->message.empty()) {
+    err_sink_.Write(stop_->message);
+    std::string json = stop_->failure_json;
+    if (json.empty() && first_failure_) json = FailureJson(Outcome(*first_failure_));
+    if (logs_ && !json.empty()) {
+      Status st = logs_->WriteFailure(json);
+      if (!st.ok()) LogWarning("--log-dir: " + st.error().message);
+    }
+    *code = stop_->exit_code;
+  } else if (first_failure_) {
+    const Child& c = *first_failure_;
+    ChildOutcome o = Outcome(c);
     err_sink_.Write(FormatFailureSummary(o));
     if (logs_) {
       Status st = logs_->WriteFailure(FailureJson(o));

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "launch/job_link.h"
 #include "shim/base/env_snapshot.h"
 
 namespace aml {
@@ -42,6 +43,8 @@ struct SupervisorConfig {
   // Give the terminal to the child's process group (single child, PID 1, a
   // tty on stdin), as tini does, so it can read the terminal and get ^C.
   bool foreground_tty = false;
+  // The job-wide control plane (not owned), or null: this node alone.
+  JobLink* link = nullptr;
 };
 
 // Returns the exit code for aml-shim: 0 when every child succeeded, else the

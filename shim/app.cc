@@ -23,6 +23,7 @@
 #include "shim/base/version.h"
 #include "shim/cli/env_command.h"
 #include "shim/cli/options.h"
+#include "shim/control/plane.h"
 #include "shim/net/tcp.h"
 #include "shim/plan/child_plan.h"
 #include "shim/plan/socket_iface.h"
@@ -104,7 +105,8 @@ Result<Resolved> Resolve(const Options& o, const EnvSnapshot& env) {
   // an exact NODE_RANK, the master, or the preflight's job secret. Every
   // rank shares these facts, so all ask, or none does.
   const bool needed = !world->node_rank_exact || o.preflight.tcp || !plan.ok() ||
-                      std::holds_alternative<MasterByRendezvous>(*plan);
+                      std::holds_alternative<MasterByRendezvous>(*plan) ||
+                      (WantsControlPlane(o) && world->size.value > 1);
   auto pmix = AskPmix(env, &*world, needed);
   if (!pmix.ok()) return pmix.error();
   if (*pmix) plan = PlanMaster(o, env, *world);
@@ -220,7 +222,8 @@ Result<Planned> Plan(const Invocation& inv, const Resolved& r, const World& worl
   // exec in place unless there is something to supervise: several children,
   // output to tag or log, or zombies to reap as PID 1.
   p.pid1 = getpid() == 1;
-  p.supervise = r.nproc > 1 || p.pid1 || o.log_dir || o.tag_output.value_or(false);
+  p.supervise = r.nproc > 1 || p.pid1 || o.log_dir || o.tag_output.value_or(false) ||
+                WantsControlPlane(o);
   p.tag = o.tag_output.value_or(r.nproc > 1);
   p.pipe_output = r.nproc > 1 || p.tag || o.log_dir.has_value();
   req.output_piped = p.pipe_output;
@@ -316,8 +319,45 @@ std::string RunId(const EnvSnapshot& env, const std::string& host) {
          std::to_string(g_started.tv_nsec);
 }
 
+// The job-wide control plane (--fail-fast job, --hang-timeout): every shim
+// joins before any child starts. Null when off; exit code when it failed.
+Result<std::unique_ptr<ControlPlane>> JoinControlPlane(const Options& o, const World& world,
+                                                       const Planned& p, const EnvSnapshot& env,
+                                                       const std::string& host,
+                                                       const Membership& shared,
+                                                       const std::string& run_id) {
+  if (!WantsControlPlane(o)) return std::unique_ptr<ControlPlane>();
+  PlaneConfig c;
+  c.rank = world.rank.value;
+  c.size = world.size.value;
+  c.node = world.node_rank.value;
+  c.host = host;
+  for (const ChildPlan& child : p.children) c.ranks.push_back(child.rank);
+  c.world_ranks = p.children[0].world_size;
+  c.master_addr = world.master_addr.value;
+  c.master_port = world.master_port.value;
+  c.hang_timeout_s = o.hang_timeout_s;
+  c.join_timeout_s = o.preflight_timeout_s;
+  c.grace_s = o.grace_s;
+  c.run_id = run_id;
+  if (c.size > 1) {
+    auto member = MembershipToken(env, shared);
+    if (!member.ok()) return member.error();
+    c.token = member->token;
+    LogVerbose(c.token.empty() ? "control plane: " + member->why
+                               : "control plane: links carry a digest of " + member->why);
+  }
+  auto plane = ControlPlane::Join(c);
+  if (!plane.ok()) return plane.error();
+  if (c.size > 1)
+    LogVerbose("control plane: joined (" + std::to_string(c.size) + " shims; " +
+               std::to_string((*plane)->links()) + " link(s) here; tree depth " +
+               std::to_string((*plane)->depth()) + ")");
+  return plane;
+}
+
 int Run(const Options& o, const World& world, const Planned& p, const EnvSnapshot& env,
-        const std::string& host) {
+        const std::string& host, const Membership& shared) {
   LogVerbose("rank " + std::to_string(world.rank.value) + " of " +
              std::to_string(world.size.value) + " (" + LauncherName(world.source) +
              "), master " + world.master_addr.value + ":" +
@@ -328,6 +368,12 @@ int Run(const Options& o, const World& world, const Planned& p, const EnvSnapsho
     config.tag_output = p.tag;
     config.log_dir = o.log_dir;
     config.run_id = RunId(env, host);
+    auto plane = JoinControlPlane(o, world, p, env, host, shared, config.run_id);
+    if (!plane.ok()) {
+      LogError(plane.error().message);
+      return kExitShimFailure;
+    }
+    config.link = plane->get();
     config.shim_started = g_started;
     config.tmp_dir = env.GetOr("TMPDIR", "");
     config.grace_s = o.grace_s;
@@ -338,6 +384,10 @@ int Run(const Options& o, const World& world, const Planned& p, const EnvSnapsho
       ChildLaunch launch;
       launch.argv = plan.argv;
       launch.env = ApplyContract(env, plan.vars);
+      // A hang's evidence: faulthandler prints every Python thread's stack on
+      // the SIGABRT the watchdog sends.
+      if (o.hang_timeout_s && !env.Has("PYTHONFAULTHANDLER"))
+        launch.env.Set("PYTHONFAULTHANDLER", "1");
       launch.rank = plan.rank;
       launch.local_rank = plan.local_rank;
       launch.cpus = plan.cpus;
@@ -393,7 +443,7 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
   if (!world.ok()) return Fail(world.error());
   Membership shared{rendezvous_token.value, rendezvous_token.why};
   const bool running = inv->subcommand == Subcommand::kRun;
-  if (pmix && running && o.preflight.tcp && shared.token.empty()) {
+  if (pmix && running && (o.preflight.tcp || WantsControlPlane(o)) && shared.token.empty()) {
     auto token = ShareJobToken(*pmix);
     if (!token.ok()) return Fail(Error{"PMIx: " + token.error().message});
     shared = {*token, "rank 0's random token (sent over PMIx only)"};
@@ -409,7 +459,7 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
     return 0;
   }
   if (int code = Check(o, *world, *planned, env, host, shared); code != 0) return code;
-  return Run(o, *world, *planned, env, host);
+  return Run(o, *world, *planned, env, host, shared);
 }
 
 }  // namespace aml

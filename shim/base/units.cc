@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 
 #include "shim/base/parse_int.h"
 
@@ -49,6 +50,34 @@ Result<uint64_t> ParseBytes(const std::string& what, const std::string& text) {
   if (bytes < 4) return Error{bad};
   if (bytes % 4) return Error{what + "='" + text + "' is not a multiple of 4 bytes (float32 elements)"};
   return bytes;
+}
+
+Result<double> ParseDuration(const std::string& what, const std::string& text, double min_s) {
+  constexpr double kMaxS = 7 * 86400;
+  auto bad = [&] {
+    return Error{what + "='" + text + "' is not a duration from " + FormatRate(min_s) +
+                 " s to 7 days (seconds, or with s, m or h: 600, 15s, 10m, 1.5h)"};
+  };
+  std::string digits = text;
+  double unit = 1;
+  if (!digits.empty()) {
+    switch (digits.back()) {
+      case 's': unit = 1; digits.pop_back(); break;
+      case 'm': unit = 60; digits.pop_back(); break;
+      case 'h': unit = 3600; digits.pop_back(); break;
+      default: break;
+    }
+  }
+  if (digits.empty() || digits.size() > 12) return bad();
+  int points = 0;
+  for (char c : digits) {
+    if (c == '.') ++points;
+    else if (c < '0' || c > '9') return bad();
+  }
+  if (points > 1 || digits == ".") return bad();
+  const double s = std::strtod(digits.c_str(), nullptr) * unit;
+  if (!(s >= min_s) || s > kMaxS) return bad();
+  return s;
 }
 
 }  // namespace aml

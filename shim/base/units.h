@@ -21,4 +21,9 @@ std::string FormatRate(double x);
 // multiple of 4 (float32 elements). `what` names the option in errors.
 Result<uint64_t> ParseBytes(const std::string& what, const std::string& text);
 
+// A duration in seconds: "600", "15s", "10m", "1.5h" (digits and at most one
+// decimal point, then s, m or h; no sign, space or exponent); from `min_s` to
+// 7 days. `what` names the option or variable in errors.
+Result<double> ParseDuration(const std::string& what, const std::string& text, double min_s);
+
 }  // namespace aml

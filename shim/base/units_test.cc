@@ -23,6 +23,18 @@ TEST(Bytes, ParseAndFormat) {
   EXPECT_EQ(FormatBytes(1000), "1000 B");
 }
 
+TEST(Units, Durations) {
+  EXPECT_EQ(*ParseDuration("--hang-timeout", "600", 1), 600);
+  EXPECT_EQ(*ParseDuration("--hang-timeout", "15s", 1), 15);
+  EXPECT_EQ(*ParseDuration("--hang-timeout", "10m", 1), 600);
+  EXPECT_EQ(*ParseDuration("--hang-timeout", "1.5h", 1), 5400);
+  for (const char* bad : {"", "s", "-5", " 5", "0x10", "1e3", "5d", "1..2", ".", "0.5", "8d", "nan"})
+    EXPECT_FALSE(ParseDuration("--hang-timeout", bad, 1).ok()) << bad;
+  EXPECT_EQ(ParseDuration("AML_SHIM_HANG_TIMEOUT", "5x", 1).error().message,
+            "AML_SHIM_HANG_TIMEOUT='5x' is not a duration from 1 s to 7 days (seconds, or with "
+            "s, m or h: 600, 15s, 10m, 1.5h)");
+}
+
 TEST(Units, Rates) {
   EXPECT_EQ(FormatRate(200), "200");
   EXPECT_EQ(FormatRate(12.5), "12.5");

@@ -46,6 +46,16 @@ po::options_description Describe() {
     ("no-tag-output", "never prefix output lines")
     ("grace", po::value<std::string>()->value_name("SECONDS"),
      "seconds between SIGTERM and SIGKILL at teardown (default 30)")
+    ("fail-fast", po::value<std::string>()->value_name("node|job"),
+     "what a failing rank ends: node (default) = this shim's children; job = "
+     "every node of the job within a second, whatever the launcher does "
+     "(a control plane between the shims, rank 0's shim prints the job's "
+     "first failure once)")
+    ("hang-timeout", po::value<std::string>()->value_name("DURATION"),
+     "judge the job hung when no rank on any node wrote output for DURATION "
+     "(600, 15s, 10m); then every rank's Python stack is read, rank 0's shim "
+     "prints one roll-call, the job ends and every shim exits 124. Implies "
+     "--fail-fast job")
     ("ib", po::value<std::string>()->value_name("auto|require|off"),
      "fabric probe and NCCL/UCX env; require fails without an active "
      "InfiniBand/RoCE port (default auto)")
@@ -121,6 +131,7 @@ constexpr OptionRule kOptionRules[] = {
     {"ps-count", true, kRun | kEnv},
     {"log-dir", true, kRun},         {"tag-output", true, kRun},
     {"no-tag-output", false, kRun},  {"grace", true, kRun},
+    {"fail-fast", true, kRun},       {"hang-timeout", true, kRun},
     {"ib", true, kRun | kEnv},       {"sysfs-root", true, kAll},
     {"proc-root", true, kRun | kEnv},
     {"preflight", true, kRun},       {"preflight-timeout", true, kRun},
@@ -258,6 +269,21 @@ Status Validate(const po::variables_map& vm, const Origins& origin,
       return Error{origin.Name(name) + "='" + v +
                    "' is not a number of seconds (0..604800)"};
     (std::string(name) == "grace" ? o.grace_s : o.preflight_timeout_s) = g;
+  }
+  if (vm.count("fail-fast")) {
+    auto r = ParseEnum<bool>(origin.Name("fail-fast"), str("fail-fast"),
+                             {{"node", false}, {"job", true}});
+    if (!r.ok()) return r.error();
+    o.fail_fast_job = *r;
+  }
+  if (vm.count("hang-timeout")) {
+    auto d = ParseDuration(origin.Name("hang-timeout"), str("hang-timeout"), 1);
+    if (!d.ok()) return d.error();
+    o.hang_timeout_s = *d;
+    if (vm.count("fail-fast") && !o.fail_fast_job)
+      return Error{origin.Name("hang-timeout") + " ends the whole job, but " +
+                   origin.Name("fail-fast") + "=node asks to end one node only"};
+    o.fail_fast_job = true;
   }
   if (vm.count("ib")) {
     auto r = ParseEnum<IbMode>(origin.Name("ib"), str("ib"),

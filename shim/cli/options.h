@@ -36,6 +36,10 @@ struct Options {
   std::optional<std::string> log_dir;
   std::optional<bool> tag_output;  // unset: on when supervising > 1 child
   double grace_s = 30;
+  // --fail-fast job: a failure on any node ends every node (the control
+  // plane, shim/control/plane.h); --hang-timeout implies it.
+  bool fail_fast_job = false;
+  std::optional<double> hang_timeout_s;
   IbMode ib = IbMode::kAuto;
   std::string sysfs_root = "/sys";
   std::string proc_root = "/proc";
@@ -48,6 +52,9 @@ struct Options {
   bool json = false;
   bool explain = false;
 };
+
+// The control plane runs (supervision, no exec in place).
+inline bool WantsControlPlane(const Options& o) { return o.fail_fast_job || o.hang_timeout_s; }
 
 struct Invocation {
   Subcommand subcommand = Subcommand::kRun;

@@ -1,0 +1,839 @@
+#include "shim/control/plane.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "shim/base/log.h"
+#include "shim/base/sha256.h"
+#include "shim/base/text_list.h"
+#include "shim/base/units.h"
+
+namespace aml {
+namespace {
+
+constexpr char kVersion[] = "aml-shim-control-1";
+constexpr size_t kMaxHelloFrame = 4 << 10;   // a join or a hello
+constexpr size_t kMaxFrame = 1 << 20;        // anything after it
+constexpr size_t kMaxPending = 64;           // strangers waiting at a door
+constexpr double kHelloS = 5;                // from accept to hello
+constexpr double kFailWindowS = 0.1;         // failures that count as first
+constexpr double kVerdictWaitS = 5;          // a failing node waits for rank 0's word
+constexpr double kFlushS = 1;                // last words before exit
+constexpr double kCollectS = 15;             // rank 0 waits for stacks
+constexpr double kStopWaitS = 30;            // a node waits for rank 0 after its stacks
+constexpr auto kRetry = std::chrono::milliseconds(100);
+constexpr size_t kMaxSignature = 512;
+
+double Monotonic() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+Deadline DeadlineIn(double s) {
+  return Clock::now() + std::chrono::milliseconds(static_cast<long>(std::max(0.0, s) * 1000));
+}
+
+std::string Who(int rank, const std::string& host) {
+  return "rank " + std::to_string(rank) + "'s shim" +
+         (host.empty() ? "" : " on " + EscapeControl(host));
+}
+
+int Accept(int listen_fd) {
+  return accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+}
+
+}  // namespace
+
+ControlPlane::ControlPlane(const PlaneConfig& c) : c_(c) {
+  if (c_.hang_timeout_s) beat_s_ = std::clamp(*c_.hang_timeout_s / 10, 0.25, 2.0);
+  my_output_ = Monotonic();
+}
+
+ControlPlane::~ControlPlane() = default;
+
+double ControlPlane::Now() const { return Monotonic(); }
+
+std::string ControlPlane::Proof() const {
+  return c_.token.empty() ? "-" : SecretDigest("control-plane", c_.token);
+}
+
+Result<std::unique_ptr<ControlPlane>> ControlPlane::Join(const PlaneConfig& config) {
+  std::unique_ptr<ControlPlane> p(new ControlPlane(config));
+  if (config.size > 1) {
+    auto l = ListenAny(0);
+    if (!l.ok()) return Error{"control plane: cannot listen: " + l.error().message};
+    p->listener_ = std::move(l->fd);
+    p->listen_port_ = l->port;
+    Status st = config.rank == 0 ? p->JoinAsRoot() : p->JoinAsMember();
+    if (!st.ok()) return st.error();
+  }
+  p->go_ = true;
+  const double now = p->Now();
+  p->my_output_ = now;
+  p->next_beat_ = now + p->beat_s_;
+  for (auto& child : p->children_) child->last_heard = child->output_time = now;
+  if (p->parent_) p->parent_->last_heard = now;
+  return p;
+}
+
+// ---- Joining
+
+Status ControlPlane::JoinAsRoot() {
+  auto door = ListenAny(c_.master_port);
+  if (!door.ok())
+    return Error{"control plane: rank 0 cannot listen on MASTER_PORT " +
+                 std::to_string(c_.master_port) + " for the other shims to join: " +
+                 door.error().message};
+  door_ = std::move(door->fd);
+  // Shims on rank 0's host learn its address from their join connection.
+  planner_ = std::make_unique<TreePlanner>(c_.fanout, c_.host, "", listen_port_);
+  shim_hosts_[0] = c_.host;
+  const double deadline = Now() + c_.join_timeout_s;
+  Status st = RunUntilGo(deadline);
+  door_.reset();
+  door_pending_.clear();
+  if (st.ok()) {
+    SendDown(Msg("go").Encode());
+    depth_ = planner_->depth();
+    return st;
+  }
+  // Not everyone joined: the ones that did hear why, and nothing starts.
+  std::vector<int> missing;
+  for (int r = 1; r < c_.size; ++r)
+    if (!up_.count(r)) missing.push_back(r);
+  const std::string why = "control plane: " + RankList(missing) + " of " +
+                          std::to_string(c_.size) + " shims did not join rank 0 at " +
+                          c_.master_addr + ":" + std::to_string(c_.master_port) + " within " +
+                          FormatRate(c_.join_timeout_s) + " s (--preflight-timeout)" +
+                          (refused_ ? "; " + std::to_string(refused_) +
+                                          " connection(s) without this job's proof were refused"
+                                    : "");
+  SendDown(Msg("abort").Set("why", why).Encode());
+  const double until = Now() + kFlushS;
+  while (Now() < until) {
+    bool pending = false;
+    for (auto& ch : children_) {
+      ch->link->Flush();
+      pending = pending || ch->link->wants_write();
+    }
+    if (!pending) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return Error{why};
+}
+
+Status ControlPlane::JoinAsMember() {
+  const double deadline = Now() + c_.join_timeout_s;
+  const std::string target = c_.master_addr + ":" + std::to_string(c_.master_port);
+  std::string last = "no answer";
+  std::optional<Msg> place;
+  // 1. Ask rank 0 where to hang in the tree (retried: rank 0 may still be in
+  // its preflight, or answering others).
+  while (!place && Now() < deadline) {
+    auto ips = ResolveHost("MASTER_ADDR", c_.master_addr);
+    if (!ips.ok() || ips->empty()) {
+      last = ips.ok() ? "no address" : ips.error().message;
+    } else {
+      auto fd = ConnectTcp(ips->front(), c_.master_port, DeadlineIn(std::min(5.0, deadline - Now())));
+      if (!fd.ok()) {
+        last = fd.error().message;
+      } else {
+        Msg join("join");
+        join.Set("v", std::string(kVersion)).Set("rank", c_.rank).Set("size", c_.size);
+        join.Set("host", c_.host).Set("port", listen_port_).Set("proof", Proof());
+        Status sent = SendFrame(fd->get(), join.Encode(), DeadlineIn(5));
+        auto reply = sent.ok() ? RecvFrame(fd->get(), kMaxHelloFrame,
+                                           DeadlineIn(std::min(10.0, std::max(0.1, deadline - Now()))))
+                               : Result<std::string>(sent.error());
+        if (!reply.ok()) {
+          last = reply.error().message;
+        } else if (auto m = Msg::Decode(*reply); !m.ok()) {
+          last = "garbled answer: " + m.error().message;
+        } else if (m->type() == "refused") {
+          return Error{"control plane: rank 0 (" + target + ") refused this shim: " +
+                       m->Str("why")};
+        } else if (m->type() == "place") {
+          place = std::move(*m);
+          break;
+        } else {
+          last = "unexpected '" + EscapeControl(m->type()) + "'";
+        }
+      }
+    }
+    std::this_thread::sleep_for(kRetry);
+  }
+  if (!place)
+    return Error{"control plane: " + Who(c_.rank, c_.host) + " could not join rank 0 at " +
+                 target + ": " + last + " (retried for " + FormatRate(c_.join_timeout_s) + " s)"};
+  // 2. Connect to the parent it named, and say hello.
+  const std::string paddr = place->Str("addr");
+  const int pport = static_cast<int>(place->Int("port"));
+  parent_rank_ = static_cast<int>(place->Int("parent"));
+  depth_ = static_cast<int>(place->Int("depth", 1));
+  const std::string ptarget = paddr + ":" + std::to_string(pport) + " (" + Who(parent_rank_, "") + ")";
+  while (!parent_ && Now() < deadline) {
+    auto fd = ConnectTcp(paddr, pport, DeadlineIn(std::min(5.0, deadline - Now())));
+    if (!fd.ok()) {
+      last = fd.error().message;
+    } else {
+      Msg hello("hello");
+      hello.Set("v", std::string(kVersion)).Set("rank", c_.rank).Set("size", c_.size);
+      hello.Set("host", c_.host).Set("proof", Proof());
+      Status sent = SendFrame(fd->get(), hello.Encode(), DeadlineIn(5));
+      auto reply = sent.ok() ? RecvFrame(fd->get(), kMaxHelloFrame,
+                                         DeadlineIn(std::max(0.1, deadline - Now())))
+                             : Result<std::string>(sent.error());
+      auto m = reply.ok() ? Msg::Decode(*reply) : Result<Msg>(reply.error());
+      if (m.ok() && m->type() == "welcome") {
+        parent_ = std::make_unique<Peer>();
+        parent_->rank = parent_rank_;
+        parent_->addr = paddr;
+        parent_->link = std::make_unique<FrameLink>(std::move(*fd), kMaxFrame);
+        break;
+      }
+      last = m.ok() ? "answered '" + EscapeControl(m->type()) + "'" : m.error().message;
+    }
+    std::this_thread::sleep_for(kRetry);
+  }
+  if (!parent_)
+    return Error{"control plane: " + Who(c_.rank, c_.host) + " could not connect to its parent " +
+                 ptarget + ": " + last};
+  SendUp(Msg("up").Set("rank", c_.rank).Set("host", c_.host).Encode());
+  return RunUntilGo(deadline + 5);
+}
+
+// The same loop the supervisor runs later, until rank 0 says go.
+Status ControlPlane::RunUntilGo(double deadline) {
+  for (;;) {
+    if (!abort_.empty()) return Error{abort_};
+    if (c_.rank == 0 && static_cast<int>(up_.size()) == c_.size - 1) return Ok();
+    if (c_.rank != 0 && go_) return Ok();
+    if (parent_lost_) return Error{"control plane: " + Who(c_.rank, c_.host) +
+                                   " lost its parent before the job started"};
+    double now = Now();
+    if (now >= deadline)
+      return Error{c_.rank == 0 ? "" : "control plane: rank 0 did not say go within " +
+                                           FormatRate(c_.join_timeout_s) + " s"};
+    std::vector<pollfd> fds;
+    AddPollFds(&fds);
+    const double next = std::min(deadline, NextDeadline(now));
+    poll(fds.data(), fds.size(), static_cast<int>(std::max(0.0, next - now) * 1000) + 1);
+    now = Now();
+    OnPoll(fds.data(), fds.size(), now);
+    OnTimer(now);
+  }
+}
+
+// ---- Descriptors
+
+void ControlPlane::AddPollFds(std::vector<pollfd>* fds) {
+  if (door_.valid()) fds->push_back({door_.get(), POLLIN, 0});
+  if (listener_.valid()) fds->push_back({listener_.get(), POLLIN, 0});
+  auto add = [&](const Peer& p) {
+    const short ev = static_cast<short>(POLLIN | (p.link->wants_write() ? POLLOUT : 0));
+    fds->push_back({p.link->fd(), ev, 0});
+  };
+  for (const auto& p : door_pending_) add(*p);
+  for (const auto& p : children_) add(*p);
+  if (parent_) add(*parent_);
+}
+
+void ControlPlane::OnPoll(const pollfd* fds, size_t n, double now) {
+  // Match by descriptor: the lists may change while we handle them.
+  std::map<int, short> ready;
+  for (size_t i = 0; i < n; ++i)
+    if (fds[i].revents) ready[fds[i].fd] = fds[i].revents;
+  if (ready.empty()) return;
+  if (door_.valid() && ready.count(door_.get())) AcceptDoor(now);
+  if (listener_.valid() && ready.count(listener_.get())) AcceptChild(now);
+  for (size_t i = 0; i < door_pending_.size(); ++i)
+    if (ready.count(door_pending_[i]->link->fd())) ReadDoor(*door_pending_[i], now);
+  for (size_t i = 0; i < children_.size(); ++i) {
+    Peer& p = *children_[i];
+    if (!ready.count(p.link->fd())) continue;
+    p.link->Flush();
+    ReadChild(p, now);
+  }
+  if (parent_ && ready.count(parent_->link->fd())) {
+    parent_->link->Flush();
+    ReadParent(now);
+  }
+  // Drop what is finished: answered joins, children gone.
+  door_pending_.erase(std::remove_if(door_pending_.begin(), door_pending_.end(),
+                                     [](const std::unique_ptr<Peer>& p) {
+                                       return p->link->broken();
+                                     }),
+                      door_pending_.end());
+  children_.erase(std::remove_if(children_.begin(), children_.end(),
+                                 [](const std::unique_ptr<Peer>& p) {
+                                   return p->link->broken() || p->rank == -2;
+                                 }),
+                  children_.end());
+}
+
+// ---- Rank 0's door (joining only)
+
+void ControlPlane::AcceptDoor(double now) {
+  for (;;) {
+    int fd = Accept(door_.get());
+    if (fd < 0) return;
+    if (door_pending_.size() >= kMaxPending) {
+      // The oldest stranger makes room: a real shim retries.
+      door_pending_.erase(door_pending_.begin());
+      ++refused_;
+    }
+    auto p = std::make_unique<Peer>();
+    p->link = std::make_unique<FrameLink>(Fd(fd), kMaxHelloFrame);
+    p->hello_until = now + kHelloS;
+    door_pending_.push_back(std::move(p));
+  }
+}
+
+void ControlPlane::ReadDoor(Peer& p, double now) {
+  (void)now;
+  p.link->Flush();
+  if (p.rank == -2) {  // answered: wait for the peer to close
+    std::vector<std::string> ignored;
+    p.link->Read(&ignored);
+    return;
+  }
+  std::vector<std::string> frames;
+  p.link->Read(&frames);
+  if (frames.empty()) {
+    if (p.link->broken()) ++refused_;
+    return;
+  }
+  auto m = Msg::Decode(frames[0]);
+  auto refuse = [&](const std::string& why) {
+    ++refused_;
+    p.link->Send(Msg("refused").Set("why", why).Encode());
+    p.rank = -2;
+  };
+  if (!m.ok() || m->type() != "join" || m->Str("v") != kVersion) return refuse("not a join");
+  if (m->Str("proof") != Proof()) return refuse("without this job's proof");
+  const long long rank = m->Int("rank"), size = m->Int("size"), port = m->Int("port");
+  if (size != c_.size)
+    return refuse("world size " + std::to_string(size) + ", but rank 0 has " +
+                  std::to_string(c_.size));
+  if (rank < 1 || rank >= c_.size || port < 1 || port > 65535) return refuse("bad rank or port");
+  const std::string host = m->Str("host");
+  const std::string addr = PeerAddress(p.link->fd());
+  TreePlace place = planner_->Assign(static_cast<int>(rank), host, addr, static_cast<int>(port));
+  // Rank 0's own address, as this shim reached it.
+  if (place.parent == 0) place.addr = LocalAddress(p.link->fd());
+  shim_hosts_[static_cast<int>(rank)] = host;
+  Msg reply("place");
+  reply.Set("parent", place.parent).Set("addr", place.addr).Set("port", place.port);
+  reply.Set("depth", place.depth);
+  p.link->Send(reply.Encode());
+  p.rank = -2;
+}
+
+// ---- Children
+
+void ControlPlane::AcceptChild(double now) {
+  for (;;) {
+    int fd = Accept(listener_.get());
+    if (fd < 0) return;
+    size_t pending = 0;
+    for (const auto& ch : children_)
+      if (ch->rank < 0) ++pending;
+    if (pending >= kMaxPending) {
+      for (auto it = children_.begin(); it != children_.end(); ++it)
+        if ((*it)->rank < 0) {
+          children_.erase(it);
+          ++refused_;
+          break;
+        }
+    }
+    auto p = std::make_unique<Peer>();
+    p->link = std::make_unique<FrameLink>(Fd(fd), kMaxHelloFrame);
+    p->hello_until = now + kHelloS;
+    children_.push_back(std::move(p));
+  }
+}
+
+void ControlPlane::ReadChild(Peer& p, double now) {
+  std::vector<std::string> frames;
+  p.link->Read(&frames);
+  for (const std::string& f : frames) {
+    auto m = Msg::Decode(f);
+    if (p.rank < 0) {
+      // The first frame must be a hello with this job's proof.
+      const bool ok = m.ok() && m->type() == "hello" && m->Str("v") == kVersion &&
+                      m->Str("proof") == Proof() && m->Int("size") == c_.size &&
+                      m->Int("rank") > 0 && m->Int("rank") < c_.size;
+      if (!ok) {
+        ++refused_;
+        p.rank = -2;
+        return;
+      }
+      p.rank = static_cast<int>(m->Int("rank"));
+      p.host = m->Str("host");
+      p.last_heard = p.output_time = now;
+      p.link->set_max_frame(kMaxFrame);
+      p.link->Send(Msg("welcome").Encode());
+      if (go_) p.link->Send(Msg("go").Encode());
+      continue;
+    }
+    if (!m.ok()) {
+      PeerGone(p, "sent a garbled message (" + m.error().message + ")", now);
+      return;
+    }
+    p.last_heard = now;
+    OnChildMsg(p, f, *m, now);
+    if (p.done) return;
+  }
+  if (p.link->broken() && p.rank >= 0 && !p.done) PeerGone(p, p.link->why(), now);
+}
+
+void ControlPlane::OnChildMsg(Peer& p, const std::string& frame, const Msg& m, double now) {
+  const std::string& t = m.type();
+  if (t == "beat") {
+    const double age = m.Number("age", 0);
+    if (age >= 0) p.output_time = std::max(p.output_time, now - age);
+  } else if (t == "up") {
+    if (c_.rank == 0) up_.insert(static_cast<int>(m.Int("rank")));
+    else SendUp(frame);
+  } else if (t == "done" || t == "bye") {
+    // It leaves in order (its part of the job ended, or it was stopped).
+    if (t == "bye" && !stopped_ && !signalled_) {
+      PeerGone(p, m.Str("why"), now);
+      return;
+    }
+    p.done = true;
+    p.rank = -2;  // closed after this round
+    MaybeSendDone(now);
+  } else if (c_.rank != 0) {
+    if (t == "fail" || t == "lost" || t == "stacks") SendUp(frame);
+  } else if (t == "fail") {
+    FailNote f;
+    f.wall_time = m.Number("time");
+    f.rank = static_cast<int>(m.Int("rank"));
+    f.node = static_cast<int>(m.Int("node"));
+    f.code = static_cast<int>(m.Int("code", 1));
+    f.host = m.Str("host");
+    f.status = m.Str("status");
+    f.summary = m.Str("summary");
+    f.json = m.Str("json");
+    NoteFailure(std::move(f), now);
+  } else if (t == "lost") {
+    if (stopped_ || signalled_) return;
+    const std::string text = m.Str("what");
+    StopJob(Msg("stop").Set("kind", std::string("lost")).Set("code", 125).Set("what", text),
+            LinkOrder{LinkOrder::Kind::kStop, 125,
+                      "aml-shim: " + EscapeControl(text) + ": ending the job\n", ""});
+  } else if (t == "stacks") {
+    NoteStacks(m);
+  }
+}
+
+void ControlPlane::ReadParent(double now) {
+  std::vector<std::string> frames;
+  parent_->link->Read(&frames);
+  for (const std::string& f : frames) {
+    auto m = Msg::Decode(f);
+    if (!m.ok()) {
+      ParentGone("it sent a garbled message", now);
+      return;
+    }
+    parent_->last_heard = now;
+    OnParentMsg(f, *m, now);
+  }
+  if (parent_ && parent_->link->broken()) ParentGone(parent_->link->why(), now);
+}
+
+void ControlPlane::OnParentMsg(const std::string& frame, const Msg& m, double now) {
+  const std::string& t = m.type();
+  if (t == "beat") return;
+  if (t == "go") {
+    go_ = true;
+    SendDown(frame);
+  } else if (t == "abort") {
+    abort_ = m.Str("why");
+    SendDown(frame);
+  } else if (t == "collect") {
+    SendDown(frame);
+    if (!collecting_ && !stopped_) {
+      collecting_ = true;
+      orders_.push_back(LinkOrder{LinkOrder::Kind::kCollectStacks, 0, "", ""});
+      stop_wait_until_ = now + kStopWaitS;
+    }
+  } else if (t == "stop") {
+    SendDown(frame);
+    if (stopped_) return;
+    stopped_ = true;
+    stop_at_ = now;
+    orders_.push_back(
+        LinkOrder{LinkOrder::Kind::kStop, static_cast<int>(m.Int("code", 1)), StopLine(m), ""});
+  } else if (t == "bye") {
+    ParentGone(m.Str("why"), now);
+  }
+}
+
+// ---- Sending
+
+void ControlPlane::SendUp(const std::string& frame) {
+  if (parent_ && !parent_lost_) parent_->link->Send(frame);
+}
+
+void ControlPlane::SendDown(const std::string& frame) {
+  for (auto& ch : children_)
+    if (ch->rank >= 0 && !ch->done) ch->link->Send(frame);
+}
+
+// ---- Loss
+
+void ControlPlane::PeerGone(Peer& p, const std::string& why, double now) {
+  (void)now;
+  const int rank = p.rank;
+  p.done = true;
+  p.rank = -2;
+  if (stopped_ || signalled_ || !go_) return;
+  const std::string what = "the control plane lost " + Who(rank, p.host) + " (" +
+                           EscapeControl(why) + ")";
+  if (c_.rank == 0) {
+    StopJob(Msg("stop").Set("kind", std::string("lost")).Set("code", 125).Set("what", what),
+            LinkOrder{LinkOrder::Kind::kStop, 125, "aml-shim: " + what + ": ending the job\n", ""});
+  } else {
+    SendUp(Msg("lost").Set("what", what).Encode());
+  }
+}
+
+void ControlPlane::ParentGone(const std::string& why, double now) {
+  if (parent_lost_) return;
+  parent_lost_ = true;
+  if (!go_) {
+    abort_ = "control plane: lost its parent, " + Who(parent_rank_, "") + " (" + why + ")";
+    return;
+  }
+  if (stopped_ || signalled_ || done_sent_) return;
+  // Cut off from rank 0: this node cannot hear the job's verdicts, so it
+  // ends its part (the launcher ends the rest, or they learn it the same way).
+  stopped_ = true;
+  stop_at_ = now;
+  SendDown(Msg("stop").Set("kind", std::string("lost")).Set("code", 125)
+               .Set("what", "the control plane lost " + Who(c_.rank, c_.host) + "'s parent")
+               .Encode());
+  orders_.push_back(LinkOrder{
+      LinkOrder::Kind::kStop, 125,
+      "aml-shim: lost the control plane: the link to its parent, " + Who(parent_rank_, "") +
+          " at " + parent_->addr + ", " + EscapeControl(why) + "; ending this node's ranks\n",
+      ""});
+}
+
+// ---- Time
+
+double ControlPlane::SubtreeOutput() const {
+  double t = my_output_;
+  for (const auto& ch : children_)
+    if (ch->rank >= 0) t = std::max(t, ch->output_time);
+  return t;
+}
+
+void ControlPlane::Beat(double now) {
+  next_beat_ = now + beat_s_;
+  if (parent_ && !parent_lost_)
+    parent_->link->Send(Msg("beat").SetNumber("age", now - SubtreeOutput()).Encode());
+  SendDown(Msg("beat").Encode());
+}
+
+double ControlPlane::NextDeadline(double now) const {
+  double next = std::min(now + 3600, next_beat_);
+  // Moments that only let MayExit say yes count while they are ahead.
+  auto ahead = [&](double t) {
+    if (t > now) next = std::min(next, t);
+  };
+  for (const auto& p : door_pending_) next = std::min(next, p->hello_until);
+  for (const auto& p : children_)
+    next = std::min(next, p->rank < 0 ? p->hello_until : p->last_heard + lost_after_s_);
+  if (parent_ && !parent_lost_) next = std::min(next, parent_->last_heard + lost_after_s_);
+  if (fail_window_until_ > 0) next = std::min(next, fail_window_until_);
+  if (failed_at_ > 0 && !stopped_) ahead(failed_at_ + kVerdictWaitS);
+  if (stop_at_ > 0) ahead(stop_at_ + kFlushS);
+  if (stop_at_ > 0) ahead(stop_at_ + c_.grace_s + kFlushS);
+  if (done_sent_) ahead(done_at_ + kFlushS);
+  if (c_.rank == 0 && collecting_) next = std::min(next, collect_until_);
+  if (c_.rank != 0 && collecting_ && !stopped_) next = std::min(next, stop_wait_until_);
+  if (c_.rank == 0 && go_ && c_.hang_timeout_s && !collecting_ && !stopped_)
+    next = std::min(next, SubtreeOutput() + *c_.hang_timeout_s + beat_s_ * depth_);
+  return std::max(next, now);
+}
+
+void ControlPlane::OnTimer(double now) {
+  // Joins answered (kept until the shim closes, so that TIME_WAIT lands on
+  // its side, not on MASTER_PORT) or silent past their 5 s.
+  for (auto& p : door_pending_)
+    if (p->rank == -1 && now >= p->hello_until) ++refused_;
+  door_pending_.erase(std::remove_if(door_pending_.begin(), door_pending_.end(),
+                                     [&](const std::unique_ptr<Peer>& p) {
+                                       return now >= p->hello_until;
+                                     }),
+                      door_pending_.end());
+  for (auto& p : children_) {
+    if (p->rank == -1 && now >= p->hello_until) {
+      p->rank = -2;
+      ++refused_;
+    } else if (p->rank >= 0 && go_ && now >= p->last_heard + lost_after_s_) {
+      PeerGone(*p, "silent for " + FormatRate(lost_after_s_) + " s", now);
+    }
+  }
+  if (parent_ && !parent_lost_ && go_ && now >= parent_->last_heard + lost_after_s_)
+    ParentGone("silent for " + FormatRate(lost_after_s_) + " s", now);
+  if (now >= next_beat_) Beat(now);
+  if (fail_window_until_ > 0 && now >= fail_window_until_) DecideFailure();
+  if (c_.rank == 0 && collecting_ && !stopped_ && now >= collect_until_) FinishCollect(now);
+  if (c_.rank != 0 && collecting_ && !stopped_ && now >= stop_wait_until_) {
+    stopped_ = true;
+    stop_at_ = now;
+    orders_.push_back(LinkOrder{LinkOrder::Kind::kStop, 124,
+                                "aml-shim: stopped: the job was judged hung, and rank 0's shim "
+                                "said nothing more within " + FormatRate(kStopWaitS) + " s\n",
+                                ""});
+  }
+  if (c_.rank == 0 && go_ && c_.hang_timeout_s && !collecting_ && !stopped_) {
+    const double silent = now - SubtreeOutput();
+    if (silent >= *c_.hang_timeout_s + beat_s_ * depth_) {
+      hang_silent_s_ = silent;
+      StartCollect(now);
+    }
+  }
+  // Children that closed after this round's messages.
+  children_.erase(std::remove_if(children_.begin(), children_.end(),
+                                 [](const std::unique_ptr<Peer>& p) { return p->rank == -2; }),
+                  children_.end());
+  MaybeSendDone(now);
+}
+
+// This shim's part of the job ended well and every shim below it said so:
+// it tells its parent, which then closes the link; the shim may go.
+void ControlPlane::MaybeSendDone(double now) {
+  if (c_.rank == 0 || done_sent_ || !children_done_ || stopped_ || signalled_ || parent_lost_ ||
+      failed_at_ > 0)
+    return;
+  for (const auto& ch : children_)
+    if (ch->rank >= 0 && !ch->done) return;
+  done_sent_ = true;
+  done_at_ = now;
+  SendUp(Msg("done").Encode());
+}
+
+// ---- What this node sees
+
+void ControlPlane::OnOutput(double now) { my_output_ = now; }
+
+void ControlPlane::OnChildFailed(const LocalFailure& f) {
+  const double now = Now();
+  if (failed_at_ == 0) failed_at_ = now;
+  if (stopped_ || signalled_ || collecting_) return;
+  FailNote n;
+  n.wall_time = f.wall_time;
+  n.rank = f.rank;
+  n.node = c_.node;
+  n.code = f.exit_code;
+  n.host = c_.host;
+  n.status = f.status;
+  n.summary = f.summary;
+  n.json = f.failure_json;
+  n.local = true;
+  if (c_.rank == 0) {
+    NoteFailure(std::move(n), now);
+    return;
+  }
+  Msg m("fail");
+  m.SetNumber("time", n.wall_time).Set("rank", n.rank).Set("node", n.node).Set("code", n.code);
+  m.Set("host", n.host).Set("status", n.status);
+  // The summary travels whole but bounded (its stderr tail is 16 KiB at most).
+  m.Set("summary", n.summary.substr(0, 64 << 10)).Set("json", n.json.substr(0, 64 << 10));
+  SendUp(m.Encode());
+}
+
+void ControlPlane::OnStacks(const std::vector<RankStack>& stacks) {
+  if (c_.rank == 0) {
+    for (const RankStack& s : stacks) {
+      const auto lines = SplitLines(s.text);
+      reports_.push_back({s.rank, c_.node, c_.host, s.signature.substr(0, kMaxSignature),
+                          s.signature.empty() && !lines.empty() ? lines[0] : ""});
+    }
+    reported_.insert(0);
+    if (static_cast<int>(reported_.size()) == c_.size) FinishCollect(Now());
+    return;
+  }
+  std::string list = "[";
+  for (const RankStack& s : stacks) {
+    if (list.size() > 1) list += ",";
+    const auto lines = SplitLines(s.text);
+    Msg one("s");
+    one.Set("rank", s.rank).Set("sig", s.signature.substr(0, kMaxSignature));
+    one.Set("why", s.signature.empty() && !lines.empty() ? lines[0].substr(0, 300) : "");
+    list += one.Encode();
+  }
+  list += "]";
+  Msg m("stacks");
+  m.Set("shim", c_.rank).Set("node", c_.node).Set("host", c_.host).SetRaw("stacks", list);
+  SendUp(m.Encode());
+}
+
+void ControlPlane::OnChildrenDone(int code) {
+  (void)code;
+  children_done_ = true;
+  MaybeSendDone(Now());
+}
+
+void ControlPlane::OnShimSignalled() {
+  if (signalled_) return;
+  signalled_ = true;
+  stop_at_ = Now();
+  const std::string why = Who(c_.rank, c_.host) + " was signalled by its launcher";
+  SendUp(Msg("bye").Set("why", why).Encode());
+  SendDown(Msg("bye").Set("why", why).Encode());
+}
+
+bool ControlPlane::MayExit() const {
+  if (!orders_.empty() || (collecting_ && !stopped_)) return false;
+  if (c_.size == 1) return true;
+  auto flushed = [&] {
+    if (parent_ && !parent_lost_ && parent_->link->wants_write()) return false;
+    for (const auto& ch : children_)
+      if (ch->rank >= 0 && ch->link->wants_write()) return false;
+    return true;
+  };
+  const double now = Monotonic();
+  if (signalled_) return flushed() || now >= stop_at_ + kFlushS;
+  if (stopped_ || parent_lost_) {
+    // The shims below end first (their teardown takes up to --grace), so
+    // that a launcher which ends the job when rank 0 exits cuts no one short.
+    for (const auto& ch : children_)
+      if (ch->rank >= 0 && !ch->link->broken() && now < stop_at_ + c_.grace_s + kFlushS)
+        return false;
+    return flushed() || now >= stop_at_ + kFlushS;
+  }
+  if (!children_done_) return false;
+  // A failing node waits a moment for rank 0's verdict (the line it prints).
+  if (failed_at_ > 0) return now >= failed_at_ + kVerdictWaitS;
+  if (c_.rank == 0) {
+    for (const auto& ch : children_)
+      if (ch->rank >= 0 && !ch->done) return false;  // the job is not over
+    return true;
+  }
+  // Gone once its parent heard "done" (the parent closes), or a moment after.
+  return done_sent_ && (parent_->link->broken() || now >= done_at_ + kFlushS);
+}
+
+bool ControlPlane::PrintsOwnFailure() const { return c_.rank == 0 || parent_lost_; }
+
+std::optional<LinkOrder> ControlPlane::TakeOrder() {
+  if (orders_.empty()) return std::nullopt;
+  LinkOrder o = std::move(orders_.front());
+  orders_.pop_front();
+  return o;
+}
+
+// ---- Rank 0's decisions
+
+void ControlPlane::NoteFailure(FailNote f, double now) {
+  if (stopped_ || signalled_ || collecting_) return;
+  if (fails_.empty()) fail_window_until_ = now + kFailWindowS;
+  fails_.push_back(std::move(f));
+}
+
+void ControlPlane::DecideFailure() {
+  fail_window_until_ = 0;
+  if (fails_.empty() || stopped_) return;
+  const FailNote* first = &fails_[0];
+  for (const FailNote& f : fails_)
+    if (f.wall_time < first->wall_time) first = &f;
+  Msg stop("stop");
+  stop.Set("kind", std::string("fail")).Set("code", first->code).Set("rank", first->rank);
+  stop.Set("node", first->node).Set("host", first->host).Set("status", first->status);
+  stop.Set("by", c_.host);
+  LinkOrder own{LinkOrder::Kind::kStop, first->code, "", ""};
+  if (!first->local) {
+    own.message = first->summary;
+    own.failure_json = first->json;
+  }
+  StopJob(stop, own);
+}
+
+void ControlPlane::StopJob(const Msg& stop, LinkOrder own) {
+  if (stopped_) return;
+  stopped_ = true;
+  stop_at_ = Now();
+  SendDown(stop.Encode());
+  orders_.push_back(std::move(own));
+}
+
+std::string ControlPlane::StopLine(const Msg& m) const {
+  const std::string kind = m.Str("kind");
+  const std::string by = EscapeControl(m.Str("by"));
+  if (kind == "fail") {
+    const int rank = static_cast<int>(m.Int("rank"));
+    const std::string status = EscapeControl(m.Str("status"));
+    if (std::find(c_.ranks.begin(), c_.ranks.end(), rank) != c_.ranks.end())
+      return "aml-shim: rank " + std::to_string(rank) + " failed (" + status +
+             "): the job's first failure; rank 0's shim (on " + by + ") printed its summary\n";
+    return "aml-shim: stopped: rank " + std::to_string(rank) + " on node " +
+           std::to_string(m.Int("node")) + " (host " + EscapeControl(m.Str("host")) +
+           ") failed first (" + status + ")\n";
+  }
+  if (kind == "hang")
+    return "aml-shim: stopped: the job was hung (no output for " +
+           FormatNumber(m.Number("silent"), "%.0f") + " s); rank 0's shim (on " + by +
+           ") printed the roll-call\n";
+  return "aml-shim: stopped: " + EscapeControl(m.Str("what")) + "\n";
+}
+
+void ControlPlane::StartCollect(double now) {
+  collecting_ = true;
+  collect_until_ = now + kCollectS;
+  SendDown(Msg("collect").Encode());
+  orders_.push_back(LinkOrder{LinkOrder::Kind::kCollectStacks, 0, "", ""});
+}
+
+void ControlPlane::NoteStacks(const Msg& m) {
+  if (!collecting_ || stopped_) return;
+  const int shim = static_cast<int>(m.Int("shim"));
+  if (shim <= 0 || shim >= c_.size || reported_.count(shim)) return;
+  reported_.insert(shim);
+  const JsonValue* list = m.Raw("stacks");
+  if (list && list->kind == JsonValue::Kind::kArray) {
+    for (const JsonValue& v : list->items) {
+      const JsonValue* r = v.Find("rank");
+      const JsonValue* sig = v.Find("sig");
+      const JsonValue* why = v.Find("why");
+      if (!r || r->kind != JsonValue::Kind::kNumber) continue;
+      reports_.push_back({std::atoi(r->text.c_str()), static_cast<int>(m.Int("node")),
+                          m.Str("host"), sig ? sig->text : "", why ? why->text : ""});
+    }
+  }
+  if (static_cast<int>(reported_.size()) == c_.size) FinishCollect(Monotonic());
+}
+
+void ControlPlane::FinishCollect(double now) {
+  (void)now;
+  if (stopped_) return;
+  HangFacts facts;
+  facts.timeout_s = *c_.hang_timeout_s;
+  facts.silent_s = hang_silent_s_;
+  facts.world_size = c_.world_ranks;
+  facts.reports = reports_;
+  for (int s = 0; s < c_.size; ++s)
+    if (!reported_.count(s)) {
+      auto it = shim_hosts_.find(s);
+      facts.missing.push_back(Who(s, it == shim_hosts_.end() ? "" : it->second));
+    }
+  Msg stop("stop");
+  stop.Set("kind", std::string("hang")).Set("code", 124).SetNumber("silent", hang_silent_s_);
+  stop.Set("by", c_.host);
+  StopJob(stop, LinkOrder{LinkOrder::Kind::kStop, 124, FormatRollCall(facts),
+                          HangJson(c_.run_id, facts)});
+}
+
+}  // namespace aml

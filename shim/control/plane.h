@@ -1,0 +1,157 @@
+// The job-wide control plane (README.md, "Control plane"): while the job runs
+// every shim stays connected to rank 0's shim through a tree (tree_plan.h),
+// so that a failure on any node ends every node, a shim that dies is seen at
+// once, and rank 0 can judge the whole job hung and collect every rank's
+// stack (roll_call.h).
+//
+// Joining: before any child starts, every shim connects to rank 0 at
+// MASTER_ADDR:MASTER_PORT (where rank 0 listens only until everyone has
+// joined), gets its parent's address, connects to its parent and says it is
+// up; rank 0 says go when every shim is up. Each connection must prove it
+// belongs to the job (a digest of the job's secret, membership.h) within
+// 5 s, in a frame of at most 4 KiB; at most 64 strangers wait at a door.
+//
+// Running: each shim sends its parent a heartbeat every beat (0.25 s to 2 s)
+// with how long ago its part of the job last wrote output; parents beat down.
+// A link that closes, breaks or stays silent for 10 s is a lost shim. Rank 0
+// decides, and every node obeys: the job's first failure (by the time each
+// node saw it, within a 0.1 s window), a lost shim, a hang.
+//
+// One shim alone (size 1) has no network part: the watchdog runs locally.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "launch/job_link.h"
+#include "shim/base/result.h"
+#include "shim/control/roll_call.h"
+#include "shim/control/tree_plan.h"
+#include "shim/control/wire.h"
+
+namespace aml {
+
+struct PlaneConfig {
+  int rank = 0, size = 1;  // among the shims
+  int node = 0;            // this shim's NODE_RANK
+  std::string host;
+  std::vector<int> ranks;  // this shim's children's ranks
+  int world_ranks = 1;     // every shim's children
+  std::string master_addr;
+  int master_port = 0;
+  std::string token;       // the job's membership token, "" for none
+  std::optional<double> hang_timeout_s;
+  double join_timeout_s = 60;
+  double grace_s = 30;     // --grace: how long a stopped node may take to end
+  std::string run_id;      // failure.json's "run"
+  int fanout = 32;
+};
+
+class ControlPlane : public JobLink {
+ public:
+  // Joins the plane; returns once rank 0 said go. The error is why the job
+  // cannot start (every shim exits 125).
+  static Result<std::unique_ptr<ControlPlane>> Join(const PlaneConfig& config);
+  ~ControlPlane() override;
+
+  void AddPollFds(std::vector<pollfd>* fds) override;
+  void OnPoll(const pollfd* fds, size_t n, double now) override;
+  double NextDeadline(double now) const override;
+  void OnTimer(double now) override;
+  void OnOutput(double now) override;
+  void OnChildFailed(const LocalFailure& f) override;
+  void OnStacks(const std::vector<RankStack>& stacks) override;
+  void OnChildrenDone(int code) override;
+  void OnShimSignalled() override;
+  bool MayExit() const override;
+  bool PrintsOwnFailure() const override;
+  std::optional<LinkOrder> TakeOrder() override;
+
+  // For -v and the bench: the tree's depth and this shim's connections.
+  int depth() const { return depth_; }
+  size_t links() const { return children_.size() + (parent_ ? 1 : 0); }
+
+ private:
+  struct Peer {
+    std::unique_ptr<FrameLink> link;
+    int rank = -1;          // -1 until its hello
+    std::string host, addr;
+    double hello_until = 0; // pending: say hello by then
+    double last_heard = 0;
+    double output_time = 0; // its subtree's last output (our clock)
+    bool done = false;      // left in order (done, or stopped): not lost
+  };
+  struct FailNote {
+    double wall_time = 0;
+    int rank = 0, node = 0, code = 0;
+    std::string host, status, summary, json;
+    bool local = false;
+  };
+
+  explicit ControlPlane(const PlaneConfig& c);
+  Status JoinAsRoot();
+  Status JoinAsMember();
+  Status RunUntilGo(double deadline);
+  double Now() const;
+
+  void AcceptDoor(double now);
+  void ReadDoor(Peer& p, double now);
+  void AcceptChild(double now);
+  void ReadChild(Peer& p, double now);
+  void ReadParent(double now);
+  void OnChildMsg(Peer& p, const std::string& frame, const Msg& m, double now);
+  void OnParentMsg(const std::string& frame, const Msg& m, double now);
+  void SendUp(const std::string& frame);
+  void SendDown(const std::string& frame);
+  void PeerGone(Peer& p, const std::string& why, double now);
+  void ParentGone(const std::string& why, double now);
+  void Beat(double now);
+  double SubtreeOutput() const;
+  void MaybeSendDone(double now);
+  std::string Proof() const;
+
+  // Rank 0's decisions.
+  void NoteFailure(FailNote f, double now);
+  void DecideFailure();
+  void StopJob(const Msg& stop, LinkOrder own);
+  void StartCollect(double now);
+  void NoteStacks(const Msg& m);
+  void FinishCollect(double now);
+  std::string StopLine(const Msg& stop) const;
+
+  PlaneConfig c_;
+  double beat_s_ = 2, lost_after_s_ = 10;
+  Fd listener_;                 // children connect here
+  int listen_port_ = 0;
+  Fd door_;                     // rank 0, while joining: MASTER_PORT
+  std::vector<std::unique_ptr<Peer>> door_pending_, children_;
+  std::unique_ptr<Peer> parent_;
+  int parent_rank_ = -1;
+  std::unique_ptr<TreePlanner> planner_;
+  std::set<int> up_;            // rank 0: shims connected and up
+  std::string abort_;           // the join failed: rank 0's words
+  bool go_ = false;
+  int depth_ = 0;
+  double next_beat_ = 0;
+  double my_output_ = 0;        // this node's last output
+  std::deque<LinkOrder> orders_;
+  bool stopped_ = false, signalled_ = false, children_done_ = false, done_sent_ = false;
+  bool parent_lost_ = false;
+  double failed_at_ = 0;        // this node's first failure (waits for the verdict)
+  double stop_at_ = 0, done_at_ = 0;
+  std::vector<FailNote> fails_; // rank 0: the failures in the window
+  double fail_window_until_ = 0;
+  bool collecting_ = false;
+  double collect_until_ = 0, hang_silent_s_ = 0, stop_wait_until_ = 0;
+  std::vector<RankReport> reports_;
+  std::set<int> reported_;      // shims whose stacks arrived
+  std::map<int, std::string> shim_hosts_;  // rank 0: every shim's host
+  int refused_ = 0;             // strangers refused (for -v)
+};
+
+}  // namespace aml

@@ -1,0 +1,233 @@
+#include "shim/control/plane.h"
+
+#include <poll.h>
+#include <time.h>
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <thread>
+
+namespace aml {
+namespace {
+
+double Mono() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+int FreePort() {
+  auto l = ListenAny(0);
+  return l.ok() ? l->port : 0;
+}
+
+// N shims on loopback, one child rank each, shim r on host "h<r>"; each
+// joins from its own thread, as separate processes would.
+struct Cluster {
+  std::vector<std::unique_ptr<ControlPlane>> planes;
+  std::vector<std::vector<LinkOrder>> orders;
+
+  static PlaneConfig Config(int rank, int n, int port) {
+    PlaneConfig c;
+    c.rank = rank;
+    c.size = n;
+    c.node = rank;
+    c.host = "h" + std::to_string(rank);
+    c.ranks = {rank};
+    c.world_ranks = n;
+    c.master_addr = "127.0.0.1";
+    c.master_port = port;
+    c.token = "0123456789abcdef0123456789abcdef";
+    c.join_timeout_s = 20;
+    c.run_id = "job-1";
+    c.fanout = 2;
+    return c;
+  }
+
+  explicit Cluster(int n, std::optional<double> hang = std::nullopt,
+                   std::function<void(int port)> meanwhile = nullptr) {
+    const int port = FreePort();
+    planes.resize(static_cast<size_t>(n));
+    orders.resize(static_cast<size_t>(n));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r)
+      threads.emplace_back([&, r] {
+        PlaneConfig c = Config(r, n, port);
+        c.hang_timeout_s = hang;
+        auto p = ControlPlane::Join(c);
+        if (p.ok()) planes[static_cast<size_t>(r)] = std::move(*p);
+        else ADD_FAILURE() << "rank " << r << ": " << p.error().message;
+      });
+    if (meanwhile) meanwhile(port);
+    for (auto& t : threads) t.join();
+  }
+
+  // Serves every plane's descriptors and timers until `done` or `seconds`.
+  bool Pump(double seconds, const std::function<bool()>& done) {
+    const double until = Mono() + seconds;
+    while (Mono() < until) {
+      if (done()) return true;
+      std::vector<pollfd> fds;
+      std::vector<size_t> first(planes.size() + 1, 0);
+      double next = Mono() + 0.05;
+      for (size_t i = 0; i < planes.size(); ++i) {
+        first[i] = fds.size();
+        if (planes[i]) {
+          planes[i]->AddPollFds(&fds);
+          next = std::min(next, planes[i]->NextDeadline(Mono()));
+        }
+      }
+      first[planes.size()] = fds.size();
+      poll(fds.data(), fds.size(), static_cast<int>(std::max(0.0, next - Mono()) * 1000) + 1);
+      for (size_t i = 0; i < planes.size(); ++i) {
+        if (!planes[i]) continue;
+        planes[i]->OnPoll(fds.data() + first[i], first[i + 1] - first[i], Mono());
+        planes[i]->OnTimer(Mono());
+        while (auto o = planes[i]->TakeOrder()) orders[i].push_back(std::move(*o));
+      }
+    }
+    return done();
+  }
+
+  bool AllStopped() const {
+    for (size_t i = 0; i < planes.size(); ++i)
+      if (planes[i] && (orders[i].empty() || orders[i].back().kind != LinkOrder::Kind::kStop))
+        return false;
+    return true;
+  }
+};
+
+LocalFailure Failure(int rank, int code) {
+  LocalFailure f;
+  f.rank = rank;
+  f.exit_code = code;
+  f.status = "exited with status " + std::to_string(code);
+  f.wall_time = 1000 + rank;
+  f.summary = "aml-shim: SUMMARY of rank " + std::to_string(rank) + "\n";
+  f.failure_json = "{\"run\":\"job-1\",\"rank\":" + std::to_string(rank) + "}";
+  return f;
+}
+
+TEST(ControlPlane, AFailureAnywhereStopsEveryShimAndRankZeroPrintsIt) {
+  Cluster c(4);
+  c.planes[3]->OnChildFailed(Failure(3, 7));
+  ASSERT_TRUE(c.Pump(10, [&] { return c.AllStopped(); }));
+  const LinkOrder& root = c.orders[0].back();
+  EXPECT_EQ(root.exit_code, 7);
+  EXPECT_EQ(root.message, "aml-shim: SUMMARY of rank 3\n");
+  EXPECT_EQ(root.failure_json, "{\"run\":\"job-1\",\"rank\":3}");
+  EXPECT_EQ(c.orders[1].back().message,
+            "aml-shim: stopped: rank 3 on node 3 (host h3) failed first (exited with status 7)\n");
+  EXPECT_EQ(c.orders[1].back().exit_code, 7);
+  EXPECT_EQ(c.orders[3].back().message,
+            "aml-shim: rank 3 failed (exited with status 7): the job's first failure; rank 0's "
+            "shim (on h0) printed its summary\n");
+  EXPECT_FALSE(c.planes[3]->PrintsOwnFailure());
+  EXPECT_TRUE(c.planes[0]->PrintsOwnFailure());
+  for (auto& o : c.orders) EXPECT_EQ(o.size(), 1u);  // once each
+}
+
+TEST(ControlPlane, TheEarliestFailureInTheWindowIsTheFirst) {
+  Cluster c(3);
+  LocalFailure later = Failure(1, 3), earlier = Failure(2, 9);
+  later.wall_time = 2000;
+  earlier.wall_time = 1999.5;  // failed first, reported second
+  c.planes[1]->OnChildFailed(later);
+  c.planes[2]->OnChildFailed(earlier);
+  ASSERT_TRUE(c.Pump(10, [&] { return c.AllStopped(); }));
+  EXPECT_EQ(c.orders[0].back().exit_code, 9);
+  EXPECT_EQ(c.orders[0].back().message, "aml-shim: SUMMARY of rank 2\n");
+}
+
+TEST(ControlPlane, ALostShimEndsTheJobWithin_Seconds) {
+  Cluster c(3);
+  c.planes[2].reset();  // its shim was SIGKILLed: the kernel closes its links
+  ASSERT_TRUE(c.Pump(10, [&] { return c.AllStopped(); }));
+  EXPECT_EQ(c.orders[0].back().exit_code, 125);
+  EXPECT_NE(c.orders[0].back().message.find("the control plane lost rank 2's shim on h2 (closed)"),
+            std::string::npos)
+      << c.orders[0].back().message;
+  EXPECT_NE(c.orders[1].back().message.find("stopped: the control plane lost rank 2's shim"),
+            std::string::npos);
+}
+
+TEST(ControlPlane, StrangersAtTheDoorAreRefusedAndTheJobStillJoins) {
+  std::string answer;
+  Cluster c(3, std::nullopt, [&](int port) {
+    // Without the job's proof: refused, and the real shims still join.
+    for (int i = 0; i < 100 && answer.empty(); ++i) {
+      auto fd = ConnectTcp("127.0.0.1", port, Clock::now() + std::chrono::seconds(1));
+      if (!fd.ok()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        continue;
+      }
+      Msg join("join");
+      join.Set("v", std::string("aml-shim-control-1")).Set("rank", 1).Set("size", 3);
+      join.Set("port", 9).Set("proof", std::string("forged"));
+      ASSERT_TRUE(SendFrame(fd->get(), join.Encode(), Clock::now() + std::chrono::seconds(1)).ok());
+      auto reply = RecvFrame(fd->get(), 4096, Clock::now() + std::chrono::seconds(5));
+      if (reply.ok()) answer = *reply;
+    }
+  });
+  EXPECT_EQ(answer, "{\"t\":\"refused\",\"why\":\"without this job's proof\"}");
+  for (auto& p : c.planes) EXPECT_TRUE(p);
+}
+
+TEST(ControlPlane, ASilentJobIsJudgedHungAndEveryRankIsNamed) {
+  Cluster c(3, 1.0);
+  ASSERT_TRUE(c.Pump(15, [&] {
+    for (auto& o : c.orders)
+      if (o.empty()) return false;
+    return true;
+  }));
+  for (auto& o : c.orders) EXPECT_EQ(o[0].kind, LinkOrder::Kind::kCollectStacks);
+  for (int r = 0; r < 3; ++r) {
+    RankStack s;
+    s.rank = r;
+    s.signature = r == 1 ? "main (hang.py:18)" : "all_reduce (c10d.py:9) < main (hang.py:20)";
+    c.planes[static_cast<size_t>(r)]->OnStacks({s});
+  }
+  ASSERT_TRUE(c.Pump(10, [&] { return c.AllStopped(); }));
+  const LinkOrder& root = c.orders[0].back();
+  EXPECT_EQ(root.exit_code, 124);
+  EXPECT_NE(root.message.find("2 ranks (0,2) [nodes 0, 2, hosts h0, h2] in all_reduce"),
+            std::string::npos)
+      << root.message;
+  EXPECT_NE(root.message.find("rank 1 [node 1, host h1] in main (hang.py:18)"), std::string::npos);
+  EXPECT_NE(root.failure_json.find("\"hang\""), std::string::npos);
+  EXPECT_EQ(c.orders[2].back().exit_code, 124);
+  EXPECT_NE(c.orders[2].back().message.find("stopped: the job was hung"), std::string::npos);
+}
+
+TEST(ControlPlane, OutputOnOneShimKeepsTheWholeJobAlive) {
+  Cluster c(3, 2.0);
+  double next = 0;
+  c.Pump(5, [&] {
+    if (Mono() >= next) {
+      c.planes[2]->OnOutput(Mono());  // only one rank prints
+      next = Mono() + 0.2;
+    }
+    return false;
+  });
+  for (auto& o : c.orders) EXPECT_TRUE(o.empty());
+}
+
+TEST(ControlPlane, TheJobEndsWhenEveryShimIsDone) {
+  Cluster c(4);
+  c.planes[0]->OnChildrenDone(0);
+  c.planes[1]->OnChildrenDone(0);
+  c.Pump(0.5, [] { return false; });
+  EXPECT_FALSE(c.planes[0]->MayExit());  // shims 2 and 3 still run
+  c.planes[2]->OnChildrenDone(0);
+  c.planes[3]->OnChildrenDone(0);
+  EXPECT_TRUE(c.Pump(10, [&] {
+    for (auto& p : c.planes)
+      if (!p->MayExit()) return false;
+    return true;
+  }));
+  for (auto& o : c.orders) EXPECT_TRUE(o.empty());
+}
+
+}  // namespace
+}  // namespace aml

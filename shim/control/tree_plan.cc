@@ -1,0 +1,33 @@
+#include "shim/control/tree_plan.h"
+
+#include <algorithm>
+
+namespace aml {
+
+TreePlanner::TreePlanner(int fanout, const std::string& root_host, const std::string& root_addr,
+                         int root_port)
+    : fanout_(std::max(1, fanout)) {
+  leaders_.push_back({0, root_addr, root_port, 0});
+  leader_of_[root_host] = 0;
+}
+
+TreePlace TreePlanner::Assign(int rank, const std::string& host, const std::string& addr,
+                              int port) {
+  if (auto it = placed_.find(rank); it != placed_.end()) return it->second;
+  TreePlace place;
+  if (auto it = leader_of_.find(host); it != leader_of_.end()) {
+    const Node& leader = leaders_[it->second];
+    place = {leader.rank, leader.addr, leader.port, leader.depth + 1};
+  } else {
+    const size_t index = leaders_.size();
+    const Node& parent = leaders_[(index - 1) / static_cast<size_t>(fanout_)];
+    place = {parent.rank, parent.addr, parent.port, parent.depth + 1};
+    leaders_.push_back({rank, addr, port, place.depth});
+    leader_of_[host] = index;
+  }
+  depth_ = std::max(depth_, place.depth);
+  placed_[rank] = place;
+  return place;
+}
+
+}  // namespace aml

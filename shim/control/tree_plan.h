@@ -1,0 +1,47 @@
+// Who each shim's parent is in the control plane's tree (README.md, "Control
+// plane"), decided by rank 0 as shims join: the first shim to join from a
+// host is that host's leader; the other shims of the host hang under it;
+// leaders form a tree of `fanout` children each, in the order they joined,
+// rank 0 the root. No shim holds more than fanout + (shims on its host)
+// connections, whatever the job's size, and a message crosses at most
+// depth() links.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace aml {
+
+struct TreePlace {
+  int parent = -1;        // the parent's shim rank
+  std::string addr;       // where it listens
+  int port = 0;
+  int depth = 0;          // links from this shim to rank 0
+};
+
+class TreePlanner {
+ public:
+  TreePlanner(int fanout, const std::string& root_host, const std::string& root_addr,
+              int root_port);
+  // The place of shim `rank` on `host`, which listens at addr:port itself.
+  // Asking again for the same rank gives the same place.
+  TreePlace Assign(int rank, const std::string& host, const std::string& addr, int port);
+  int depth() const { return depth_; }  // the deepest place given so far
+  size_t assigned() const { return placed_.size(); }
+
+ private:
+  struct Node {
+    int rank;
+    std::string addr;
+    int port;
+    int depth;
+  };
+  int fanout_;
+  std::vector<Node> leaders_;                  // in the order they joined
+  std::map<std::string, size_t> leader_of_;    // host -> index in leaders_
+  std::map<int, TreePlace> placed_;
+  int depth_ = 0;
+};
+
+}  // namespace aml
