@@ -51,7 +51,7 @@ struct Cluster {
     planes.resize(static_cast<size_t>(n));
     orders.resize(static_cast<size_t>(n));
     std::vector<std::thread> threads;
-    for (int r = 0; r < n; ++r)
+    auto start = [&](int r) {
       threads.emplace_back([&, r] {
         PlaneConfig c = Config(r, n, port);
         c.hang_timeout_s = hang;
@@ -59,7 +59,12 @@ struct Cluster {
         if (p.ok()) planes[static_cast<size_t>(r)] = std::move(*p);
         else ADD_FAILURE() << "rank " << r << ": " << p.error().message;
       });
+    };
+    // Rank 0 first: it waits at its door for the others (and whatever
+    // `meanwhile` sends it) before they start.
+    start(0);
     if (meanwhile) meanwhile(port);
+    for (int r = 1; r < n; ++r) start(r);
     for (auto& t : threads) t.join();
   }
 
