@@ -85,6 +85,7 @@ struct Child {
   double start = 0, end = 0;
   Stream out, err;
   std::string err_tail;
+  bool ended_before_collect = false;  // had ended when stacks were asked for
 };
 
 class Supervisor {
@@ -521,8 +522,10 @@ void Supervisor::TakeOrders(double now) {
 // to the rank's stderr, which aml-shim reads; the rank then ends.
 void Supervisor::CollectStacks(double now) {
   (void)now;
-  for (Child& c : children_)
+  for (Child& c : children_) {
     if (c.running) kill(c.pid, SIGABRT);  // the rank itself, not its helpers
+    else c.ended_before_collect = true;
+  }
 }
 
 void Supervisor::DrainStderr(Child& c) {
@@ -545,6 +548,8 @@ void Supervisor::SendStacks() {
       r.text = dump->text;
       r.signature = StackSignature(dump->main_thread);
       if (r.signature.empty()) r.signature = "no Python frame in its main thread";
+    } else if (c.ended_before_collect) {
+      r.text = "no stack: it had already ended (" + DescribeStatus(c.status) + ")\n";
     } else if (c.running) {
       r.text = "no stack: the rank did not end within " + FormatNumber(kCollectS, "%.0f") +
                " s of SIGABRT (blocked in the kernel, or it handles SIGABRT)\n";

@@ -271,11 +271,7 @@ void ControlPlane::OnPoll(const pollfd* fds, size_t n, double now) {
                                        return p->link->broken();
                                      }),
                       door_pending_.end());
-  children_.erase(std::remove_if(children_.begin(), children_.end(),
-                                 [](const std::unique_ptr<Peer>& p) {
-                                   return p->link->broken() || p->rank == -2;
-                                 }),
-                  children_.end());
+  ForgetGoneChildren(now);
 }
 
 // ---- Rank 0's door (joining only)
@@ -531,8 +527,23 @@ void ControlPlane::ParentGone(const std::string& why, double now) {
 
 // ---- Time
 
+// Children that closed or left. What they last printed still counts for the
+// watchdog, and a part of the job that ended well is activity too.
+void ControlPlane::ForgetGoneChildren(double now) {
+  for (auto it = children_.begin(); it != children_.end();) {
+    Peer& p = **it;
+    if (p.rank != -2 && !p.link->broken()) {
+      ++it;
+      continue;
+    }
+    if (p.output_time > 0) departed_output_ = std::max(departed_output_, p.output_time);
+    if (p.done && go_) departed_output_ = std::max(departed_output_, now);
+    it = children_.erase(it);
+  }
+}
+
 double ControlPlane::SubtreeOutput() const {
-  double t = my_output_;
+  double t = std::max(my_output_, departed_output_);
   for (const auto& ch : children_)
     if (ch->rank >= 0) t = std::max(t, ch->output_time);
   return t;
@@ -605,18 +616,16 @@ void ControlPlane::OnTimer(double now) {
       StartCollect(now);
     }
   }
-  // Children that closed after this round's messages.
-  children_.erase(std::remove_if(children_.begin(), children_.end(),
-                                 [](const std::unique_ptr<Peer>& p) { return p->rank == -2; }),
-                  children_.end());
+  ForgetGoneChildren(now);
   MaybeSendDone(now);
 }
 
 // This shim's part of the job ended well and every shim below it said so:
 // it tells its parent, which then closes the link; the shim may go.
 void ControlPlane::MaybeSendDone(double now) {
+  // Ranks ended by the hang's SIGABRT are not a part of the job that ended well.
   if (c_.rank == 0 || done_sent_ || !children_done_ || stopped_ || signalled_ || parent_lost_ ||
-      failed_at_ > 0)
+      failed_at_ > 0 || collecting_)
     return;
   for (const auto& ch : children_)
     if (ch->rank >= 0 && !ch->done) return;

@@ -113,6 +113,7 @@ class ControlPlane : public JobLink {
   void Beat(double now);
   double SubtreeOutput() const;
   void MaybeSendDone(double now);
+  void ForgetGoneChildren(double now);
   std::string Proof() const;
 
   // Rank 0's decisions.
@@ -139,6 +140,7 @@ class ControlPlane : public JobLink {
   int depth_ = 0;
   double next_beat_ = 0;
   double my_output_ = 0;        // this node's last output
+  double departed_output_ = 0;  // children gone: their last output
   std::deque<LinkOrder> orders_;
   bool stopped_ = false, signalled_ = false, children_done_ = false, done_sent_ = false;
   bool parent_lost_ = false;

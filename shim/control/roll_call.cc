@@ -75,8 +75,8 @@ std::string FormatRollCall(const HangFacts& f) {
            EscapeControl(g.signature) + "\n";
   }
   if (!f.missing.empty())
-    out += "aml-shim:   no stacks from the shims of " + JoinCapped(f.missing, 8) +
-           " (they did not answer in time)\n";
+    out += "aml-shim:   no stacks from " + JoinCapped(f.missing, 8) +
+           " (gone, or no answer in time)\n";
   out += "aml-shim: every rank's full stack is in its stderr above (faulthandler), and in "
          "rank-R.stack under --log-dir; ending the job (exit 124)\n";
   return out;

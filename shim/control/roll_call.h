@@ -22,7 +22,7 @@ struct HangFacts {
   double silent_s = 0;   // how long the job had written nothing
   int world_size = 0;    // ranks (children) in the job
   std::vector<RankReport> reports;
-  std::vector<std::string> missing;  // shims that sent no stacks: "rank 4 (host h)"
+  std::vector<std::string> missing;  // shims that sent no stacks: "rank 4's shim on h"
 };
 
 // The roll-call's lines, each starting "aml-shim: ".

@@ -43,7 +43,7 @@ TEST(RollCall, ACrowdIsCountedAndTheMissingAreNamed) {
     if (r != 412) f.reports.push_back({r, r / 8, "gpu" + std::to_string(r / 8), kReduce, ""});
   f.reports.push_back({412, 51, "gpu051", kSleep, ""});
   f.reports.push_back({2000, 250, "gpu250", "", "it ended killed by signal 6 (SIGABRT)"});
-  f.missing = {"rank 9 (host gpu009)"};
+  f.missing = {"rank 9's shim on gpu009"};
   const std::string text = FormatRollCall(f);
   EXPECT_NE(text.find("1023 ranks (0-411,413-1023) [on 128 node(s)] in all_reduce"),
             std::string::npos)
@@ -51,7 +51,8 @@ TEST(RollCall, ACrowdIsCountedAndTheMissingAreNamed) {
   EXPECT_NE(text.find("rank 412 [node 51, host gpu051] in main (hang.py:18)"), std::string::npos);
   EXPECT_NE(text.find("rank 2000 [node 250, host gpu250] no stack: it ended killed"),
             std::string::npos);
-  EXPECT_NE(text.find("no stacks from the shims of rank 9 (host gpu009)"), std::string::npos);
+  EXPECT_NE(text.find("no stacks from rank 9's shim on gpu009 (gone, or no answer in time)"),
+            std::string::npos);
 }
 
 TEST(RollCall, HangJsonParsesAndGroups) {
