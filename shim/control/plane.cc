@@ -29,6 +29,7 @@ constexpr double kCollectS = 15;             // rank 0 waits for stacks
 constexpr double kStopWaitS = 30;            // a node waits for rank 0 after its stacks
 constexpr auto kRetry = std::chrono::milliseconds(100);
 constexpr size_t kMaxSignature = 512;
+constexpr char kRootNode[] = "rank 0's node";
 
 double Monotonic() {
   timespec ts;
@@ -93,7 +94,7 @@ Status ControlPlane::JoinAsRoot() {
                  door.error().message};
   door_ = std::move(door->fd);
   // Shims on rank 0's host learn its address from their join connection.
-  planner_ = std::make_unique<TreePlanner>(c_.fanout, c_.host, "", listen_port_);
+  planner_ = std::make_unique<TreePlanner>(c_.fanout, kRootNode, "", listen_port_);
   shim_hosts_[0] = c_.host;
   const double deadline = Now() + c_.join_timeout_s;
   Status st = RunUntilGo(deadline);
@@ -321,7 +322,10 @@ void ControlPlane::ReadDoor(Peer& p, double now) {
   if (rank < 1 || rank >= c_.size || port < 1 || port > 65535) return refuse("bad rank or port");
   const std::string host = m->Str("host");
   const std::string addr = PeerAddress(p.link->fd());
-  TreePlace place = planner_->Assign(static_cast<int>(rank), host, addr, static_cast<int>(port));
+  // Shims are grouped by the node they come from: the address rank 0 sees
+  // (host names may be shared, or lie), rank 0's own when they are equal.
+  const std::string node = addr == LocalAddress(p.link->fd()) ? kRootNode : addr;
+  TreePlace place = planner_->Assign(static_cast<int>(rank), node, addr, static_cast<int>(port));
   // Rank 0's own address, as this shim reached it.
   if (place.parent == 0) place.addr = LocalAddress(p.link->fd());
   shim_hosts_[static_cast<int>(rank)] = host;

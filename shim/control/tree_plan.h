@@ -1,6 +1,7 @@
 // Who each shim's parent is in the control plane's tree (README.md, "Control
 // plane"), decided by rank 0 as shims join: the first shim to join from a
-// host is that host's leader; the other shims of the host hang under it;
+// node (the address rank 0 sees it come from) is that node's leader; the
+// other shims of the node hang under it;
 // leaders form a tree of `fanout` children each, in the order they joined,
 // rank 0 the root. No shim holds more than fanout + (shims on its host)
 // connections, whatever the job's size, and a message crosses at most

@@ -12,7 +12,7 @@ import tempfile
 import unittest
 
 from harness import (PYTHON, SHIM, SRC, TRAIN, assert_converged, clean_env, finals, main,
-                     mpirun, require, run)
+                     mpirun, recorded, require, run, slurp)
 
 CLUSTER = "amle"
 SUBNET = 42
@@ -324,6 +324,26 @@ class NetnsCluster(unittest.TestCase):
         self.assertEqual(r.returncode, 125, r.stdout + r.stderr)
         self.assertIn("--rendezvous env forbids the rendezvous: set --master-addr or MASTER_ADDR",
                       r.stderr)
+
+
+    def test_hang_on_two_nodes_names_the_stuck_rank_and_its_node(self):
+        hang = os.path.join(SRC, "tests", "e2e", "scripts", "hang_ddp.py")
+        with tempfile.TemporaryDirectory() as tmp:
+            os.chmod(tmp, 0o755)
+            os.mkdir(f"{tmp}/marks")
+            os.chmod(f"{tmp}/marks", 0o777)
+            cmd = recorded(f"{tmp}/marks", "OMPI_COMM_WORLD_RANK",
+                           f"{SHIM} --nproc-per-node 2 --hang-timeout 15s -- {PYTHON} {hang}")
+            r = run(cluster_mpirun({1: 1, 2: 1}, "sh", "-c", cmd), timeout=240)
+            shim0, shim1 = (slurp(f"{tmp}/marks/rank-{i}") for i in (0, 1))
+            self.assertTrue(shim0.endswith("exit 124\n"), r.stdout + r.stderr + shim0)
+            self.assertTrue(shim1.endswith("exit 124\n"), shim1)
+            # Rank 2 is on the second node; the others wait in all_reduce.
+            self.assertRegex(shim0, r"aml-shim:   3 ranks \(0-1,3\) \[nodes 0, 1, host [^\]]+\] "
+                                    r"in all_reduce \(distributed_c10d\.py:\d+\)")
+            self.assertRegex(shim0, r"aml-shim:   rank 2 \[node 1, host [^\]]+\] in main "
+                                    r"\(hang_ddp\.py:\d+\)")
+            self.assertIn("aml-shim: stopped: the job was hung", shim1)
 
 
 class SingleNode(unittest.TestCase):

@@ -83,6 +83,22 @@ class SlurmNetns(unittest.TestCase):
         self.assertEqual(r.stderr.count("preflight: hellos carry a digest of rank 0's random "
                                         "token (sent over PMIx only)"), 4, r.stderr)
 
+    def test_fail_fast_job_ends_the_other_node_without_kill_on_bad_exit(self):
+        # srun's default lets the other tasks run on when one fails: the
+        # healthy node's ranks would sleep (or wait in NCCL) until killed.
+        script = ("import os, sys, time; r = int(os.environ['RANK']); "
+                  "time.sleep(300) if r != 3 else time.sleep(1); "
+                  "print('rank 3 gives up', file=sys.stderr, flush=True); sys.exit(3)")
+        r = run(["srun", "-N2", "--ntasks-per-node=1", SHIM, "--nproc-per-node", "2",
+                 "--fail-fast", "job", "--", PYTHON, "-c", script], env=self.env(), timeout=120)
+        text = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 3, text)
+        self.assertEqual(text.count("==== job failed ===="), 1, text)
+        self.assertIn("aml-shim: first failure: rank 3 (local rank 1, node 1", text)
+        self.assertIn("| rank 3 gives up", text)
+        self.assertIn("aml-shim: rank 3 failed (exit status 3): the job's first failure; "
+                      "rank 0's shim (on", text)
+
     def test_mpirun_inside_an_allocation(self):
         require("mpirun", "salloc")
         show = 'echo "R $RANK $NODE_RANK $LOCAL_RANK $MASTER_ADDR:$MASTER_PORT"'
