@@ -28,8 +28,9 @@ struct PythonStack {
 // faulthandler lists threads newest first, so the main thread is the last.
 std::optional<PythonStack> ParseFaulthandlerDump(std::string_view stderr_tail);
 
-// "all_reduce (distributed_c10d.py:1536) < main (hang.py:20)": the innermost
-// `depth` frames, each file by its base name.
+// The innermost `depth` frames, each "function (file:line)" with the file's
+// base name, joined by " < ": torch's all_reduce first, then the script's
+// main that called it.
 std::string StackSignature(const std::vector<StackFrame>& frames, size_t depth = 3);
 
 }  // namespace aml
