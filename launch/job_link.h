@@ -57,8 +57,9 @@ class JobLink {
   virtual void OnStacks(const std::vector<RankStack>& stacks) = 0;
   // Every child of this node ended (`code`: this node's exit code so far).
   virtual void OnChildrenDone(int code) = 0;
-  // aml-shim was signalled (the launcher stops the job): leave, wait no more.
-  virtual void OnShimSignalled() = 0;
+  // aml-shim got terminating signal `sig` (the launcher stops the job): the
+  // other shims stop with it; leave, wait no more.
+  virtual void OnShimSignalled(int sig) = 0;
   // The supervisor may return: nothing more is owed to the job.
   virtual bool MayExit() const = 0;
   // True when this node prints its own first failure's summary; otherwise

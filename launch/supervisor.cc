@@ -349,7 +349,7 @@ void Supervisor::Signal(int sig) {
       return;
     }
     shim_signal_ = sig;
-    if (link_) link_->OnShimSignalled();
+    if (link_) link_->OnShimSignalled(sig);
     if (!teardown_) {
       teardown_ = true;
       kill_at_ = Now() + config_.grace_s;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <thread>
 
+#include "launch/wait_status.h"
 #include "shim/base/log.h"
 #include "shim/base/sha256.h"
 #include "shim/base/text_list.h"
@@ -402,12 +403,13 @@ void ControlPlane::OnChildMsg(Peer& p, const std::string& frame, const Msg& m, d
   } else if (t == "up") {
     if (c_.rank == 0) up_.insert(static_cast<int>(m.Int("rank")));
     else SendUp(frame);
-  } else if (t == "done" || t == "bye") {
-    // It leaves in order (its part of the job ended, or it was stopped).
-    if (t == "bye" && !stopped_ && !signalled_) {
-      PeerGone(p, m.Str("why"), now);
-      return;
-    }
+  } else if (t == "bye") {
+    // Its launcher stopped it: the job stops with it, with its status.
+    p.done = true;
+    p.rank = -2;
+    OnBye(frame, m, now);
+  } else if (t == "done") {
+    // Its part of the job ended well.
     p.done = true;
     p.rank = -2;  // closed after this round
     MaybeSendDone(now);
@@ -474,8 +476,20 @@ void ControlPlane::OnParentMsg(const std::string& frame, const Msg& m, double no
     orders_.push_back(
         LinkOrder{LinkOrder::Kind::kStop, static_cast<int>(m.Int("code", 1)), StopLine(m), ""});
   } else if (t == "bye") {
-    ParentGone(m.Str("why"), now);
+    parent_lost_ = true;  // it goes; not a loss to report
+    OnBye(frame, m, now);
   }
+}
+
+// A shim whose launcher stopped it said so: pass it on, everywhere, once.
+void ControlPlane::OnBye(const std::string& frame, const Msg& m, double now) {
+  if (stopped_ || signalled_) return;
+  stopped_ = true;
+  stop_at_ = now;
+  SendUp(frame);
+  SendDown(frame);
+  orders_.push_back(LinkOrder{LinkOrder::Kind::kStop, static_cast<int>(m.Int("code", 143)),
+                              "aml-shim: stopped: " + EscapeControl(m.Str("what")) + "\n", ""});
 }
 
 // ---- Sending
@@ -700,13 +714,19 @@ void ControlPlane::OnChildrenDone(int code) {
   MaybeSendDone(Now());
 }
 
-void ControlPlane::OnShimSignalled() {
+void ControlPlane::OnShimSignalled(int sig) {
   if (signalled_) return;
   signalled_ = true;
   stop_at_ = Now();
-  const std::string why = Who(c_.rank, c_.host) + " was signalled by its launcher";
-  SendUp(Msg("bye").Set("why", why).Encode());
-  SendDown(Msg("bye").Set("why", why).Encode());
+  if (stopped_) return;
+  // The others stop with it, as they would if the launcher had signalled
+  // them too (it usually has), with the same status.
+  Msg bye("bye");
+  bye.Set("what", Who(c_.rank, c_.host) + " was stopped by its launcher (" +
+                      SignalName(sig) + ")");
+  bye.Set("code", 128 + sig);
+  SendUp(bye.Encode());
+  SendDown(bye.Encode());
 }
 
 bool ControlPlane::MayExit() const {

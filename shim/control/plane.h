@@ -67,7 +67,7 @@ class ControlPlane : public JobLink {
   void OnChildFailed(const LocalFailure& f) override;
   void OnStacks(const std::vector<RankStack>& stacks) override;
   void OnChildrenDone(int code) override;
-  void OnShimSignalled() override;
+  void OnShimSignalled(int sig) override;
   bool MayExit() const override;
   bool PrintsOwnFailure() const override;
   std::optional<LinkOrder> TakeOrder() override;
@@ -106,6 +106,7 @@ class ControlPlane : public JobLink {
   void ReadParent(double now);
   void OnChildMsg(Peer& p, const std::string& frame, const Msg& m, double now);
   void OnParentMsg(const std::string& frame, const Msg& m, double now);
+  void OnBye(const std::string& frame, const Msg& m, double now);
   void SendUp(const std::string& frame);
   void SendDown(const std::string& frame);
   void PeerGone(Peer& p, const std::string& why, double now);

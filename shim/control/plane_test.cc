@@ -157,6 +157,23 @@ TEST(ControlPlane, ALostShimEndsTheJobWithin_Seconds) {
             std::string::npos);
 }
 
+TEST(ControlPlane, AShimStoppedByItsLauncherStopsTheOthersWithItsStatus) {
+  Cluster c(4);
+  c.planes[2]->OnShimSignalled(15);
+  ASSERT_TRUE(c.Pump(10, [&] {
+    for (size_t i : {0u, 1u, 3u})
+      if (c.orders[i].empty()) return false;
+    return true;
+  }));
+  for (size_t i : {0u, 1u, 3u}) {
+    ASSERT_EQ(c.orders[i].size(), 1u);
+    EXPECT_EQ(c.orders[i][0].exit_code, 143);
+    EXPECT_EQ(c.orders[i][0].message,
+              "aml-shim: stopped: rank 2's shim on h2 was stopped by its launcher (SIGTERM)\n");
+  }
+  EXPECT_TRUE(c.orders[2].empty());  // it stops on its own signal
+}
+
 TEST(ControlPlane, StrangersAtTheDoorAreRefusedAndTheJobStillJoins) {
   std::string answer;
   Cluster c(3, std::nullopt, [&](int port) {

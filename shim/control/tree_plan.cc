@@ -15,8 +15,10 @@ TreePlace TreePlanner::Assign(int rank, const std::string& host, const std::stri
                               int port) {
   if (auto it = placed_.find(rank); it != placed_.end()) return it->second;
   TreePlace place;
-  if (auto it = leader_of_.find(host); it != leader_of_.end()) {
-    const Node& leader = leaders_[it->second];
+  auto it = leader_of_.find(host);
+  if (it != leader_of_.end() && leaders_[it->second].members < fanout_) {
+    Node& leader = leaders_[it->second];
+    ++leader.members;
     place = {leader.rank, leader.addr, leader.port, leader.depth + 1};
   } else {
     const size_t index = leaders_.size();

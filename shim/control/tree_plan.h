@@ -1,11 +1,11 @@
 // Who each shim's parent is in the control plane's tree (README.md, "Control
 // plane"), decided by rank 0 as shims join: the first shim to join from a
 // node (the address rank 0 sees it come from) is that node's leader; the
-// other shims of the node hang under it;
+// next `fanout` shims of the node hang under it, and the one after that
+// becomes the node's next leader (so a node of 1,000 shims is no star);
 // leaders form a tree of `fanout` children each, in the order they joined,
-// rank 0 the root. No shim holds more than fanout + (shims on its host)
-// connections, whatever the job's size, and a message crosses at most
-// depth() links.
+// rank 0 the root. No shim holds more than 2 * fanout child links, whatever
+// the job's size, and a message crosses at most depth() links.
 #pragma once
 
 #include <map>
@@ -37,6 +37,7 @@ class TreePlanner {
     std::string addr;
     int port;
     int depth;
+    int members = 0;  // shims of its node under it
   };
   int fanout_;
   std::vector<Node> leaders_;                  // in the order they joined

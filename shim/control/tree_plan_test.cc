@@ -38,5 +38,17 @@ TEST(TreePlan, TenThousandNodesStayShallowAndNarrow) {
   EXPECT_EQ(t.depth(), 3);
 }
 
+// Per-process launch: 10,000 shims on one node. Its shims chain into more
+// leaders instead of one star: nobody holds more than 2 x 32 children.
+TEST(TreePlan, ThousandsOfShimsOnOneNodeAreNoStar) {
+  TreePlanner t(32, "n0", "a", 1);
+  std::map<int, int> children;
+  for (int r = 1; r < 10000; ++r) ++children[t.Assign(r, "n0", "a", 1 + r).parent];
+  int widest = 0;
+  for (const auto& [rank, n] : children) widest = std::max(widest, n);
+  EXPECT_LE(widest, 64);
+  EXPECT_LE(t.depth(), 4);
+}
+
 }  // namespace
 }  // namespace aml
