@@ -40,6 +40,7 @@ constexpr size_t kQueueCap = 4 << 20;         // output queued for a slow reader
 constexpr double kFinalFlushS = 5.0;          // the reader's last chance at the end
 constexpr double kKeeperGraceS = 10.0;        // SIGTERM to SIGKILL when the shim died
 constexpr double kCollectS = 5.0;             // SIGABRT until the stacks are read
+constexpr double kSameRequestS = 0.1;         // a repeated signal within this is one request
 const int kForwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
 double Now() {
@@ -103,7 +104,7 @@ class Supervisor {
   void Reap();
   void OnExit(Child& c, int status);
   void ForgetEmptyGroups();
-  void Signal(int sig);
+  void Signal(int sig, pid_t sender);
   void BeginTeardown(double now);
   void KillAll(int sig);
   void ReadStream(Stream& s, double now);
@@ -138,6 +139,8 @@ class Supervisor {
   Child* first_failure_ = nullptr;  // failed before any teardown began
   Child* first_stopped_ = nullptr;  // failed after aml-shim was signalled
   int shim_signal_ = 0;             // terminating signal aml-shim received
+  pid_t shim_signal_sender_ = 0;
+  double shim_signal_at_ = 0;
   bool reader_gone_ = false;        // stdout/stderr's reader left (EPIPE)
   bool hurry_ = false;              // a second signal: no more waiting
   bool teardown_ = false;
@@ -334,26 +337,42 @@ void Supervisor::ForgetEmptyGroups() {
   }
 }
 
-void Supervisor::Signal(int sig) {
+// `sender`: the pid that sent it (0: the kernel, e.g. ^C on a terminal).
+void Supervisor::Signal(int sig, pid_t sender) {
   if (sig == SIGCHLD) {
     Reap();
     return;
   }
-  LogVerbose("received " + SignalName(sig) + ", forwarding to every child");
   if (IsTerminating(sig)) {
-    if (shim_signal_ && !killed_) {
-      // A second ^C or SIGTERM: do not wait for the grace period.
-      LogInfo("second " + SignalName(sig) + ": killing every child now");
-      kill_at_ = Now();
+    const double now = Now();
+    if (shim_signal_) {
+      // One request sent twice in the same instant by the same sender (GNU
+      // timeout signals its child, then the child's whole process group) is
+      // one request; anything else is a second one: no more grace.
+      if (sig == shim_signal_ && sender == shim_signal_sender_ &&
+          now - shim_signal_at_ < kSameRequestS) {
+        LogVerbose("received " + SignalName(sig) + " again from the same sender within " +
+                   FormatNumber(kSameRequestS * 1000, "%.0f") + " ms: the same request");
+        return;
+      }
+      if (!hurry_ && !killed_) {
+        LogInfo("second " + SignalName(sig) + ": killing every child now");
+        kill_at_ = now;
+      }
       hurry_ = true;
       return;
     }
+    LogVerbose("received " + SignalName(sig) + ", forwarding to every child");
     shim_signal_ = sig;
+    shim_signal_sender_ = sender;
+    shim_signal_at_ = now;
     if (link_) link_->OnShimSignalled(sig);
     if (!teardown_) {
       teardown_ = true;
-      kill_at_ = Now() + config_.grace_s;
+      kill_at_ = now + config_.grace_s;
     }
+  } else {
+    LogVerbose("received " + SignalName(sig) + ", forwarding to every child");
   }
   KillAll(sig);
 }
@@ -603,7 +622,7 @@ void Supervisor::Poll(double now) {
   if (fds[0].revents & POLLIN) {
     signalfd_siginfo info;
     while (read(sfd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info))
-      Signal(static_cast<int>(info.ssi_signo));
+      Signal(static_cast<int>(info.ssi_signo), static_cast<pid_t>(info.ssi_pid));
   }
   // A SIGCHLD may coalesce with another; reaping is cheap and idempotent.
   Reap();

@@ -115,6 +115,21 @@ class Supervisor(unittest.TestCase):
         pid = int(slurp(pidfile))
         self.assertFalse(alive(pid), "the child that ignored SIGTERM survived")
 
+    def test_gnu_timeout_is_one_stop_with_its_grace(self):
+        # timeout(1) sends SIGTERM to aml-shim and at once to its whole
+        # process group: one request, not a second "kill now". Each rank
+        # needs 1 s to checkpoint on SIGTERM, well inside --grace.
+        script = (f'trap "sleep 1; echo saved > {self.tmp}/ckpt-$RANK; exit 0" TERM; '
+                  f'echo up > {self.tmp}/up-$RANK; while :; do sleep 0.1; done')
+        r = run(["timeout", "3", SHIM, "-v", "--nproc-per-node", "2", "--grace", "20", "--",
+                 "sh", "-c", script], timeout=60)
+        self.assertEqual(r.returncode, 124, r.stderr)
+        for rank in range(2):
+            self.assertTrue(os.path.exists(f"{self.tmp}/up-{rank}"), r.stderr)
+            self.assertEqual(slurp(f"{self.tmp}/ckpt-{rank}"), "saved\n", r.stderr)
+        self.assertNotIn("second SIGTERM", r.stderr)
+        self.assertIn("again from the same sender within 100 ms: the same request", r.stderr)
+
     def test_sigterm_reaches_children_and_grandchildren_under_mpirun(self):
         # Children record the signal in a file: after SIGTERM mpirun is shutting
         # down its own output forwarding, so late stdout may not come through.
