@@ -91,7 +91,8 @@ std::string StackSignature(const std::vector<StackFrame>& frames, size_t depth) 
     const size_t slash = f.file.rfind('/');
     const std::string base = slash == std::string::npos ? f.file : f.file.substr(slash + 1);
     if (!out.empty()) out += " < ";
-    out += f.function + " (" + base + ":" + std::to_string(f.line) + ")";
+    out += f.function;
+    if (!base.empty()) out += " (" + base + (f.line > 0 ? ":" + std::to_string(f.line) : "") + ")";
   }
   return out;
 }

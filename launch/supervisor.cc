@@ -24,6 +24,7 @@
 #include "launch/log_dir.h"
 #include "launch/output_sink.h"
 #include "launch/stack_dump.h"
+#include "launch/stack_probe.h"
 #include "launch/wait_status.h"
 #include "shim/base/exit_code.h"
 #include "shim/base/log.h"
@@ -87,6 +88,7 @@ struct Child {
   Stream out, err;
   std::string err_tail;
   bool ended_before_collect = false;  // had ended when stacks were asked for
+  ProbedStack probed;                 // py-spy's or the native stack, if any
 };
 
 class Supervisor {
@@ -541,6 +543,17 @@ void Supervisor::TakeOrders(double now) {
 // to the rank's stderr, which aml-shim reads; the rank then ends.
 void Supervisor::CollectStacks(double now) {
   (void)now;
+  // First from outside, while every rank still stands where it hung.
+  std::vector<pid_t> pids;
+  std::vector<Child*> probed;
+  for (Child& c : children_)
+    if (c.running) {
+      pids.push_back(c.pid);
+      probed.push_back(&c);
+    }
+  std::vector<ProbedStack> stacks = ProbeStacks(pids, kCollectS);
+  for (size_t i = 0; i < stacks.size(); ++i) probed[i]->probed = std::move(stacks[i]);
+  collect_until_ = Now() + kCollectS;
   for (Child& c : children_) {
     if (c.running) kill(c.pid, SIGABRT);  // the rank itself, not its helpers
     else c.ended_before_collect = true;
@@ -563,10 +576,19 @@ void Supervisor::SendStacks() {
     DrainStderr(c);
     RankStack r;
     r.rank = c.launch.rank;
-    if (auto dump = ParseFaulthandlerDump(c.err_tail)) {
+    auto dump = ParseFaulthandlerDump(c.err_tail);
+    if (!c.probed.frames.empty()) {
+      // py-spy or the native frames; faulthandler's dump follows, if any.
+      r.text = c.probed.tool + ":\n" + c.probed.text + (dump ? "\n" + dump->text : "");
+      r.signature = StackSignature(c.probed.frames);
+    } else if (dump) {
       r.text = dump->text;
       r.signature = StackSignature(dump->main_thread);
       if (r.signature.empty()) r.signature = "no Python frame in its main thread";
+    } else if (!c.probed.tool.empty() || !c.probed.text.empty()) {
+      r.text = "no stack: " + (c.probed.tool.empty() ? "" : c.probed.tool + " printed no frame of "
+                                                           "the main thread: ") +
+               c.probed.text;
     } else if (c.ended_before_collect) {
       r.text = "no stack: it had already ended (" + DescribeStatus(c.status) + ")\n";
     } else if (c.running) {

@@ -13,7 +13,7 @@ packages=(
   python3 python3-torch python3-mpi4py
   slurm-wlm munge
   tini dumb-init hyperfine
-  iproute2 iptables procps util-linux
+  iproute2 iptables procps util-linux gdb
   clang libclang-rt-14-dev
   debootstrap help2man binutils dpkg-dev
 )

@@ -77,8 +77,8 @@ std::string FormatRollCall(const HangFacts& f) {
   if (!f.missing.empty())
     out += "aml-shim:   no stacks from " + JoinCapped(f.missing, 8) +
            " (gone, or no answer in time)\n";
-  out += "aml-shim: every rank's full stack is in its stderr above (faulthandler), and in "
-         "rank-R.stack under --log-dir; ending the job (exit 124)\n";
+  out += "aml-shim: every rank's full stack is in rank-R.stack under --log-dir (a Python "
+         "rank's also in its stderr above); ending the job (exit 124)\n";
   return out;
 }
 

@@ -31,8 +31,8 @@ TEST(RollCall, TheOddRankOutStandsOut) {
                 "aml-shim:   rank 2 [node 1, host b] in " +
                 kSleep +
                 "\n"
-                "aml-shim: every rank's full stack is in its stderr above (faulthandler), and in "
-                "rank-R.stack under --log-dir; ending the job (exit 124)\n");
+                "aml-shim: every rank's full stack is in rank-R.stack under --log-dir (a Python "
+                "rank's also in its stderr above); ending the job (exit 124)\n");
 }
 
 TEST(RollCall, ACrowdIsCountedAndTheMissingAreNamed) {

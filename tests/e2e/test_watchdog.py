@@ -118,6 +118,18 @@ class HangWatchdog(unittest.TestCase):
             self.assert_stacks_logged(f"{tmp}/logs")
             self.assertEqual(leftovers(token), [])
 
+    def test_a_native_rank_gets_its_native_stack(self):
+        # Not Python: its frames come from gdb (or eu-stack), read while it
+        # still stands where it hung.
+        require("gdb")
+        with tempfile.TemporaryDirectory() as tmp:
+            r = run([SHIM, "--nproc-per-node", "2", "--hang-timeout", "3s", "--log-dir",
+                     f"{tmp}/logs", "--", "sleep", "1000"], timeout=120)
+            self.assertEqual(r.returncode, 124, r.stderr)
+            self.assertRegex(r.stderr, r"aml-shim:   2 ranks \(0-1\) \[node 0, host [^\]]+\] "
+                                       r"in \S*nanosleep")
+            self.assertIn("nanosleep", slurp(f"{tmp}/logs/rank-1.stack"))
+
     def test_a_job_that_keeps_talking_is_never_hung(self):
         # Only the last rank prints, on the other shim: rank 0's shim hears
         # it through the heartbeats alone.

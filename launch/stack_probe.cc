@@ -1,0 +1,243 @@
+#include "launch/stack_probe.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "launch/child.h"
+#include "shim/base/env_snapshot.h"
+
+namespace aml {
+namespace {
+
+constexpr size_t kMaxText = 256 << 10;
+
+double Now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+std::string OnPath(const std::string& name) {
+  const char* path = getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/local/bin:/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    const std::string file = (dir.empty() ? "." : dir) + "/" + name;
+    if (access(file.c_str(), X_OK) == 0) return file;
+  }
+  return "";
+}
+
+bool IsPython(pid_t pid) {
+  char buf[4096];
+  const std::string link = "/proc/" + std::to_string(pid) + "/exe";
+  ssize_t n = readlink(link.c_str(), buf, sizeof buf - 1);
+  if (n <= 0) return false;
+  std::string exe(buf, static_cast<size_t>(n));
+  const size_t slash = exe.rfind('/');
+  return exe.compare(slash == std::string::npos ? 0 : slash + 1, 6, "python") == 0;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(line);
+  return out;
+}
+
+bool StartsWith(const std::string& s, const char* prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
+
+// "func (file:line)" -> frame; false when it is not one.
+bool FrameInParens(std::string s, StackFrame* f) {
+  while (!s.empty() && s.front() == ' ') s.erase(0, 1);
+  const size_t open = s.rfind(" (");
+  if (open == std::string::npos || s.back() != ')') return false;
+  const std::string where = s.substr(open + 2, s.size() - open - 3);
+  const size_t colon = where.rfind(':');
+  f->function = s.substr(0, open);
+  f->file = colon == std::string::npos ? where : where.substr(0, colon);
+  f->line = colon == std::string::npos ? 0 : std::atoi(where.c_str() + colon + 1);
+  return !f->function.empty();
+}
+
+struct Running {
+  pid_t pid = -1;
+  int out = -1, err = -1;
+  std::string text;
+};
+
+}  // namespace
+
+std::vector<StackFrame> ParsePySpy(const std::string& text) {
+  // Thread 123 (idle): "MainThread"
+  //     all_reduce (torch/distributed/distributed_c10d.py:1541)
+  std::vector<StackFrame> frames;
+  bool in_main = false;
+  for (const std::string& line : Lines(text)) {
+    if (StartsWith(line, "Thread ")) {
+      if (in_main) break;
+      in_main = line.find("\"MainThread\"") != std::string::npos;
+      continue;
+    }
+    StackFrame f;
+    if (in_main && StartsWith(line, "    ") && FrameInParens(line, &f)) frames.push_back(f);
+  }
+  return frames;
+}
+
+std::vector<StackFrame> ParseEuStack(const std::string& text, pid_t pid) {
+  // TID 123:
+  // #0  0x00007f3a2b0e9f1a __GI___clock_nanosleep
+  std::vector<StackFrame> frames;
+  bool in_main = false;
+  const std::string header = "TID " + std::to_string(pid) + ":";
+  for (const std::string& line : Lines(text)) {
+    if (StartsWith(line, "TID ")) {
+      if (in_main) break;
+      in_main = line == header;
+      continue;
+    }
+    if (!in_main || !StartsWith(line, "#")) continue;
+    std::stringstream in(line);
+    std::string index, addr, function;
+    in >> index >> addr >> function;
+    if (!function.empty()) frames.push_back({"", 0, function});
+  }
+  return frames;
+}
+
+std::vector<StackFrame> ParseGdb(const std::string& text) {
+  // Thread 1 (Thread 0x7f... (LWP 123) "sleep"):
+  // #0  0x00007f... in clock_nanosleep () from /lib/x86_64-linux-gnu/libc.so.6
+  // #1  main (argc=1, argv=...) at train.cc:57
+  std::vector<StackFrame> frames;
+  bool in_main = false, any_thread = false;
+  for (const std::string& line : Lines(text)) {
+    if (StartsWith(line, "Thread ")) {
+      if (in_main) break;
+      any_thread = true;
+      in_main = StartsWith(line, "Thread 1 ");
+      continue;
+    }
+    if ((any_thread && !in_main) || !StartsWith(line, "#")) continue;
+    std::string rest = line.substr(line.find(' ') == std::string::npos ? line.size()
+                                                                        : line.find(' '));
+    while (!rest.empty() && rest.front() == ' ') rest.erase(0, 1);
+    const size_t in = rest.find(" in ");
+    if (rest.rfind("0x", 0) == 0 && in != std::string::npos) rest = rest.substr(in + 4);
+    StackFrame f;
+    f.function = rest.substr(0, rest.find(' '));
+    const size_t at = rest.rfind(" at ");
+    if (at != std::string::npos) {
+      const std::string where = rest.substr(at + 4);
+      const size_t colon = where.rfind(':');
+      f.file = where.substr(0, colon);
+      if (colon != std::string::npos) f.line = std::atoi(where.c_str() + colon + 1);
+    }
+    if (!f.function.empty()) frames.push_back(f);
+  }
+  return frames;
+}
+
+std::vector<ProbedStack> ProbeStacks(const std::vector<pid_t>& pids, double timeout_s) {
+  std::vector<ProbedStack> out(pids.size());
+  std::vector<Running> running(pids.size());
+  const std::string py_spy = OnPath("py-spy"), eu_stack = OnPath("eu-stack"), gdb = OnPath("gdb");
+  EnvSnapshot env = EnvSnapshot::FromEnvp(environ);
+  for (size_t i = 0; i < pids.size(); ++i) {
+    const std::string pid = std::to_string(pids[i]);
+    std::vector<std::string> argv;
+    if (IsPython(pids[i])) {
+      if (py_spy.empty()) continue;  // faulthandler gives its stack
+      out[i].tool = "py-spy";
+      argv = {py_spy, "dump", "--pid", pid};
+    } else if (!eu_stack.empty()) {
+      out[i].tool = "eu-stack";
+      argv = {eu_stack, "-p", pid};
+    } else if (!gdb.empty()) {
+      out[i].tool = "gdb";
+      argv = {gdb, "-p", pid, "-batch", "-nx", "-ex", "thread apply all bt"};
+    } else {
+      out[i].text = "no native stack: neither eu-stack nor gdb is on PATH\n";
+      continue;
+    }
+    int code = 0;
+    SpawnSpec spec;
+    spec.argv = argv;
+    spec.env = env;
+    spec.search_path = false;
+    spec.pipe_output = true;
+    auto spawned = Spawn(spec, &code);
+    if (!spawned.ok()) {
+      out[i].text = "no stack: " + spawned.error().message + "\n";
+      continue;
+    }
+    running[i] = {spawned->pid, spawned->out_fd, spawned->err_fd, ""};
+  }
+  const double until = Now() + timeout_s;
+  for (;;) {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<size_t, int*>> who;
+    for (size_t i = 0; i < running.size(); ++i)
+      for (int* fd : {&running[i].out, &running[i].err})
+        if (*fd >= 0) {
+          fds.push_back({*fd, POLLIN, 0});
+          who.push_back({i, fd});
+        }
+    const double left = until - Now();
+    if (fds.empty() || left <= 0) break;
+    if (poll(fds.data(), fds.size(), static_cast<int>(left * 1000) + 1) < 0 && errno != EINTR)
+      break;
+    for (size_t k = 0; k < fds.size(); ++k) {
+      if (!fds[k].revents) continue;
+      Running& r = running[who[k].first];
+      char buf[16384];
+      ssize_t n = read(*who[k].second, buf, sizeof buf);
+      if (n > 0) {
+        if (r.text.size() < kMaxText) r.text.append(buf, static_cast<size_t>(n));
+      } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        close(*who[k].second);
+        *who[k].second = -1;
+      }
+    }
+  }
+  for (size_t i = 0; i < running.size(); ++i) {
+    Running& r = running[i];
+    if (r.pid < 0) continue;
+    bool late = false;
+    for (int* fd : {&r.out, &r.err})
+      if (*fd >= 0) {
+        close(*fd);
+        *fd = -1;
+        late = true;
+      }
+    int status = 0;
+    if (waitpid(r.pid, &status, WNOHANG) == 0) {
+      kill(-r.pid, SIGKILL);
+      late = true;
+      while (waitpid(r.pid, &status, 0) < 0 && errno == EINTR) {
+      }
+    }
+    ProbedStack& p = out[i];
+    p.text = r.text;
+    if (late) p.text += p.tool + " did not finish within " + std::to_string(static_cast<int>(timeout_s)) + " s\n";
+    if (p.tool == "py-spy") p.frames = ParsePySpy(r.text);
+    else if (p.tool == "eu-stack") p.frames = ParseEuStack(r.text, pids[i]);
+    else p.frames = ParseGdb(r.text);
+  }
+  return out;
+}
+
+}  // namespace aml
