@@ -55,16 +55,25 @@ def one(n):
     def limit():
         resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
 
+    # PATH holds `sleep` alone: no stack reader (gdb) runs, so "collect" is
+    # the control plane's own cost, not N debuggers' on this machine's cores
+    # (on a cluster each node reads only its own ranks).
+    bindir = f"/tmp/aml-bench-path-{os.getpid()}"
+    os.makedirs(bindir, exist_ok=True)
+    if not os.path.exists(f"{bindir}/sleep"):
+        os.symlink("/bin/sleep", f"{bindir}/sleep")
     procs = []
     start = time.monotonic()
     for rank in range(n):
         env = dict(base, RANK=str(rank), WORLD_SIZE=str(n), MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(port), AML_SHIM_JOB_SECRET="bench-secret-0123456789")
+                   MASTER_PORT=str(port), AML_SHIM_JOB_SECRET="bench-secret-0123456789",
+                   PATH=bindir)
         procs.append(subprocess.Popen(
             [SHIM, "-v" if rank == 0 else "-q", "--ib", "off", "--hang-timeout", f"{HANG_S}s",
              "--preflight-timeout", "600", "--grace", "1", "--", "sleep", "100000"],
             env=env, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE if rank == 0 else subprocess.DEVNULL, preexec_fn=limit))
+            stderr=subprocess.PIPE if rank == 0 else
+            (None if os.environ.get("BENCH_STDERR") else subprocess.DEVNULL), preexec_fn=limit))
     lines = []  # rank 0's stderr, each with when it arrived
 
     def read():
@@ -132,7 +141,8 @@ def main():
             f"`--hang-timeout {HANG_S}s`. All shims come from one address: the tree of many "
             "shims per node. Rank 0's figures; wake-ups are its voluntary context switches per "
             "second while the job is healthy; collect is the hang verdict to the printed "
-            "roll-call (every shim's stacks in); end is the roll-call to the last shim's exit.\n\n"
+            "roll-call (every shim's stacks in; no stack reader on PATH, so this is the "
+            "protocol's cost); end is the roll-call to the last shim's exit.\n\n"
             "| shims | join | rank 0 fds | rank 0 RSS | rank 0 CPU | wake-ups/s | collect | "
             "end | exit 124 |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n" +
             "\n".join(rows) + "\n\n"

@@ -236,8 +236,10 @@ Status ControlPlane::RunUntilGo(double deadline) {
 // ---- Descriptors
 
 void ControlPlane::AddPollFds(std::vector<pollfd>* fds) {
-  if (door_.valid()) fds->push_back({door_.get(), POLLIN, 0});
-  if (listener_.valid()) fds->push_back({listener_.get(), POLLIN, 0});
+  if (door_.valid() && door_pending_.size() < kMaxPending)
+    fds->push_back({door_.get(), POLLIN, 0});
+  if (listener_.valid() && PendingChildren() < kMaxPending)
+    fds->push_back({listener_.get(), POLLIN, 0});
   auto add = [&](const Peer& p) {
     const short ev = static_cast<short>(POLLIN | (p.link->wants_write() ? POLLOUT : 0));
     fds->push_back({p.link->fd(), ev, 0});
@@ -278,15 +280,13 @@ void ControlPlane::OnPoll(const pollfd* fds, size_t n, double now) {
 
 // ---- Rank 0's door (joining only)
 
+// Past kMaxPending connections the rest wait in the listen backlog (the
+// door is not polled), so a crowd of shims joining at once is served in
+// turn, never turned away.
 void ControlPlane::AcceptDoor(double now) {
-  for (;;) {
+  while (door_pending_.size() < kMaxPending) {
     int fd = Accept(door_.get());
     if (fd < 0) return;
-    if (door_pending_.size() >= kMaxPending) {
-      // The oldest stranger makes room: a real shim retries.
-      door_pending_.erase(door_pending_.begin());
-      ++refused_;
-    }
     auto p = std::make_unique<Peer>();
     p->link = std::make_unique<FrameLink>(Fd(fd), kMaxHelloFrame);
     p->hello_until = now + kHelloS;
@@ -339,21 +339,17 @@ void ControlPlane::ReadDoor(Peer& p, double now) {
 
 // ---- Children
 
+size_t ControlPlane::PendingChildren() const {
+  size_t pending = 0;
+  for (const auto& ch : children_)
+    if (ch->rank == -1) ++pending;
+  return pending;
+}
+
 void ControlPlane::AcceptChild(double now) {
-  for (;;) {
+  while (PendingChildren() < kMaxPending) {
     int fd = Accept(listener_.get());
     if (fd < 0) return;
-    size_t pending = 0;
-    for (const auto& ch : children_)
-      if (ch->rank < 0) ++pending;
-    if (pending >= kMaxPending) {
-      for (auto it = children_.begin(); it != children_.end(); ++it)
-        if ((*it)->rank < 0) {
-          children_.erase(it);
-          ++refused_;
-          break;
-        }
-    }
     auto p = std::make_unique<Peer>();
     p->link = std::make_unique<FrameLink>(Fd(fd), kMaxHelloFrame);
     p->hello_until = now + kHelloS;

@@ -9,11 +9,12 @@
 // joined), gets its parent's address, connects to its parent and says it is
 // up; rank 0 says go when every shim is up. Each connection must prove it
 // belongs to the job (a digest of the job's secret, membership.h) within
-// 5 s, in a frame of at most 4 KiB; at most 64 strangers wait at a door.
+// 5 s, in a frame of at most 4 KiB; at most 64 connections wait at a door
+// for their proof, the rest in the listen backlog.
 //
 // Running: each shim sends its parent a heartbeat every beat (0.25 s to 2 s)
 // with how long ago its part of the job last wrote output; parents beat down.
-// A link that closes, breaks or stays silent for 10 s is a lost shim. Rank 0
+// A link that closes, breaks or stays silent for 30 s is a lost shim. Rank 0
 // decides, and every node obeys: the job's first failure (by the time each
 // node saw it, within a 0.1 s window), a lost shim, a hang.
 //
@@ -102,6 +103,7 @@ class ControlPlane : public JobLink {
   void AcceptDoor(double now);
   void ReadDoor(Peer& p, double now);
   void AcceptChild(double now);
+  size_t PendingChildren() const;
   void ReadChild(Peer& p, double now);
   void ReadParent(double now);
   void OnChildMsg(Peer& p, const std::string& frame, const Msg& m, double now);
@@ -127,7 +129,7 @@ class ControlPlane : public JobLink {
   std::string StopLine(const Msg& stop) const;
 
   PlaneConfig c_;
-  double beat_s_ = 2, lost_after_s_ = 10;
+  double beat_s_ = 2, lost_after_s_ = 30;
   Fd listener_;                 // children connect here
   int listen_port_ = 0;
   Fd door_;                     // rank 0, while joining: MASTER_PORT
