@@ -236,9 +236,9 @@ Status ControlPlane::RunUntilGo(double deadline) {
 // ---- Descriptors
 
 void ControlPlane::AddPollFds(std::vector<pollfd>* fds) {
-  if (door_.valid() && door_pending_.size() < kMaxPending)
+  if (door_.valid() && Unproven(door_pending_) < kMaxPending)
     fds->push_back({door_.get(), POLLIN, 0});
-  if (listener_.valid() && PendingChildren() < kMaxPending)
+  if (listener_.valid() && Unproven(children_) < kMaxPending)
     fds->push_back({listener_.get(), POLLIN, 0});
   auto add = [&](const Peer& p) {
     const short ev = static_cast<short>(POLLIN | (p.link->wants_write() ? POLLOUT : 0));
@@ -255,8 +255,9 @@ void ControlPlane::OnPoll(const pollfd* fds, size_t n, double now) {
   for (size_t i = 0; i < n; ++i)
     if (fds[i].revents) ready[fds[i].fd] = fds[i].revents;
   if (ready.empty()) return;
-  if (door_.valid() && ready.count(door_.get())) AcceptDoor(now);
-  if (listener_.valid() && ready.count(listener_.get())) AcceptChild(now);
+  if (door_.valid() && ready.count(door_.get())) AcceptPending(door_.get(), &door_pending_, now);
+  if (listener_.valid() && ready.count(listener_.get()))
+    AcceptPending(listener_.get(), &children_, now);
   for (size_t i = 0; i < door_pending_.size(); ++i)
     if (ready.count(door_pending_[i]->link->fd())) ReadDoor(*door_pending_[i], now);
   for (size_t i = 0; i < children_.size(); ++i) {
@@ -280,17 +281,25 @@ void ControlPlane::OnPoll(const pollfd* fds, size_t n, double now) {
 
 // ---- Rank 0's door (joining only)
 
-// Past kMaxPending connections the rest wait in the listen backlog (the
-// door is not polled), so a crowd of shims joining at once is served in
-// turn, never turned away.
-void ControlPlane::AcceptDoor(double now) {
-  while (door_pending_.size() < kMaxPending) {
-    int fd = Accept(door_.get());
+size_t ControlPlane::Unproven(const std::vector<std::unique_ptr<Peer>>& peers) {
+  size_t n = 0;
+  for (const auto& p : peers)
+    if (p->rank == -1) ++n;
+  return n;
+}
+
+// Past kMaxPending unproven connections the rest wait in the listen backlog
+// (the listener is not polled), so a crowd of shims joining at once is
+// served in turn, never turned away.
+void ControlPlane::AcceptPending(int listen_fd, std::vector<std::unique_ptr<Peer>>* into,
+                                 double now) {
+  while (Unproven(*into) < kMaxPending) {
+    int fd = Accept(listen_fd);
     if (fd < 0) return;
     auto p = std::make_unique<Peer>();
     p->link = std::make_unique<FrameLink>(Fd(fd), kMaxHelloFrame);
     p->hello_until = now + kHelloS;
-    door_pending_.push_back(std::move(p));
+    into->push_back(std::move(p));
   }
 }
 
@@ -338,24 +347,6 @@ void ControlPlane::ReadDoor(Peer& p, double now) {
 }
 
 // ---- Children
-
-size_t ControlPlane::PendingChildren() const {
-  size_t pending = 0;
-  for (const auto& ch : children_)
-    if (ch->rank == -1) ++pending;
-  return pending;
-}
-
-void ControlPlane::AcceptChild(double now) {
-  while (PendingChildren() < kMaxPending) {
-    int fd = Accept(listener_.get());
-    if (fd < 0) return;
-    auto p = std::make_unique<Peer>();
-    p->link = std::make_unique<FrameLink>(Fd(fd), kMaxHelloFrame);
-    p->hello_until = now + kHelloS;
-    children_.push_back(std::move(p));
-  }
-}
 
 void ControlPlane::ReadChild(Peer& p, double now) {
   std::vector<std::string> frames;

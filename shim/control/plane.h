@@ -100,10 +100,9 @@ class ControlPlane : public JobLink {
   Status RunUntilGo(double deadline);
   double Now() const;
 
-  void AcceptDoor(double now);
+  static size_t Unproven(const std::vector<std::unique_ptr<Peer>>& peers);
+  void AcceptPending(int listen_fd, std::vector<std::unique_ptr<Peer>>* into, double now);
   void ReadDoor(Peer& p, double now);
-  void AcceptChild(double now);
-  size_t PendingChildren() const;
   void ReadChild(Peer& p, double now);
   void ReadParent(double now);
   void OnChildMsg(Peer& p, const std::string& frame, const Msg& m, double now);
