@@ -333,7 +333,7 @@ class NetnsCluster(unittest.TestCase):
             os.mkdir(f"{tmp}/marks")
             os.chmod(f"{tmp}/marks", 0o777)
             cmd = recorded(f"{tmp}/marks", "OMPI_COMM_WORLD_RANK",
-                           f"{SHIM} --nproc-per-node 2 --hang-timeout 15s -- {PYTHON} {hang}")
+                           f"{SHIM} --nproc-per-node 2 --hang-timeout 20s -- {PYTHON} {hang}")
             r = run(cluster_mpirun({1: 1, 2: 1}, "sh", "-c", cmd), timeout=240)
             shim0, shim1 = (slurp(f"{tmp}/marks/rank-{i}") for i in (0, 1))
             self.assertTrue(shim0.endswith("exit 124\n"), r.stdout + r.stderr + shim0)

@@ -90,7 +90,7 @@ class HangWatchdog(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             token = f"{tmp}/hang_ddp.py"
             os.symlink(HANG, token)
-            r = run([SHIM, "--nproc-per-node", "4", "--hang-timeout", "15s", "--log-dir",
+            r = run([SHIM, "--nproc-per-node", "4", "--hang-timeout", "20s", "--log-dir",
                      f"{tmp}/logs", "--", PYTHON, token], timeout=240)
             self.assertEqual(r.returncode, 124, r.stdout + r.stderr)
             stuck = self.assert_roll_call(r.stderr.replace(token, HANG))
@@ -105,7 +105,7 @@ class HangWatchdog(unittest.TestCase):
             os.symlink(HANG, token)
             os.mkdir(f"{tmp}/marks")
             cmd = recorded(f"{tmp}/marks", "OMPI_COMM_WORLD_RANK",
-                           f"{SHIM} --nproc-per-node 2 --hang-timeout 15s --log-dir {tmp}/logs "
+                           f"{SHIM} --nproc-per-node 2 --hang-timeout 20s --log-dir {tmp}/logs "
                            f"-- {PYTHON} {token}")
             r = run(mpirun(2, "sh", "-c", cmd), timeout=240)
             shim0, shim1 = slurp(f"{tmp}/marks/rank-0"), slurp(f"{tmp}/marks/rank-1")
@@ -133,9 +133,9 @@ class HangWatchdog(unittest.TestCase):
     def test_a_job_that_keeps_talking_is_never_hung(self):
         # Only the last rank prints, on the other shim: rank 0's shim hears
         # it through the heartbeats alone.
-        env = clean_env(PERIOD="1", TOTAL="16", ONLY_RANK="3")
-        r = run(mpirun(2, "-x", "PERIOD", "-x", "TOTAL", "-x", "ONLY_RANK", SHIM,
-                       "--nproc-per-node", "2", "--hang-timeout", "6s", "--", PYTHON, TALK),
+        env = clean_env(PERIOD="1", COUNT="16", ONLY_RANK="3")
+        r = run(mpirun(2, "-x", "PERIOD", "-x", "COUNT", "-x", "ONLY_RANK", SHIM,
+                       "--nproc-per-node", "2", "--hang-timeout", "8s", "--", PYTHON, TALK),
                 env=env, timeout=120)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertNotIn("hung", r.stderr)

@@ -6,12 +6,16 @@ tests/e2e/test_watchdog.py, which finds the two lines below by their marks."""
 import os
 import time
 
-import torch
-import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel as DDP
+# Each stage of the start says so: a slow start on a loaded machine is
+# progress, not a hang (only the sleep below is one).
+print(f"rank {os.environ['RANK']} importing torch", flush=True)
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 
 
 def main():
+    print(f"rank {os.environ['RANK']} joining the process group", flush=True)
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     hang_rank = int(os.environ.get("HANG_RANK", "2"))

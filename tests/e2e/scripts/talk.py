@@ -1,13 +1,12 @@
-"""Prints a line every PERIOD seconds for TOTAL seconds, on every rank or only
-on rank ONLY_RANK, then exits 0: a job that is slow but not hung."""
+"""Prints a line every PERIOD seconds, COUNT times, on every rank or only on
+rank ONLY_RANK, then exits 0: a job that is slow but not hung."""
 import os
 import time
 
 period = float(os.environ.get("PERIOD", "2"))
-total = float(os.environ.get("TOTAL", "20"))
+count = int(os.environ.get("COUNT", "10"))
 rank = int(os.environ["RANK"])
-end = time.monotonic() + total
-while time.monotonic() < end:
+for _ in range(count):
     if os.environ.get("ONLY_RANK", str(rank)) == str(rank):
         print(f"rank {rank} still working", flush=True)
     time.sleep(period)
