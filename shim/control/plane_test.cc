@@ -1,6 +1,7 @@
 #include "shim/control/plane.h"
 
 #include <poll.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include <gtest/gtest.h>
@@ -103,6 +104,15 @@ struct Cluster {
   }
 };
 
+// recv of one byte after waiting up to `seconds` for the socket to answer:
+// 0 when the peer closed it.
+ssize_t RecvWithin(int fd, int seconds) {
+  pollfd p{fd, POLLIN, 0};
+  if (poll(&p, 1, seconds * 1000) <= 0) return -2;
+  char b;
+  return recv(fd, &b, 1, 0);
+}
+
 LocalFailure Failure(int rank, int code) {
   LocalFailure f;
   f.rank = rank;
@@ -194,6 +204,31 @@ TEST(ControlPlane, StrangersAtTheDoorAreRefusedAndTheJobStillJoins) {
   });
   EXPECT_EQ(answer, "{\"t\":\"refused\",\"why\":\"without this job's proof\"}");
   for (auto& p : c.planes) EXPECT_TRUE(p);
+}
+
+// An idle stranger is closed after its 5 s, an oversized frame at once, and
+// neither keeps the real shims out.
+TEST(ControlPlane, IdleAndOversizedStrangersAreClosedAndTheJobStillJoins) {
+  Fd idle, big;
+  bool big_closed = false;
+  Cluster c(3, std::nullopt, [&](int port) {
+    for (int i = 0; i < 200 && !idle.valid(); ++i) {
+      auto fd = ConnectTcp("127.0.0.1", port, Clock::now() + std::chrono::seconds(1));
+      if (fd.ok()) idle = std::move(*fd);
+      else std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    auto fd = ConnectTcp("127.0.0.1", port, Clock::now() + std::chrono::seconds(1));
+    ASSERT_TRUE(fd.ok());
+    big = std::move(*fd);
+    const char head[4] = {0, 0x10, 0, 0};  // 1 MiB: over the 4 KiB a join may be
+    ASSERT_EQ(send(big.get(), head, 4, MSG_NOSIGNAL), 4);
+    big_closed = RecvWithin(big.get(), 5) == 0;  // closed at once, no answer
+  });
+  EXPECT_TRUE(big_closed);
+  for (auto& p : c.planes) EXPECT_TRUE(p);
+  // The idle one was closed by rank 0's door (at its 5 s, or when the door
+  // closed after everyone joined).
+  EXPECT_EQ(RecvWithin(idle.get(), 10), 0);
 }
 
 TEST(ControlPlane, ASilentJobIsJudgedHungAndEveryRankIsNamed) {
