@@ -73,6 +73,7 @@ Result<SpawnedChild> Spawn(const SpawnSpec& spec, int* failure_exit_code) {
   sigemptyset(&changed);
   sigaddset(&changed, SIGPIPE);
   sigaddset(&changed, SIGTTOU);
+  sigaddset(&changed, SIGXFSZ);
   posix_spawnattr_setsigmask(&attr, &empty);
   posix_spawnattr_setsigdefault(&attr, &changed);
   short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;

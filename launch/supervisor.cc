@@ -174,6 +174,9 @@ int Supervisor::Prepare() {
   for (int s : kForwarded) sigaddset(&handled, s);
   sigprocmask(SIG_BLOCK, &handled, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  // A file-size limit (ulimit -f) reached by a log or by stdout is a failed
+  // write, reported like a full disk, not the end of aml-shim.
+  signal(SIGXFSZ, SIG_IGN);
   signal(SIGTTOU, SIG_IGN);  // for tcsetpgrp from a background group
   sfd_ = signalfd(-1, &handled, SFD_NONBLOCK | SFD_CLOEXEC);
   if (sfd_ < 0) {

@@ -91,6 +91,18 @@ class LogDir(unittest.TestCase):
         self.assertRegex(r.stderr, r"--log-dir \S+ is incomplete: rank-\d\.stdout "
                                    r"\(No space left on device\)")
 
+    def test_a_file_size_limit_is_a_failed_write_not_the_end(self):
+        # ulimit -f (a site's quota): the log that reaches it is reported as
+        # a full disk is; aml-shim does not die of SIGXFSZ (it was 153, no
+        # summary, and the keeper killed every rank).
+        r = run(["bash", "-c", 'ulimit -f 64; exec "$0" "$@"', SHIM, "--nproc-per-node", "2",
+                 "--log-dir", self.logs, "--", "sh", "-c",
+                 'head -c 200000 /dev/zero | tr "\\0" x; echo'])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.count("x"), 2 * 200000, "stdout lost bytes")
+        self.assertRegex(r.stderr, r"--log-dir \S+ is incomplete: rank-\d\.stdout "
+                                   r"\(File too large\)")
+
 
 if __name__ == "__main__":
     main()
