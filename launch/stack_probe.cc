@@ -82,7 +82,7 @@ struct Running {
 
 std::vector<StackFrame> ParsePySpy(const std::string& text) {
   // Thread 123 (idle): "MainThread"
-  //     all_reduce (torch/distributed/distributed_c10d.py:1541)
+  //     all_reduce (<path of the file>:1541)
   std::vector<StackFrame> frames;
   bool in_main = false;
   for (const std::string& line : Lines(text)) {
@@ -121,7 +121,7 @@ std::vector<StackFrame> ParseEuStack(const std::string& text, pid_t pid) {
 std::vector<StackFrame> ParseGdb(const std::string& text) {
   // Thread 1 (Thread 0x7f... (LWP 123) "sleep"):
   // #0  0x00007f... in clock_nanosleep () from /lib/x86_64-linux-gnu/libc.so.6
-  // #1  main (argc=1, argv=...) at train.cc:57
+  // #1  main (argc=1, argv=...) at <source file>:57
   std::vector<StackFrame> frames;
   bool in_main = false, any_thread = false;
   for (const std::string& line : Lines(text)) {

@@ -127,8 +127,8 @@ class Supervisor(unittest.TestCase):
         for rank in range(2):
             self.assertTrue(os.path.exists(f"{self.tmp}/up-{rank}"), r.stderr)
             self.assertEqual(slurp(f"{self.tmp}/ckpt-{rank}"), "saved\n", r.stderr)
+        # (Both signals may also arrive as one, while the first is pending.)
         self.assertNotIn("second SIGTERM", r.stderr)
-        self.assertIn("again from the same sender within 100 ms: the same request", r.stderr)
 
     def test_sigterm_reaches_children_and_grandchildren_under_mpirun(self):
         # Children record the signal in a file: after SIGTERM mpirun is shutting
