@@ -6,13 +6,23 @@
 namespace aml {
 namespace {
 
-// Length of the valid UTF-8 sequence at s[i], or 0.
+// Length of the valid UTF-8 sequence at s[i], or 0. Valid as RFC 3629 has
+// it: no overlong form (C0, C1, E0 80..9F, F0 80..8F), no surrogate
+// (ED A0..BF: a lone "\udcff" that torch's error file may hold), nothing
+// past U+10FFFF (F4 90.., F5..FF); strict JSON readers reject all of these.
 size_t Utf8Length(std::string_view s, size_t i) {
-  unsigned char c = static_cast<unsigned char>(s[i]);
-  size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+  const auto at = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = at(0);
+  size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // bounds of the second byte
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) n = 2;
+  else if (c >= 0xE0 && c <= 0xEF) n = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+  else if (c >= 0xF0 && c <= 0xF4) n = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
   if (n == 0 || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k)
-    if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return 0;
+  if (at(1) < lo || at(1) > hi) return 0;
+  for (size_t k = 2; k < n; ++k)
+    if ((at(k) >> 6) != 2) return 0;
   return n;
 }
 

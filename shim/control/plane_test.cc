@@ -146,8 +146,8 @@ TEST(ControlPlane, AFailureAnywhereStopsEveryShimAndRankZeroPrintsIt) {
 TEST(ControlPlane, TheEarliestFailureInTheWindowIsTheFirst) {
   Cluster c(3);
   LocalFailure later = Failure(1, 3), earlier = Failure(2, 9);
-  later.wall_time = 2000;
-  earlier.wall_time = 1999.5;  // failed first, reported second
+  later.wall_time = 1795438158.75;  // wall-clock seconds, as nodes report them
+  earlier.wall_time = 1795438158.25;  // failed first, reported second
   c.planes[1]->OnChildFailed(later);
   c.planes[2]->OnChildFailed(earlier);
   ASSERT_TRUE(c.Pump(10, [&] { return c.AllStopped(); }));

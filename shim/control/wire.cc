@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "shim/base/json.h"
@@ -20,10 +22,13 @@ Msg& Msg::Set(const std::string& key, const std::string& value) {
   return *this;
 }
 
+// Every digit a double holds: a failure's wall time (1.8e9 s) must keep its
+// milliseconds for rank 0 to tell which came first.
 Msg& Msg::SetNumber(const std::string& key, double value) {
-  JsonWriter w;
-  w.Number(value);
-  json_[key] = w.str();
+  char buf[40];
+  if (std::isfinite(value)) std::snprintf(buf, sizeof buf, "%.17g", value);
+  else std::snprintf(buf, sizeof buf, "null");
+  json_[key] = buf;
   return *this;
 }
 

@@ -23,6 +23,9 @@ TEST(Wire, MessagesRoundTripWithAnyBytes) {
   EXPECT_EQ(back->Int("rank"), 412);
   EXPECT_EQ(back->Str("host"), "gpu 051\n\"x\"");
   EXPECT_EQ(back->Number("time"), 1.5);
+  // A wall-clock time keeps its milliseconds.
+  EXPECT_EQ(Msg::Decode(Msg("x").SetNumber("when", 1795438158.251).Encode())->Number("when"),
+            1795438158.251);
   EXPECT_EQ(back->Int("absent", 7), 7);
   EXPECT_EQ(back->Str("rank"), "");  // a number is not a string
   EXPECT_FALSE(Msg::Decode("[1]").ok());

@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import SHIM, kill_group, main, require, run, slurp, spawn, wait_for
+from harness import PYTHON, SHIM, clean_env, kill_group, main, require, run, slurp, spawn, wait_for
 
 
 class LogDir(unittest.TestCase):
@@ -90,6 +90,20 @@ class LogDir(unittest.TestCase):
         self.assertIn("No space left on device; the rest of it is not logged", r.stderr)
         self.assertRegex(r.stderr, r"--log-dir \S+ is incomplete: rank-\d\.stdout "
                                    r"\(No space left on device\)")
+
+    def test_failure_json_is_strict_utf8_whatever_the_rank_wrote(self):
+        # An overlong NUL, a lone surrogate and a code point past U+10FFFF in
+        # the failing rank's stderr: failure.json still decodes strictly.
+        # (Its output passes through as it is: read as bytes.)
+        r = subprocess.run([SHIM, "--log-dir", self.logs, "--", PYTHON, "-c",
+                            "import os; os.write(2, b'bad \\xc0\\x80 \\xed\\xb3\\xbf "
+                            "\\xf4\\x90\\x80\\x80 end\\n'); raise SystemExit(1)"],
+                           capture_output=True, timeout=60, env=clean_env())
+        self.assertEqual(r.returncode, 1, r.stderr)
+        with open(f"{self.logs}/failure.json", "rb") as f:
+            doc = json.loads(f.read().decode("utf-8", errors="strict"))
+        self.assertIn("bad", "".join(doc["stderr_tail"]) if isinstance(doc.get("stderr_tail"), list)
+                      else str(doc))
 
     def test_a_file_size_limit_is_a_failed_write_not_the_end(self):
         # ulimit -f (a site's quota): the log that reaches it is reported as
