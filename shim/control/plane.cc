@@ -568,15 +568,19 @@ double ControlPlane::NextDeadline(double now) const {
     if (t > now) next = std::min(next, t);
   };
   for (const auto& p : door_pending_) next = std::min(next, p->hello_until);
-  for (const auto& p : children_)
-    next = std::min(next, p->rank < 0 ? p->hello_until : p->last_heard + lost_after_s_);
-  if (parent_ && !parent_lost_) next = std::min(next, parent_->last_heard + lost_after_s_);
+  // (Every deadline below is cleared or moved by OnTimer once it passes, or
+  // counts only while ahead: the loop never spins.)
+  for (const auto& p : children_) {
+    if (p->rank == -1) next = std::min(next, p->hello_until);
+    else if (p->rank >= 0 && go_) next = std::min(next, p->last_heard + lost_after_s_);
+  }
+  if (parent_ && !parent_lost_ && go_) next = std::min(next, parent_->last_heard + lost_after_s_);
   if (fail_window_until_ > 0) next = std::min(next, fail_window_until_);
   if (failed_at_ > 0 && !stopped_) ahead(failed_at_ + kVerdictWaitS);
   if (stop_at_ > 0) ahead(stop_at_ + kFlushS);
   if (stop_at_ > 0) ahead(stop_at_ + c_.grace_s + kFlushS);
   if (done_sent_) ahead(done_at_ + kFlushS);
-  if (c_.rank == 0 && collecting_) next = std::min(next, collect_until_);
+  if (c_.rank == 0 && collecting_ && !stopped_) next = std::min(next, collect_until_);
   if (c_.rank != 0 && collecting_ && !stopped_) next = std::min(next, stop_wait_until_);
   if (c_.rank == 0 && go_ && c_.hang_timeout_s && !collecting_ && !stopped_)
     next = std::min(next, SubtreeOutput() + *c_.hang_timeout_s + beat_s_ * depth_);

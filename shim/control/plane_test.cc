@@ -255,6 +255,15 @@ TEST(ControlPlane, ASilentJobIsJudgedHungAndEveryRankIsNamed) {
   EXPECT_NE(root.failure_json.find("\"hang\""), std::string::npos);
   EXPECT_EQ(c.orders[2].back().exit_code, 124);
   EXPECT_NE(c.orders[2].back().message.find("stopped: the job was hung"), std::string::npos);
+  // Nothing past is left as a deadline: the supervisor's loop would spin
+  // while the shims below end (it did, on the collection's deadline).
+  // 20 s on: past the 15 s the collection may take, within the shims'
+  // 30 s of silence.
+  for (auto& p : c.planes) {
+    const double later = Mono() + 20;
+    p->OnTimer(later);
+    EXPECT_GT(p->NextDeadline(later), later);
+  }
 }
 
 TEST(ControlPlane, OutputOnOneShimKeepsTheWholeJobAlive) {
