@@ -45,7 +45,7 @@ po::options_description Describe() {
      "(default: on when supervising more than one child)")
     ("no-tag-output", "never prefix output lines")
     ("grace", po::value<std::string>()->value_name("SECONDS"),
-     "seconds between SIGTERM and SIGKILL at teardown (default 30)")
+     "seconds between SIGTERM and SIGKILL at teardown (default 30; also 30s, 1m)")
     ("fail-fast", po::value<std::string>()->value_name("node|job"),
      "what a failing rank ends: node (default) = this shim's children; job = "
      "every node of the job within a second, whatever the launcher does "
@@ -71,7 +71,7 @@ po::options_description Describe() {
      "failure exits 125 on every rank")
     ("preflight-timeout", po::value<std::string>()->value_name("SECONDS"),
      "bound on each preflight stage: connecting, the GPUs' start, the "
-     "all-reduces (default 60)")
+     "all-reduces (default 60; also 60s, 2m; at least 0.1)")
     ("preflight-bytes", po::value<std::string>()->value_name("SIZE"),
      "--preflight nccl: all-reduce size per GPU, bytes or with K/M/G "
      "(default 256M)")
@@ -260,15 +260,14 @@ Status Validate(const po::variables_map& vm, const Origins& origin,
     return Error{"--tag-output and --no-tag-output contradict each other"};
   if (vm.count("tag-output")) o.tag_output = true;
   if (vm.count("no-tag-output")) o.tag_output = false;
+  // Strictly digits (no sign, space, hex or exponent), s/m/h allowed; a
+  // preflight bound of 0 could never pass, so it starts at 0.1 s.
   for (const char* name : {"grace", "preflight-timeout"}) {
     if (!vm.count(name)) continue;
-    std::string v = str(name);
-    char* end = nullptr;
-    double g = std::strtod(v.c_str(), &end);
-    if (v.empty() || *end != '\0' || !(g >= 0) || g > 86400 * 7)
-      return Error{origin.Name(name) + "='" + v +
-                   "' is not a number of seconds (0..604800)"};
-    (std::string(name) == "grace" ? o.grace_s : o.preflight_timeout_s) = g;
+    const bool grace = std::string(name) == "grace";
+    auto d = ParseDuration(origin.Name(name), str(name), grace ? 0 : 0.1);
+    if (!d.ok()) return d.error();
+    (grace ? o.grace_s : o.preflight_timeout_s) = *d;
   }
   if (vm.count("fail-fast")) {
     auto r = ParseEnum<bool>(origin.Name("fail-fast"), str("fail-fast"),

@@ -79,7 +79,20 @@ TEST(Options, ErrorsNameOptionAndValue) {
       {{"--rendezvous", "tcp", "x"}, {}, "--rendezvous='tcp' is not one of auto|env|mpi"},
       {{"--ib", "on", "x"}, {}, "--ib='on' is not one of auto|require|off"},
       {{"--preflight", "gpu", "x"}, {}, "--preflight='gpu' is not one of none|tcp|nccl|all"},
-      {{"--grace", "-1", "x"}, {}, "--grace='-1' is not a number of seconds (0..604800)"},
+      {{"--grace", "-1", "x"}, {},
+       "--grace='-1' is not a duration from 0 s to 7 days (seconds, or with s, m or h: 600, "
+       "15s, 10m, 1.5h)"},
+      {{"--grace", " 5", "x"}, {}, "--grace=' 5' is not a duration from 0 s to 7 days (seconds, "
+       "or with s, m or h: 600, 15s, 10m, 1.5h)"},
+      {{"--grace", "0x10", "x"}, {}, "--grace='0x10' is not a duration from 0 s to 7 days "
+       "(seconds, or with s, m or h: 600, 15s, 10m, 1.5h)"},
+      {{"--preflight-timeout", "0", "x"}, {}, "--preflight-timeout='0' is not a duration from "
+       "0.1 s to 7 days (seconds, or with s, m or h: 600, 15s, 10m, 1.5h)"},
+      {{"x"}, {{"AML_SHIM_HANG_TIMEOUT", "5d"}}, "AML_SHIM_HANG_TIMEOUT='5d' is not a duration "
+       "from 1 s to 7 days (seconds, or with s, m or h: 600, 15s, 10m, 1.5h)"},
+      {{"--fail-fast", "node", "--hang-timeout", "10m", "x"}, {},
+       "--hang-timeout ends the whole job, but --fail-fast=node asks to end one node only"},
+      {{"--fail-fast", "all", "x"}, {}, "--fail-fast='all' is not one of node|job"},
       {{"--ps-count", "2", "x"}, {}, "--ps-count='2' needs --tf-config"},
       {{"--preflight", "tcp", "--min-busbw", "200", "x"}, {},
        "--min-busbw='200' needs --preflight nccl or all"},

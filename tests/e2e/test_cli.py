@@ -124,7 +124,7 @@ class Cli(unittest.TestCase):
         self.expect_error(["--preflight", "all", "--min-busbw", "-3", "true"], 125,
                           "--min-busbw='-3' is not a bandwidth in GB/s")
         self.expect_error(["--preflight-timeout", "soon", "true"], 125,
-                          "--preflight-timeout='soon' is not a number of seconds")
+                          "--preflight-timeout='soon' is not a duration from 0.1 s to 7 days")
 
     def test_subcommands_refuse_options_that_do_not_apply(self):
         self.expect_error(["probe", "--nproc-per-node", "8", "--master-port", "7"], 125,
