@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "shim/base/clock.h"
+
 namespace aml {
 namespace {
 
@@ -28,12 +30,6 @@ void CloseAllBut(int keep, int max_fd) {
 #endif
   for (int fd = 0; fd < max_fd; ++fd)
     if (fd != keep) close(fd);
-}
-
-double Seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 }  // namespace
@@ -114,8 +110,8 @@ size_t DropEmpty(int* groups, size_t n) {
   // that was not scheduled between its SIGTERM and SIGKILL): the children
   // get SIGTERM, as the shim would have sent, then SIGKILL after the grace.
   for (size_t i = 0; i < n; ++i) kill(-groups[i], SIGTERM);
-  const double kill_at = Seconds() + grace_s;
-  while ((n = DropEmpty(groups, n)) > 0 && Seconds() < kill_at) {
+  const double kill_at = MonotonicSeconds() + grace_s;
+  while ((n = DropEmpty(groups, n)) > 0 && MonotonicSeconds() < kill_at) {
     timespec pause{0, 10 * 1000 * 1000};
     nanosleep(&pause, nullptr);
   }

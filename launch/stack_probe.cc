@@ -4,7 +4,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,18 +12,13 @@
 #include <sstream>
 
 #include "launch/child.h"
+#include "shim/base/clock.h"
 #include "shim/base/env_snapshot.h"
 
 namespace aml {
 namespace {
 
 constexpr size_t kMaxText = 256 << 10;
-
-double Now() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 
 std::string OnPath(const std::string& name) {
   const char* path = getenv("PATH");
@@ -186,7 +180,7 @@ std::vector<ProbedStack> ProbeStacks(const std::vector<pid_t>& pids, double time
     }
     running[i] = {spawned->pid, spawned->out_fd, spawned->err_fd, ""};
   }
-  const double until = Now() + timeout_s;
+  const double until = MonotonicSeconds() + timeout_s;
   for (;;) {
     std::vector<pollfd> fds;
     std::vector<std::pair<size_t, int*>> who;
@@ -196,7 +190,7 @@ std::vector<ProbedStack> ProbeStacks(const std::vector<pid_t>& pids, double time
           fds.push_back({*fd, POLLIN, 0});
           who.push_back({i, fd});
         }
-    const double left = until - Now();
+    const double left = until - MonotonicSeconds();
     if (fds.empty() || left <= 0) break;
     if (poll(fds.data(), fds.size(), static_cast<int>(left * 1000) + 1) < 0 && errno != EINTR)
       break;

@@ -26,6 +26,7 @@
 #include "launch/stack_dump.h"
 #include "launch/stack_probe.h"
 #include "launch/wait_status.h"
+#include "shim/base/clock.h"
 #include "shim/base/exit_code.h"
 #include "shim/base/log.h"
 #include "shim/base/units.h"
@@ -44,11 +45,7 @@ constexpr double kCollectS = 5.0;             // SIGABRT until the stacks are re
 constexpr double kSameRequestS = 0.1;         // a repeated signal within this is one request
 const int kForwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
-double Now() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
+double Now() { return MonotonicSeconds(); }
 
 timespec Timeout(double seconds) {
   seconds = std::max(0.0, seconds);
@@ -292,9 +289,7 @@ void Supervisor::OnExit(Child& c, int status) {
       f.rank = c.launch.rank;
       f.exit_code = ExitCodeFor(status);
       f.status = DescribeStatus(status);
-      timespec wall;
-      clock_gettime(CLOCK_REALTIME, &wall);
-      f.wall_time = static_cast<double>(wall.tv_sec) + static_cast<double>(wall.tv_nsec) * 1e-9;
+      f.wall_time = WallSeconds();
       f.summary = FormatFailureSummary(o);
       f.failure_json = FailureJson(o);
       link_->OnChildFailed(f);

@@ -2,7 +2,6 @@
 
 #include <poll.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -10,6 +9,7 @@
 #include <thread>
 
 #include "launch/wait_status.h"
+#include "shim/base/clock.h"
 #include "shim/base/log.h"
 #include "shim/base/sha256.h"
 #include "shim/base/text_list.h"
@@ -32,12 +32,6 @@ constexpr auto kRetry = std::chrono::milliseconds(100);
 constexpr size_t kMaxSignature = 512;
 constexpr char kRootNode[] = "rank 0's node";
 
-double Monotonic() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
 Deadline DeadlineIn(double s) {
   return Clock::now() + std::chrono::milliseconds(static_cast<long>(std::max(0.0, s) * 1000));
 }
@@ -55,12 +49,12 @@ int Accept(int listen_fd) {
 
 ControlPlane::ControlPlane(const PlaneConfig& c) : c_(c) {
   if (c_.hang_timeout_s) beat_s_ = std::clamp(*c_.hang_timeout_s / 10, 0.25, 2.0);
-  my_output_ = Monotonic();
+  my_output_ = MonotonicSeconds();
 }
 
 ControlPlane::~ControlPlane() = default;
 
-double ControlPlane::Now() const { return Monotonic(); }
+double ControlPlane::Now() const { return MonotonicSeconds(); }
 
 std::string ControlPlane::Proof() const {
   return c_.token.empty() ? "-" : SecretDigest("control-plane", c_.token);
@@ -729,7 +723,7 @@ bool ControlPlane::MayExit() const {
       if (ch->rank >= 0 && ch->link->wants_write()) return false;
     return true;
   };
-  const double now = Monotonic();
+  const double now = MonotonicSeconds();
   if (signalled_) return flushed() || now >= stop_at_ + kFlushS;
   if (stopped_ || parent_lost_) {
     // The shims below end first (their teardown takes up to --grace), so
@@ -837,7 +831,7 @@ void ControlPlane::NoteStacks(const Msg& m) {
                           m.Str("host"), sig ? sig->text : "", why ? why->text : ""});
     }
   }
-  if (static_cast<int>(reported_.size()) == c_.size) FinishCollect(Monotonic());
+  if (static_cast<int>(reported_.size()) == c_.size) FinishCollect(MonotonicSeconds());
 }
 
 void ControlPlane::FinishCollect(double now) {

@@ -2,21 +2,18 @@
 
 #include <poll.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <thread>
 
+#include "shim/base/clock.h"
+
 namespace aml {
 namespace {
 
-double Mono() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
+double Mono() { return MonotonicSeconds(); }
 
 int FreePort() {
   auto l = ListenAny(0);
