@@ -25,8 +25,8 @@ struct Pipe {
   }
 };
 
-// Where execvp would find `name`: itself when it has a '/', else the first
-// executable file of that name in this process's PATH ("" when none).
+}  // namespace
+
 std::string FoundOnPath(const std::string& name) {
   if (name.find('/') != std::string::npos) return name;
   const char* path = getenv("PATH");
@@ -41,8 +41,6 @@ std::string FoundOnPath(const std::string& name) {
     start = end + 1;
   }
 }
-
-}  // namespace
 
 Result<SpawnedChild> Spawn(const SpawnSpec& spec, int* failure_exit_code) {
   *failure_exit_code = kExitShimFailure;

@@ -31,6 +31,10 @@ struct SpawnedChild {
   int err_fd = -1;  // read end of its stderr pipe (non-blocking), or -1
 };
 
+// Where execvp would find `name`: itself when it has a '/', else the first
+// executable file of that name in this process's PATH ("" when none).
+std::string FoundOnPath(const std::string& name);
+
 // On failure returns the error, with `*failure_exit_code` set to the exit
 // code to use (126/127 as env(1), else 125).
 Result<SpawnedChild> Spawn(const SpawnSpec& spec, int* failure_exit_code);

@@ -14,22 +14,12 @@
 #include "launch/child.h"
 #include "shim/base/clock.h"
 #include "shim/base/env_snapshot.h"
+#include "shim/base/text_list.h"
 
 namespace aml {
 namespace {
 
 constexpr size_t kMaxText = 256 << 10;
-
-std::string OnPath(const std::string& name) {
-  const char* path = getenv("PATH");
-  std::stringstream dirs(path ? path : "/usr/local/bin:/usr/bin:/bin");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    const std::string file = (dir.empty() ? "." : dir) + "/" + name;
-    if (access(file.c_str(), X_OK) == 0) return file;
-  }
-  return "";
-}
 
 bool IsPython(pid_t pid) {
   char buf[4096];
@@ -39,14 +29,6 @@ bool IsPython(pid_t pid) {
   std::string exe(buf, static_cast<size_t>(n));
   const size_t slash = exe.rfind('/');
   return exe.compare(slash == std::string::npos ? 0 : slash + 1, 6, "python") == 0;
-}
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) out.push_back(line);
-  return out;
 }
 
 bool StartsWith(const std::string& s, const char* prefix) {
@@ -79,7 +61,7 @@ std::vector<StackFrame> ParsePySpy(const std::string& text) {
   //     all_reduce (<path of the file>:1541)
   std::vector<StackFrame> frames;
   bool in_main = false;
-  for (const std::string& line : Lines(text)) {
+  for (const std::string& line : SplitLines(text)) {
     if (StartsWith(line, "Thread ")) {
       if (in_main) break;
       in_main = line.find("\"MainThread\"") != std::string::npos;
@@ -97,7 +79,7 @@ std::vector<StackFrame> ParseEuStack(const std::string& text, pid_t pid) {
   std::vector<StackFrame> frames;
   bool in_main = false;
   const std::string header = "TID " + std::to_string(pid) + ":";
-  for (const std::string& line : Lines(text)) {
+  for (const std::string& line : SplitLines(text)) {
     if (StartsWith(line, "TID ")) {
       if (in_main) break;
       in_main = line == header;
@@ -118,7 +100,7 @@ std::vector<StackFrame> ParseGdb(const std::string& text) {
   // #1  main (argc=1, argv=...) at <source file>:57
   std::vector<StackFrame> frames;
   bool in_main = false, any_thread = false;
-  for (const std::string& line : Lines(text)) {
+  for (const std::string& line : SplitLines(text)) {
     if (StartsWith(line, "Thread ")) {
       if (in_main) break;
       any_thread = true;
@@ -148,7 +130,8 @@ std::vector<StackFrame> ParseGdb(const std::string& text) {
 std::vector<ProbedStack> ProbeStacks(const std::vector<pid_t>& pids, double timeout_s) {
   std::vector<ProbedStack> out(pids.size());
   std::vector<Running> running(pids.size());
-  const std::string py_spy = OnPath("py-spy"), eu_stack = OnPath("eu-stack"), gdb = OnPath("gdb");
+  const std::string py_spy = FoundOnPath("py-spy"), eu_stack = FoundOnPath("eu-stack"),
+                    gdb = FoundOnPath("gdb");
   EnvSnapshot env = EnvSnapshot::FromEnvp(environ);
   for (size_t i = 0; i < pids.size(); ++i) {
     const std::string pid = std::to_string(pids[i]);

@@ -119,7 +119,7 @@ class Supervisor {
   ChildOutcome Outcome(const Child& c) const;
   void Report(int* code);
   void TakeOrders(double now);
-  void CollectStacks(double now);
+  void CollectStacks();
   void SendStacks();
   void DrainStderr(Child& c);
   bool Finished();
@@ -528,8 +528,7 @@ void Supervisor::TakeOrders(double now) {
     if (order->kind == LinkOrder::Kind::kCollectStacks) {
       if (collecting_) continue;
       collecting_ = true;
-      collect_until_ = now + kCollectS;
-      CollectStacks(now);
+      CollectStacks();
       continue;
     }
     if (!stop_) stop_ = std::move(order);
@@ -539,8 +538,7 @@ void Supervisor::TakeOrders(double now) {
 
 // faulthandler (PYTHONFAULTHANDLER=1) prints every thread's stack on SIGABRT,
 // to the rank's stderr, which aml-shim reads; the rank then ends.
-void Supervisor::CollectStacks(double now) {
-  (void)now;
+void Supervisor::CollectStacks() {
   // First from outside, while every rank still stands where it hung.
   std::vector<pid_t> pids;
   std::vector<Child*> probed;
