@@ -162,18 +162,27 @@ void LogDir::Append(size_t index, bool is_stderr, std::string_view data) {
   fd = -1;
 }
 
-Status LogDir::WriteFailure(const std::string& json) {
-  const std::string final_path = path_ + "/" + kFailure;
-  const std::string tmp = ".failure.json." + std::to_string(getpid()) + ".tmp";
+// DIR/.NAME.PID.tmp written whole (fsync'd when `sync`), never through a
+// link; the caller puts it in place. Returns its name; errors name DIR/NAME.
+Result<std::string> LogDir::WriteTemp(const std::string& name, std::string_view data, bool sync) {
+  const std::string tmp = "." + name + "." + std::to_string(getpid()) + ".tmp";
   int fd = openat(dir_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) return Error{"cannot write " + final_path + ": " + Why(errno)};
+  if (fd < 0) return Error{"cannot write " + path_ + "/" + name + ": " + Why(errno)};
   int err = 0;
-  bool ok = WriteWhole(fd, json, &err) && (fsync(fd) == 0 || (err = errno, false));
+  bool ok = WriteWhole(fd, data, &err) && (!sync || fsync(fd) == 0 || (err = errno, false));
   close(fd);
   if (!ok) {
     unlinkat(dir_fd_, tmp.c_str(), 0);
-    return Error{"cannot write " + final_path + ": " + Why(err)};
+    return Error{"cannot write " + path_ + "/" + name + ": " + Why(err)};
   }
+  return tmp;
+}
+
+Status LogDir::WriteFailure(const std::string& json) {
+  const std::string final_path = path_ + "/" + kFailure;
+  auto written = WriteTemp(kFailure, json, true);
+  if (!written.ok()) return written.error();
+  const std::string& tmp = *written;
   // First writer of this run wins; an earlier run's report is replaced.
   if (linkat(dir_fd_, tmp.c_str(), dir_fd_, kFailure, 0) != 0) {
     int e = errno;
@@ -190,20 +199,12 @@ Status LogDir::WriteFailure(const std::string& json) {
 
 Status LogDir::WriteStack(int rank, const std::string& text) {
   const std::string name = "rank-" + std::to_string(rank) + ".stack";
-  const std::string final_path = path_ + "/" + name;
-  const std::string tmp = "." + name + "." + std::to_string(getpid()) + ".tmp";
-  int fd = openat(dir_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) return Error{"cannot write " + final_path + ": " + Why(errno)};
-  int err = 0;
-  bool ok = WriteWhole(fd, text, &err);
-  close(fd);
-  if (ok && renameat(dir_fd_, tmp.c_str(), dir_fd_, name.c_str()) != 0) {
-    err = errno;
-    ok = false;
-  }
-  if (!ok) {
-    unlinkat(dir_fd_, tmp.c_str(), 0);
-    return Error{"cannot write " + final_path + ": " + Why(err)};
+  auto written = WriteTemp(name, text, false);
+  if (!written.ok()) return written.error();
+  if (renameat(dir_fd_, written->c_str(), dir_fd_, name.c_str()) != 0) {
+    const int e = errno;
+    unlinkat(dir_fd_, written->c_str(), 0);
+    return Error{"cannot write " + path_ + "/" + name + ": " + Why(e)};
   }
   return Ok();
 }

@@ -53,6 +53,7 @@ class LogDir {
  private:
   LogDir() = default;
   Status OpenRankFile(const std::string& name, int* fd);
+  Result<std::string> WriteTemp(const std::string& name, std::string_view data, bool sync);
   void RemoveStaleFailure(timespec shim_started);
   std::string path_;
   std::string failure_prefix_;
