@@ -45,6 +45,24 @@ int Accept(int listen_fd) {
   return accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
 }
 
+// Sends `ask` on a new connection to ip:port and returns the connection and
+// the frame that answers it: connecting waits at most `connect_s`, the
+// answer `answer_s`.
+struct Answer {
+  Fd fd;
+  std::string frame;
+};
+Result<Answer> Ask(const std::string& ip, int port, const Msg& ask, double connect_s,
+                   double answer_s) {
+  auto fd = ConnectTcp(ip, port, DeadlineIn(connect_s));
+  if (!fd.ok()) return fd.error();
+  Status sent = SendFrame(fd->get(), ask.Encode(), DeadlineIn(5));
+  if (!sent.ok()) return sent.error();
+  auto reply = RecvFrame(fd->get(), kMaxHelloFrame, DeadlineIn(answer_s));
+  if (!reply.ok()) return reply.error();
+  return Answer{std::move(*fd), std::move(*reply)};
+}
+
 }  // namespace
 
 ControlPlane::ControlPlane(const PlaneConfig& c) : c_(c) {
@@ -137,30 +155,23 @@ Status ControlPlane::JoinAsMember() {
     if (!ips.ok() || ips->empty()) {
       last = ips.ok() ? "no address" : ips.error().message;
     } else {
-      auto fd = ConnectTcp(ips->front(), c_.master_port, DeadlineIn(std::min(5.0, deadline - Now())));
-      if (!fd.ok()) {
-        last = fd.error().message;
+      Msg join("join");
+      join.Set("v", std::string(kVersion)).Set("rank", c_.rank).Set("size", c_.size);
+      join.Set("host", c_.host).Set("port", listen_port_).Set("proof", Proof());
+      auto reply = Ask(ips->front(), c_.master_port, join, std::min(5.0, deadline - Now()),
+                       std::min(10.0, std::max(0.1, deadline - Now())));
+      if (!reply.ok()) {
+        last = reply.error().message;
+      } else if (auto m = Msg::Decode(reply->frame); !m.ok()) {
+        last = "garbled answer: " + m.error().message;
+      } else if (m->type() == "refused") {
+        return Error{"control plane: rank 0 (" + target + ") refused this shim: " +
+                     m->Str("why")};
+      } else if (m->type() == "place") {
+        place = std::move(*m);
+        break;
       } else {
-        Msg join("join");
-        join.Set("v", std::string(kVersion)).Set("rank", c_.rank).Set("size", c_.size);
-        join.Set("host", c_.host).Set("port", listen_port_).Set("proof", Proof());
-        Status sent = SendFrame(fd->get(), join.Encode(), DeadlineIn(5));
-        auto reply = sent.ok() ? RecvFrame(fd->get(), kMaxHelloFrame,
-                                           DeadlineIn(std::min(10.0, std::max(0.1, deadline - Now()))))
-                               : Result<std::string>(sent.error());
-        if (!reply.ok()) {
-          last = reply.error().message;
-        } else if (auto m = Msg::Decode(*reply); !m.ok()) {
-          last = "garbled answer: " + m.error().message;
-        } else if (m->type() == "refused") {
-          return Error{"control plane: rank 0 (" + target + ") refused this shim: " +
-                       m->Str("why")};
-        } else if (m->type() == "place") {
-          place = std::move(*m);
-          break;
-        } else {
-          last = "unexpected '" + EscapeControl(m->type()) + "'";
-        }
+        last = "unexpected '" + EscapeControl(m->type()) + "'";
       }
     }
     std::this_thread::sleep_for(kRetry);
@@ -175,27 +186,20 @@ Status ControlPlane::JoinAsMember() {
   depth_ = static_cast<int>(place->Int("depth", 1));
   const std::string ptarget = paddr + ":" + std::to_string(pport) + " (" + Who(parent_rank_, "") + ")";
   while (!parent_ && Now() < deadline) {
-    auto fd = ConnectTcp(paddr, pport, DeadlineIn(std::min(5.0, deadline - Now())));
-    if (!fd.ok()) {
-      last = fd.error().message;
-    } else {
-      Msg hello("hello");
-      hello.Set("v", std::string(kVersion)).Set("rank", c_.rank).Set("size", c_.size);
-      hello.Set("host", c_.host).Set("proof", Proof());
-      Status sent = SendFrame(fd->get(), hello.Encode(), DeadlineIn(5));
-      auto reply = sent.ok() ? RecvFrame(fd->get(), kMaxHelloFrame,
-                                         DeadlineIn(std::max(0.1, deadline - Now())))
-                             : Result<std::string>(sent.error());
-      auto m = reply.ok() ? Msg::Decode(*reply) : Result<Msg>(reply.error());
-      if (m.ok() && m->type() == "welcome") {
-        parent_ = std::make_unique<Peer>();
-        parent_->rank = parent_rank_;
-        parent_->addr = paddr;
-        parent_->link = std::make_unique<FrameLink>(std::move(*fd), kMaxFrame);
-        break;
-      }
-      last = m.ok() ? "answered '" + EscapeControl(m->type()) + "'" : m.error().message;
+    Msg hello("hello");
+    hello.Set("v", std::string(kVersion)).Set("rank", c_.rank).Set("size", c_.size);
+    hello.Set("host", c_.host).Set("proof", Proof());
+    auto reply = Ask(paddr, pport, hello, std::min(5.0, deadline - Now()),
+                     std::max(0.1, deadline - Now()));
+    auto m = reply.ok() ? Msg::Decode(reply->frame) : Result<Msg>(reply.error());
+    if (m.ok() && m->type() == "welcome") {
+      parent_ = std::make_unique<Peer>();
+      parent_->rank = parent_rank_;
+      parent_->addr = paddr;
+      parent_->link = std::make_unique<FrameLink>(std::move(reply->fd), kMaxFrame);
+      break;
     }
+    last = m.ok() ? "answered '" + EscapeControl(m->type()) + "'" : m.error().message;
     std::this_thread::sleep_for(kRetry);
   }
   if (!parent_)
