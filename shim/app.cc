@@ -227,6 +227,7 @@ Result<Planned> Plan(const Invocation& inv, const Resolved& r, const World& worl
   p.tag = o.tag_output.value_or(r.nproc > 1);
   p.pipe_output = r.nproc > 1 || p.tag || o.log_dir.has_value();
   req.output_piped = p.pipe_output;
+  req.fault_handler = o.hang_timeout_s.has_value();
   auto children = PlanChildren(world, env, req);
   if (!children.ok()) return children.error();
   p.children = std::move(*children);
@@ -384,10 +385,6 @@ int Run(const Options& o, const World& world, const Planned& p, const EnvSnapsho
       ChildLaunch launch;
       launch.argv = plan.argv;
       launch.env = ApplyContract(env, plan.vars);
-      // A hang's evidence: faulthandler prints every Python thread's stack on
-      // the SIGABRT the watchdog sends.
-      if (o.hang_timeout_s && !env.Has("PYTHONFAULTHANDLER"))
-        launch.env.Set("PYTHONFAULTHANDLER", "1");
       launch.rank = plan.rank;
       launch.local_rank = plan.local_rank;
       launch.cpus = plan.cpus;

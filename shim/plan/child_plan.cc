@@ -47,7 +47,8 @@ Result<std::vector<ChildPlan>> PlanChildren(const World& world, const EnvSnapsho
     plan.world_size = static_cast<int>(world_size);
     plan.local_rank = world.local_rank.value * req.nproc + i;
     plan.local_size = world.local_size.value * req.nproc;
-    plan.vars = BuildContract(world, env, ChildSlot{i, req.nproc, req.output_piped});
+    plan.vars =
+        BuildContract(world, env, ChildSlot{i, req.nproc, req.output_piped, req.fault_handler});
     if (req.fabric) {
       FabricPlan storage;
       const auto& fv = FabricVars(*req.fabric, req.gpus, plan.local_rank, env, &storage);

@@ -62,6 +62,9 @@ std::vector<EnvVar> BuildContract(const World& world, const EnvSnapshot& env,
               "(gds ds21) refuses a second one, the command's MPI_Init");
   if (slot.output_piped)
     b.Default("PYTHONUNBUFFERED", "1", "aml-shim reads the output through a pipe");
+  if (slot.fault_handler)
+    b.Default("PYTHONFAULTHANDLER", "1",
+              "--hang-timeout: on the watchdog's SIGABRT Python prints every thread's stack");
   return b.vars();
 }
 

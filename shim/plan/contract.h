@@ -16,6 +16,7 @@ struct ChildSlot {
   int index = 0;
   int nproc = 1;
   bool output_piped = false;  // aml-shim reads the child's output
+  bool fault_handler = false; // --hang-timeout: Python's stacks on SIGABRT
 };
 
 // The world of child `slot` of this shim:

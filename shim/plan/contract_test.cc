@@ -58,6 +58,20 @@ TEST(Contract, PerNodeRankMath) {
   EXPECT_EQ(vars["PYTHONUNBUFFERED"], "1");
 }
 
+TEST(Contract, FaultHandlerOnlyForTheHangWatchdogAndNeverOverYours) {
+  const World world = MakeTestWorld(0, 2, 0, 2, 0, 1);
+  EXPECT_EQ(AsMap(BuildContract(world, EnvSnapshot(), ChildSlot{0, 1, true}))
+                .count("PYTHONFAULTHANDLER"),
+            0u);
+  EXPECT_EQ(AsMap(BuildContract(world, EnvSnapshot(), ChildSlot{0, 1, true, true}))
+                ["PYTHONFAULTHANDLER"],
+            "1");
+  EnvSnapshot yours({{"PYTHONFAULTHANDLER", ""}, {"HOME", "/root"}});  // "": yours, off
+  EXPECT_EQ(*ApplyContract(yours, BuildContract(world, yours, ChildSlot{0, 1, true, true}))
+                 .Find("PYTHONFAULTHANDLER"),
+            "");
+}
+
 TEST(Contract, NeverOverwritesUserTuning) {
   EnvSnapshot env({{"OMP_NUM_THREADS", "8"}, {"MASTER_PORT", "999"}, {"PYTHONUNBUFFERED", "0"}});
   auto list = BuildContract(MakeTestWorld(0, 2, 0, 2, 0, 1), env, ChildSlot{0, 1, true});
