@@ -261,8 +261,9 @@ WorkerSetup NcclSetup(const Options& o, const World& world, const std::vector<Ch
   return setup;
 }
 
+// `member`: the proof of membership each hello carries (membership.h).
 int Check(const Options& o, const World& world, const Planned& p, const EnvSnapshot& env,
-          const std::string& host, const Membership& shared) {
+          const std::string& host, const Membership& member) {
   if (!o.preflight.tcp) return 0;
   PreflightRequest req;
   req.rank = world.rank.value;
@@ -272,14 +273,9 @@ int Check(const Options& o, const World& world, const Planned& p, const EnvSnaps
   req.master_addr = world.master_addr.value;
   req.master_port = world.master_port.value;
   req.host = host;
-  auto member = MembershipToken(env, shared);
-  if (!member.ok()) {
-    LogError(member.error().message);
-    return kExitShimFailure;
-  }
-  req.token = member->token;
-  LogVerbose(req.token.empty() ? "preflight: " + member->why
-                               : "preflight: hellos carry a digest of " + member->why);
+  req.token = member.token;
+  LogVerbose(req.token.empty() ? "preflight: " + member.why
+                               : "preflight: hellos carry a digest of " + member.why);
   req.timeout = std::chrono::milliseconds(static_cast<long>(o.preflight_timeout_s * 1000));
   std::unique_ptr<NcclStage> nccl;
   if (o.preflight.nccl) {
@@ -323,9 +319,9 @@ std::string RunId(const EnvSnapshot& env, const std::string& host) {
 // The job-wide control plane (--fail-fast job, --hang-timeout): every shim
 // joins before any child starts. Null when off; exit code when it failed.
 Result<std::unique_ptr<ControlPlane>> JoinControlPlane(const Options& o, const World& world,
-                                                       const Planned& p, const EnvSnapshot& env,
+                                                       const Planned& p,
                                                        const std::string& host,
-                                                       const Membership& shared,
+                                                       const Membership& member,
                                                        const std::string& run_id) {
   if (!WantsControlPlane(o)) return std::unique_ptr<ControlPlane>();
   PlaneConfig c;
@@ -342,11 +338,9 @@ Result<std::unique_ptr<ControlPlane>> JoinControlPlane(const Options& o, const W
   c.grace_s = o.grace_s;
   c.run_id = run_id;
   if (c.size > 1) {
-    auto member = MembershipToken(env, shared);
-    if (!member.ok()) return member.error();
-    c.token = member->token;
-    LogVerbose(c.token.empty() ? "control plane: " + member->why
-                               : "control plane: links carry a digest of " + member->why);
+    c.token = member.token;
+    LogVerbose(c.token.empty() ? "control plane: " + member.why
+                               : "control plane: links carry a digest of " + member.why);
   }
   auto plane = ControlPlane::Join(c);
   if (!plane.ok()) return plane.error();
@@ -358,7 +352,7 @@ Result<std::unique_ptr<ControlPlane>> JoinControlPlane(const Options& o, const W
 }
 
 int Run(const Options& o, const World& world, const Planned& p, const EnvSnapshot& env,
-        const std::string& host, const Membership& shared) {
+        const std::string& host, const Membership& member) {
   LogVerbose("rank " + std::to_string(world.rank.value) + " of " +
              std::to_string(world.size.value) + " (" + LauncherName(world.source) +
              "), master " + world.master_addr.value + ":" +
@@ -369,7 +363,7 @@ int Run(const Options& o, const World& world, const Planned& p, const EnvSnapsho
     config.tag_output = p.tag;
     config.log_dir = o.log_dir;
     config.run_id = RunId(env, host);
-    auto plane = JoinControlPlane(o, world, p, env, host, shared, config.run_id);
+    auto plane = JoinControlPlane(o, world, p, host, member, config.run_id);
     if (!plane.ok()) {
       LogError(plane.error().message);
       return kExitShimFailure;
@@ -455,8 +449,16 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
     std::cout << FormatEnv(*world, planned->children, o) << std::flush;
     return 0;
   }
-  if (int code = Check(o, *world, *planned, env, host, shared); code != 0) return code;
-  return Run(o, *world, *planned, env, host, shared);
+  // The proof of membership, once for the preflight and the control plane
+  // (a secret too short to be one stops only a job that needs it).
+  Membership member;
+  if (o.preflight.tcp || (WantsControlPlane(o) && world->size.value > 1)) {
+    auto m = MembershipToken(env, shared);
+    if (!m.ok()) return Fail(m.error());
+    member = std::move(*m);
+  }
+  if (int code = Check(o, *world, *planned, env, host, member); code != 0) return code;
+  return Run(o, *world, *planned, env, host, member);
 }
 
 }  // namespace aml
