@@ -58,6 +58,8 @@ Result<SpawnedChild> Spawn(const SpawnSpec& spec, int* failure_exit_code) {
   } else if (spec.stdout_to_stderr) {
     posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
   }
+  if (spec.stdin_null)
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   if (spec.pass_fd >= 0)
     posix_spawn_file_actions_adddup2(&actions, spec.pass_fd, spec.pass_as);
   posix_spawnattr_t attr;

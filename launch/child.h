@@ -21,6 +21,7 @@ struct SpawnSpec {
   bool own_process_group = true;  // its pid is also its process group id
   bool pipe_output = false;       // stdout/stderr to non-blocking pipes
   bool stdout_to_stderr = false;  // its stdout is the caller's stderr
+  bool stdin_null = false;        // its stdin is /dev/null, not the caller's
   int pass_fd = -1;               // dup'ed to pass_as in the child
   int pass_as = -1;
 };

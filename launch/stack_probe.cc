@@ -132,7 +132,10 @@ std::vector<ProbedStack> ProbeStacks(const std::vector<pid_t>& pids, double time
   std::vector<Running> running(pids.size());
   const std::string py_spy = FoundOnPath("py-spy"), eu_stack = FoundOnPath("eu-stack"),
                     gdb = FoundOnPath("gdb");
+  // A reader must not wait on a debuginfod server (no cluster node may reach
+  // one; elfutils would try for 90 s per file).
   EnvSnapshot env = EnvSnapshot::FromEnvp(environ);
+  env.Unset("DEBUGINFOD_URLS");
   for (size_t i = 0; i < pids.size(); ++i) {
     const std::string pid = std::to_string(pids[i]);
     std::vector<std::string> argv;
@@ -145,7 +148,8 @@ std::vector<ProbedStack> ProbeStacks(const std::vector<pid_t>& pids, double time
       argv = {eu_stack, "-p", pid};
     } else if (!gdb.empty()) {
       out[i].tool = "gdb";
-      argv = {gdb, "-p", pid, "-batch", "-nx", "-ex", "thread apply all bt"};
+      argv = {gdb, "-p", pid, "-batch", "-nx", "-iex", "set debuginfod enabled off",
+              "-ex", "thread apply all bt"};
     } else {
       out[i].text = "no native stack: neither eu-stack nor gdb is on PATH\n";
       continue;
@@ -156,6 +160,7 @@ std::vector<ProbedStack> ProbeStacks(const std::vector<pid_t>& pids, double time
     spec.env = env;
     spec.search_path = false;
     spec.pipe_output = true;
+    spec.stdin_null = true;  // never the user's terminal
     auto spawned = Spawn(spec, &code);
     if (!spawned.ok()) {
       out[i].text = "no stack: " + spawned.error().message + "\n";

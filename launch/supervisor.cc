@@ -41,6 +41,7 @@ constexpr double kAfterKillS = 5.0;           // wait after SIGKILL before givin
 constexpr size_t kQueueCap = 4 << 20;         // output queued for a slow reader
 constexpr double kFinalFlushS = 5.0;          // the reader's last chance at the end
 constexpr double kKeeperGraceS = 10.0;        // SIGTERM to SIGKILL when the shim died
+constexpr double kProbeS = 10.0;  // every stack reader at once (py-spy, gdb)
 constexpr double kCollectS = 5.0;             // SIGABRT until the stacks are read
 constexpr double kSameRequestS = 0.1;         // a repeated signal within this is one request
 const int kForwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
@@ -547,7 +548,7 @@ void Supervisor::CollectStacks() {
       pids.push_back(c.pid);
       probed.push_back(&c);
     }
-  std::vector<ProbedStack> stacks = ProbeStacks(pids, kCollectS);
+  std::vector<ProbedStack> stacks = ProbeStacks(pids, kProbeS);
   for (size_t i = 0; i < stacks.size(); ++i) probed[i]->probed = std::move(stacks[i]);
   collect_until_ = Now() + kCollectS;
   for (Child& c : children_) {

@@ -31,6 +31,10 @@ class EnvSnapshot {
   void Set(std::string name, std::string value) {
     vars_[std::move(name)] = std::move(value);
   }
+  void Unset(std::string_view name) {
+    auto it = vars_.find(name);
+    if (it != vars_.end()) vars_.erase(it);
+  }
 
   // "NAME=VALUE" strings, for an exec'd child.
   std::vector<std::string> ToStrings() const;

@@ -127,7 +127,8 @@ class HangWatchdog(unittest.TestCase):
                      f"{tmp}/logs", "--", "sleep", "1000"], timeout=120)
             self.assertEqual(r.returncode, 124, r.stderr)
             self.assertRegex(r.stderr, r"aml-shim:   2 ranks \(0-1\) \[node 0, host [^\]]+\] "
-                                       r"in \S*nanosleep")
+                                       r"in \S*nanosleep",
+                             slurp(f"{tmp}/logs/rank-0.stack"))
             self.assertIn("nanosleep", slurp(f"{tmp}/logs/rank-1.stack"))
 
     def test_a_job_that_keeps_talking_is_never_hung(self):
