@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace aml {
@@ -30,14 +31,45 @@ struct RankStack {
   std::string signature;  // its innermost frames, one line; "" when none
 };
 
+// This node's children all ended (an attempt of the job is over here).
+struct NodeOutcome {
+  int code = 0;                  // this node's exit code so far
+  double first_output_wall = 0;  // CLOCK_REALTIME of its ranks' first output (0: none)
+};
+
 struct LinkOrder {
-  enum class Kind { kCollectStacks, kStop } kind = Kind::kStop;
+  // kEndAttempt: end every child (teardown) and wait: the job restarts.
+  // kRestart: every child ended; start them all again.
+  enum class Kind { kCollectStacks, kStop, kEndAttempt, kRestart } kind = Kind::kStop;
   // kStop: the exit code every node uses, the one line this node prints (or
   // the whole summary, on the node that prints the job's first failure), and
   // failure.json's object for --log-dir ("" to leave it alone).
+  // kRestart: what to print before `line` (another node's failure summary,
+  // or the roll-call).
   int exit_code = 0;
   std::string message;
   std::string failure_json;
+  // kStop: printed after the summary (the attempts), and failure.json's
+  // "attempts" array ("" for none) with why the job was not restarted.
+  std::string trailer, attempts_json, why_not;
+  // kRestart: the restart (1, 2, ...), the new MASTER_PORT, the marker line,
+  // and whether this node prints its own first failure's summary first.
+  int restart = 0, master_port = 0;
+  std::string line;
+  bool print_own_failure = false;
+
+  static LinkOrder Of(Kind k) {
+    LinkOrder o;
+    o.kind = k;
+    return o;
+  }
+  static LinkOrder Stop(int code, std::string message, std::string failure_json) {
+    LinkOrder o;
+    o.exit_code = code;
+    o.message = std::move(message);
+    o.failure_json = std::move(failure_json);
+    return o;
+  }
 };
 
 class JobLink {
@@ -55,8 +87,8 @@ class JobLink {
   virtual void OnChildFailed(const LocalFailure& f) = 0;
   // The stacks asked for by kCollectStacks, one per child.
   virtual void OnStacks(const std::vector<RankStack>& stacks) = 0;
-  // Every child of this node ended (`code`: this node's exit code so far).
-  virtual void OnChildrenDone(int code) = 0;
+  // Every child of this node ended (in this attempt).
+  virtual void OnChildrenDone(const NodeOutcome& o) = 0;
   // aml-shim got terminating signal `sig` (the launcher stops the job): the
   // other shims stop with it; leave, wait no more.
   virtual void OnShimSignalled(int sig) = 0;

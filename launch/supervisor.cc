@@ -23,6 +23,7 @@
 #include "launch/line_tagger.h"
 #include "launch/log_dir.h"
 #include "launch/output_sink.h"
+#include "launch/restart_policy.h"
 #include "launch/stack_dump.h"
 #include "launch/stack_probe.h"
 #include "launch/wait_status.h"
@@ -124,6 +125,7 @@ class Supervisor {
   void SendStacks();
   void DrainStderr(Child& c);
   bool Finished();
+  bool Restart(double now);
   void FlushAtExit();
 
   const SupervisorConfig& config_;
@@ -159,6 +161,12 @@ class Supervisor {
   std::optional<LinkOrder> stop_;  // the job was stopped by the control plane
   bool told_done_ = false;
   bool drained_ = false;          // every child and straggler is gone
+  double first_output_wall_ = 0;  // this attempt's first output (CLOCK_REALTIME)
+  // --max-restarts: the restart ordered by the control plane, once every
+  // child's group is empty; the restarts made; the new MASTER_PORT.
+  std::optional<LinkOrder> restart_;
+  double restart_wait_until_ = 0;
+  int restarts_ = 0, master_port_ = 0;
 };
 
 // ---- Start
@@ -218,6 +226,11 @@ bool Supervisor::Start() {
   for (size_t i = 0; i < children_.size(); ++i) {
     Child& c = children_[i];
     c.launch = config_.children[i];
+    if (restarts_ > 0) {
+      // The new attempt's store port: the old one may still be held.
+      c.launch.env.Set("MASTER_PORT", std::to_string(master_port_));
+      c.launch.env.Set("TORCHELASTIC_RESTART_COUNT", std::to_string(restarts_));
+    }
     if (!error_dir_.empty())
       c.launch.env.Set("TORCHELASTIC_ERROR_FILE", ErrorFilePath(error_dir_, c.launch.rank));
     int code = 0;
@@ -403,6 +416,7 @@ void Supervisor::ReadStream(Stream& s, double now) {
   }
   std::string_view data(buf, static_cast<size_t>(n));
   output_seen_ = true;
+  if (first_output_wall_ == 0) first_output_wall_ = WallSeconds();
   if (logs_) logs_->Append(s.child, s.is_stderr, data);
   s.KeepTail(data);
   if (!s.tagger) {
@@ -461,6 +475,7 @@ double Supervisor::NextDeadline(double now) const {
   if (teardown_ && !killed_) next = std::min(next, kill_at_);
   if (killed_) next = std::min(next, give_up_at_);
   if (!AnyRunning() && !drained_) next = std::min(next, drain_until_);
+  if (restart_) next = std::min(next, now + 0.01);  // groups still emptying
   if (collecting_ && !stacks_sent_) next = std::min(next, collect_until_);
   if (link_) next = std::min(next, link_->NextDeadline(now));
   for (const Child& c : children_)
@@ -486,7 +501,10 @@ bool Supervisor::Step(double now) {
     }
     return true;
   }
-  if (drained_) return !Finished();
+  if (drained_) {
+    if (Finished()) return false;
+    return !restart_ || Restart(now);
+  }
   if (!stragglers_signalled_) {
     // Every child is gone; end what they left behind (their groups were
     // signalled as each exited; orphans that left the group are ours).
@@ -514,12 +532,14 @@ bool Supervisor::Finished() {
   if (!link_) return true;
   if (!told_done_) {
     told_done_ = true;
-    int code = spawn_failure_code_;
-    if (!code && first_failure_) code = ExitCodeFor(first_failure_->status);
-    link_->OnChildrenDone(code);
+    NodeOutcome o;
+    o.code = spawn_failure_code_;
+    if (!o.code && first_failure_) o.code = ExitCodeFor(first_failure_->status);
+    o.first_output_wall = first_output_wall_;
+    link_->OnChildrenDone(o);
   }
   TakeOrders(Now());
-  return link_->MayExit();
+  return !restart_ && link_->MayExit();
 }
 
 // ---- The control plane's orders
@@ -532,6 +552,18 @@ void Supervisor::TakeOrders(double now) {
       CollectStacks();
       continue;
     }
+    if (order->kind == LinkOrder::Kind::kEndAttempt) {
+      if (!teardown_) BeginTeardown(now);
+      continue;
+    }
+    if (order->kind == LinkOrder::Kind::kRestart) {
+      if (!stop_ && !shim_signal_) {
+        restart_ = std::move(order);
+        restart_wait_until_ = now + kAfterKillS;
+      }
+      continue;
+    }
+    restart_.reset();
     if (!stop_) stop_ = std::move(order);
     if (!teardown_) BeginTeardown(now);
   }
@@ -677,6 +709,50 @@ int Supervisor::Run() {
   return code;
 }
 
+// ---- Restarts (--max-restarts)
+
+// Every child and straggler of the attempt is gone; once each child's process
+// group is empty too, the next attempt starts. False when it cannot.
+bool Supervisor::Restart(double now) {
+  ForgetEmptyGroups();
+  if (!lingering_.empty()) {
+    if (now < restart_wait_until_) return true;
+    LogError("cannot restart: the process group of an ended rank still has members " +
+             FormatNumber(kAfterKillS, "%.0f") + " s after SIGKILL (uninterruptible sleep?)");
+    spawn_failure_code_ = kExitShimFailure;
+    return false;
+  }
+  LinkOrder order = std::move(*restart_);
+  restart_.reset();
+  if (order.print_own_failure && first_failure_)
+    err_sink_.Write(FormatFailureSummary(Outcome(*first_failure_)));
+  err_sink_.Write(order.message + order.line);
+  restarts_ = order.restart;
+  master_port_ = order.master_port;
+  for (size_t i = 0; i < children_.size(); ++i) {
+    if (logs_) {
+      // Each log keeps every attempt, the next after this line.
+      logs_->Append(i, false, "\n" + order.line);
+      logs_->Append(i, true, "\n" + order.line);
+    }
+    // A stale error file would be read as the next attempt's.
+    if (!error_dir_.empty()) unlink(ErrorFilePath(error_dir_, children_[i].launch.rank).c_str());
+  }
+  // The attempt's state, afresh.
+  children_.clear();
+  first_failure_ = first_stopped_ = nullptr;
+  teardown_ = killed_ = stragglers_signalled_ = drained_ = false;
+  kill_at_ = give_up_at_ = drain_until_ = 0;
+  collecting_ = stacks_sent_ = told_done_ = false;
+  collect_until_ = 0;
+  first_output_wall_ = 0;
+  if (!Start()) {
+    BeginTeardown(now);
+    kill_at_ = now;
+  }
+  return true;
+}
+
 // ---- The end
 
 void Supervisor::FlushAtExit() {
@@ -725,10 +801,17 @@ ChildOutcome Supervisor::Outcome(const Child& c) const {
 void Supervisor::Report(int* code) {
   // The control plane stopped the job: its words (the job's first failure,
   // the hang's roll-call, or one line saying where they are printed).
-  if (stop_ && !stop_->message.empty()) {
-    err_sink_.Write(stop_->message);
+  if (stop_ && (!stop_->message.empty() || (!stop_->trailer.empty() && first_failure_))) {
     std::string json = stop_->failure_json;
+    if (stop_->message.empty()) {
+      // This node's own failure is the job's: its summary, then the attempts.
+      err_sink_.Write(FormatFailureSummary(Outcome(*first_failure_)));
+    } else {
+      err_sink_.Write(stop_->message);
+    }
+    err_sink_.Write(stop_->trailer);
     if (json.empty() && first_failure_) json = FailureJson(Outcome(*first_failure_));
+    json = WithAttempts(json, stop_->attempts_json, stop_->why_not);
     if (logs_ && !json.empty()) {
       Status st = logs_->WriteFailure(json);
       if (!st.ok()) LogWarning("--log-dir: " + st.error().message);

@@ -228,6 +228,7 @@ Result<Planned> Plan(const Invocation& inv, const Resolved& r, const World& worl
   p.pipe_output = r.nproc > 1 || p.tag || o.log_dir.has_value();
   req.output_piped = p.pipe_output;
   req.fault_handler = o.hang_timeout_s.has_value();
+  req.max_restarts = o.max_restarts;
   auto children = PlanChildren(world, env, req);
   if (!children.ok()) return children.error();
   p.children = std::move(*children);
@@ -334,6 +335,7 @@ Result<std::unique_ptr<ControlPlane>> JoinControlPlane(const Options& o, const W
   c.master_addr = world.master_addr.value;
   c.master_port = world.master_port.value;
   c.hang_timeout_s = o.hang_timeout_s;
+  c.max_restarts = o.max_restarts;
   c.join_timeout_s = o.preflight_timeout_s;
   c.grace_s = o.grace_s;
   c.run_id = run_id;

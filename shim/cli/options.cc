@@ -56,6 +56,11 @@ po::options_description Describe() {
      "(600, 15s, 10m); then every rank's Python stack is read, rank 0's shim "
      "prints one roll-call, the job ends and every shim exits 124. Implies "
      "--fail-fast job")
+    ("max-restarts", po::value<std::string>()->value_name("N"),
+     "when a rank fails or the job hangs, end every rank of the job and start "
+     "them all again, at most N times (TORCHELASTIC_RESTART_COUNT counts "
+     "them; a new MASTER_PORT each time); not for a failure at start of "
+     "every rank, 125, 126 or 127 (default 0). Implies --fail-fast job")
     ("ib", po::value<std::string>()->value_name("auto|require|off"),
      "fabric probe and NCCL/UCX env; require fails without an active "
      "InfiniBand/RoCE port (default auto)")
@@ -132,6 +137,7 @@ constexpr OptionRule kOptionRules[] = {
     {"log-dir", true, kRun},         {"tag-output", true, kRun},
     {"no-tag-output", false, kRun},  {"grace", true, kRun},
     {"fail-fast", true, kRun},       {"hang-timeout", true, kRun},
+    {"max-restarts", true, kRun | kEnv},
     {"ib", true, kRun | kEnv},       {"sysfs-root", true, kAll},
     {"proc-root", true, kRun | kEnv},
     {"preflight", true, kRun},       {"preflight-timeout", true, kRun},
@@ -283,6 +289,17 @@ Status Validate(const po::variables_map& vm, const Origins& origin,
       return Error{origin.Name("hang-timeout") + " ends the whole job, but " +
                    origin.Name("fail-fast") + "=node asks to end one node only"};
     o.fail_fast_job = true;
+  }
+  if (vm.count("max-restarts")) {
+    auto n = ParseInt(origin.Name("max-restarts"), str("max-restarts"), 0, 10000);
+    if (!n.ok()) return n.error();
+    o.max_restarts = static_cast<int>(*n);
+    if (o.max_restarts > 0) {
+      if (vm.count("fail-fast") && !o.fail_fast_job)
+        return Error{origin.Name("max-restarts") + " restarts the whole job, but " +
+                     origin.Name("fail-fast") + "=node asks to end one node only"};
+      o.fail_fast_job = true;
+    }
   }
   if (vm.count("ib")) {
     auto r = ParseEnum<IbMode>(origin.Name("ib"), str("ib"),

@@ -40,6 +40,8 @@ struct Options {
   // plane, shim/control/plane.h); --hang-timeout implies it.
   bool fail_fast_job = false;
   std::optional<double> hang_timeout_s;
+  // --max-restarts: job-wide restarts (implies fail_fast_job when > 0).
+  int max_restarts = 0;
   IbMode ib = IbMode::kAuto;
   std::string sysfs_root = "/sys";
   std::string proc_root = "/proc";
@@ -54,7 +56,9 @@ struct Options {
 };
 
 // The control plane runs (supervision, no exec in place).
-inline bool WantsControlPlane(const Options& o) { return o.fail_fast_job || o.hang_timeout_s; }
+inline bool WantsControlPlane(const Options& o) {
+  return o.fail_fast_job || o.hang_timeout_s || o.max_restarts > 0;
+}
 
 struct Invocation {
   Subcommand subcommand = Subcommand::kRun;

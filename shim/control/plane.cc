@@ -28,6 +28,7 @@ constexpr double kVerdictWaitS = 5;          // a failing node waits for rank 0'
 constexpr double kFlushS = 1;                // last words before exit
 constexpr double kCollectS = 20;             // rank 0 waits for stacks (readers 10 s, SIGABRT 5 s)
 constexpr double kStopWaitS = 30;            // a node waits for rank 0 after its stacks
+constexpr double kEndingS = 30;              // past --grace, for every shim to end its ranks
 constexpr auto kRetry = std::chrono::milliseconds(100);
 constexpr size_t kMaxSignature = 512;
 constexpr char kRootNode[] = "rank 0's node";
@@ -90,6 +91,7 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::Join(const PlaneConfig& conf
   }
   p->go_ = true;
   const double now = p->Now();
+  p->attempt_wall_ = WallSeconds();
   p->my_output_ = now;
   p->next_beat_ = now + p->beat_s_;
   for (auto& child : p->children_) child->last_heard = child->output_time = now;
@@ -397,9 +399,12 @@ void ControlPlane::OnChildMsg(Peer& p, const std::string& frame, const Msg& m, d
     // Its part of the job ended well.
     p.done = true;
     p.rank = -2;  // closed after this round
+    done_below_ += static_cast<int>(std::max<int64_t>(1, m.Int("n", 1)));
     MaybeSendDone(now);
   } else if (c_.rank != 0) {
-    if (t == "fail" || t == "lost" || t == "stacks") SendUp(frame);
+    if (t == "fail" || t == "lost" || t == "stacks" || t == "ended") SendUp(frame);
+  } else if (t == "ended") {
+    NoteEnded(static_cast<int>(m.Int("shim", -1)), m.Number("out", 0), now);
   } else if (t == "fail") {
     FailNote f;
     f.wall_time = m.Number("time");
@@ -415,8 +420,8 @@ void ControlPlane::OnChildMsg(Peer& p, const std::string& frame, const Msg& m, d
     if (stopped_ || signalled_) return;
     const std::string text = m.Str("what");
     StopJob(Msg("stop").Set("kind", std::string("lost")).Set("code", 125).Set("what", text),
-            LinkOrder{LinkOrder::Kind::kStop, 125,
-                      "aml-shim: " + EscapeControl(text) + ": ending the job\n", ""});
+            LinkOrder::Stop(125,
+                      "aml-shim: " + EscapeControl(text) + ": ending the job\n", ""));
   } else if (t == "stacks") {
     NoteStacks(m);
   }
@@ -450,16 +455,34 @@ void ControlPlane::OnParentMsg(const std::string& frame, const Msg& m, double no
     SendDown(frame);
     if (!collecting_ && !stopped_) {
       collecting_ = true;
-      orders_.push_back(LinkOrder{LinkOrder::Kind::kCollectStacks, 0, "", ""});
+      orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kCollectStacks));
       stop_wait_until_ = now + kStopWaitS;
     }
+  } else if (t == "end") {
+    // Rank 0 restarts the job: end this node's ranks, say so, wait.
+    SendDown(frame);
+    if (stopped_ || signalled_ || ending_) return;
+    ending_ = true;
+    orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));
+    MaybeSendEnded();
+  } else if (t == "restart") {
+    SendDown(frame);
+    if (stopped_ || signalled_) return;
+    LinkOrder o = LinkOrder::Of(LinkOrder::Kind::kRestart);
+    o.restart = static_cast<int>(m.Int("n"));
+    o.master_port = static_cast<int>(m.Int("port"));
+    o.line = m.Str("line");
+    restarts_ = o.restart;
+    ResetRound(now);
+    orders_.push_back(std::move(o));
   } else if (t == "stop") {
     SendDown(frame);
     if (stopped_) return;
+    ending_ = false;
     stopped_ = true;
     stop_at_ = now;
     orders_.push_back(
-        LinkOrder{LinkOrder::Kind::kStop, static_cast<int>(m.Int("code", 1)), StopLine(m), ""});
+        LinkOrder::Stop(static_cast<int>(m.Int("code", 1)), StopLine(m), ""));
   } else if (t == "bye") {
     parent_lost_ = true;  // it goes; not a loss to report
     OnBye(frame, m, now);
@@ -473,8 +496,8 @@ void ControlPlane::OnBye(const std::string& frame, const Msg& m, double now) {
   stop_at_ = now;
   SendUp(frame);
   SendDown(frame);
-  orders_.push_back(LinkOrder{LinkOrder::Kind::kStop, static_cast<int>(m.Int("code", 143)),
-                              "aml-shim: stopped: " + EscapeControl(m.Str("what")) + "\n", ""});
+  orders_.push_back(LinkOrder::Stop(static_cast<int>(m.Int("code", 143)),
+                              "aml-shim: stopped: " + EscapeControl(m.Str("what")) + "\n", ""));
 }
 
 // ---- Sending
@@ -500,7 +523,7 @@ void ControlPlane::PeerGone(Peer& p, const std::string& why, double now) {
                            EscapeControl(why) + ")";
   if (c_.rank == 0) {
     StopJob(Msg("stop").Set("kind", std::string("lost")).Set("code", 125).Set("what", what),
-            LinkOrder{LinkOrder::Kind::kStop, 125, "aml-shim: " + what + ": ending the job\n", ""});
+            LinkOrder::Stop(125, "aml-shim: " + what + ": ending the job\n", ""));
   } else {
     SendUp(Msg("lost").Set("what", what).Encode());
   }
@@ -521,11 +544,10 @@ void ControlPlane::ParentGone(const std::string& why, double now) {
   SendDown(Msg("stop").Set("kind", std::string("lost")).Set("code", 125)
                .Set("what", "the control plane lost " + Who(c_.rank, c_.host) + "'s parent")
                .Encode());
-  orders_.push_back(LinkOrder{
-      LinkOrder::Kind::kStop, 125,
+  orders_.push_back(LinkOrder::Stop(125,
       "aml-shim: lost the control plane: the link to its parent, " + Who(parent_rank_, "") +
           " at " + parent_->addr + ", " + EscapeControl(why) + "; ending this node's ranks\n",
-      ""});
+      ""));
 }
 
 // ---- Time
@@ -578,9 +600,10 @@ double ControlPlane::NextDeadline(double now) const {
   if (stop_at_ > 0) ahead(stop_at_ + kFlushS);
   if (stop_at_ > 0) ahead(stop_at_ + c_.grace_s + kFlushS);
   if (done_sent_) ahead(done_at_ + kFlushS);
-  if (c_.rank == 0 && collecting_ && !stopped_) next = std::min(next, collect_until_);
-  if (c_.rank != 0 && collecting_ && !stopped_) next = std::min(next, stop_wait_until_);
-  if (c_.rank == 0 && go_ && c_.hang_timeout_s && !collecting_ && !stopped_)
+  if (c_.rank == 0 && collecting_ && !stopped_ && !ending_) next = std::min(next, collect_until_);
+  if (c_.rank != 0 && collecting_ && !stopped_ && !ending_) next = std::min(next, stop_wait_until_);
+  if (c_.rank == 0 && ending_ && !stopped_) next = std::min(next, ending_until_);
+  if (c_.rank == 0 && go_ && c_.hang_timeout_s && !collecting_ && !stopped_ && !ending_)
     next = std::min(next, SubtreeOutput() + *c_.hang_timeout_s + beat_s_ * depth_);
   return std::max(next, now);
 }
@@ -607,16 +630,31 @@ void ControlPlane::OnTimer(double now) {
     ParentGone("silent for " + FormatRate(lost_after_s_) + " s", now);
   if (now >= next_beat_) Beat(now);
   if (fail_window_until_ > 0 && now >= fail_window_until_) DecideFailure();
-  if (c_.rank == 0 && collecting_ && !stopped_ && now >= collect_until_) FinishCollect(now);
-  if (c_.rank != 0 && collecting_ && !stopped_ && now >= stop_wait_until_) {
+  if (c_.rank == 0 && collecting_ && !stopped_ && !ending_ && now >= collect_until_)
+    FinishCollect(now);
+  if (c_.rank == 0 && ending_ && !stopped_ && now >= ending_until_) {
+    std::string missing;
+    for (int shim = 0; shim < c_.size && missing.size() < 400; ++shim)
+      if (!ended_.count(shim)) {
+        auto it = shim_hosts_.find(shim);
+        missing += (missing.empty() ? "" : ", ") +
+                   Who(shim, it == shim_hosts_.end() ? "" : it->second);
+      }
+    const std::string what = "cannot restart: " + missing + " did not end its ranks within " +
+                             FormatRate(c_.grace_s + kEndingS) + " s";
+    ending_ = false;
+    StopJob(Msg("stop").Set("kind", std::string("lost")).Set("code", 125).Set("what", what),
+            LinkOrder::Stop(125, "aml-shim: " + what + ": ending the job\n", ""));
+  }
+  if (c_.rank != 0 && collecting_ && !stopped_ && !ending_ && now >= stop_wait_until_) {
     stopped_ = true;
     stop_at_ = now;
-    orders_.push_back(LinkOrder{LinkOrder::Kind::kStop, 124,
+    orders_.push_back(LinkOrder::Stop(124,
                                 "aml-shim: stopped: the job was judged hung, and rank 0's shim "
                                 "said nothing more within " + FormatRate(kStopWaitS) + " s\n",
-                                ""});
+                                ""));
   }
-  if (c_.rank == 0 && go_ && c_.hang_timeout_s && !collecting_ && !stopped_) {
+  if (c_.rank == 0 && go_ && c_.hang_timeout_s && !collecting_ && !stopped_ && !ending_) {
     const double silent = now - SubtreeOutput();
     if (silent >= *c_.hang_timeout_s + beat_s_ * depth_) {
       hang_silent_s_ = silent;
@@ -632,13 +670,13 @@ void ControlPlane::OnTimer(double now) {
 void ControlPlane::MaybeSendDone(double now) {
   // Ranks ended by the hang's SIGABRT are not a part of the job that ended well.
   if (c_.rank == 0 || done_sent_ || !children_done_ || stopped_ || signalled_ || parent_lost_ ||
-      failed_at_ > 0 || collecting_)
+      failed_at_ > 0 || collecting_ || ending_ || outcome_.code != 0)
     return;
   for (const auto& ch : children_)
     if (ch->rank >= 0 && !ch->done) return;
   done_sent_ = true;
   done_at_ = now;
-  SendUp(Msg("done").Encode());
+  SendUp(Msg("done").Set("n", 1 + done_below_).Encode());
 }
 
 // ---- What this node sees
@@ -648,7 +686,7 @@ void ControlPlane::OnOutput(double now) { my_output_ = now; }
 void ControlPlane::OnChildFailed(const LocalFailure& f) {
   const double now = Now();
   if (failed_at_ == 0) failed_at_ = now;
-  if (stopped_ || signalled_ || collecting_) return;
+  if (stopped_ || signalled_ || collecting_ || ending_) return;
   FailNote n;
   n.wall_time = f.wall_time;
   n.rank = f.rank;
@@ -697,9 +735,12 @@ void ControlPlane::OnStacks(const std::vector<RankStack>& stacks) {
   SendUp(m.Encode());
 }
 
-void ControlPlane::OnChildrenDone(int code) {
-  (void)code;
+void ControlPlane::OnChildrenDone(const NodeOutcome& o) {
+  outcome_ = o;
   children_done_ = true;
+  if (c_.rank == 0 && o.code == 0 && !ending_ && !collecting_ && failed_at_ == 0)
+    own_done_well_ = true;
+  MaybeSendEnded();
   MaybeSendDone(Now());
 }
 
@@ -720,7 +761,9 @@ void ControlPlane::OnShimSignalled(int sig) {
 
 bool ControlPlane::MayExit() const {
   if (!orders_.empty() || (collecting_ && !stopped_)) return false;
-  if (c_.size == 1) return true;
+  if (ending_ && !stopped_ && !signalled_) return false;  // a restart is under way
+  // A failure waits for the verdict while restarts remain.
+  if (c_.size == 1) return !(failed_at_ > 0 && !stopped_ && c_.max_restarts > 0);
   auto flushed = [&] {
     if (parent_ && !parent_lost_ && parent_->link->wants_write()) return false;
     for (const auto& ch : children_)
@@ -738,8 +781,9 @@ bool ControlPlane::MayExit() const {
     return flushed() || now >= stop_at_ + kFlushS;
   }
   if (!children_done_) return false;
-  // A failing node waits a moment for rank 0's verdict (the line it prints).
-  if (failed_at_ > 0) return now >= failed_at_ + kVerdictWaitS;
+  // A failing node waits a moment for rank 0's verdict (the line it prints);
+  // while restarts remain, for the verdict itself (or the loss of its parent).
+  if (failed_at_ > 0) return restarts_ >= c_.max_restarts && now >= failed_at_ + kVerdictWaitS;
   if (c_.rank == 0) {
     for (const auto& ch : children_)
       if (ch->rank >= 0 && !ch->done) return false;  // the job is not over
@@ -761,7 +805,7 @@ std::optional<LinkOrder> ControlPlane::TakeOrder() {
 // ---- Rank 0's decisions
 
 void ControlPlane::NoteFailure(FailNote f, double now) {
-  if (stopped_ || signalled_ || collecting_) return;
+  if (stopped_ || signalled_ || collecting_ || ending_) return;
   if (fails_.empty()) fail_window_until_ = now + kFailWindowS;
   fails_.push_back(std::move(f));
 }
@@ -776,12 +820,20 @@ void ControlPlane::DecideFailure() {
   stop.Set("kind", std::string("fail")).Set("code", first->code).Set("rank", first->rank);
   stop.Set("node", first->node).Set("host", first->host).Set("status", first->status);
   stop.Set("by", c_.host);
-  LinkOrder own{LinkOrder::Kind::kStop, first->code, "", ""};
+  LinkOrder own = LinkOrder::Stop(first->code, "", "");
   if (!first->local) {
     own.message = first->summary;
     own.failure_json = first->json;
   }
-  StopJob(stop, own);
+  AttemptRecord a;
+  a.number = restarts_ + 1;
+  a.failure_wall = first->wall_time;
+  a.duration_s = std::max(0.0, first->wall_time - attempt_wall_);
+  a.exit_code = first->code;
+  a.rank = first->rank;
+  a.what = "rank " + std::to_string(first->rank) + " failed (" + EscapeControl(first->status) + ")";
+  EndAttempt(std::move(a), stop, std::move(own), first->local ? "" : first->summary,
+             first->local);
 }
 
 void ControlPlane::StopJob(const Msg& stop, LinkOrder own) {
@@ -816,7 +868,7 @@ void ControlPlane::StartCollect(double now) {
   collecting_ = true;
   collect_until_ = now + kCollectS;
   SendDown(Msg("collect").Encode());
-  orders_.push_back(LinkOrder{LinkOrder::Kind::kCollectStacks, 0, "", ""});
+  orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kCollectStacks));
 }
 
 void ControlPlane::NoteStacks(const Msg& m) {
@@ -854,8 +906,119 @@ void ControlPlane::FinishCollect(double now) {
   Msg stop("stop");
   stop.Set("kind", std::string("hang")).Set("code", 124).SetNumber("silent", hang_silent_s_);
   stop.Set("by", c_.host);
-  StopJob(stop, LinkOrder{LinkOrder::Kind::kStop, 124, FormatRollCall(facts),
-                          HangJson(c_.run_id, facts)});
+  AttemptRecord a;
+  a.number = restarts_ + 1;
+  a.failure_wall = WallSeconds();
+  a.duration_s = std::max(0.0, a.failure_wall - attempt_wall_);
+  a.exit_code = 124;
+  a.hang = true;
+  a.what = "the job was hung (no output for " + FormatNumber(hang_silent_s_, "%.0f") + " s)";
+  const std::string roll_call = FormatRollCall(facts);
+  EndAttempt(std::move(a), stop,
+             LinkOrder::Stop(124, roll_call, HangJson(c_.run_id, facts)),
+             roll_call, false);
+}
+
+// ---- Restarts (rank 0 decides; every shim obeys)
+
+// The attempt failed: end it everywhere and wait for every shim's word, or
+// stop the job now when no restart may follow whatever they say.
+void ControlPlane::EndAttempt(AttemptRecord a, const Msg& stop, LinkOrder own,
+                              std::string message, bool print_own) {
+  if (stopped_) return;
+  a.shims_ended_well = done_below_ + (own_done_well_ ? 1 : 0);
+  current_ = std::move(a);
+  RestartVerdict v = DecideRestart(current_, restarts_, c_.max_restarts);  // output not yet known
+  if (!v.restart) {
+    attempts_.push_back(current_);
+    FinalStop(stop.Encode(), std::move(own), v.why_not);
+    return;
+  }
+  ending_ = true;
+  ending_until_ = Now() + c_.grace_s + kEndingS;
+  ended_.clear();
+  ended_output_ = 0;
+  ending_plan_ = Ending{stop.Encode(), std::move(own), std::move(message), print_own};
+  SendDown(Msg("end").Encode());
+  orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));
+  MaybeSendEnded();
+}
+
+void ControlPlane::FinalStop(const std::string& stop, LinkOrder own, const std::string& why_not) {
+  ending_ = false;
+  if (c_.max_restarts > 0) {
+    own.trailer = AttemptsText(attempts_, c_.max_restarts, why_not);
+    own.attempts_json = AttemptsJson(attempts_);
+    own.why_not = why_not;
+  }
+  if (stopped_) return;
+  stopped_ = true;
+  stop_at_ = Now();
+  SendDown(stop);
+  orders_.push_back(std::move(own));
+}
+
+// This node's ranks all ended after rank 0 said "end": say so (once).
+void ControlPlane::MaybeSendEnded() {
+  if (!ending_ || !children_done_ || ended_sent_) return;
+  ended_sent_ = true;
+  if (c_.rank == 0) {
+    NoteEnded(0, outcome_.first_output_wall, Now());
+    return;
+  }
+  SendUp(Msg("ended").Set("shim", c_.rank).SetNumber("out", outcome_.first_output_wall).Encode());
+}
+
+void ControlPlane::NoteEnded(int shim, double first_output_wall, double now) {
+  if (!ending_ || stopped_ || shim < 0 || shim >= c_.size || ended_.count(shim)) return;
+  ended_.insert(shim);
+  if (first_output_wall > 0 && (ended_output_ == 0 || first_output_wall < ended_output_))
+    ended_output_ = first_output_wall;
+  if (static_cast<int>(ended_.size()) < c_.size) return;
+  // Every shim's ranks ended: restart, unless it failed at start.
+  current_.first_output_wall = ended_output_;
+  current_.outputs_known = true;
+  RestartVerdict v = DecideRestart(current_, restarts_, c_.max_restarts);
+  attempts_.push_back(current_);
+  if (!v.restart) {
+    FinalStop(ending_plan_.stop, std::move(ending_plan_.own), v.why_not);
+    return;
+  }
+  ++restarts_;
+  LinkOrder o = LinkOrder::Of(LinkOrder::Kind::kRestart);
+  o.restart = restarts_;
+  o.master_port = PickPort();
+  o.line = RestartLine(current_, restarts_, c_.max_restarts);
+  o.message = ending_plan_.message;
+  o.print_own_failure = ending_plan_.print_own;
+  SendDown(Msg("restart").Set("n", o.restart).Set("port", o.master_port).Set("line", o.line)
+               .Encode());
+  ResetRound(now);
+  orders_.push_back(std::move(o));
+}
+
+// A new attempt: nothing of the last one counts (its failures, its stacks,
+// its silence).
+void ControlPlane::ResetRound(double now) {
+  ending_ = ended_sent_ = children_done_ = collecting_ = false;
+  failed_at_ = 0;
+  fails_.clear();
+  fail_window_until_ = 0;
+  reports_.clear();
+  reported_.clear();
+  hang_silent_s_ = 0;
+  my_output_ = departed_output_ = now;
+  for (auto& ch : children_) ch->output_time = now;
+  attempt_wall_ = WallSeconds();
+  outcome_ = NodeOutcome{};
+}
+
+// The next attempt's MASTER_PORT: one the kernel has free now (the last
+// attempt's store may still hold its port, or its connections linger in
+// TIME_WAIT); rank 0's ranks run where this shim runs.
+int ControlPlane::PickPort() const {
+  auto l = ListenAny(0);
+  return l.ok() ? l->port : c_.master_port;
 }
 
 }  // namespace aml

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "launch/job_link.h"
+#include "launch/restart_policy.h"
 #include "shim/base/result.h"
 #include "shim/control/roll_call.h"
 #include "shim/control/tree_plan.h"
@@ -50,6 +51,7 @@ struct PlaneConfig {
   double join_timeout_s = 60;
   double grace_s = 30;     // --grace: how long a stopped node may take to end
   std::string run_id;      // failure.json's "run"
+  int max_restarts = 0;    // --max-restarts: restart rounds (README.md, "Restarts")
   int fanout = 32;
 };
 
@@ -67,7 +69,7 @@ class ControlPlane : public JobLink {
   void OnOutput(double now) override;
   void OnChildFailed(const LocalFailure& f) override;
   void OnStacks(const std::vector<RankStack>& stacks) override;
-  void OnChildrenDone(int code) override;
+  void OnChildrenDone(const NodeOutcome& o) override;
   void OnShimSignalled(int sig) override;
   bool MayExit() const override;
   bool PrintsOwnFailure() const override;
@@ -126,6 +128,21 @@ class ControlPlane : public JobLink {
   void NoteStacks(const Msg& m);
   void FinishCollect(double now);
   std::string StopLine(const Msg& stop) const;
+  // Restarts: end the attempt everywhere, wait for every shim to say its
+  // ranks ended, then restart or stop.
+  struct Ending {
+    std::string stop;     // the stop frame if the job is not restarted
+    LinkOrder own;        // and this shim's order then
+    std::string message;  // printed before the restart line (rank 0)
+    bool print_own = false;
+  };
+  void EndAttempt(AttemptRecord a, const Msg& stop, LinkOrder own, std::string message,
+                  bool print_own);
+  void FinalStop(const std::string& stop, LinkOrder own, const std::string& why_not);
+  void MaybeSendEnded();
+  void NoteEnded(int shim, double first_output_wall, double now);
+  void ResetRound(double now);
+  int PickPort() const;
 
   PlaneConfig c_;
   double beat_s_ = 2, lost_after_s_ = 30;
@@ -156,6 +173,20 @@ class ControlPlane : public JobLink {
   std::set<int> reported_;      // shims whose stacks arrived
   std::map<int, std::string> shim_hosts_;  // rank 0: every shim's host
   int refused_ = 0;             // strangers refused (for -v)
+  // Restarts.
+  int restarts_ = 0;            // made so far (every shim)
+  bool ending_ = false;         // the attempt is being ended for a restart
+  bool ended_sent_ = false;     // this shim said its ranks ended
+  NodeOutcome outcome_;         // this node's, when its children all ended
+  int done_below_ = 0;          // shims below that ended well ("done")
+  bool own_done_well_ = false;  // rank 0: its own ranks ended well
+  double attempt_wall_ = 0;     // rank 0: when the attempt started (CLOCK_REALTIME)
+  std::vector<AttemptRecord> attempts_;
+  AttemptRecord current_;       // rank 0: the attempt being ended
+  Ending ending_plan_;
+  std::set<int> ended_;         // rank 0: shims whose ranks ended this round
+  double ended_output_ = 0;     // their earliest first output
+  double ending_until_ = 0;
 };
 
 }  // namespace aml

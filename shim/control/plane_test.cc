@@ -278,12 +278,12 @@ TEST(ControlPlane, OutputOnOneShimKeepsTheWholeJobAlive) {
 
 TEST(ControlPlane, TheJobEndsWhenEveryShimIsDone) {
   Cluster c(4);
-  c.planes[0]->OnChildrenDone(0);
-  c.planes[1]->OnChildrenDone(0);
+  c.planes[0]->OnChildrenDone(NodeOutcome{});
+  c.planes[1]->OnChildrenDone(NodeOutcome{});
   c.Pump(0.5, [] { return false; });
   EXPECT_FALSE(c.planes[0]->MayExit());  // shims 2 and 3 still run
-  c.planes[2]->OnChildrenDone(0);
-  c.planes[3]->OnChildrenDone(0);
+  c.planes[2]->OnChildrenDone(NodeOutcome{});
+  c.planes[3]->OnChildrenDone(NodeOutcome{});
   EXPECT_TRUE(c.Pump(10, [&] {
     for (auto& p : c.planes)
       if (!p->MayExit()) return false;

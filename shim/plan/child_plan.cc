@@ -48,7 +48,7 @@ Result<std::vector<ChildPlan>> PlanChildren(const World& world, const EnvSnapsho
     plan.local_rank = world.local_rank.value * req.nproc + i;
     plan.local_size = world.local_size.value * req.nproc;
     plan.vars =
-        BuildContract(world, env, ChildSlot{i, req.nproc, req.output_piped, req.fault_handler});
+        BuildContract(world, env, ChildSlot{i, req.nproc, req.output_piped, req.fault_handler, req.max_restarts});
     if (req.fabric) {
       FabricPlan storage;
       const auto& fv = FabricVars(*req.fabric, req.gpus, plan.local_rank, env, &storage);

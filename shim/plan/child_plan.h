@@ -42,6 +42,7 @@ struct PlanRequest {
   int nproc = 1;              // children of this shim
   bool output_piped = false;  // aml-shim reads the children's output
   bool fault_handler = false; // --hang-timeout (contract.h)
+  int max_restarts = 0;       // --max-restarts (contract.h)
   bool local_rank_arg = false;
   std::vector<EnvVar> socket_vars;          // GLOO/NCCL_SOCKET_IFNAME
   const FabricFacts* fabric = nullptr;      // null: --ib off

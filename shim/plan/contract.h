@@ -17,6 +17,7 @@ struct ChildSlot {
   int nproc = 1;
   bool output_piped = false;  // aml-shim reads the child's output
   bool fault_handler = false; // --hang-timeout: Python's stacks on SIGABRT
+  int max_restarts = 0;        // --max-restarts: TORCHELASTIC_MAX_RESTARTS
 };
 
 // The world of child `slot` of this shim:

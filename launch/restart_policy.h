@@ -1,0 +1,56 @@
+// Whether a failed attempt of the job is started again (README.md,
+// "Restarts"): --max-restarts N bounds the restarts; failures that a restart
+// cannot fix are never restarted. Rank 0's shim decides (shim/control/plane.h),
+// once every shim has ended its ranks; this file holds the rule and the words.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace aml {
+
+// One attempt of the whole job, as rank 0's shim saw it end.
+struct AttemptRecord {
+  int number = 1;              // 1 for the first attempt
+  double duration_s = 0;       // from its start until its first failure
+  int exit_code = 0;           // what aml-shim exits with for it
+  std::string what;            // "rank 3 exited with status 7", "the job was hung (...)"
+  int rank = -1;               // the first failing rank (-1: a hang)
+  bool hang = false;
+  double failure_wall = 0;     // CLOCK_REALTIME of the first failure
+  // Known once every shim ended its ranks (outputs_known):
+  bool outputs_known = false;
+  double first_output_wall = 0;  // the attempt's first output, any rank (0: none)
+  int shims_ended_well = 0;    // shims whose ranks had all ended with 0
+};
+
+// A failure at start: the first attempt failed before any rank wrote output
+// (what a failing rank writes in its last second, its traceback, is not
+// counted).
+constexpr double kLastWordsS = 1.0;
+bool FailedAtStart(const AttemptRecord& a);
+
+struct RestartVerdict {
+  bool restart = false;
+  std::string why_not;  // "" when restarted, else the reason, for the summary
+};
+
+// `restarts_done`: restarts already made before this attempt ended.
+RestartVerdict DecideRestart(const AttemptRecord& a, int restarts_done, int max_restarts);
+
+// "aml-shim: restart 1 of 3 after rank 3 exited with status 7 (attempt 1 ran 12.3 s)\n"
+std::string RestartLine(const AttemptRecord& a, int restart, int max_restarts);
+
+// The summary's list of attempts, one line each ("" when there was one).
+std::string AttemptsText(const std::vector<AttemptRecord>& attempts, int max_restarts,
+                         const std::string& why_not);
+
+// failure.json's "attempts": a JSON array.
+std::string AttemptsJson(const std::vector<AttemptRecord>& attempts);
+
+// Adds `"attempts": <array>` (and `"restart_refused"` when not empty) to a
+// JSON object's text.
+std::string WithAttempts(const std::string& object, const std::string& attempts_json,
+                         const std::string& why_not);
+
+}  // namespace aml
