@@ -1,0 +1,85 @@
+"""PyTorch DDP over Gloo that survives a restart: it trains EPOCHS epochs
+(default 4), saves a checkpoint (model and optimizer, written by rank 0 to
+$CKPT_DIR and renamed into place) after each, and resumes from the last one
+when it starts. Rank $FAIL_RANK (default 3) exits 7 at the start of epoch
+$FAIL_EPOCH (default 2) in the first attempt (TORCHELASTIC_RESTART_COUNT 0),
+or in every attempt with FAIL_ALWAYS=1; FAIL_RANK=-1: nobody fails. With
+HANG=1 that rank sleeps instead of exiting (in the first attempt). Rank 0
+prints the final weights' digest. Each rank writes its pid to
+$CKPT_DIR/pid-A-R and, when it starts, says LEFTOVER for any pid of an
+earlier attempt that is still alive. Used by tests/e2e/test_restart.py."""
+import glob
+import hashlib
+import os
+import time
+
+attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+rank_env = os.environ["RANK"]
+ckpt_dir = os.environ["CKPT_DIR"]
+for path in glob.glob(os.path.join(ckpt_dir, "pid-*-*")):
+    earlier = int(os.path.basename(path).split("-")[1])
+    if earlier < attempt:
+        pid = int(open(path).read())
+        try:
+            os.kill(pid, 0)
+            print(f"LEFTOVER pid {pid} of attempt {earlier}", flush=True)
+        except ProcessLookupError:
+            pass
+mine = os.path.join(ckpt_dir, f"pid-{attempt}-{rank_env}")
+with open(mine + ".tmp", "w") as f:
+    f.write(str(os.getpid()))
+os.replace(mine + ".tmp", mine)
+print(f"rank {rank_env} attempt {attempt} importing torch", flush=True)
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    print(f"rank {rank} joined the process group", flush=True)
+    epochs = int(os.environ.get("EPOCHS", "4"))
+    fail_rank = int(os.environ.get("FAIL_RANK", "3"))
+    fail_epoch = int(os.environ.get("FAIL_EPOCH", "2"))
+    always = os.environ.get("FAIL_ALWAYS") == "1"
+    torch.manual_seed(0)
+    model = DDP(torch.nn.Linear(16, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    ckpt = os.path.join(ckpt_dir, "ckpt.pt")
+    start = 0
+    if os.path.exists(ckpt):
+        state = torch.load(ckpt)
+        model.module.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        start = state["epoch"] + 1
+        print(f"rank {rank} resumed at epoch {start}", flush=True)
+    for epoch in range(start, epochs):
+        if rank == fail_rank and epoch == fail_epoch and (attempt == 0 or always):
+            if os.environ.get("HANG") == "1":
+                time.sleep(1000000)
+            os._exit(7)
+        g = torch.Generator().manual_seed(1000 * epoch + rank)
+        for _ in range(8):
+            x = torch.randn(32, 16, generator=g)
+            y = x.sum(dim=1, keepdim=True)
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+        time.sleep(0.3)  # an epoch takes a while: output well before a failure
+        dist.barrier()
+        if rank == 0:
+            torch.save({"model": model.module.state_dict(), "opt": opt.state_dict(),
+                        "epoch": epoch}, ckpt + ".tmp")
+            os.replace(ckpt + ".tmp", ckpt)
+        dist.barrier()
+        print(f"rank {rank} epoch {epoch} saved", flush=True)
+    if rank == 0:
+        digest = hashlib.sha256()
+        for t in model.module.state_dict().values():
+            digest.update(t.numpy().tobytes())
+        print(f"final weights {digest.hexdigest()}", flush=True)
+    dist.destroy_process_group()
+
+
+main()
