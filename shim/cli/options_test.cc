@@ -93,6 +93,10 @@ TEST(Options, ErrorsNameOptionAndValue) {
       {{"--fail-fast", "node", "--hang-timeout", "10m", "x"}, {},
        "--hang-timeout ends the whole job, but --fail-fast=node asks to end one node only"},
       {{"--fail-fast", "all", "x"}, {}, "--fail-fast='all' is not one of node|job"},
+      {{"--fail-fast", "node", "--max-restarts", "2", "x"}, {},
+       "--max-restarts restarts the whole job, but --fail-fast=node asks to end one node only"},
+      {{"x"}, {{"AML_SHIM_MAX_RESTARTS", "-1"}},
+       "AML_SHIM_MAX_RESTARTS='-1' is out of range (expected 0..10000)"},
       {{"--ps-count", "2", "x"}, {}, "--ps-count='2' needs --tf-config"},
       {{"--preflight", "tcp", "--min-busbw", "200", "x"}, {},
        "--min-busbw='200' needs --preflight nccl or all"},
@@ -130,6 +134,17 @@ TEST(Options, NcclPreflightSizeAndFloor) {
   ASSERT_TRUE(def.ok());
   EXPECT_EQ(def->options.preflight_bytes, uint64_t{256} << 20);
   EXPECT_FALSE(def->options.min_busbw.has_value());
+}
+
+TEST(Options, MaxRestartsImpliesTheJobWidePlane) {
+  auto inv = Parse({"x"}, {{"AML_SHIM_MAX_RESTARTS", "3"}});
+  ASSERT_TRUE(inv.ok()) << inv.error().message;
+  EXPECT_EQ(inv->options.max_restarts, 3);
+  EXPECT_TRUE(inv->options.fail_fast_job);
+  EXPECT_TRUE(WantsControlPlane(inv->options));
+  auto zero = Parse({"--max-restarts", "0", "x"});
+  ASSERT_TRUE(zero.ok());
+  EXPECT_FALSE(WantsControlPlane(zero->options));  // off costs nothing
 }
 
 TEST(Options, UnknownOptionIsAnError) {

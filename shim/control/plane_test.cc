@@ -44,7 +44,7 @@ struct Cluster {
   }
 
   explicit Cluster(int n, std::optional<double> hang = std::nullopt,
-                   std::function<void(int port)> meanwhile = nullptr) {
+                   std::function<void(int port)> meanwhile = nullptr, int max_restarts = 0) {
     const int port = FreePort();
     planes.resize(static_cast<size_t>(n));
     orders.resize(static_cast<size_t>(n));
@@ -53,6 +53,7 @@ struct Cluster {
       threads.emplace_back([&, r] {
         PlaneConfig c = Config(r, n, port);
         c.hang_timeout_s = hang;
+        c.max_restarts = max_restarts;
         auto p = ControlPlane::Join(c);
         if (p.ok()) planes[static_cast<size_t>(r)] = std::move(*p);
         else ADD_FAILURE() << "rank " << r << ": " << p.error().message;
@@ -290,6 +291,70 @@ TEST(ControlPlane, TheJobEndsWhenEveryShimIsDone) {
     return true;
   }));
   for (auto& o : c.orders) EXPECT_TRUE(o.empty());
+}
+
+bool EveryShimsLastOrderIs(const Cluster& c, LinkOrder::Kind kind) {
+  for (const auto& o : c.orders)
+    if (o.empty() || o.back().kind != kind) return false;
+  return true;
+}
+
+TEST(ControlPlane, ARestartRoundEndsEveryShimThenRestartsThemAllInStep) {
+  Cluster c(5, std::nullopt, nullptr, 1);
+  NodeOutcome printed;  // every node wrote output long before the failure
+  printed.first_output_wall = 500;
+  c.planes[3]->OnChildFailed(Failure(3, 7));
+  ASSERT_TRUE(c.Pump(10, [&] { return EveryShimsLastOrderIs(c, LinkOrder::Kind::kEndAttempt); }));
+  // Nobody restarts before every shim's ranks ended.
+  for (int r = 0; r < 4; ++r) c.planes[static_cast<size_t>(r)]->OnChildrenDone(printed);
+  c.Pump(0.5, [] { return false; });
+  EXPECT_TRUE(EveryShimsLastOrderIs(c, LinkOrder::Kind::kEndAttempt));
+  for (auto& p : c.planes) EXPECT_FALSE(p->MayExit());
+  c.planes[4]->OnChildrenDone(printed);
+  ASSERT_TRUE(c.Pump(10, [&] { return EveryShimsLastOrderIs(c, LinkOrder::Kind::kRestart); }));
+  const int port = c.orders[0].back().master_port;
+  EXPECT_GT(port, 0);
+  for (auto& o : c.orders) {
+    EXPECT_EQ(o.back().restart, 1);
+    EXPECT_EQ(o.back().master_port, port);
+    EXPECT_EQ(o.back().line.rfind("aml-shim: restart 1 of 1 after rank 3 failed (exited with "
+                                  "status 7) (attempt 1 ran ", 0), 0u) << o.back().line;
+  }
+  // Rank 0 prints the failure's summary (it came from shim 3) before the line.
+  EXPECT_EQ(c.orders[0].back().message, "aml-shim: SUMMARY of rank 3\n");
+  EXPECT_FALSE(c.orders[3].back().print_own_failure);
+  // The budget is spent: the next failure stops the job with its status,
+  // and rank 0 lists both attempts.
+  c.planes[1]->OnChildFailed(Failure(1, 9));
+  ASSERT_TRUE(c.Pump(10, [&] { return c.AllStopped(); }));
+  for (auto& o : c.orders) EXPECT_EQ(o.back().exit_code, 9);
+  EXPECT_EQ(c.orders[0].back().why_not, "--max-restarts 1 spent");
+  EXPECT_NE(c.orders[0].back().trailer.find("aml-shim: 2 attempts (--max-restarts 1); "
+                                            "--max-restarts 1 spent:\n"),
+            std::string::npos)
+      << c.orders[0].back().trailer;
+  EXPECT_NE(c.orders[0].back().attempts_json.find("\"attempt\":2"), std::string::npos);
+}
+
+TEST(ControlPlane, AFirstAttemptThatFailedBeforeAnyOutputIsNotRestarted) {
+  Cluster c(3, std::nullopt, nullptr, 2);
+  c.planes[2]->OnChildFailed(Failure(2, 1));
+  ASSERT_TRUE(c.Pump(10, [&] { return EveryShimsLastOrderIs(c, LinkOrder::Kind::kEndAttempt); }));
+  for (auto& p : c.planes) p->OnChildrenDone(NodeOutcome{1, 0});  // no output anywhere
+  ASSERT_TRUE(c.Pump(10, [&] { return c.AllStopped(); }));
+  for (auto& o : c.orders) EXPECT_EQ(o.back().exit_code, 1);
+  EXPECT_NE(c.orders[0].back().why_not.find("failed at start"), std::string::npos);
+}
+
+TEST(ControlPlane, AShimThatDiesDuringARestartRoundEndsTheJob) {
+  Cluster c(3, std::nullopt, nullptr, 1);
+  c.planes[1]->OnChildFailed(Failure(1, 7));
+  ASSERT_TRUE(c.Pump(10, [&] { return EveryShimsLastOrderIs(c, LinkOrder::Kind::kEndAttempt); }));
+  c.planes[2].reset();  // its shim is killed
+  ASSERT_TRUE(c.Pump(10, [&] {
+    return !c.orders[0].empty() && c.orders[0].back().kind == LinkOrder::Kind::kStop;
+  }));
+  EXPECT_EQ(c.orders[0].back().exit_code, 125);
 }
 
 }  // namespace

@@ -43,6 +43,14 @@ TEST(Contract, RunIdIsTheJobId) {
   EXPECT_EQ(vars["TORCHELASTIC_RUN_ID"], "42.3");
 }
 
+TEST(Contract, MaxRestartsIsTorchrunsVariable) {
+  ChildSlot slot;
+  slot.max_restarts = 3;
+  auto vars = AsMap(BuildContract(MakeTestWorld(0, 2, 0, 2, 0, 1), EnvSnapshot(), slot));
+  EXPECT_EQ(vars["TORCHELASTIC_MAX_RESTARTS"], "3");
+  EXPECT_EQ(vars["TORCHELASTIC_RESTART_COUNT"], "0");  // aml-shim sets it on each restart
+}
+
 TEST(Contract, PerNodeRankMath) {
   // Shim 3 of 4, local shim 1 of 2 on its node, child 2 of 3.
   ChildSlot slot{2, 3, true};
