@@ -806,7 +806,8 @@ std::optional<LinkOrder> ControlPlane::TakeOrder() {
 
 void ControlPlane::NoteFailure(FailNote f, double now) {
   if (stopped_ || signalled_ || collecting_ || ending_) return;
-  if (fails_.empty()) fail_window_until_ = now + kFailWindowS;
+  // One shim sees its failures in order: no other node's to wait for.
+  if (fails_.empty()) fail_window_until_ = now + (c_.size == 1 ? 0 : kFailWindowS);
   fails_.push_back(std::move(f));
 }
 
