@@ -105,6 +105,7 @@ class Supervisor {
   void Reap();
   void OnExit(Child& c, int status);
   void ForgetEmptyGroups();
+  void NoticeStopped();
   void Signal(int sig, pid_t sender);
   void BeginTeardown(double now);
   void KillAll(int sig);
@@ -274,9 +275,15 @@ Child* Supervisor::Find(pid_t pid) {
   return nullptr;
 }
 
+// A terminating signal is followed by SIGCONT (as systemd does): a stopped
+// rank (SIGSTOP, ^Z, SIGTTIN) would otherwise keep it pending, never run its
+// handler, and be SIGKILLed after --grace.
 void Supervisor::KillAll(int sig) {
   for (Child& c : children_)
-    if (c.running) kill(-c.pid, sig);  // unreaped: the group id is still its own
+    if (c.running) {
+      kill(-c.pid, sig);  // unreaped: the group id is still its own
+      if (IsTerminating(sig)) kill(-c.pid, SIGCONT);
+    }
 }
 
 void Supervisor::BeginTeardown(double now) {
@@ -336,6 +343,28 @@ void Supervisor::Reap() {
     // Anything else was an orphan reparented to us: reaped, nothing more.
   }
   ForgetEmptyGroups();
+  NoticeStopped();
+}
+
+// A rank that reads the terminal from its background process group is
+// stopped by SIGTTIN (SIGTTOU for a write with `stty tostop`); the job would
+// hang without a word. Said once per stop.
+void Supervisor::NoticeStopped() {
+  for (;;) {
+    siginfo_t info{};
+    if (waitid(P_ALL, 0, &info, WSTOPPED | WNOHANG) != 0 || info.si_pid == 0) break;
+    Child* c = Find(info.si_pid);
+    if (!c) continue;
+    const int sig = info.si_status;
+    std::string why = "stopped by " + SignalName(sig);
+    if (sig == SIGTTIN || sig == SIGTTOU)
+      why += ": it " + std::string(sig == SIGTTIN ? "read from" : "wrote to") +
+             " the terminal, which only the foreground process group may (each rank has a "
+             "process group of its own); give it no terminal (< /dev/null), or run one "
+             "process in place";
+    LogWarning("rank " + std::to_string(c->launch.rank) + " (pid " + std::to_string(c->pid) +
+               ") is " + why);
+  }
 }
 
 // The keeper must never signal a group id that may have been recycled.

@@ -115,6 +115,40 @@ class Supervisor(unittest.TestCase):
         pid = int(slurp(pidfile))
         self.assertFalse(alive(pid), "the child that ignored SIGTERM survived")
 
+    def test_a_stopped_rank_is_continued_so_that_its_sigterm_handler_runs(self):
+        # Rank 1 stops itself (SIGSTOP: a debugger, ^Z, a job-control
+        # accident); rank 0 then fails. SIGTERM alone would stay pending on
+        # the stopped rank until SIGKILL; with SIGCONT after it, its handler
+        # runs and it saves its checkpoint within --grace.
+        code = ("import os, signal, sys, time\n"
+                "r = os.environ['RANK']\n"
+                f"d = {self.tmp!r}\n"
+                "def term(*_):\n"
+                "    open(f'{d}/ckpt-{r}', 'w').write('saved'); sys.exit(0)\n"
+                "signal.signal(signal.SIGTERM, term)\n"
+                "if r == '1':\n"
+                "    open(f'{d}/stopping', 'w').close(); os.kill(os.getpid(), signal.SIGSTOP)\n"
+                "else:\n"
+                "    while not os.path.exists(f'{d}/stopping'): time.sleep(0.05)\n"
+                "    time.sleep(0.3); sys.exit(3)\n"
+                "time.sleep(600)\n")
+        r = run([SHIM, "--nproc-per-node", "2", "--grace", "20", "--", PYTHON, "-c", code],
+                timeout=60)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertEqual(slurp(f"{self.tmp}/ckpt-1"), "saved", r.stderr)
+
+    def test_a_rank_that_reads_the_terminal_is_named_as_stopped(self):
+        # Run from a terminal (script(1) gives one), a supervised rank is in
+        # a background process group: input() stops it with SIGTTIN.
+        require("script", "timeout")
+        shim = (f"timeout 6 {SHIM} --nproc-per-node 2 -- {PYTHON} -c "
+                "\"import os; os.environ['RANK'] == '1' and input(); import time; "
+                "time.sleep(600)\"")
+        r = run(["script", "-qec", shim, "/dev/null"], timeout=60)
+        self.assertIn("rank 1 (pid ", r.stdout)
+        self.assertIn(") is stopped by SIGTTIN: it read from the terminal", r.stdout)
+        self.assertNotIn("rank 0 (pid", r.stdout)
+
     def test_gnu_timeout_is_one_stop_with_its_grace(self):
         # timeout(1) sends SIGTERM to aml-shim and at once to its whole
         # process group: one request, not a second "kill now". Each rank
