@@ -225,7 +225,10 @@ Result<Planned> Plan(const Invocation& inv, const Resolved& r, const World& worl
   p.supervise = r.nproc > 1 || p.pid1 || o.log_dir || o.tag_output.value_or(false) ||
                 WantsControlPlane(o);
   p.tag = o.tag_output.value_or(r.nproc > 1);
-  p.pipe_output = r.nproc > 1 || p.tag || o.log_dir.has_value();
+  // The hang watchdog and the restart rule judge by the ranks' output: it
+  // must pass through aml-shim (untagged for one child unless asked).
+  p.pipe_output = r.nproc > 1 || p.tag || o.log_dir.has_value() || o.hang_timeout_s ||
+                  o.max_restarts > 0;
   req.output_piped = p.pipe_output;
   req.fault_handler = o.hang_timeout_s.has_value();
   req.max_restarts = o.max_restarts;

@@ -135,7 +135,7 @@ constexpr OptionRule kOptionRules[] = {
     {"tf-config", true, kRun | kEnv},
     {"ps-count", true, kRun | kEnv},
     {"log-dir", true, kRun},         {"tag-output", true, kRun},
-    {"no-tag-output", false, kRun},  {"grace", true, kRun},
+    {"no-tag-output", true, kRun},   {"grace", true, kRun},
     {"fail-fast", true, kRun},       {"hang-timeout", true, kRun},
     {"max-restarts", true, kRun | kEnv},
     {"ib", true, kRun | kEnv},       {"sysfs-root", true, kAll},
@@ -409,6 +409,7 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
     const std::string* value = env.Find(var);
     if (!value || vm.count(name)) continue;
     if (std::string(name) == "tag-output" && vm.count("no-tag-output")) continue;
+    if (std::string(name) == "no-tag-output" && vm.count("tag-output")) continue;
     if (IsFlag(desc, name)) {
       auto on = ParseBoolVar(var, *value);
       if (!on.ok()) return on.error();

@@ -147,6 +147,19 @@ TEST(Options, MaxRestartsImpliesTheJobWidePlane) {
   EXPECT_FALSE(WantsControlPlane(zero->options));  // off costs nothing
 }
 
+TEST(Options, NoTagOutputHasItsVariableToo) {
+  auto off = Parse({"x"}, {{"AML_SHIM_NO_TAG_OUTPUT", "1"}});
+  ASSERT_TRUE(off.ok()) << off.error().message;
+  EXPECT_EQ(off->options.tag_output, std::optional<bool>(false));
+  auto cli = Parse({"--tag-output", "x"}, {{"AML_SHIM_NO_TAG_OUTPUT", "1"}});
+  ASSERT_TRUE(cli.ok()) << cli.error().message;  // the command line wins
+  EXPECT_EQ(cli->options.tag_output, std::optional<bool>(true));
+  auto bad = Parse({"x"}, {{"AML_SHIM_NO_TAG_OUTPUT", "maybe"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("AML_SHIM_NO_TAG_OUTPUT='maybe'"), std::string::npos)
+      << bad.error().message;
+}
+
 TEST(Options, UnknownOptionIsAnError) {
   auto inv = Parse({"--nproc", "2", "x"});
   ASSERT_FALSE(inv.ok());

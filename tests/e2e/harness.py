@@ -152,6 +152,15 @@ def slurp(path):
         return f.read()
 
 
+def free_port():
+    """A port free now on loopback: single-node jobs of tests that ctest
+    runs side by side must not share torch's default MASTER_PORT 29500."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def require(*programs):
     """Fails (not skips) when a launcher the test needs is missing: CI
     installs them all, so a missing one is a broken setup."""

@@ -12,7 +12,7 @@ import re
 import tempfile
 import unittest
 
-from harness import PYTHON, SHIM, SRC, clean_env, main, mpirun, run, slurp
+from harness import PYTHON, SHIM, SRC, clean_env, free_port, main, mpirun, run, slurp
 
 CKPT = os.path.join(SRC, "tests", "e2e", "scripts", "ckpt_ddp.py")
 RESTART_LINE = re.compile(r"aml-shim: restart 1 of 1 after rank 3 failed \(exit status 7\) "
@@ -30,7 +30,7 @@ class Restart(unittest.TestCase):
         # The weights of an undisturbed run: 4 ranks, nobody fails.
         with tempfile.TemporaryDirectory() as tmp:
             r = run([SHIM, "--nproc-per-node", "4", "--", PYTHON, CKPT],
-                    env=clean_env(CKPT_DIR=tmp, FAIL_RANK="-1"), timeout=180)
+                    env=clean_env(CKPT_DIR=tmp, FAIL_RANK="-1", MASTER_PORT=free_port()), timeout=180)
         if r.returncode != 0 or not final_weights(r.stdout):
             raise AssertionError("the undisturbed run failed:\n" + r.stdout + r.stderr)
         cls.weights = final_weights(r.stdout)
@@ -38,7 +38,8 @@ class Restart(unittest.TestCase):
     def test_one_node_resumes_and_ends_with_the_undisturbed_weights(self):
         with tempfile.TemporaryDirectory() as tmp:
             r = run([SHIM, "--nproc-per-node", "4", "--max-restarts", "1", "--log-dir",
-                     f"{tmp}/logs", "--", PYTHON, CKPT], env=clean_env(CKPT_DIR=tmp),
+                     f"{tmp}/logs", "--", PYTHON, CKPT],
+                    env=clean_env(CKPT_DIR=tmp, MASTER_PORT=free_port()),
                     timeout=180)
             text = r.stdout + r.stderr
             self.assertEqual(r.returncode, 0, text)
@@ -59,7 +60,7 @@ class Restart(unittest.TestCase):
     def test_without_restarts_the_job_fails_with_its_status(self):
         with tempfile.TemporaryDirectory() as tmp:
             r = run([SHIM, "--nproc-per-node", "4", "--max-restarts", "0", "--", PYTHON, CKPT],
-                    env=clean_env(CKPT_DIR=tmp), timeout=180)
+                    env=clean_env(CKPT_DIR=tmp, MASTER_PORT=free_port()), timeout=180)
         self.assertEqual(r.returncode, 7, r.stdout + r.stderr)
         self.assertNotIn("restart", r.stderr)
         self.assertIn("aml-shim: first failure: rank 3", r.stderr)
@@ -68,7 +69,7 @@ class Restart(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             r = run([SHIM, "--nproc-per-node", "4", "--max-restarts", "1", "--log-dir",
                      f"{tmp}/logs", "--", PYTHON, CKPT],
-                    env=clean_env(CKPT_DIR=tmp, FAIL_ALWAYS="1"), timeout=180)
+                    env=clean_env(CKPT_DIR=tmp, FAIL_ALWAYS="1", MASTER_PORT=free_port()), timeout=180)
             self.assertEqual(r.returncode, 7, r.stdout + r.stderr)
             self.assertRegex(r.stderr, RESTART_LINE)
             self.assertRegex(r.stderr,
@@ -86,7 +87,8 @@ class Restart(unittest.TestCase):
     def test_a_hang_is_restarted_after_its_roll_call(self):
         with tempfile.TemporaryDirectory() as tmp:
             r = run([SHIM, "--nproc-per-node", "4", "--max-restarts", "1", "--hang-timeout", "15s",
-                     "--", PYTHON, CKPT], env=clean_env(CKPT_DIR=tmp, HANG="1"), timeout=240)
+                     "--", PYTHON, CKPT], env=clean_env(CKPT_DIR=tmp, HANG="1", MASTER_PORT=free_port()),
+                    timeout=240)
             text = r.stdout + r.stderr
             self.assertEqual(r.returncode, 0, text)
             self.assertIn("aml-shim: hung: no rank of the job wrote any output for", r.stderr)
@@ -123,6 +125,20 @@ class Restart(unittest.TestCase):
             self.assertEqual(text.count("==== job failed ===="), 1, text)
             self.assertEqual(final_weights(r.stdout), self.weights, text)
             self.assertNotIn("LEFTOVER", text)
+
+    def test_one_rank_per_shim_under_mpirun_is_restarted_too(self):
+        # Per-process launch: each shim has one child, whose output aml-shim
+        # must see (it passes through untagged) for the restart rule.
+        with tempfile.TemporaryDirectory() as tmp:
+            r = run(mpirun(2, "-x", "CKPT_DIR", "-x", "FAIL_RANK", SHIM, "--max-restarts", "1",
+                           "--", PYTHON, CKPT),
+                    env=clean_env(CKPT_DIR=tmp, FAIL_RANK="1"), timeout=240)
+        text = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 0, text)
+        self.assertIn("aml-shim: restart 1 of 1 after rank 1 failed (exit status 7)", r.stderr)
+        self.assertIn("rank 1 resumed at epoch 2", r.stdout)
+        self.assertNotIn("[rank ", r.stdout)  # one child: untagged, as before
+        self.assertRegex(r.stdout, r"final weights [0-9a-f]{64}")
 
 
 if __name__ == "__main__":

@@ -11,8 +11,8 @@ import tempfile
 import time
 import unittest
 
-from harness import (PYTHON, SHIM, SRC, clean_env, kill_group, main, mpirun, recorded,
-                     require, run, slurp, spawn, wait_for)
+from harness import (PYTHON, SHIM, SRC, clean_env, free_port, kill_group, main, mpirun,
+                     recorded, require, run, slurp, spawn, wait_for)
 
 SCRIPTS = os.path.join(SRC, "tests", "e2e", "scripts")
 HANG = os.path.join(SCRIPTS, "hang_ddp.py")
@@ -51,13 +51,6 @@ def commands_with(token):
     return pids
 
 
-def free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class HangWatchdog(unittest.TestCase):
     def setUp(self):
         require("mpirun", PYTHON)
@@ -91,7 +84,8 @@ class HangWatchdog(unittest.TestCase):
             token = f"{tmp}/hang_ddp.py"
             os.symlink(HANG, token)
             r = run([SHIM, "--nproc-per-node", "4", "--hang-timeout", "20s", "--log-dir",
-                     f"{tmp}/logs", "--", PYTHON, token], timeout=240)
+                     f"{tmp}/logs", "--", PYTHON, token],
+                    env=clean_env(MASTER_PORT=free_port()), timeout=240)
             self.assertEqual(r.returncode, 124, r.stdout + r.stderr)
             stuck = self.assert_roll_call(r.stderr.replace(token, HANG))
             self.assertEqual(stuck.group(1), "0")
@@ -130,6 +124,15 @@ class HangWatchdog(unittest.TestCase):
                                        r"in \S*nanosleep",
                              slurp(f"{tmp}/logs/rank-0.stack"))
             self.assertIn("nanosleep", slurp(f"{tmp}/logs/rank-1.stack"))
+
+    def test_one_rank_per_shim_that_keeps_talking_is_never_hung(self):
+        # Per-process launch (one child per shim): its output must reach the
+        # watchdog too, although it is not tagged.
+        env = clean_env(PERIOD="1", COUNT="12", ONLY_RANK="1")
+        r = run(mpirun(2, "-x", "PERIOD", "-x", "COUNT", "-x", "ONLY_RANK", SHIM,
+                       "--hang-timeout", "6s", "--", PYTHON, TALK), env=env, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertNotIn("hung", r.stderr)
 
     def test_a_job_that_keeps_talking_is_never_hung(self):
         # Only the last rank prints, on the other shim: rank 0's shim hears
