@@ -1,5 +1,7 @@
 #include "launch/keeper.h"
 
+#include <climits>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -7,6 +9,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <climits>
 
 #include <algorithm>
 #include <cerrno>
@@ -20,6 +24,11 @@ namespace aml {
 namespace {
 
 constexpr int kDone = 0;  // message: the shim ends in order
+// Messages below any -pgid (pid_max is at most 2^22): the shim sent every
+// group its SIGTERM (the stop has begun: its grace is the shim's, cut short
+// by whoever killed the shim), and a new attempt began (--max-restarts).
+constexpr int kTermSent = INT_MIN;
+constexpr int kTermCleared = INT_MIN + 1;
 
 // Closes every descriptor but `keep` (close_range where the kernel has it).
 void CloseAllBut(int keep, int max_fd) {
@@ -93,12 +102,17 @@ size_t DropEmpty(int* groups, size_t n) {
   const long long born = StartTicks(getpid());
   CloseAllBut(fd, max_fd);
   size_t n = 0;
+  bool term_sent = false;
   for (;;) {
     int value = 0;
     ssize_t got = read(fd, &value, sizeof value);
     if (got < 0 && errno == EINTR) continue;
     if (got != static_cast<ssize_t>(sizeof value)) break;  // end of file: the shim died
     if (value == kDone) _exit(0);
+    if (value == kTermSent || value == kTermCleared) {
+      term_sent = value == kTermSent;
+      continue;
+    }
     if (value > 0) {
       if (n < capacity && StartedSince(value, born)) groups[n++] = value;
       continue;
@@ -109,8 +123,12 @@ size_t DropEmpty(int* groups, size_t n) {
   // The shim died before it could pass anything on (mpirun SIGKILLs a shim
   // that was not scheduled between its SIGTERM and SIGKILL): the children
   // get SIGTERM, as the shim would have sent, then SIGKILL after the grace.
-  for (size_t i = 0; i < n; ++i) kill(-groups[i], SIGTERM);
-  const double kill_at = MonotonicSeconds() + grace_s;
+  // When the shim had already sent it, a second would be a second request
+  // (a handler may take it as "abort now"), and whoever killed the shim has
+  // ended the stop's grace: SIGKILL at once.
+  if (!term_sent)
+    for (size_t i = 0; i < n; ++i) kill(-groups[i], SIGTERM);
+  const double kill_at = MonotonicSeconds() + (term_sent ? 0.0 : grace_s);
   while ((n = DropEmpty(groups, n)) > 0 && MonotonicSeconds() < kill_at) {
     timespec pause{0, 10 * 1000 * 1000};
     nanosleep(&pause, nullptr);
@@ -160,6 +178,7 @@ void Keeper::Send(int value) {
 }
 
 void Keeper::Watch(pid_t pgid) { Send(pgid); }
+void Keeper::TermSent(bool sent) { Send(sent ? kTermSent : kTermCleared); }
 void Keeper::Forget(pid_t pgid) { Send(-pgid); }
 
 void Keeper::Lost() {

@@ -49,6 +49,10 @@ class Keeper {
   pid_t pid() const { return pid_; }
   // The shim's child `pgid` leads a group the keeper must end with the shim.
   void Watch(pid_t pgid);
+  // Every group got the shim's SIGTERM (true), or a new attempt started
+  // (false): if the shim dies now, the groups get SIGKILL at once, not a
+  // second SIGTERM and a grace.
+  void TermSent(bool sent);
   // The group is empty (its leader reaped, no member left): never signal it.
   void Forget(pid_t pgid);
   // Orderly end: the keeper exits without signalling anything; reaps it.

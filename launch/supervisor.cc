@@ -284,6 +284,7 @@ void Supervisor::KillAll(int sig) {
       kill(-c.pid, sig);  // unreaped: the group id is still its own
       if (IsTerminating(sig)) kill(-c.pid, SIGCONT);
     }
+  if (IsTerminating(sig)) keeper_.TermSent(true);
 }
 
 void Supervisor::BeginTeardown(double now) {
@@ -775,6 +776,7 @@ bool Supervisor::Restart(double now) {
   collecting_ = stacks_sent_ = told_done_ = false;
   collect_until_ = 0;
   first_output_wall_ = 0;
+  keeper_.TermSent(false);
   if (!Start()) {
     BeginTeardown(now);
     kill_at_ = now;

@@ -57,6 +57,29 @@ class Teardown(unittest.TestCase):
         finally:
             kill_group(p)
 
+    def test_a_shim_killed_after_it_forwarded_sigterm_sends_no_second_one(self):
+        # The launcher's stop: SIGTERM (forwarded to every rank, which takes
+        # its time to checkpoint), then SIGKILL to the shim. Each rank got its
+        # one SIGTERM: the keeper ends them with SIGKILL, not a second
+        # SIGTERM (a handler may take a second one as "abort now").
+        script = (f'trap "echo term >> {self.tmp}/terms-$RANK" TERM; '
+                  f'echo "$$" > {self.tmp}/pids-$RANK.tmp; mv {self.tmp}/pids-$RANK.tmp '
+                  f'{self.tmp}/pids-$RANK; while :; do sleep 0.05; done')
+        p = spawn([SHIM, "--grace", "60", "--nproc-per-node", "2", "--", "sh", "-c", script],
+                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            pids = self.pids(2)
+            p.send_signal(signal.SIGTERM)
+            self.assertTrue(wait_for(lambda: all(os.path.exists(f"{self.tmp}/terms-{r}")
+                                                 for r in range(2)), 30))
+            p.send_signal(signal.SIGKILL)
+            p.wait(timeout=30)
+            self.assert_all_gone(pids, "ranks outlived their SIGKILLed shim")
+            for r in range(2):
+                self.assertEqual(slurp(f"{self.tmp}/terms-{r}"), "term\n", f"rank {r}")
+        finally:
+            kill_group(p)
+
     def sigterm_mpirun(self, grace, delay, mca=()):
         """mpirun -np 1 of a shim with 2 ranks (ranks_script), SIGTERM to
         mpirun once they run; returns the ranks' pids and mpirun's stderr."""
