@@ -6,11 +6,13 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <sstream>
 
 #include "shim/base/fd_limit.h"
+#include "shim/base/log.h"
 #include "shim/base/parse_int.h"
 #include "shim/base/text_list.h"
 #include "shim/net/local_socket.h"
@@ -34,19 +36,60 @@ uint32_t FrameLength(const std::string& buf) {
   return ntohl(len);
 }
 
+// A field of the space-separated hello: a host name may hold any byte (the
+// kernel allows spaces), so every byte but [A-Za-z0-9._:-] is %XX, and the
+// empty field is a lone "%".
+std::string EncodeField(const std::string& v) {
+  if (v.empty()) return "%";
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : v) {
+    if (std::isalnum(c) || c == '.' || c == '_' || c == ':' || c == '-') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+bool DecodeField(const std::string& in, std::string* out) {
+  out->clear();
+  if (in == "%") return true;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      *out += in[i];
+      continue;
+    }
+    if (i + 2 >= in.size()) return false;  // "%X" at the end
+    const std::string hex = in.substr(i + 1, 2);
+    if (hex.size() != 2 || !std::isxdigit(static_cast<unsigned char>(hex[0])) ||
+        !std::isxdigit(static_cast<unsigned char>(hex[1])))
+      return false;
+    *out += static_cast<char>(std::stoi(hex, nullptr, 16));
+    i += 2;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string EncodeHello(const Hello& h) {
   return std::string(kHelloMagic) + " " + CompactRanks(h.ranks) + " " + std::to_string(h.size) +
-         " " + Cap(h.host, 255) + " " + Cap(h.addr) + " " + (h.token.empty() ? "-" : h.token);
+          " " + EncodeField(Cap(h.host, 255)) + " " + EncodeField(Cap(h.addr, 255)) +
+         " " + (h.token.empty() ? "-" : h.token);
 }
 
 Result<Hello> DecodeHello(const std::string& text) {
   std::istringstream in(text);
-  std::string magic, ranks, size, token;
+  std::string magic, ranks, size, host, addr, token;
   Hello h;
-  if (!(in >> magic >> ranks >> size >> h.host >> h.addr >> token) || magic != kHelloMagic)
+  if (!(in >> magic >> ranks >> size >> host >> addr >> token) || magic != kHelloMagic)
     return Error{"not an aml-shim preflight hello"};
+  if (!DecodeField(host, &h.host) || !DecodeField(addr, &h.addr))
+    return Error{"a hello with a badly encoded host or address"};
   auto r = ParseCompactRanks(ranks, 1 << 24, kMaxHelloRanks);
   auto s = ParseInt("size", size, 1, 1 << 24);
   if (!r.ok() || !s.ok()) return Error{"a hello with a bad rank or size"};
@@ -125,7 +168,7 @@ bool HelloGate::Read(Pending& p) {
 }
 
 void HelloGate::Admit(Pending& p, const Hello& h) {
-  const std::string who = Cap(h.host) + " (" + Cap(h.addr) + ")";
+  const std::string who = EscapeControl(Cap(h.host)) + " (" + EscapeControl(Cap(h.addr)) + ")";
   const int conn = static_cast<int>(conns_.size());
   conns_.push_back(std::move(p.fd));  // it hears the verdict, admitted or not
   for (int rank : h.ranks) {
@@ -141,7 +184,7 @@ void HelloGate::Admit(Pending& p, const Hello& h) {
     } else {
       const size_t r = static_cast<size_t>(rank);
       who_[r] = who;
-      hosts_[r] = Cap(h.host);
+      hosts_[r] = EscapeControl(Cap(h.host));
       conn_of_[r] = conn;
       ++count_;
       continue;

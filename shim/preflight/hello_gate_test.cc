@@ -52,6 +52,25 @@ TEST(HelloWire, RoundTripsAndCapsFields) {
   EXPECT_FALSE(DecodeHello("aml-shim-preflight-1 1 2 evil-host 6.6.6.6").ok());
 }
 
+TEST(HelloWire, AHostNameWithSpacesOrAnyByteRoundTrips) {
+  // The kernel allows any byte in a host name; a space split the old hello.
+  for (std::string host : {std::string("gpu 01"), std::string("a%b\n\t-"),
+                           std::string(""), std::string("%"), std::string("\xff\x01")}) {
+    Hello h;
+    h.ranks = {0, 1};
+    h.size = 2;
+    h.host = host;
+    h.addr = "10.0.0.1";
+    auto back = DecodeHello(EncodeHello(h));
+    ASSERT_TRUE(back.ok()) << back.error().message;
+    EXPECT_EQ(back->host, host);
+    EXPECT_EQ(back->addr, "10.0.0.1");
+    EXPECT_EQ(back->token, "");
+  }
+  EXPECT_FALSE(DecodeHello("aml-shim-preflight-2 1 2 bad%4 10.0.0.1 -").ok());
+  EXPECT_FALSE(DecodeHello("aml-shim-preflight-2 1 2 bad%zz 10.0.0.1 -").ok());
+}
+
 TEST_F(Gate, AStrangerWithoutTheTokenIsRefusedAndTheRealRankCounts) {
   HelloGate gate(listener_.fd.get(), 2, "job-secret");
   Fd stranger = Connect(listener_.port);
