@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "shim/base/json.h"
+#include "shim/base/log.h"
 
 namespace aml {
 
@@ -56,19 +57,21 @@ std::string FormatJson(const World& world, const std::vector<ChildPlan>& plans) 
 
 std::string FormatExplain(const World& world,
                           const std::vector<ChildPlan>& plans) {
+  // Values come from the environment: a terminal must never get their
+  // escape sequences raw.
   std::string out = std::string("# world from ") + LauncherName(world.source) + "\n";
-  for (const auto& n : world.notes) out += "#   " + n + "\n";
-  for (const auto& w : world.warnings) out += "# WARNING: " + w + "\n";
+  for (const auto& n : world.notes) out += "#   " + EscapeControl(n) + "\n";
+  for (const auto& w : world.warnings) out += "# WARNING: " + EscapeControl(w) + "\n";
   for (size_t c = 0; c < plans.size(); ++c) {
     if (plans.size() > 1)
       out += "# child " + std::to_string(c) + " of " +
              std::to_string(plans.size()) + "\n";
     size_t width = 0;
     for (const EnvVar& v : plans[c].vars)
-      width = std::max(width, v.name.size() + 1 + v.value.size());
+      width = std::max(width, v.name.size() + 1 + EscapeControl(v.value).size());
     for (const EnvVar& v : plans[c].vars) {
-      std::string lhs = v.name + "=" + v.value;
-      out += lhs + std::string(width - lhs.size() + 2, ' ') + "<- " + v.why + "\n";
+      std::string lhs = v.name + "=" + EscapeControl(v.value);
+      out += lhs + std::string(width - lhs.size() + 2, ' ') + "<- " + EscapeControl(v.why) + "\n";
     }
   }
   return out;

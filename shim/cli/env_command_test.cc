@@ -35,5 +35,17 @@ TEST(EnvCommand, FormatsExportJsonExplain) {
   EXPECT_NE(explain.find("<- r"), std::string::npos);
 }
 
+TEST(EnvCommand, ExplainNeverPrintsAValuesEscapeSequences) {
+  World w = MakeTestWorld(0, 1, 0, 1, 0, 1);
+  ChildPlan plan;
+  plan.vars = {EnvVar{"MY_VAR", "a\x1b]0;pwned\x07b", "from \x1b[2Jthe user"}};
+  Options o;
+  o.explain = true;
+  std::string explain = FormatEnv(w, {plan}, o);
+  EXPECT_EQ(explain.find('\x1b'), std::string::npos) << explain;
+  EXPECT_EQ(explain.find('\x07'), std::string::npos) << explain;
+  EXPECT_NE(explain.find("MY_VAR=a"), std::string::npos) << explain;
+}
+
 }  // namespace
 }  // namespace aml

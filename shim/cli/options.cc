@@ -417,6 +417,8 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
       else if (std::string(name) == "tag-output" && !vm.count("tag-output"))
         env_args.push_back("--no-tag-output");
     } else {
+      if (value->empty())
+        return Error{var + "='' is empty: unset it, or give it a value (as --" + name + ")"};
       env_args.push_back(std::string("--") + name + "=" + *value);
     }
     origin.from_env.push_back(name);
