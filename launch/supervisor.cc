@@ -803,10 +803,17 @@ void Supervisor::FlushAtExit() {
   err_sink_.Drop();
   SetLogSink(nullptr);
   size_t lost = out_sink_.dropped() + err_sink_.dropped();
-  if (lost > 0 && !err_sink_.broken())
-    LogWarning(FormatBytes(lost) +
-               " of output could not be written: its reader did not take it" +
+  if (lost > 0 && !err_sink_.broken()) {
+    // Why: a write that failed (a full disk, a file-size limit), or a
+    // reader that did not take it in time.
+    std::string why = "its reader did not take it";
+    for (const OutputSink* sink : {&out_sink_, &err_sink_})
+      if (sink->broken() && sink->error() != EPIPE && sink->error() != 0)
+        why = std::string(sink == &out_sink_ ? "stdout" : "stderr") + ": " +
+              std::strerror(sink->error());
+    LogWarning(FormatBytes(lost) + " of output could not be written: " + why +
                (logs_ ? " (--log-dir has all of it)" : ""));
+  }
 }
 
 ChildOutcome Supervisor::Outcome(const Child& c) const {

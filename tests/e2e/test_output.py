@@ -51,6 +51,18 @@ class Output(unittest.TestCase):
         self.assertIn("first failure: rank 1", err)
         self.assertIn("of output could not be written: its reader did not take it", err)
 
+    def test_a_full_disk_under_stdout_is_named_not_its_reader(self):
+        with open("/dev/full", "w") as full:
+            p = spawn([SHIM, "--nproc-per-node", "2", "--", "sh", "-c", "echo hello"],
+                      stdout=full, stderr=self.err)
+            try:
+                self.assertEqual(p.wait(timeout=60), 0, self.stderr())
+            finally:
+                kill_group(p)
+        err = self.stderr()
+        self.assertIn("of output could not be written: stdout: No space left on device", err)
+        self.assertNotIn("its reader", err)
+
     def test_signals_are_heard_while_the_reader_stalls(self):
         p = spawn([SHIM, "-v", "--nproc-per-node", "2", "--grace", "30", "--", "sh", "-c",
                    'trap "" TERM; yes'],
