@@ -3,12 +3,16 @@
 #include <climits>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 
+#include "shim/base/clock.h"
 #include "shim/base/log.h"
 #include "shim/base/read_no_follow.h"
 
@@ -165,8 +169,20 @@ void LogDir::Append(size_t index, bool is_stderr, std::string_view data) {
 // DIR/.NAME.PID.tmp written whole (fsync'd when `sync`), never through a
 // link; the caller puts it in place. Returns its name; errors name DIR/NAME.
 Result<std::string> LogDir::WriteTemp(const std::string& name, std::string_view data, bool sync) {
-  const std::string tmp = "." + name + "." + std::to_string(getpid()) + ".tmp";
-  int fd = openat(dir_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  // A name nobody can guess: one planted at a predictable name (a link, a
+  // file) is neither followed nor able to block the write.
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
+    uint64_t nonce = 0;
+    if (getrandom(&nonce, sizeof nonce, 0) != static_cast<ssize_t>(sizeof nonce))
+      nonce = static_cast<uint64_t>(MonotonicSeconds() * 1e9) ^ (static_cast<uint64_t>(attempt) << 56);
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(nonce));
+    tmp = "." + name + "." + std::to_string(getpid()) + "." + hex + ".tmp";
+    fd = openat(dir_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST) break;
+  }
   if (fd < 0) return Error{"cannot write " + path_ + "/" + name + ": " + Why(errno)};
   int err = 0;
   bool ok = WriteWhole(fd, data, &err) && (!sync || fsync(fd) == 0 || (err = errno, false));

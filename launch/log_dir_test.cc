@@ -153,6 +153,21 @@ TEST_F(LogDirTest, FirstFailureOfARunWinsAndALaterRunReplacesIt) {
   EXPECT_EQ(Slurp(dir_ + "/failure.json"), "{\"run\":\"run-2\",\"rank\":0}\n");
 }
 
+TEST_F(LogDirTest, ALinkPlantedAtTheTemporaryNameNeitherIsFollowedNorBlocksTheReport) {
+  auto d = Open("run-1");
+  ASSERT_TRUE(d.ok());
+  const std::string target = root_ + "/target";
+  { std::ofstream(target) << "keep"; }
+  // The name the temporary file would have had, were it predictable.
+  const std::string planted = dir_ + "/.failure.json." + std::to_string(getpid()) + ".tmp";
+  ASSERT_EQ(symlink(target.c_str(), planted.c_str()), 0);
+  ASSERT_TRUE((*d)->WriteFailure("{\"run\":\"run-1\",\"rank\":1}\n").ok());
+  EXPECT_EQ(Slurp(dir_ + "/failure.json"), "{\"run\":\"run-1\",\"rank\":1}\n");
+  EXPECT_EQ(Slurp(target), "keep");
+  ASSERT_TRUE((*d)->WriteStack(0, "stack\n").ok());
+  EXPECT_EQ(Slurp(dir_ + "/rank-0.stack"), "stack\n");
+}
+
 TEST_F(LogDirTest, ARunRemovesAnEarlierRunsFailureAndKeepsItsOwn) {
   {
     auto d = Open("run-1");
