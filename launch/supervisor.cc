@@ -283,6 +283,12 @@ void Supervisor::KillAll(int sig) {
     if (c.running) {
       kill(-c.pid, sig);  // unreaped: the group id is still its own
       if (IsTerminating(sig)) kill(-c.pid, SIGCONT);
+      // A rank that moved itself into another group is not in its own:
+      // it gets the signal by its pid (unreaped: still ours).
+      if (getpgid(c.pid) != c.pid) {
+        kill(c.pid, sig);
+        if (IsTerminating(sig)) kill(c.pid, SIGCONT);
+      }
     }
   if (IsTerminating(sig)) keeper_.TermSent(true);
 }

@@ -149,6 +149,29 @@ class Supervisor(unittest.TestCase):
         self.assertIn(") is stopped by SIGTTIN: it read from the terminal", r.stdout)
         self.assertNotIn("rank 0 (pid", r.stdout)
 
+    def test_a_rank_that_left_its_process_group_is_still_ended(self):
+        # Rank 1 moves into aml-shim's own process group (out of the one
+        # aml-shim made for it); rank 0 then fails: rank 1 still gets SIGTERM.
+        code = ("import os, signal, sys, time\n"
+                "r = os.environ['RANK']\n"
+                f"d = {self.tmp!r}\n"
+                "def term(*_):\n"
+                "    open(f'{d}/term-{r}', 'w').write('got it'); sys.exit(0)\n"
+                "signal.signal(signal.SIGTERM, term)\n"
+                "if r == '1':\n"
+                "    os.setpgid(0, os.getpgid(os.getppid()))\n"
+                "    open(f'{d}/moved', 'w').write(str(os.getpid()))\n"
+                "else:\n"
+                "    while not os.path.exists(f'{d}/moved'): time.sleep(0.05)\n"
+                "    sys.exit(3)\n"
+                "time.sleep(600)\n")
+        r = run([SHIM, "--nproc-per-node", "2", "--grace", "2", "--", PYTHON, "-c",
+                 code], timeout=60)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertEqual(slurp(f"{self.tmp}/term-1"), "got it", r.stderr)
+        self.assertFalse(alive(int(slurp(f"{self.tmp}/moved"))), r.stderr)
+        self.assertNotIn("still alive", r.stderr)
+
     def test_gnu_timeout_is_one_stop_with_its_grace(self):
         # timeout(1) sends SIGTERM to aml-shim and at once to its whole
         # process group: one request, not a second "kill now". Each rank
