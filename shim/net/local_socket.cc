@@ -41,14 +41,17 @@ Result<Fd> ListenLocal(const std::string& name) {
   return fd;
 }
 
-Result<Fd> ConnectLocal(const std::string& name) {
+Result<Fd> ConnectLocal(const std::string& name, int* error_code) {
   sockaddr_un a;
   auto len = Address(name, &a);
   if (!len.ok()) return len.error();
   auto fd = Socket();
   if (!fd.ok()) return fd.error();
-  if (connect(fd->get(), reinterpret_cast<sockaddr*>(&a), *len) != 0)
-    return Error{"local socket '@" + name + "': " + std::strerror(errno)};
+  if (connect(fd->get(), reinterpret_cast<sockaddr*>(&a), *len) != 0) {
+    const int e = errno;
+    if (error_code) *error_code = e;
+    return Error{"local socket '@" + name + "': " + std::strerror(e)};
+  }
   return fd;
 }
 

@@ -18,7 +18,8 @@ Result<Fd> ListenLocal(const std::string& name);
 
 // One attempt to connect, non-blocking. An error when nobody listens (yet)
 // or the backlog is full: the caller retries.
-Result<Fd> ConnectLocal(const std::string& name);
+// `error_code`, when given, gets connect(2)'s errno on failure.
+Result<Fd> ConnectLocal(const std::string& name, int* error_code = nullptr);
 
 // The peer runs as this process's effective user.
 bool PeerIsSameUser(int fd);

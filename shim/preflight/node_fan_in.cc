@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <optional>
 #include <thread>
 
 #include "shim/base/sha256.h"
@@ -60,15 +62,27 @@ void NodeLeader::Relay(const std::string& verdict, Deadline by) {
   for (const Fd& m : gate_.connections()) (void)SendFrame(m.get(), verdict, by);
 }
 
-Fd JoinLeader(const std::string& name, Deadline until) {
+Result<Fd> JoinLeader(const std::string& name, Deadline until) {
   auto pause = kFirstRetry;
+  std::optional<Deadline> stuck_since;
   for (;;) {
-    auto fd = ConnectLocal(name);
+    int err = 0;
+    auto fd = ConnectLocal(name, &err);
     if (fd.ok()) {
       if (PeerIsSameUser(fd->get())) return std::move(*fd);
-      return Fd();  // someone else holds the name: no leader to wait for
+      return Error{"the node's socket '@" + name + "' is held by another user"};
     }
-    if (Clock::now() + pause >= until) return Fd();
+    // EAGAIN: a listener whose backlog is full. A leader accepts as it goes;
+    // one that stays full accepts nobody.
+    if (err == EAGAIN) {
+      if (!stuck_since) stuck_since = Clock::now();
+      if (Clock::now() - *stuck_since >= kStuckBacklog)
+        return Error{"the node's socket '@" + name + "' is held by a listener that accepts "
+                     "nobody (its backlog stayed full)"};
+    } else {
+      stuck_since.reset();
+    }
+    if (Clock::now() + pause >= until) return Error{"no node leader answered in time"};
     std::this_thread::sleep_for(pause);
     pause = std::min(kMaxRetry, pause * 2);
   }

@@ -13,10 +13,12 @@
 // point; a name another process holds makes its shim speak only for itself.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "shim/base/result.h"
 #include "shim/preflight/hello_gate.h"
 
 namespace aml {
@@ -44,8 +46,12 @@ class NodeLeader {
   HelloGate gate_;
 };
 
-// A member: the leader's connection, once it answers (as this user), or an
-// invalid Fd when none did by `until`.
-Fd JoinLeader(const std::string& name, Deadline until);
+// A member: the leader's connection, once it answers (as this user), or why
+// there is none: nobody by `until`, the name held by another user, or held
+// by a listener that accepts nobody (its backlog full for kStuckBacklog: a
+// stranger squatting the name; a real leader accepts as it goes). The
+// member then goes to rank 0 itself.
+inline constexpr std::chrono::milliseconds kStuckBacklog{1000};
+Result<Fd> JoinLeader(const std::string& name, Deadline until);
 
 }  // namespace aml

@@ -300,7 +300,9 @@ Status Client(const PreflightRequest& req, Deadline deadline, const std::string&
   std::unique_ptr<NodeLeader> leader;
   if (fan_in && req.local_rank == 0) leader = NodeLeader::Start(name, req.size, req.token);
   if (fan_in && !leader) {
-    Fd to_leader = JoinLeader(name, join_until);
+    auto joined = JoinLeader(name, join_until);
+    if (!joined.ok()) LogVerbose("preflight: " + joined.error().message + "; asking rank 0 itself");
+    Fd to_leader = joined.ok() ? std::move(*joined) : Fd();
     if (to_leader.valid() && SendFrame(to_leader.get(), HelloFor(req, {req.rank}, "local"),
                                        Clock::now() + kFrameTimeout).ok()) {
       auto verdict = RecvFrame(to_leader.get(), kMaxFrame, deadline + VerdictWait(req));
