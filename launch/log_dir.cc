@@ -82,6 +82,15 @@ Result<std::unique_ptr<LogDir>> LogDir::Open(const std::string& given, const std
   }
   if (faccessat(d->dir_fd_, ".", W_OK | X_OK, AT_EACCESS) != 0)
     return Error{what + ": cannot write into it: " + Why(errno)};
+  struct stat dir_st {};
+  char mode[8];
+  if (fstat(d->dir_fd_, &dir_st) == 0 && (dir_st.st_mode & (S_IWGRP | S_IWOTH)) &&
+      !(dir_st.st_mode & S_ISVTX) &&
+      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(dir_st.st_mode & 07777)) > 0)
+    LogWarning(what + " can be written by other users (mode " + std::string(mode) +
+               ", not sticky): one of them can plant links in it before a rank's torch "
+               "writes its TORCHELASTIC_ERROR_FILE there; aml-shim reads back only files "
+               "of its own user; prefer a directory only you can write");
   for (int rank : ranks) {
     Files f;
     f.name[0] = "rank-" + std::to_string(rank) + ".stdout";

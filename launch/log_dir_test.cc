@@ -168,6 +168,18 @@ TEST_F(LogDirTest, ALinkPlantedAtTheTemporaryNameNeitherIsFollowedNorBlocksTheRe
   EXPECT_EQ(Slurp(dir_ + "/rank-0.stack"), "stack\n");
 }
 
+TEST_F(LogDirTest, AFailureJsonOfAnotherUserIsNeverTakenAsThisRuns) {
+  // Another user who can write the directory plants failure.json with this
+  // run's id (job ids are public): it is replaced by the real report.
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to give a file to another user";
+  auto d = Open("run-1");
+  ASSERT_TRUE(d.ok());
+  { std::ofstream(dir_ + "/failure.json") << "{\"run\":\"run-1\",\"rank\":99}\n"; }
+  ASSERT_EQ(chown((dir_ + "/failure.json").c_str(), 65534, 65534), 0);
+  ASSERT_TRUE((*d)->WriteFailure("{\"run\":\"run-1\",\"rank\":1}\n").ok());
+  EXPECT_EQ(Slurp(dir_ + "/failure.json"), "{\"run\":\"run-1\",\"rank\":1}\n");
+}
+
 TEST_F(LogDirTest, ARunRemovesAnEarlierRunsFailureAndKeepsItsOwn) {
   {
     auto d = Open("run-1");

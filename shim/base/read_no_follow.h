@@ -1,5 +1,6 @@
 // Reading a file another process may have planted or replaced: never through
-// a symbolic link, never blocking on a FIFO, never more than asked for.
+// a symbolic link, never blocking on a FIFO, never more than asked for, never
+// a file another user owns.
 #pragma once
 
 #include <fcntl.h>
@@ -10,7 +11,8 @@
 namespace aml {
 
 // Up to `max` bytes of `name` (relative to `dir_fd`, or AT_FDCWD for a path);
-// "" when it cannot be opened (absent, a link, unreadable).
+// "" when it cannot be opened (absent, a link, unreadable) or is not a
+// regular file owned by this process's effective user.
 std::string ReadNoFollow(int dir_fd, const std::string& name, size_t max);
 
 }  // namespace aml

@@ -25,5 +25,20 @@ TEST(ReadNoFollow, ReadsUpToMaxAndNeverThroughALinkOrAFifo) {
   std::system(("rm -rf '" + dir + "'").c_str());
 }
 
+TEST(ReadNoFollow, NeverAFileOfAnotherUser) {
+  // A file planted by another user in a directory both can write (a group
+  // project's --log-dir): its words are not this job's.
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to give a file to another user";
+  char tmpl[] = "/tmp/aml-read-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  std::ofstream(dir + "/planted") << "forged";
+  ASSERT_EQ(chown((dir + "/planted").c_str(), 65534, 65534), 0);
+  EXPECT_EQ(ReadNoFollow(AT_FDCWD, dir + "/planted", 100), "");
+  std::ofstream(dir + "/ours") << "true";
+  EXPECT_EQ(ReadNoFollow(AT_FDCWD, dir + "/ours", 100), "true");
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
 }  // namespace
 }  // namespace aml
