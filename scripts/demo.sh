@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 np=${1:-4}
 scripts/setup.sh
-log=${TMPDIR:-/tmp}/aml-shim-build.log
+# A log of its own: another user on the machine may have run the demo too.
+log=$(mktemp "${TMPDIR:-/tmp}/aml-shim-build.XXXXXX")
 echo "demo: building aml-shim (log: $log)"
 if ! scripts/build.sh >"$log" 2>&1; then
   tail -30 "$log" >&2
