@@ -56,7 +56,6 @@ std::string FormatFailureSummary(const ChildOutcome& o, size_t tail_lines) {
     for (const auto& l : LastLines(o.traceback, tail_lines)) out += p + "  | " + EscapeControl(l) + "\n";
   }
   out += p + "  command:  " + Command(o.argv) + "\n";
-  if (!o.cause.empty()) out += p + "  cause:    " + o.cause + "\n";
   auto lines = LastLines(o.stderr_tail, tail_lines);
   if (!lines.empty()) {
     out += p + "  last lines of its stderr:\n";
@@ -86,7 +85,6 @@ std::string FailureJson(const ChildOutcome& o, size_t tail_lines) {
   j.Key("argv").BeginArray();
   for (const auto& a : o.argv) j.String(a);
   j.EndArray();
-  j.Key("cause").String(o.cause);
   if (!o.exception.empty() || !o.traceback.empty()) {
     j.Key("exception").BeginObject();
     j.Key("message").String(o.exception);

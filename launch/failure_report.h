@@ -17,7 +17,6 @@ struct ChildOutcome {
   int wait_status = 0;  // as from waitpid
   double runtime_s = 0;
   std::string stderr_tail;  // last bytes of its stderr, when captured
-  std::string cause;        // e.g. "after aml-shim received SIGTERM"
   // What torch's @record wrote to its TORCHELASTIC_ERROR_FILE, if anything.
   std::string exception;    // "ValueError: bad shard"
   std::string traceback;

@@ -3,17 +3,15 @@
 #include <climits>
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
-#include "shim/base/clock.h"
 #include "shim/base/log.h"
+#include "shim/base/random_token.h"
 #include "shim/base/read_no_follow.h"
 
 namespace aml {
@@ -183,12 +181,7 @@ Result<std::string> LogDir::WriteTemp(const std::string& name, std::string_view 
   std::string tmp;
   int fd = -1;
   for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
-    uint64_t nonce = 0;
-    if (getrandom(&nonce, sizeof nonce, 0) != static_cast<ssize_t>(sizeof nonce))
-      nonce = static_cast<uint64_t>(MonotonicSeconds() * 1e9) ^ (static_cast<uint64_t>(attempt) << 56);
-    char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(nonce));
-    tmp = "." + name + "." + std::to_string(getpid()) + "." + hex + ".tmp";
+    tmp = "." + name + "." + std::to_string(getpid()) + "." + RandomToken() + ".tmp";
     fd = openat(dir_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0 && errno != EEXIST) break;
   }

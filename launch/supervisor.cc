@@ -877,7 +877,7 @@ void Supervisor::Report(int* code) {
                        " and forwarded it to its " + std::to_string(children_.size()) +
                        (children_.size() == 1 ? " child" : " children");
     if (first_stopped_) {
-      line += "; rank " + std::to_string(first_stopped_->launch.rank) + " " +
+      line += "; rank " + std::to_string(first_stopped_->launch.rank) + " ended first, with " +
               DescribeStatus(first_stopped_->status);
       *code = ExitCodeFor(first_stopped_->status);
     }

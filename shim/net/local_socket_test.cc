@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "shim/base/random_token.h"
+
 namespace aml {
 namespace {
 

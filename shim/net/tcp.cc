@@ -253,18 +253,6 @@ Result<std::vector<std::string>> ResolveHost(const std::string& what, const std:
   return out;
 }
 
-std::string RandomToken() {
-  unsigned char b[16] = {};
-  // The system call, not glibc's getrandom() (GLIBC_2.25): the release
-  // binary needs nothing newer than GLIBC_2.17 (README.md, "Install").
-  if (syscall(SYS_getrandom, b, sizeof b, 0) != static_cast<long>(sizeof b)) {
-    auto t = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) ^
-             (static_cast<uint64_t>(getpid()) << 32);
-    std::memcpy(b, &t, sizeof t);
-  }
-  return Hex(b, sizeof b);
-}
-
 std::string RouteSource(const std::string& ip) {
   sockaddr_storage ss{};
   socklen_t len = 0;

@@ -71,7 +71,4 @@ Result<std::vector<std::string>> ResolveHost(const std::string& what, const std:
 // unreachable: an unconnected UDP socket asks the kernel, nothing is sent.
 std::string RouteSource(const std::string& ip);
 
-// 16 random bytes, hex.
-std::string RandomToken();
-
 }  // namespace aml

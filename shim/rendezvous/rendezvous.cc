@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 
+#include "shim/base/random_token.h"
 #include "shim/base/host_port.h"
 #include "shim/base/sha256.h"
 #include "shim/net/tcp.h"

@@ -1,6 +1,7 @@
 #include "shim/rendezvous/world_rendezvous.h"
 
 #include "shim/base/log.h"
+#include "shim/base/random_token.h"
 #include "shim/net/tcp.h"
 #include "shim/rendezvous/mpi_collective.h"
 

@@ -148,6 +148,10 @@ class Supervisor(unittest.TestCase):
         self.assertIn("rank 1 (pid ", r.stdout)
         self.assertIn(") is stopped by SIGTTIN: it read from the terminal", r.stdout)
         self.assertNotIn("rank 0 (pid", r.stdout)
+        # timeout(1) stopped the job: one line, naming the rank that ended first.
+        self.assertRegex(r.stdout, r"aml-shim: stopped: aml-shim received SIGTERM and forwarded "
+                                   r"it to its 2 children; rank \d ended first, with signal 15 "
+                                   r"\(SIGTERM\)")
 
     def test_a_rank_that_left_its_process_group_is_still_ended(self):
         # Rank 1 moves into aml-shim's own process group (out of the one
