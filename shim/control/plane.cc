@@ -418,10 +418,7 @@ void ControlPlane::OnChildMsg(Peer& p, const std::string& frame, const Msg& m, d
     NoteFailure(std::move(f), now);
   } else if (t == "lost") {
     if (stopped_ || signalled_) return;
-    const std::string text = m.Str("what");
-    StopJob(Msg("stop").Set("kind", std::string("lost")).Set("code", 125).Set("what", text),
-            LinkOrder::Stop(125,
-                      "aml-shim: " + EscapeControl(text) + ": ending the job\n", ""));
+    StopAsLost(m.Str("what"));
   } else if (t == "stacks") {
     NoteStacks(m);
   }
@@ -522,8 +519,7 @@ void ControlPlane::PeerGone(Peer& p, const std::string& why, double now) {
   const std::string what = "the control plane lost " + Who(rank, p.host) + " (" +
                            EscapeControl(why) + ")";
   if (c_.rank == 0) {
-    StopJob(Msg("stop").Set("kind", std::string("lost")).Set("code", 125).Set("what", what),
-            LinkOrder::Stop(125, "aml-shim: " + what + ": ending the job\n", ""));
+    StopAsLost(what);
   } else {
     SendUp(Msg("lost").Set("what", what).Encode());
   }
@@ -633,18 +629,9 @@ void ControlPlane::OnTimer(double now) {
   if (c_.rank == 0 && collecting_ && !stopped_ && !ending_ && now >= collect_until_)
     FinishCollect(now);
   if (c_.rank == 0 && ending_ && !stopped_ && now >= ending_until_) {
-    std::string missing;
-    for (int shim = 0; shim < c_.size && missing.size() < 400; ++shim)
-      if (!ended_.count(shim)) {
-        auto it = shim_hosts_.find(shim);
-        missing += (missing.empty() ? "" : ", ") +
-                   Who(shim, it == shim_hosts_.end() ? "" : it->second);
-      }
-    const std::string what = "cannot restart: " + missing + " did not end its ranks within " +
-                             FormatRate(c_.grace_s + kEndingS) + " s";
     ending_ = false;
-    StopJob(Msg("stop").Set("kind", std::string("lost")).Set("code", 125).Set("what", what),
-            LinkOrder::Stop(125, "aml-shim: " + what + ": ending the job\n", ""));
+    StopAsLost("cannot restart: " + JoinCapped(ShimsNotIn(ended_), 8) +
+               " did not end its ranks within " + FormatRate(c_.grace_s + kEndingS) + " s");
   }
   if (c_.rank != 0 && collecting_ && !stopped_ && !ending_ && now >= stop_wait_until_) {
     stopped_ = true;
@@ -826,15 +813,29 @@ void ControlPlane::DecideFailure() {
     own.message = first->summary;
     own.failure_json = first->json;
   }
-  AttemptRecord a;
-  a.number = restarts_ + 1;
-  a.failure_wall = first->wall_time;
-  a.duration_s = std::max(0.0, first->wall_time - attempt_wall_);
+  AttemptRecord a = NewAttempt(first->wall_time);
   a.exit_code = first->code;
   a.rank = first->rank;
   a.what = "rank " + std::to_string(first->rank) + " failed (" + EscapeControl(first->status) + ")";
   EndAttempt(std::move(a), stop, std::move(own), first->local ? "" : first->summary,
              first->local);
+}
+
+// A shim lost (or one that never answered): every shim exits 125.
+void ControlPlane::StopAsLost(const std::string& what) {
+  StopJob(Msg("stop").Set("kind", std::string("lost")).Set("code", 125).Set("what", what),
+          LinkOrder::Stop(125, "aml-shim: " + EscapeControl(what) + ": ending the job\n", ""));
+}
+
+// Rank 0: every shim not in `heard`, by rank and host.
+std::vector<std::string> ControlPlane::ShimsNotIn(const std::set<int>& heard) const {
+  std::vector<std::string> out;
+  for (int s = 0; s < c_.size; ++s)
+    if (!heard.count(s)) {
+      auto it = shim_hosts_.find(s);
+      out.push_back(Who(s, it == shim_hosts_.end() ? "" : it->second));
+    }
+  return out;
 }
 
 void ControlPlane::StopJob(const Msg& stop, LinkOrder own) {
@@ -899,18 +900,11 @@ void ControlPlane::FinishCollect(double now) {
   facts.silent_s = hang_silent_s_;
   facts.world_size = c_.world_ranks;
   facts.reports = reports_;
-  for (int s = 0; s < c_.size; ++s)
-    if (!reported_.count(s)) {
-      auto it = shim_hosts_.find(s);
-      facts.missing.push_back(Who(s, it == shim_hosts_.end() ? "" : it->second));
-    }
+  facts.missing = ShimsNotIn(reported_);
   Msg stop("stop");
   stop.Set("kind", std::string("hang")).Set("code", 124).SetNumber("silent", hang_silent_s_);
   stop.Set("by", c_.host);
-  AttemptRecord a;
-  a.number = restarts_ + 1;
-  a.failure_wall = WallSeconds();
-  a.duration_s = std::max(0.0, a.failure_wall - attempt_wall_);
+  AttemptRecord a = NewAttempt(WallSeconds());
   a.exit_code = 124;
   a.hang = true;
   a.what = "the job was hung (no output for " + FormatNumber(hang_silent_s_, "%.0f") + " s)";
@@ -921,6 +915,15 @@ void ControlPlane::FinishCollect(double now) {
 }
 
 // ---- Restarts (rank 0 decides; every shim obeys)
+
+// The attempt under way, ended by a failure at `failure_wall` (CLOCK_REALTIME).
+AttemptRecord ControlPlane::NewAttempt(double failure_wall) const {
+  AttemptRecord a;
+  a.number = restarts_ + 1;
+  a.failure_wall = failure_wall;
+  a.duration_s = std::max(0.0, failure_wall - attempt_wall_);
+  return a;
+}
 
 // The attempt failed: end it everywhere and wait for every shim's word, or
 // stop the job now when no restart may follow whatever they say.

@@ -124,6 +124,8 @@ class ControlPlane : public JobLink {
   void NoteFailure(FailNote f, double now);
   void DecideFailure();
   void StopJob(const Msg& stop, LinkOrder own);
+  void StopAsLost(const std::string& what);
+  std::vector<std::string> ShimsNotIn(const std::set<int>& heard) const;
   void StartCollect(double now);
   void NoteStacks(const Msg& m);
   void FinishCollect(double now);
@@ -136,6 +138,7 @@ class ControlPlane : public JobLink {
     std::string message;  // printed before the restart line (rank 0)
     bool print_own = false;
   };
+  AttemptRecord NewAttempt(double failure_wall) const;
   void EndAttempt(AttemptRecord a, const Msg& stop, LinkOrder own, std::string message,
                   bool print_own);
   void FinalStop(const std::string& stop, LinkOrder own, const std::string& why_not);
