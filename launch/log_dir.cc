@@ -176,15 +176,10 @@ void LogDir::Append(size_t index, bool is_stderr, std::string_view data) {
 // DIR/.NAME.PID.tmp written whole (fsync'd when `sync`), never through a
 // link; the caller puts it in place. Returns its name; errors name DIR/NAME.
 Result<std::string> LogDir::WriteTemp(const std::string& name, std::string_view data, bool sync) {
-  // A name nobody can guess: one planted at a predictable name (a link, a
-  // file) is neither followed nor able to block the write.
-  std::string tmp;
-  int fd = -1;
-  for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
-    tmp = "." + name + "." + std::to_string(getpid()) + "." + RandomToken() + ".tmp";
-    fd = openat(dir_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0 && errno != EEXIST) break;
-  }
+  // A name nobody can guess (128 random bits): one planted at a predictable
+  // name (a link, a file) is neither followed nor able to block the write.
+  const std::string tmp = "." + name + "." + std::to_string(getpid()) + "." + RandomToken() + ".tmp";
+  int fd = openat(dir_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return Error{"cannot write " + path_ + "/" + name + ": " + Why(errno)};
   int err = 0;
   bool ok = WriteWhole(fd, data, &err) && (!sync || fsync(fd) == 0 || (err = errno, false));

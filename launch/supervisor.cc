@@ -279,18 +279,19 @@ Child* Supervisor::Find(pid_t pid) {
 // rank (SIGSTOP, ^Z, SIGTTIN) would otherwise keep it pending, never run its
 // handler, and be SIGKILLed after --grace.
 void Supervisor::KillAll(int sig) {
-  for (Child& c : children_)
-    if (c.running) {
-      kill(-c.pid, sig);  // unreaped: the group id is still its own
-      if (IsTerminating(sig)) kill(-c.pid, SIGCONT);
-      // A rank that moved itself into another group is not in its own:
-      // it gets the signal by its pid (unreaped: still ours).
-      if (getpgid(c.pid) != c.pid) {
-        kill(c.pid, sig);
-        if (IsTerminating(sig)) kill(c.pid, SIGCONT);
-      }
-    }
-  if (IsTerminating(sig)) keeper_.TermSent(true);
+  const bool terminating = IsTerminating(sig);
+  auto send = [&](pid_t target) {
+    kill(target, sig);
+    if (terminating) kill(target, SIGCONT);
+  };
+  for (Child& c : children_) {
+    if (!c.running) continue;
+    send(-c.pid);  // unreaped: the group id is still its own
+    // A rank that moved itself into another group is not in its own: it
+    // gets the signal by its pid (unreaped: still ours).
+    if (getpgid(c.pid) != c.pid) send(c.pid);
+  }
+  if (terminating) keeper_.TermSent(true);
 }
 
 void Supervisor::BeginTeardown(double now) {
@@ -843,33 +844,26 @@ ChildOutcome Supervisor::Outcome(const Child& c) const {
 }
 
 void Supervisor::Report(int* code) {
-  // The control plane stopped the job: its words (the job's first failure,
-  // the hang's roll-call, or one line saying where they are printed).
-  if (stop_ && (!stop_->message.empty() || (!stop_->trailer.empty() && first_failure_))) {
-    std::string json = stop_->failure_json;
-    if (stop_->message.empty()) {
-      // This node's own failure is the job's: its summary, then the attempts.
-      err_sink_.Write(FormatFailureSummary(Outcome(*first_failure_)));
-    } else {
-      err_sink_.Write(stop_->message);
+  // The control plane stopped the job with its words (the job's first
+  // failure from another node, the hang's roll-call, or one line saying where
+  // they are printed), or this node's own first failure is the job's: its
+  // summary, then (with --max-restarts) the attempts.
+  const bool stop_says = stop_ && !stop_->message.empty();
+  if (stop_says || first_failure_) {
+    std::optional<ChildOutcome> own;
+    if (first_failure_) own = Outcome(*first_failure_);
+    err_sink_.Write(stop_says ? stop_->message : FormatFailureSummary(*own));
+    std::string json = stop_ ? stop_->failure_json : "";
+    if (json.empty() && own) json = FailureJson(*own);
+    if (stop_) {
+      err_sink_.Write(stop_->trailer);
+      json = WithAttempts(json, stop_->attempts_json, stop_->why_not);
     }
-    err_sink_.Write(stop_->trailer);
-    if (json.empty() && first_failure_) json = FailureJson(Outcome(*first_failure_));
-    json = WithAttempts(json, stop_->attempts_json, stop_->why_not);
     if (logs_ && !json.empty()) {
       Status st = logs_->WriteFailure(json);
       if (!st.ok()) LogWarning("--log-dir: " + st.error().message);
     }
-    *code = stop_->exit_code;
-  } else if (first_failure_) {
-    const Child& c = *first_failure_;
-    ChildOutcome o = Outcome(c);
-    err_sink_.Write(FormatFailureSummary(o));
-    if (logs_) {
-      Status st = logs_->WriteFailure(FailureJson(o));
-      if (!st.ok()) LogWarning("--log-dir: " + st.error().message);
-    }
-    *code = ExitCodeFor(c.status);
+    *code = stop_says ? stop_->exit_code : ExitCodeFor(first_failure_->status);
   } else if (shim_signal_) {
     // Stopped from outside (mpirun, Slurm, ^C): say so in one line; the
     // rank that failed first, if any, was on another node.

@@ -45,14 +45,12 @@ std::vector<EnvVar> BuildContract(const World& world, const EnvSnapshot& env,
   auto job = ReadJobId(env);
   b.Force("TORCHELASTIC_RUN_ID", job ? job->value : "none",
           job ? "the job id (" + job->why + ")" : "torchrun's default --rdzv-id");
-  if (slot.max_restarts > 0) {
-    b.Force("TORCHELASTIC_RESTART_COUNT", "0",
-            "the first attempt (aml-shim counts its restarts here)");
-    b.Force("TORCHELASTIC_MAX_RESTARTS", str(slot.max_restarts), "--max-restarts");
-  } else {
-    b.Force("TORCHELASTIC_RESTART_COUNT", "0", "no --max-restarts: never restarted");
-    b.Force("TORCHELASTIC_MAX_RESTARTS", "0", "no --max-restarts: never restarted");
-  }
+  const bool restarts = slot.max_restarts > 0;
+  b.Force("TORCHELASTIC_RESTART_COUNT", "0",
+          restarts ? "the first attempt (aml-shim counts its restarts here)"
+                   : "no --max-restarts: never restarted");
+  b.Force("TORCHELASTIC_MAX_RESTARTS", str(slot.max_restarts),
+          restarts ? "--max-restarts" : "no --max-restarts: never restarted");
   b.Force("TORCHELASTIC_USE_AGENT_STORE", "False",
           "aml-shim runs no TCPStore of its own: rank 0 creates it");
   b.Default("MASTER_ADDR", world.master_addr.value, world.master_addr.why);

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "shim/base/fd_limit.h"
+#include "shim/base/hex.h"
 #include "shim/base/log.h"
 #include "shim/base/parse_int.h"
 #include "shim/base/text_list.h"
@@ -41,16 +42,10 @@ uint32_t FrameLength(const std::string& buf) {
 // empty field is a lone "%".
 std::string EncodeField(const std::string& v) {
   if (v.empty()) return "%";
-  static const char kHex[] = "0123456789ABCDEF";
   std::string out;
   for (unsigned char c : v) {
-    if (std::isalnum(c) || c == '.' || c == '_' || c == ':' || c == '-') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
+    if (std::isalnum(c) || c == '.' || c == '_' || c == ':' || c == '-') out += static_cast<char>(c);
+    else out += "%" + Hex(&c, 1);
   }
   return out;
 }
@@ -63,12 +58,9 @@ bool DecodeField(const std::string& in, std::string* out) {
       *out += in[i];
       continue;
     }
-    if (i + 2 >= in.size()) return false;  // "%X" at the end
-    const std::string hex = in.substr(i + 1, 2);
-    if (hex.size() != 2 || !std::isxdigit(static_cast<unsigned char>(hex[0])) ||
-        !std::isxdigit(static_cast<unsigned char>(hex[1])))
-      return false;
-    *out += static_cast<char>(std::stoi(hex, nullptr, 16));
+    const std::vector<unsigned char> byte = Unhex(in.substr(i + 1, 2));
+    if (byte.size() != 1) return false;  // "%", "%4" or "%zz"
+    *out += static_cast<char>(byte[0]);
     i += 2;
   }
   return true;
