@@ -19,6 +19,8 @@ SHIM = os.environ.get("AML_SHIM") or os.path.join(
 SRC = os.environ.get("AML_SRC") or os.path.join(os.path.dirname(__file__), "..", "..")
 PYTHON = "/usr/bin/python3"  # Debian's, with python3-torch
 TRAIN = os.path.join(SRC, "examples", "train_ddp.py")
+# DDP that checkpoints every epoch and resumes (--max-restarts tests).
+CKPT = os.path.join(SRC, "tests", "e2e", "scripts", "ckpt_ddp.py")
 
 # Variables that would leak a launcher's world from the test's own
 # environment into the commands it runs.
@@ -150,6 +152,20 @@ def assert_each_rank_refused(test, marks, ranks, message):
 def slurp(path):
     with open(path) as f:
         return f.read()
+
+
+def assert_resumed_once(test, r, shims):
+    """A --max-restarts 1 run of scripts/ckpt_ddp.py (rank 3 fails once, in
+    the first attempt): it ended well, every one of its `shims` marked the
+    restart, rank 3 resumed from the checkpoint, rank 0 printed the final
+    weights, and no process of the first attempt was alive in the second."""
+    text = r.stdout + r.stderr
+    test.assertEqual(r.returncode, 0, text)
+    test.assertEqual(text.count("aml-shim: restart 1 of 1 after rank 3 failed (exit status 7)"),
+                     shims, text)
+    test.assertIn("rank 3 resumed at epoch 2", r.stdout)
+    test.assertRegex(r.stdout, r"final weights [0-9a-f]{64}")
+    test.assertNotIn("LEFTOVER", text)
 
 
 def free_port():

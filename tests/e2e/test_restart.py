@@ -12,9 +12,8 @@ import re
 import tempfile
 import unittest
 
-from harness import PYTHON, SHIM, SRC, clean_env, free_port, main, mpirun, run, slurp
+from harness import CKPT, PYTHON, SHIM, clean_env, free_port, main, mpirun, run, slurp
 
-CKPT = os.path.join(SRC, "tests", "e2e", "scripts", "ckpt_ddp.py")
 RESTART_LINE = re.compile(r"aml-shim: restart 1 of 1 after rank 3 failed \(exit status 7\) "
                           r"\(attempt 1 ran \d+\.\d s\)")
 
