@@ -1,6 +1,5 @@
 #include "launch/keeper.h"
 
-#include <climits>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -18,7 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "launch/tagged_procs.h"
 #include "shim/base/clock.h"
+#include "shim/base/random_token.h"
 
 namespace aml {
 namespace {
@@ -43,45 +44,6 @@ void CloseAllBut(int keep, int max_fd) {
 
 }  // namespace
 
-long long StartTicks(pid_t pid) {
-  if (pid <= 0) return -1;
-  char path[40] = "/proc/";
-  char digits[16];
-  int n = 0;
-  for (pid_t v = pid; v > 0 && n < 15; v /= 10) digits[n++] = static_cast<char>('0' + v % 10);
-  size_t at = 6;
-  while (n > 0) path[at++] = digits[--n];
-  const char tail[] = "/stat";
-  for (char c : tail) path[at++] = c;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  char buf[1024];
-  ssize_t got = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (got <= 0) return -1;
-  buf[got] = '\0';
-  // "pid (comm) state ppid ... starttime ...": comm may hold spaces and ')',
-  // so fields are counted from the last ')'; starttime is field 22.
-  char* c = nullptr;
-  for (char* p = buf; *p; ++p)
-    if (*p == ')') c = p;
-  if (!c) return -1;
-  for (int field = 2; field < 22; ++field) {
-    while (*c && *c != ' ') ++c;
-    while (*c == ' ') ++c;
-    if (!*c) return -1;
-  }
-  long long ticks = 0;
-  for (; *c >= '0' && *c <= '9'; ++c) ticks = ticks * 10 + (*c - '0');
-  return ticks;
-}
-
-bool StartedSince(pid_t pgid, long long since) {
-  if (pgid <= 1) return false;
-  if (since < 0) return true;  // no /proc to tell: any group but 0, 1 and -1
-  return StartTicks(pgid) >= since;
-}
-
 namespace {
 
 // Drops the groups that have no member left (never signalled again).
@@ -96,10 +58,11 @@ size_t DropEmpty(int* groups, size_t n) {
 // The keeper's whole life; async-signal-safe calls only (the shim may have
 // threads from a dlopen'ed MPI), no allocation: `groups` has its capacity.
 [[noreturn]] void KeeperMain(int fd, int* groups, size_t capacity, int max_fd, double grace_s,
-                             const char* remove_dir) {
+                             const char* remove_dir, const char* tag, size_t tag_len) {
   setpgid(0, 0);  // out of the shim's group: mpirun's SIGKILL to it misses us
   // Every group the shim names is started after the keeper.
   const long long born = StartTicks(getpid());
+  const pid_t self = getpid();
   CloseAllBut(fd, max_fd);
   size_t n = 0;
   bool term_sent = false;
@@ -125,15 +88,34 @@ size_t DropEmpty(int* groups, size_t n) {
   // get SIGTERM, as the shim would have sent, then SIGKILL after the grace.
   // When the shim had already sent it, a second would be a second request
   // (a handler may take it as "abort now"), and whoever killed the shim has
-  // ended the stop's grace: SIGKILL at once.
-  if (!term_sent)
+  // ended the stop's grace: SIGKILL at once. Besides the named groups: every
+  // process that carries the shim's tag (a child being spawned when the shim
+  // died, descendants that left their rank's group).
+  if (!term_sent) {
     for (size_t i = 0; i < n; ++i) kill(-groups[i], SIGTERM);
+    SignalTagged(tag, tag_len, born, SIGTERM, self);
+  }
   const double kill_at = MonotonicSeconds() + (term_sent ? 0.0 : grace_s);
-  while ((n = DropEmpty(groups, n)) > 0 && MonotonicSeconds() < kill_at) {
+  double next_scan = 0;
+  int tagged = 1;
+  while (MonotonicSeconds() < kill_at) {
+    n = DropEmpty(groups, n);
+    if (MonotonicSeconds() >= next_scan) {  // /proc is walked 10 times a second
+      tagged = SignalTagged(tag, tag_len, born, 0, self);
+      next_scan = MonotonicSeconds() + 0.1;
+    }
+    if (n == 0 && tagged == 0) break;
     timespec pause{0, 10 * 1000 * 1000};
     nanosleep(&pause, nullptr);
   }
   for (size_t i = 0; i < n; ++i) kill(-groups[i], SIGKILL);
+  // Until two walks of /proc, 50 ms apart, find none: a child the shim was
+  // spawning shows the tag only once it has exec'd.
+  for (int round = 0, clean = 0; round < 200 && clean < 2; ++round) {
+    clean = SignalTagged(tag, tag_len, born, SIGKILL, self) == 0 ? clean + 1 : 0;
+    timespec pause{0, 50 * 1000 * 1000};
+    if (clean < 2) nanosleep(&pause, nullptr);
+  }
   // The shim's private directory, if nothing was left in it.
   if (remove_dir[0] != '\0') rmdir(remove_dir);
   _exit(0);
@@ -154,6 +136,7 @@ Status Keeper::Start(size_t max_groups, double grace_s, const std::string& remov
   int max_fd = 1024;
   if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY)
     max_fd = static_cast<int>(std::min<rlim_t>(nofile.rlim_cur, 1 << 20));
+  tag_ = RandomToken();
   pid_t pid = fork();
   if (pid < 0) {
     int e = errno;
@@ -161,7 +144,9 @@ Status Keeper::Start(size_t max_groups, double grace_s, const std::string& remov
     close(p[1]);
     return Error{std::string("cannot start the keeper (fork): ") + std::strerror(e)};
   }
-  if (pid == 0) KeeperMain(p[0], groups.data(), groups.size(), max_fd, grace_s, remove_dir.c_str());
+  if (pid == 0)
+    KeeperMain(p[0], groups.data(), groups.size(), max_fd, grace_s, remove_dir.c_str(),
+               tag_.c_str(), tag_.size());
   close(p[0]);
   setpgid(pid, pid);  // also from here: no window where it shares our group
   fd_ = p[1];

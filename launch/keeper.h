@@ -10,8 +10,9 @@
 // child inherits it). The shim names each child's process group as it starts
 // and says "done" when it ends in order; end of file without "done" means the
 // shim died: the keeper sends SIGTERM to every group still named (what the
-// shim would have forwarded), SIGKILL to those not empty after the grace
-// period, then exits. The keeper allocates nothing after the fork. It takes
+// shim would have forwarded) and to every process that carries the shim's
+// tag in its environment (launch/tagged_procs.h), SIGKILL to those left
+// after the grace period, then exits. The keeper allocates nothing after the fork. It takes
 // a group only if its leader started after the keeper did (never 0, 1 or
 // -1): even a byte stream that reached its pipe by mistake cannot name a
 // process that was there before the shim started its children.
@@ -22,17 +23,10 @@
 #include <cstddef>
 #include <string>
 
+#include "launch/proc_start.h"
 #include "shim/base/result.h"
 
 namespace aml {
-
-// A process's start time (clock ticks after boot, /proc/PID/stat field 22,
-// read async-signal-safely), or -1.
-long long StartTicks(pid_t pid);
-// `pgid` may be a group the keeper ends: never 0, 1 or -1 (kill(-1) is every
-// process of the user), and its leader started at `since` or later (-1:
-// unknown, no /proc). A leader reparented after the shim died still counts.
-bool StartedSince(pid_t pgid, long long since);
 
 class Keeper {
  public:
@@ -46,6 +40,10 @@ class Keeper {
   // after the SIGKILL when it is empty (the shim's private directory).
   Status Start(size_t max_groups, double grace_s, const std::string& remove_dir = "");
   bool running() const { return pid_ > 0; }
+  // The shim's tag (launch/tagged_procs.h): 32 random hex digits, set by
+  // Start. A process that carries it in kKeeperTagVar is ended with the
+  // groups.
+  const std::string& tag() const { return tag_; }
   pid_t pid() const { return pid_; }
   // The shim's child `pgid` leads a group the keeper must end with the shim.
   void Watch(pid_t pgid);
@@ -64,6 +62,7 @@ class Keeper {
   void Send(int value);
   int fd_ = -1;
   pid_t pid_ = -1;
+  std::string tag_;
 };
 
 }  // namespace aml

@@ -1,11 +1,15 @@
 #include "launch/keeper.h"
 
+#include <string>
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "launch/tagged_procs.h"
 
 namespace aml {
 namespace {
@@ -155,6 +159,35 @@ TEST(KeeperGroups, OnlyGroupsTheShimStartedAreTaken) {
   prctl(PR_SET_CHILD_SUBREAPER, 0);
   close(report[0]);
   close(report[1]);
+}
+
+// A child the keeper was never told of (one being spawned when the shim was
+// SIGKILLed), or a descendant that left its rank's group (setsid), carries
+// the shim's tag: the keeper ends it too, SIGTERM first.
+TEST_F(KeeperTest, EndsAProcessItWasNeverToldOfByTheShimsTag) {
+  pid_t shim = fork();
+  if (shim == 0) {
+    Keeper keeper;
+    if (!keeper.Start(4, 5).ok()) _exit(3);
+    const std::string entry = std::string(kKeeperTagVar) + "=" + keeper.tag();
+    pid_t escaped = fork();
+    if (escaped == 0) {
+      setsid();
+      char* envp[] = {const_cast<char*>(entry.c_str()), nullptr};
+      execle("/bin/sleep", "sleep", "600", static_cast<char*>(nullptr), envp);
+      _exit(127);
+    }
+    if (write(p_[1], &escaped, sizeof escaped) != sizeof escaped) _exit(4);
+    raise(SIGKILL);
+    _exit(5);
+  }
+  pid_t escaped = -1;
+  ASSERT_EQ(read(p_[0], &escaped, sizeof escaped), static_cast<ssize_t>(sizeof escaped));
+  WaitEnd(shim, 10);
+  int status = WaitEnd(escaped, 20);
+  ASSERT_NE(status, -1) << "a process with the shim's tag outlived it";
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+  WaitForKeeper(escaped);
 }
 
 TEST_F(KeeperTest, DismissedKeeperKillsNothing) {

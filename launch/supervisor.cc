@@ -20,6 +20,7 @@
 #include "launch/error_file.h"
 #include "launch/failure_report.h"
 #include "launch/keeper.h"
+#include "launch/tagged_procs.h"
 #include "launch/line_tagger.h"
 #include "launch/log_dir.h"
 #include "launch/output_sink.h"
@@ -234,6 +235,11 @@ bool Supervisor::Start() {
     }
     if (!error_dir_.empty())
       c.launch.env.Set("TORCHELASTIC_ERROR_FILE", ErrorFilePath(error_dir_, c.launch.rank));
+    if (keeper_.running()) {
+      // After the tags of any shim above this one: each keeper finds all.
+      const std::string above = c.launch.env.GetOr(kKeeperTagVar, "");
+      c.launch.env.Set(kKeeperTagVar, (above.empty() ? "" : above + ":") + keeper_.tag());
+    }
     int code = 0;
     Result<SpawnedChild> spawned = Error{""};
     {

@@ -6,10 +6,11 @@ import os
 import signal
 import subprocess
 import tempfile
+import time
 import shutil
 import unittest
 
-from harness import SHIM, alive, kill_group, main, mpirun, require, run, slurp, spawn, wait_for
+from harness import SHIM, alive, clean_env, kill_group, main, mpirun, require, run, slurp, spawn, wait_for
 
 # Each rank records its pid and its grandchild's, then waits; TERM makes it
 # take `delay` seconds to "checkpoint" (a file) before exiting, or, with
@@ -20,6 +21,20 @@ def ranks_script(tmp, delay=0):
     return (trap +
             f'sleep 600 & echo "$$ $!" > {tmp}/pids-$RANK.tmp; mv {tmp}/pids-$RANK.tmp {tmp}/pids-$RANK; '
             'wait; wait')
+
+
+def carrying(marker):
+    """Pids of the processes whose environment holds `marker`."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/environ", "rb") as f:
+                    if marker.encode() in f.read():
+                        found.append(int(name))
+            except OSError:
+                pass
+    return found
 
 
 class Teardown(unittest.TestCase):
@@ -56,6 +71,54 @@ class Teardown(unittest.TestCase):
             self.assert_all_gone(pids, "processes outlived their SIGKILLed shim")
         finally:
             kill_group(p)
+
+    def test_descendants_that_left_their_ranks_group_die_with_a_sigkilled_shim(self):
+        # setsid (a daemon) and Python's start_new_session=True (what
+        # DataLoader helpers and servers do) leave the rank's process group:
+        # the keeper finds them by the tag they inherited (issue 23, item 4).
+        t = self.tmp
+        script = (f'setsid sleep 600 & a=$!; '
+                  f'/usr/bin/python3 -c "import subprocess,sys; '
+                  f'p=subprocess.Popen([\'sleep\',\'600\'],start_new_session=True); print(p.pid)" > {t}/py-$RANK; '
+                  f'echo "$$ $a $(cat {t}/py-$RANK)" > {t}/pids-$RANK.tmp; mv {t}/pids-$RANK.tmp {t}/pids-$RANK; '
+                  f'exec sleep 600')
+        p = spawn([SHIM, "--nproc-per-node", "2", "--", "sh", "-c", script],
+                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            pids = self.pids(2)
+            self.assertEqual(len(pids), 6, pids)
+            for rank, a, b in (pids[:3], pids[3:]):
+                self.assertNotIn(rank, (os.getpgid(a), os.getpgid(b)), "left the rank's group")
+            p.send_signal(signal.SIGKILL)
+            p.wait(timeout=30)
+            self.assert_all_gone(pids, "processes outlived their SIGKILLed shim")
+        finally:
+            kill_group(p)
+
+    def test_a_child_being_spawned_when_the_shim_is_killed_does_not_leak(self):
+        # SIGKILL while the shim starts 16 children that ignore SIGTERM: the
+        # one being spawned had not been named to the keeper yet and lived
+        # on in a group of its own (issue 23, item 3). Every kill time from
+        # 0 to 30 ms; afterwards no process of the job may be left.
+        marker = "AML_TEST_SPAWN_KILL=" + os.path.basename(self.tmp)
+        env = clean_env(AML_TEST_SPAWN_KILL=os.path.basename(self.tmp))
+        leaks = []
+        try:
+            for i in range(30):
+                p = spawn([SHIM, "--grace", "0.2", "--nproc-per-node", "16", "--", "sh", "-c",
+                           'trap "" TERM; exec sleep 600'], env=env,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                time.sleep(i / 1000)
+                p.send_signal(signal.SIGKILL)
+                p.wait(timeout=30)
+                if not wait_for(lambda: not carrying(marker), 10):
+                    leaks.append((i, carrying(marker)))
+                    for pid in carrying(marker):
+                        os.kill(pid, signal.SIGKILL)
+        finally:
+            for pid in carrying(marker):
+                os.kill(pid, signal.SIGKILL)
+        self.assertEqual(leaks, [], "(kill after ms, processes left)")
 
     def test_a_shim_killed_after_it_forwarded_sigterm_sends_no_second_one(self):
         # The launcher's stop: SIGTERM (forwarded to every rank, which takes
