@@ -14,6 +14,7 @@
 #include "shim/base/sha256.h"
 #include "shim/base/text_list.h"
 #include "shim/base/units.h"
+#include "shim/net/crowded_door.h"
 
 namespace aml {
 namespace {
@@ -115,7 +116,11 @@ Status ControlPlane::JoinAsRoot() {
   Status st = RunUntilGo(deadline);
   door_.reset();
   door_pending_.clear();
+  const std::string flood = crowded_silent_ + crowded_partial_ > 0
+                                ? FloodNote("MASTER_PORT", crowded_silent_, crowded_partial_)
+                                : "";
   if (st.ok()) {
+    if (!flood.empty()) LogWarning("control plane: " + flood);
     SendDown(Msg("go").Encode());
     depth_ = planner_->depth();
     return st;
@@ -130,7 +135,8 @@ Status ControlPlane::JoinAsRoot() {
                           FormatRate(c_.join_timeout_s) + " s (--preflight-timeout)" +
                           (refused_ ? "; " + std::to_string(refused_) +
                                           " connection(s) without this job's proof were refused"
-                                    : "");
+                                    : "") +
+                          (flood.empty() ? "" : "; " + flood);
   SendDown(Msg("abort").Set("why", why).Encode());
   const double until = Now() + kFlushS;
   while (Now() < until) {
@@ -236,10 +242,8 @@ Status ControlPlane::RunUntilGo(double deadline) {
 // ---- Descriptors
 
 void ControlPlane::AddPollFds(std::vector<pollfd>* fds) {
-  if (door_.valid() && Unproven(door_pending_) < kMaxPending)
-    fds->push_back({door_.get(), POLLIN, 0});
-  if (listener_.valid() && Unproven(children_) < kMaxPending)
-    fds->push_back({listener_.get(), POLLIN, 0});
+  if (door_.valid()) fds->push_back({door_.get(), POLLIN, 0});
+  if (listener_.valid()) fds->push_back({listener_.get(), POLLIN, 0});
   auto add = [&](const Peer& p) {
     const short ev = static_cast<short>(POLLIN | (p.link->wants_write() ? POLLOUT : 0));
     fds->push_back({p.link->fd(), ev, 0});
@@ -255,9 +259,8 @@ void ControlPlane::OnPoll(const pollfd* fds, size_t n, double now) {
   for (size_t i = 0; i < n; ++i)
     if (fds[i].revents) ready[fds[i].fd] = fds[i].revents;
   if (ready.empty()) return;
-  if (door_.valid() && ready.count(door_.get())) AcceptPending(door_.get(), &door_pending_, now);
-  if (listener_.valid() && ready.count(listener_.get()))
-    AcceptPending(listener_.get(), &children_, now);
+  // Connections first, then newcomers: a hello that has arrived is read
+  // before a newcomer could take its seat.
   for (size_t i = 0; i < door_pending_.size(); ++i)
     if (ready.count(door_pending_[i]->link->fd())) ReadDoor(*door_pending_[i], now);
   for (size_t i = 0; i < children_.size(); ++i) {
@@ -270,6 +273,9 @@ void ControlPlane::OnPoll(const pollfd* fds, size_t n, double now) {
     parent_->link->Flush();
     ReadParent(now);
   }
+  if (door_.valid() && ready.count(door_.get())) AcceptPending(door_.get(), &door_pending_, now);
+  if (listener_.valid() && ready.count(listener_.get()))
+    AcceptPending(listener_.get(), &children_, now);
   // Drop what is finished: answered joins, children gone.
   door_pending_.erase(std::remove_if(door_pending_.begin(), door_pending_.end(),
                                      [](const std::unique_ptr<Peer>& p) {
@@ -288,17 +294,32 @@ size_t ControlPlane::Unproven(const std::vector<std::unique_ptr<Peer>>& peers) {
   return n;
 }
 
-// Past kMaxPending unproven connections the rest wait in the listen backlog
-// (the listener is not polled), so a crowd of shims joining at once is
-// served in turn, never turned away.
+// Past kMaxPending unproven connections a newcomer takes the seat of the
+// one that has sent least (shim/net/crowded_door.h): strangers that connect
+// and say nothing cannot keep the job's shims out. A shim whose connection
+// is closed so asks again.
 void ControlPlane::AcceptPending(int listen_fd, std::vector<std::unique_ptr<Peer>>* into,
                                  double now) {
-  while (Unproven(*into) < kMaxPending) {
+  for (size_t burst = 0; burst < kDoorAcceptBurst; ++burst) {
     int fd = Accept(listen_fd);
     if (fd < 0) return;
+    if (Unproven(*into) >= kMaxPending) {
+      std::vector<DoorSeat> seats;
+      std::vector<size_t> at;
+      for (size_t i = 0; i < into->size(); ++i) {
+        const Peer& q = *(*into)[i];
+        if (q.rank != -1) continue;
+        seats.push_back({q.link->received(), q.accepted_at});
+        at.push_back(i);
+      }
+      const size_t freed = at[SeatToFree(seats)];
+      ++((*into)[freed]->link->received() == 0 ? crowded_silent_ : crowded_partial_);
+      into->erase(into->begin() + static_cast<long>(freed));
+    }
     auto p = std::make_unique<Peer>();
     p->link = std::make_unique<FrameLink>(Fd(fd), kMaxHelloFrame);
     p->hello_until = now + kHelloS;
+    p->accepted_at = now;
     into->push_back(std::move(p));
   }
 }

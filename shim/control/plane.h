@@ -85,6 +85,7 @@ class ControlPlane : public JobLink {
     int rank = -1;          // -1 until its hello
     std::string host, addr;
     double hello_until = 0; // pending: say hello by then
+    double accepted_at = 0;
     double last_heard = 0;
     double output_time = 0; // its subtree's last output (our clock)
     bool done = false;      // left in order (done, or stopped): not lost
@@ -176,6 +177,7 @@ class ControlPlane : public JobLink {
   std::set<int> reported_;      // shims whose stacks arrived
   std::map<int, std::string> shim_hosts_;  // rank 0: every shim's host
   int refused_ = 0;             // strangers refused (for -v)
+  int crowded_silent_ = 0, crowded_partial_ = 0;  // seats given up (crowded_door.h)
   // Restarts.
   int restarts_ = 0;            // made so far (every shim)
   bool ending_ = false;         // the attempt is being ended for a restart

@@ -99,6 +99,7 @@ void FrameLink::Read(std::vector<std::string>* frames) {
       break;
     }
     in_.append(buf, static_cast<size_t>(n));
+    received_ += static_cast<size_t>(n);
     // Whole frames out; a length over the cap breaks the link at once.
     while (in_.size() >= 4) {
       const auto* p = reinterpret_cast<const unsigned char*>(in_.data());

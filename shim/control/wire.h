@@ -47,6 +47,7 @@ class FrameLink {
   bool broken() const { return !why_.empty(); }
   const std::string& why() const { return why_; }
   bool wants_write() const { return sent_ < out_.size(); }
+  size_t received() const { return received_; }  // bytes read so far
   void set_max_frame(size_t n) { max_frame_ = n; }
   // Reads what the socket holds; complete frames are appended. A closed or
   // broken link sets why() ("closed", "frame of N bytes over the cap", ...).
@@ -60,6 +61,7 @@ class FrameLink {
   size_t max_frame_, max_queue_;
   std::string in_, out_;
   size_t sent_ = 0;
+  size_t received_ = 0;
   std::string why_;
 };
 

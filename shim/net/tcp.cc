@@ -180,6 +180,8 @@ Status ReadAll(int fd, char* p, size_t n, Deadline deadline) {
       return Error{"connection closed by the peer"};
     } else if (errno == EAGAIN || errno == EINTR) {
       if (!WaitFor(fd, POLLIN, deadline)) return Error{"receive timed out"};
+    } else if (errno == ECONNRESET) {
+      return Error{kPeerReset};
     } else {
       return Error{std::string("receive: ") + std::strerror(errno)};
     }
@@ -195,6 +197,8 @@ Status SendFrame(int fd, const std::string& data, Deadline deadline) {
   buf += data;
   return WriteAll(fd, buf.data(), buf.size(), deadline);
 }
+
+bool IsPeerReset(const Error& e) { return e.message == kPeerReset; }
 
 Result<std::string> RecvFrame(int fd, size_t max_len, Deadline deadline) {
   uint32_t n = 0;

@@ -52,6 +52,12 @@ bool NumericSockaddr(const std::string& ip, int port, sockaddr_storage* ss, sock
 // Connects to ip:port (numeric) before `deadline`. The error names both.
 Result<Fd> ConnectTcp(const std::string& ip, int port, Deadline deadline);
 
+// What RecvFrame says when the peer closed with bytes of ours unread (the
+// kernel's reset): it never read them (a crowded door closed it).
+inline constexpr char kPeerReset[] =
+    "connection reset by the peer (closed without reading what was sent)";
+bool IsPeerReset(const Error& e);
+
 // Frames: 4-byte big-endian length, then the bytes.
 Status SendFrame(int fd, const std::string& data, Deadline deadline);
 Result<std::string> RecvFrame(int fd, size_t max_len, Deadline deadline);

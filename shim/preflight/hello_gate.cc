@@ -16,6 +16,7 @@
 #include "shim/base/log.h"
 #include "shim/base/parse_int.h"
 #include "shim/base/text_list.h"
+#include "shim/net/crowded_door.h"
 #include "shim/net/local_socket.h"
 
 namespace aml {
@@ -99,7 +100,7 @@ HelloGate::HelloGate(int listen_fd, int size, std::string token, GateLimits limi
 }
 
 void HelloGate::Accept(Deadline now) {
-  while (pending_.size() < limits_.max_pending) {
+  for (size_t burst = 0; burst < kDoorAcceptBurst; ++burst) {
     int c = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (c >= 0) {
       Pending p;
@@ -111,6 +112,18 @@ void HelloGate::Accept(Deadline now) {
       p.peer = PeerAddress(c);
       if (p.peer.empty()) p.peer = "?";
       p.until = now + limits_.hello_timeout;
+      p.since = now;
+      // A shim's hello is usually there already: read it before anyone
+      // can take this seat.
+      if (Read(p)) continue;
+      if (pending_.size() >= limits_.max_pending) {
+        std::vector<DoorSeat> seats;
+        for (const Pending& q : pending_)
+          seats.push_back({q.buf.size(), std::chrono::duration<double>(q.since.time_since_epoch()).count()});
+        const size_t freed = SeatToFree(seats);
+        ++(pending_[freed].buf.empty() ? crowded_silent_ : crowded_partial_);
+        pending_.erase(pending_.begin() + static_cast<long>(freed));
+      }
       pending_.push_back(std::move(p));
       continue;
     }
@@ -128,23 +141,27 @@ void HelloGate::Accept(Deadline now) {
 
 bool HelloGate::Read(Pending& p) {
   // Exactly the hello frame: the header, then its length, never more (the
-  // GPU stage's frame may follow on the same connection).
-  const size_t want = p.buf.size() < 4 ? 4 : 4 + FrameLength(p.buf);
-  char buf[1024];
-  ssize_t n = recv(p.fd.get(), buf, std::min(sizeof buf, want - p.buf.size()), 0);
-  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return false;
-  if (n <= 0) {
-    ++garbled_;
-    return true;  // closed before a whole hello
+  // GPU stage's frame may follow on the same connection). Read until the
+  // socket has no more.
+  for (;;) {
+    const size_t want = p.buf.size() < 4 ? 4 : 4 + FrameLength(p.buf);
+    char buf[1024];
+    ssize_t n = recv(p.fd.get(), buf, std::min(sizeof buf, want - p.buf.size()), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return false;
+    if (n <= 0) {
+      ++garbled_;
+      return true;  // closed before a whole hello
+    }
+    p.buf.append(buf, static_cast<size_t>(n));
+    if (p.buf.size() < 4) continue;
+    if (FrameLength(p.buf) > limits_.max_hello) {
+      ++oversized_;
+      return true;
+    }
+    if (p.buf.size() == 4 + FrameLength(p.buf)) break;
   }
-  p.buf.append(buf, static_cast<size_t>(n));
-  if (p.buf.size() < 4) return false;
   const uint32_t len = FrameLength(p.buf);
-  if (len > limits_.max_hello) {
-    ++oversized_;
-    return true;
-  }
-  if (p.buf.size() < 4 + len) return false;
   auto h = DecodeHello(p.buf.substr(4, len));
   if (!h.ok()) {
     ++garbled_;
@@ -204,7 +221,7 @@ void HelloGate::Run(Deadline deadline, int want) {
   while (count_ < want && Clock::now() < deadline) {
     fds.clear();
     const Deadline now = Clock::now();
-    const bool listen = pending_.size() < limits_.max_pending && now >= accept_after_;
+    const bool listen = now >= accept_after_;
     fds.push_back({listen ? listen_fd_ : -1, POLLIN, 0});
     for (const Pending& p : pending_) fds.push_back({p.fd.get(), POLLIN, 0});
     poll(fds.data(), fds.size(), PollTimeoutMs(NextWake(deadline)));
@@ -228,8 +245,14 @@ void HelloGate::Run(Deadline deadline, int want) {
     mismatch_ += "; and " + std::to_string(mismatches_ - kMaxListed) + " more";
 }
 
+std::string HelloGate::FloodNote() const {
+  if (crowded_silent_ + crowded_partial_ == 0) return "";
+  return aml::FloodNote(limits_.door, crowded_silent_, crowded_partial_);
+}
+
 std::vector<std::string> HelloGate::Notes() const {
   std::vector<std::string> notes;
+  if (!FloodNote().empty()) notes.push_back(FloodNote());
   if (fd_errors_ > 0)
     notes.push_back("rank 0 ran out of file descriptors while accepting: " + fd_error_);
   if (bad_token_ > 0) {

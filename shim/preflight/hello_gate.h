@@ -3,8 +3,9 @@
 // poll loop over the listener and every connection that has not yet said
 // hello, all non-blocking. A hello speaks for one rank, or for every rank of
 // a node that its local rank 0 gathered (node_fan_in.h). Each connection has
-// its own deadline and a small cap on its hello; unauthenticated connections are capped too (past the cap
-// the listener waits in its backlog). A hello must carry the job's token
+// its own deadline and a small cap on its hello; connections that have not
+// said hello are capped too, and past the cap a newcomer takes the seat of
+// the one that has sent least (shim/net/crowded_door.h). A hello must carry the job's token
 // when there is one, so a stranger cannot pass as a rank; nothing a peer
 // sends can stall, bloat or outwait the real ranks, and what is reported
 // about strangers is a few counted lines.
@@ -40,6 +41,7 @@ struct GateLimits {
   size_t max_pending = 256;     // connections that have not said hello yet
   std::chrono::milliseconds hello_timeout{5000};  // from accept to hello
   bool same_user_only = false;  // a node-local socket: refuse other users
+  std::string door = "MASTER_PORT";  // what the reports call the listener
 };
 
 class HelloGate {
@@ -62,6 +64,9 @@ class HelloGate {
   const std::string& mismatch() const { return mismatch_; }
   // Strangers and trouble at the door, for a failed preflight's report.
   std::vector<std::string> Notes() const;
+  // Seats given up to a flood (see Notes), worth a warning even when every
+  // rank got in; empty if none.
+  std::string FloodNote() const;
 
  private:
   struct Pending {
@@ -69,6 +74,7 @@ class HelloGate {
     std::string buf;
     std::string peer;
     Deadline until;
+    Deadline since;
   };
   void Accept(Deadline now);
   bool Read(Pending& p);  // true when done with it
@@ -87,6 +93,7 @@ class HelloGate {
   std::string mismatch_;
   int mismatches_ = 0;
   int bad_token_ = 0, oversized_ = 0, garbled_ = 0, idle_ = 0, other_user_ = 0;
+  int crowded_silent_ = 0, crowded_partial_ = 0;
   std::vector<std::string> bad_token_from_;
   int fd_errors_ = 0;
   std::string fd_error_;

@@ -92,8 +92,8 @@ TEST_F(Gate, AStrangerWithoutTheTokenIsRefusedAndTheRealRankCounts) {
 
 TEST_F(Gate, IdleAndOversizedConnectionsDoNotKeepTheRealRanksOut) {
   GateLimits limits;
-  limits.max_pending = 4;  // fewer than the idle ones: they wait in the backlog
-  limits.hello_timeout = milliseconds(300);
+  limits.max_pending = 4;  // fewer than the idle ones
+  limits.hello_timeout = milliseconds(60000);  // none of them expires
   HelloGate gate(listener_.fd.get(), 1, "", limits);
   std::vector<Fd> idle;
   for (int i = 0; i < 10; ++i) idle.push_back(Connect(listener_.port));
@@ -105,12 +105,14 @@ TEST_F(Gate, IdleAndOversizedConnectionsDoNotKeepTheRealRanksOut) {
   SayHello(rank0, 0, 1, "");
   gate.Run(Clock::now() + milliseconds(10000));
   EXPECT_EQ(gate.arrived_count(), 1);
+  // The door stayed open: each of the last 6 silent ones took the seat of
+  // an older one (issue 23, item 5: before, rank 0 waited in the backlog
+  // until 4 at a time had each used up their time).
+  EXPECT_EQ(gate.FloodNote().rfind("MASTER_PORT is flooded: 6 connection(s) that had sent nothing", 0),
+            0u) << gate.FloodNote();
   auto notes = gate.Notes();
-  ASSERT_EQ(notes.size(), 1u);
-  EXPECT_NE(notes[0].find("1 oversized hello(s)"), std::string::npos) << notes[0];
-  // At most 4 at a time, each closed after 300 ms: 8 expired before rank 0's
-  // turn came (the last 2 were never accepted: the gate was done).
-  EXPECT_NE(notes[0].find("8 idle connection(s)"), std::string::npos) << notes[0];
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_NE(notes[1].find("1 oversized hello(s)"), std::string::npos) << notes[1];
 }
 
 TEST_F(Gate, TwoClaimsForOneRankAreNamed) {

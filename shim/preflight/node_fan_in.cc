@@ -22,6 +22,7 @@ GateLimits MemberLimits() {
   GateLimits l;
   l.max_hello = 512;  // a member speaks for itself only
   l.same_user_only = true;
+  l.door = "the node leader's socket";
   return l;
 }
 

@@ -48,6 +48,7 @@ class PreflightServer {
 
   void Run(Deadline deadline, const std::string& target) {
     gate_.Run(deadline);
+    const std::string flood = gate_.FloodNote();
     // The wait is --preflight-timeout's (rank 0's verdict comes when it ends).
     std::string report = MissingRanksReport(
         gate_.arrived(), gate_.who(), req_.size, target,
@@ -55,6 +56,8 @@ class PreflightServer {
     const std::string& mismatch = gate_.mismatch();
     if (!mismatch.empty())
       report += (report.empty() ? "preflight tcp: inconsistent ranks:" : " Also:") + mismatch;
+    // Every rank got in, but the job's port is being flooded: worth saying.
+    if (report.empty() && !flood.empty()) LogWarning("preflight tcp: " + flood);
     if (report.empty() && req_.gpu) {
       GpuStage();
     } else if (report.empty()) {
@@ -219,6 +222,10 @@ Result<std::string> AskRankZero(const PreflightRequest& req, const std::vector<i
   const auto start = Clock::now();
   std::string last_error, my_addr = "?";
   Fd fd;
+  // A crowded door (shim/net/crowded_door.h) may close this connection to
+  // seat a newcomer before it read the hello: then it is asked again. A
+  // connection rank 0 read is never closed without a verdict.
+  for (;;) {
   while (Clock::now() < deadline) {
     auto ips = ResolveHost("MASTER_ADDR", req.master_addr);
     if (ips.ok() && !ips->empty()) {
@@ -251,6 +258,13 @@ Result<std::string> AskRankZero(const PreflightRequest& req, const std::vector<i
   };
   auto verdict = sent.ok() ? RecvFrame(fd.get(), kMaxFrame, deadline + VerdictWait(req))
                            : Result<std::string>(sent.error());
+  if (!verdict.ok() && IsPeerReset(verdict.error()) && Clock::now() < deadline) {
+    LogVerbose("preflight: rank 0 closed this connection before reading its hello (a crowded "
+               "door); connecting again");
+    fd.reset();
+    std::this_thread::sleep_for(kConnectRetryPause);
+    continue;
+  }
   if (!verdict.ok()) return no_verdict(verdict.error().message);
   if (req.gpu && verdict->rfind("go\n", 0) == 0) {
     auto go = DecodeGo(*verdict);
@@ -269,6 +283,7 @@ Result<std::string> AskRankZero(const PreflightRequest& req, const std::vector<i
     if (!verdict.ok()) return no_verdict(verdict.error().message);
   }
   return verdict;
+  }
 }
 
 // Rank 0's verdict as this rank's outcome.

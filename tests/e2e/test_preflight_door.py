@@ -56,6 +56,47 @@ class Stranger(threading.Thread):
             s.close()
 
 
+class Flood(threading.Thread):
+    """`count` connections to rank 0's port that say nothing, each reopened
+    as soon as rank 0 closes it (or refused, before rank 0 listens)."""
+
+    def __init__(self, port, count):
+        super().__init__(daemon=True)
+        self.port, self.count, self.stop = port, count, threading.Event()
+        self.reopened = 0
+
+    def run(self):
+        import selectors
+        sel = selectors.DefaultSelector()
+        open_socks = 0
+        while not self.stop.is_set():
+            while open_socks < self.count and not self.stop.is_set():
+                s = socket.socket()
+                s.setblocking(False)
+                if s.connect_ex((HOST, self.port)) not in (0, 115):  # EINPROGRESS
+                    s.close()
+                    time.sleep(0.01)
+                    break
+                sel.register(s, selectors.EVENT_READ)
+                open_socks += 1
+            for key, _ in sel.select(timeout=0.05):
+                try:
+                    data = key.fileobj.recv(4096)
+                except OSError:
+                    data = b""
+                if not data:  # closed by rank 0 (or refused): open another
+                    sel.unregister(key.fileobj)
+                    key.fileobj.close()
+                    open_socks -= 1
+                    self.reopened += 1
+        for key in list(sel.get_map().values()):
+            key.fileobj.close()
+
+    def close(self):
+        self.stop.set()
+        self.join(10)
+
+
 def frame(data):
     return struct.pack("!I", len(data)) + data
 
@@ -94,6 +135,43 @@ class Door(unittest.TestCase):
     def test_idle_connections_do_not_fail_a_healthy_job(self):
         port = free_port()
         self.assert_ran(self.job(port, lambda s: None, count=10))
+
+    def test_a_flood_of_idle_connections_does_not_keep_the_ranks_out(self):
+        # 1,500 connections that say nothing, each reopened as rank 0 closes
+        # it: rank 0 served 256 at a time for 5 s each, first come first
+        # served, and rank 1 waited in the listen backlog past the timeout
+        # (issue 23, item 5). The door now closes a silent connection to
+        # make room and says the port was flooded.
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard != resource.RLIM_INFINITY and hard < 4096:
+            self.skipTest(f"the flood needs 4096 descriptors (hard limit {hard})")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 4096), hard))
+        port = free_port()
+        flood = Flood(port, 1500)
+        flood.start()
+        shims = []
+        try:
+            # Two shims of a torch-style world (RANK, WORLD_SIZE): one TCP
+            # connection each, as from two nodes; rank 1 comes 2 s late.
+            for rank in (0, 1):
+                env = clean_env(RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR=HOST,
+                                MASTER_PORT=str(port), AML_SHIM_JOB_SECRET="f" * 32)
+                cmd = [SHIM, "--preflight", "tcp", "--preflight-timeout", "20",
+                       "--fail-fast", "job", "--", "sh", "-c", "echo ran-$RANK"]
+                shims.append(spawn(cmd, env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True))
+                time.sleep(2)
+            out = [p.communicate(timeout=120) for p in shims]
+        finally:
+            flood.close()
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+            for p in shims:
+                kill_group(p)
+        self.assertTrue(flood.reopened > 1500, flood.reopened)  # rank 0 closed them
+        for p, (stdout, stderr) in zip(shims, out):
+            self.assertEqual(p.returncode, 0, stderr)
+        self.assertEqual(out[0][0] + out[1][0], "ran-0\nran-1\n", out[0][1] + out[1][1])
+        self.assertIn("MASTER_PORT is flooded", out[0][1])
 
     def test_oversized_hellos_keep_the_report_short(self):
         port = free_port()
