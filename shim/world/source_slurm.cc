@@ -4,6 +4,8 @@
 #include "shim/world/source_util.h"
 #include "shim/world/sources.h"
 
+#include <string>
+
 namespace aml {
 namespace {
 
@@ -30,16 +32,32 @@ SourceResult ReadSlurm(const EnvSnapshot& env) {
   auto node = ReadIntVar(env, "SLURM_NODEID", 0, kMaxWorld);
   if (!node.ok()) return node.error();
   sw.node_rank = *node;
-  if (const char* n = FirstSet(env, {"SLURM_STEP_NUM_NODES", "SLURM_NNODES",
-                                     "SLURM_JOB_NUM_NODES"})) {
-    auto count = ReadIntVar(env, n, 1, kMaxWorld);
+  const char* count_var =
+      FirstSet(env, {"SLURM_STEP_NUM_NODES", "SLURM_NNODES", "SLURM_JOB_NUM_NODES"});
+  if (count_var) {
+    auto count = ReadIntVar(env, count_var, 1, kMaxWorld);
     if (!count.ok()) return count.error();
     sw.node_count = *count;
   }
   if (const char* list = FirstSet(env, {"SLURM_STEP_NODELIST",
                                         "SLURM_JOB_NODELIST", "SLURM_NODELIST"})) {
-    auto hosts = ExpandHostlist(list, *env.Find(list));
+    // A list and a count of the same scope (the step's, or the
+    // allocation's) must agree; the count also bounds the expansion, so a
+    // list of a million names is refused before it is built.
+    const std::string c = count_var ? count_var : "", l = list;
+    const bool paired = (c == "SLURM_STEP_NUM_NODES" && l == "SLURM_STEP_NODELIST") ||
+                        (c == "SLURM_JOB_NUM_NODES" && l == "SLURM_JOB_NODELIST");
+    const size_t cap = paired ? static_cast<size_t>(sw.node_count->value) : size_t{1} << 20;
+    auto hosts = ExpandHostlist(list, *env.Find(list), cap);
+    std::string shown = *env.Find(list);
+    if (shown.size() > 100) shown = shown.substr(0, 100) + "...";
+    if (!hosts.ok() && paired && hosts.error().message.find("expands to more than") != std::string::npos)
+      return Error{std::string(list) + "='" + shown + "' names more than " + std::to_string(cap) +
+                   " host(s), but " + count_var + "=" + std::to_string(cap)};
     if (!hosts.ok()) return hosts.error();
+    if (paired && hosts->size() != cap)
+      return Error{std::string(list) + "='" + shown + "' names " + std::to_string(hosts->size()) +
+                   " host(s), but " + count_var + "=" + std::to_string(cap)};
     sw.hosts = Sourced<std::vector<std::string>>{
         *hosts, std::string(list) + "=" + *env.Find(list)};
     if (!sw.node_count)

@@ -123,6 +123,27 @@ TEST(Slurm, PrefersStepVariablesAndHandlesUnevenTasks) {
   EXPECT_EQ(s.hosts->value, (std::vector<std::string>{"gpu001", "gpu002"}));
 }
 
+// The step's list and count must agree, and the count bounds the list's
+// expansion: a million names are refused before they are built (before, 100
+// MB and 1.5 s, and never compared).
+TEST(Slurm, AStepListThatDisagreesWithTheStepCountIsRefused) {
+  auto base = [](const std::string& list) {
+    return ReadSlurm(Env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"},
+                          {"SLURM_LOCALID", "0"}, {"SLURM_NODEID", "0"},
+                          {"SLURM_STEP_NUM_NODES", "2"}, {"SLURM_STEP_NODELIST", list}}));
+  };
+  auto huge = base("n[0-1048575]");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.error().message,
+            "SLURM_STEP_NODELIST='n[0-1048575]' names more than 2 host(s), but "
+            "SLURM_STEP_NUM_NODES=2");
+  auto one = base("n1");
+  ASSERT_FALSE(one.ok());
+  EXPECT_EQ(one.error().message,
+            "SLURM_STEP_NODELIST='n1' names 1 host(s), but SLURM_STEP_NUM_NODES=2");
+  EXPECT_TRUE(base("n[1-2]").ok());
+}
+
 TEST(Slurm, FallsBackToJobVariables) {
   auto w = ReadSlurm(Env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"},
                           {"SLURM_LOCALID", "0"}, {"SLURM_NODEID", "0"},
