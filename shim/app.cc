@@ -75,13 +75,13 @@ Result<int> ResolveNproc(const Options& o, const EnvSnapshot& env) {
   if (o.nproc_kind == NprocKind::kCount) return o.nproc;
   GpuCount gpus = CountVisibleGpus(env, o.proc_root);
   if (gpus.count > 0) {
-    LogVerbose("--nproc-per-node " +
+    LogVerbose(o.nproc_origin + "=" +
                std::string(o.nproc_kind == NprocKind::kGpu ? "gpu" : "auto") + ": " +
                std::to_string(gpus.count) + " GPUs (" + gpus.why + ")");
     return gpus.count;
   }
   if (o.nproc_kind == NprocKind::kAuto) return 1;
-  return Error{"--nproc-per-node=gpu: no NVIDIA GPU is visible (" + gpus.why +
+  return Error{o.nproc_origin + "=gpu: no NVIDIA GPU is visible (" + gpus.why +
                "); use a number or 'auto'"};
 }
 

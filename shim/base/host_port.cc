@@ -61,6 +61,15 @@ Result<HostPort> ParseHostPort(std::string_view what, std::string_view text) {
   return hp;
 }
 
+Status CheckHost(std::string_view what, std::string_view text) {
+  std::string_view host = text;
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  if (host.empty() || !ValidHostChars(host))
+    return Error{std::string(what) + "='" + std::string(text) + "' is not a host name or address"};
+  return Ok{};
+}
+
 std::string JoinHostPort(const std::string& host, int port) {
   if (host.find(':') != std::string::npos)
     return "[" + host + "]:" + std::to_string(port);

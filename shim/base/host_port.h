@@ -18,6 +18,11 @@ struct HostPort {
 // `what` names the variable for the error message.
 Result<HostPort> ParseHostPort(std::string_view what, std::string_view text);
 
+// A host name or address as given ("[v6]" too): not empty, no space,
+// control character, '/', quote or '@'. The error names `what`:
+// "MASTER_ADDR='a\nb' is not a host name or address".
+Status CheckHost(std::string_view what, std::string_view text);
+
 // Brackets an IPv6 literal for "host:port" display.
 std::string JoinHostPort(const std::string& host, int port);
 

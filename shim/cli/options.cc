@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "shim/base/host_port.h"
 #include "shim/base/parse_int.h"
 #include "shim/base/units.h"
 
@@ -212,6 +213,7 @@ Status Validate(const po::variables_map& vm, const Origins& origin,
   auto str = [&](const char* name) { return vm[name].as<std::string>(); };
   if (vm.count("nproc-per-node")) {
     std::string v = str("nproc-per-node");
+    o.nproc_origin = origin.Name("nproc-per-node");
     if (v == "gpu") {
       o.nproc_kind = NprocKind::kGpu;
     } else if (v == "auto") {
@@ -225,11 +227,7 @@ Status Validate(const po::variables_map& vm, const Origins& origin,
   }
   if (vm.count("master-addr")) {
     std::string v = str("master-addr");
-    bool bad = v.empty();
-    for (unsigned char c : v) bad |= c <= ' ' || c == '/';
-    if (bad)
-      return Error{origin.Name("master-addr") + "='" + v +
-                   "' is not a host name or address"};
+    if (Status ok = CheckHost(origin.Name("master-addr"), v); !ok.ok()) return ok.error();
     if (v.size() > 2 && v.front() == '[' && v.back() == ']')
       v = v.substr(1, v.size() - 2);
     o.master_addr = v;

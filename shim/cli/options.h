@@ -26,6 +26,9 @@ struct Preflight {
 struct Options {
   NprocKind nproc_kind = NprocKind::kCount;
   int nproc = 1;  // when nproc_kind == kCount
+  // Where gpu/auto came from, for errors: "--nproc-per-node" or
+  // "AML_SHIM_NPROC_PER_NODE".
+  std::string nproc_origin = "--nproc-per-node";
   std::optional<std::string> master_addr;
   std::optional<int> master_port;
   RendezvousMode rendezvous = RendezvousMode::kAuto;

@@ -26,6 +26,11 @@ Result<MasterPlan> ResolveMaster(const EnvSnapshot& env, const MasterRequest& re
   if (const std::string* m = env.Find("MASTER_ADDR"); m && m->empty())
     return Error{"MASTER_ADDR is set but empty: unset it, or set it (or --master-addr) to "
                  "rank 0's address"};
+  // Checked wherever they are set, on one node too: a newline or escape
+  // sequence reaches the children and the reports otherwise.
+  for (const char* var : {"MASTER_ADDR", "AZ_BATCHAI_MPI_MASTER_NODE"})
+    if (const std::string* m = env.Find(var))
+      if (Status ok = CheckHost(var, *m); !ok.ok()) return ok.error();
   bool from_az_multi = false;
   std::optional<Sourced<std::string>> addr;
   if (req.addr) {

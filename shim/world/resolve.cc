@@ -31,6 +31,20 @@ void Fill(std::optional<T>& into, const std::optional<T>& from) {
 // computes it, or the job stops; README.md, "How the world is resolved").
 // A rank's own local size is not such a fact: with 3 ranks on one node and 1
 // on another, the lone rank would think "one process per node".
+// Both name this node's index (torch's --node_rank, torchrun's agent); the
+// children get both, so two values would be one silently replaced.
+Status NodeIndexVarsAgree(const EnvSnapshot& env) {
+  auto node = ReadIntVar(env, "NODE_RANK", 0, kMaxWorld - 1);
+  auto group = ReadIntVar(env, "GROUP_RANK", 0, kMaxWorld - 1);
+  if (!node.ok()) return node.error();
+  if (!group.ok()) return group.error();
+  if (*node && *group && (*node)->value != (*group)->value)
+    return Error{"NODE_RANK='" + std::to_string((*node)->value) + "' and GROUP_RANK='" +
+                 std::to_string((*group)->value) +
+                 "' disagree: both are this node's index; unset one, or set them alike"};
+  return Ok{};
+}
+
 Status ResolveNodeRank(const EnvSnapshot& env, const SourceWorld& merged, World& world) {
   world.node_rank_exact = true;
   if (merged.node_rank) {
@@ -88,6 +102,7 @@ Status ResolveNodeRank(const EnvSnapshot& env, const SourceWorld& merged, World&
 }  // namespace
 
 Result<World> ResolveRanks(const EnvSnapshot& env) {
+  if (Status agree = NodeIndexVarsAgree(env); !agree.ok()) return agree.error();
   // Innermost launcher first.
   SourceResult (*const readers[])(const EnvSnapshot&) = {
       ReadOpenMpi, ReadHydra, ReadMvapich, ReadPmix, ReadSlurm, ReadTorchEnv};

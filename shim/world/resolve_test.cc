@@ -96,6 +96,20 @@ TEST(Resolve, NodeRankYouSetIsTaken) {
   EXPECT_EQ(w->node_rank.value, 1);
 }
 
+// Before, GROUP_RANK=1 was silently replaced by NODE_RANK=0's value.
+TEST(Resolve, NodeRankAndGroupRankThatDisagreeAreRefused) {
+  auto env = Ompi(0, 1, 0, 1);
+  env["NODE_RANK"] = "0";
+  env["GROUP_RANK"] = "1";
+  auto w = ResolveRanks(Env(env));
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.error().message,
+            "NODE_RANK='0' and GROUP_RANK='1' disagree: both are this node's index; unset "
+            "one, or set them alike");
+  env["GROUP_RANK"] = "0";
+  EXPECT_TRUE(ResolveRanks(Env(env)).ok());
+}
+
 TEST(Resolve, MpiBeatsSlurmAndOuterStepIsOnlyANote) {
   auto env = Ompi(5, 8, 1, 4);
   env.insert({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_NODEID", "1"}});
@@ -267,6 +281,19 @@ TEST(Master, EmptyMasterAddrIsAnError) {
   EXPECT_EQ(w.error().message,
             "MASTER_ADDR is set but empty: unset it, or set it (or --master-addr) to rank 0's "
             "address");
+}
+
+// On one node too (before, only --master-addr was checked; with --preflight
+// tcp a newline took the whole timeout to fail).
+TEST(Master, AMasterAddressWithControlCharactersIsRefusedNamingItsVariable) {
+  auto w = Resolve({{"MASTER_ADDR", "10.0.0.1\nx"}});
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.error().message, "MASTER_ADDR='10.0.0.1\nx' is not a host name or address");
+  auto az = Resolve({{"AZ_BATCHAI_MPI_MASTER_NODE", "host\x1b[31m"}});
+  ASSERT_FALSE(az.ok());
+  EXPECT_EQ(az.error().message,
+            "AZ_BATCHAI_MPI_MASTER_NODE='host\x1b[31m' is not a host name or address");
+  EXPECT_TRUE(Resolve({{"MASTER_ADDR", "[fe80::1]"}}).ok());
 }
 
 TEST(Master, BadMasterPortIsAnError) {

@@ -283,6 +283,11 @@ class Supervisor(unittest.TestCase):
         self.assertEqual(r.returncode, 125)
         self.assertIn("--nproc-per-node=gpu: no NVIDIA GPU is visible (CUDA_VISIBLE_DEVICES=)",
                       r.stderr)
+        # Set in the environment, the error names the variable the user set.
+        r = run([SHIM, "--", "true"],
+                env=clean_env(CUDA_VISIBLE_DEVICES="", AML_SHIM_NPROC_PER_NODE="gpu"))
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("AML_SHIM_NPROC_PER_NODE=gpu: no NVIDIA GPU is visible", r.stderr)
         r = run([SHIM, "--nproc-per-node", "auto", "--", "sh", "-c", "echo $WORLD_SIZE"],
                 env=clean_env(CUDA_VISIBLE_DEVICES=""))
         self.assertEqual(r.stdout.strip(), "1")
