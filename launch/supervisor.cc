@@ -152,6 +152,7 @@ class Supervisor {
   bool killed_ = false;
   double give_up_at_ = 0;      // after SIGKILL, stop waiting
   double drain_until_ = 0;     // after the last child, wait for its pipes
+  double ended_at_ = 0;        // the last child ended: the reader's 5 s start
   bool stragglers_signalled_ = false;
   std::string out_buf_;  // tagged output, reused across reads
   // The control plane (config_.link), when there is one.
@@ -552,6 +553,7 @@ bool Supervisor::Step(double now) {
     // Every child is gone; end what they left behind (their groups were
     // signalled as each exited; orphans that left the group are ours).
     stragglers_signalled_ = true;
+    ended_at_ = now;
     SignalDescendants(SIGTERM, keeper_.pid());
     drain_until_ = now + std::min(config_.grace_s, 2.0);
   }
@@ -785,7 +787,7 @@ bool Supervisor::Restart(double now) {
   children_.clear();
   first_failure_ = first_stopped_ = nullptr;
   teardown_ = killed_ = stragglers_signalled_ = drained_ = false;
-  kill_at_ = give_up_at_ = drain_until_ = 0;
+  kill_at_ = give_up_at_ = drain_until_ = ended_at_ = 0;
   collecting_ = stacks_sent_ = told_done_ = false;
   collect_until_ = 0;
   first_output_wall_ = 0;
@@ -800,7 +802,9 @@ bool Supervisor::Restart(double now) {
 // ---- The end
 
 void Supervisor::FlushAtExit() {
-  const double until = Now() + (hurry_ ? 0.0 : kFinalFlushS);
+  // The reader's 5 s count from the last child's end, the wait for the
+  // pipes' last bytes included (before: that wait's 2 s, then 5 more).
+  const double until = hurry_ ? Now() : (ended_at_ > 0 ? ended_at_ : Now()) + kFinalFlushS;
   for (;;) {
     out_sink_.Flush();
     err_sink_.Flush();
