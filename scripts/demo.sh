@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 np=${1:-4}
-scripts/setup.sh
+scripts/setup.sh --demo
 # A log of its own: another user on the machine may have run the demo too.
 log=$(mktemp "${TMPDIR:-/tmp}/aml-shim-build.XXXXXX")
 echo "demo: building aml-shim (log: $log)"

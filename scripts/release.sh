@@ -3,6 +3,8 @@
 #   aml-shim-<version>-linux-x86_64          the stripped binary
 #   aml-shim-<version>-linux-x86_64.sha256
 #   aml-shim_<version>_amd64.deb             /usr/bin/aml-shim, man page, docs
+#   aml_shim-<version>-py3-none-manylinux2014_x86_64.whl
+#                                            pip: bin/aml-shim, man page (scripts/wheel.py)
 # The binary is built in a Debian 11 root (glibc 2.31, gcc 10; debootstrap
 # from this machine's Debian mirror, kept in $AML_RELEASE_ROOT and reused),
 # with libstdc++, libgcc and Boost linked statically, so it needs nothing
@@ -31,8 +33,10 @@ fi
 name=aml-shim-$version-linux-x86_64
 
 # ---- The Debian 11 build root, made once (scripts/debian-root.sh).
+# (python3-venv: tests/e2e/test_release.py installs the wheel there.)
 scripts/debian-root.sh bullseye "$ROOT" g++ cmake ninja-build make \
-  libboost-program-options-dev help2man binutils || fail "the Debian 11 build root could not be made"
+  libboost-program-options-dev help2man binutils python3-venv ||
+  fail "the Debian 11 build root could not be made"
 
 # ---- Build there from a clean copy of the checkout (tracked files only).
 step "building $name in the Debian 11 root"
@@ -57,7 +61,7 @@ fi
 
 # ---- dist/: the binary, its sha256, the .deb.
 mkdir -p dist
-rm -f dist/aml-shim-* dist/aml-shim_*
+rm -f dist/aml-shim-* dist/aml-shim_* dist/aml_shim-*
 install -m 0755 "$ROOT/src/build/aml-shim" "dist/$name"
 (cd dist && sha256sum "$name" >"$name.sha256")
 stage=$(mktemp -d)
@@ -68,5 +72,8 @@ mkdir -p "$stage/DEBIAN"
 size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
 sed -e "s/@VERSION@/$version/" -e "s/@SIZE_KB@/$size/" scripts/deb/control.in >"$stage/DEBIAN/control"
 dpkg-deb --root-owner-group -Zxz --build "$stage" "dist/aml-shim_${version}_amd64.deb" >/dev/null
+wheel=$(python3 scripts/wheel.py "dist/$name" "$version" "$ROOT/stage/usr/share/man/man1/aml-shim.1" dist) ||
+  { echo "release: the wheel could not be made" >&2; exit 1; }
 step "dist/$name (needs GLIBC_$newest at most)"
 step "dist/aml-shim_${version}_amd64.deb"
+step "$wheel"

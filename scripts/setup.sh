@@ -1,22 +1,35 @@
 #!/usr/bin/env bash
-# Installs what aml-shim needs to build and to run its tests, from Debian's
-# packages. Idempotent and quiet: packages already present are skipped.
+# Installs what aml-shim needs from Debian's packages. Idempotent and quiet:
+# packages already present are skipped.
+#   scripts/setup.sh          to build aml-shim (compiler, CMake, Boost, GoogleTest)
+#   scripts/setup.sh --demo   and to run the demo (Open MPI, PyTorch)
+#   scripts/setup.sh --tests  and to run every test (MPICH, Slurm, PMIx, rdma-core,
+#                             UCX, gdb, clang, debootstrap, ...)
 # CUDA and NCCL are optional (under /usr/local/cuda when present) and never
 # installed here.
 set -euo pipefail
 
-packages=(
+build=(
   build-essential cmake ninja-build pkg-config git
-  libboost-program-options-dev libgtest-dev
-  openmpi-bin libopenmpi-dev libpmix-dev mpich libmpich-dev
+  libboost-program-options-dev libgtest-dev help2man binutils
+)
+demo=(openmpi-bin python3 python3-torch)
+tests=(
+  libopenmpi-dev libpmix-dev mpich libmpich-dev
   rdma-core libibverbs-dev librdmacm-dev libucx-dev
-  python3 python3-torch python3-mpi4py
+  python3-mpi4py python3-venv
   slurm-wlm munge
   tini dumb-init hyperfine
   iproute2 iptables procps util-linux gdb
   clang libclang-rt-14-dev
-  debootstrap help2man binutils dpkg-dev
+  debootstrap dpkg-dev
 )
+case "${1:-}" in
+  "") packages=("${build[@]}") ;;
+  --demo) packages=("${build[@]}" "${demo[@]}") ;;
+  --tests) packages=("${build[@]}" "${demo[@]}" "${tests[@]}") ;;
+  *) echo "usage: scripts/setup.sh [--demo|--tests]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

@@ -6,7 +6,7 @@
 # user, the build is yours and ctest runs under sudo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --tests
 scripts/build.sh
 cd build
 if [[ $(id -u) -eq 0 ]]; then

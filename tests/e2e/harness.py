@@ -185,6 +185,29 @@ def require(*programs):
             raise AssertionError(f"{p} is not installed: run scripts/setup.sh")
 
 
+_namespaces = {}
+
+
+def require_namespaces(*flags, why="namespaces"):
+    """Fails at once, in one line, where this machine cannot make the
+    namespaces a test needs (a chroot, an unprivileged container, no root):
+    `unshare FLAGS true` is tried once per set of flags. Before, such tests
+    failed minutes later with an error that named a missing file."""
+    key = tuple(flags)
+    if key not in _namespaces:
+        try:
+            r = subprocess.run(["unshare", *flags, "true"], capture_output=True, text=True,
+                               timeout=30)
+            _namespaces[key] = "" if r.returncode == 0 else (r.stderr.strip() or f"exit {r.returncode}")
+        except (OSError, subprocess.TimeoutExpired) as e:
+            _namespaces[key] = str(e)
+    if _namespaces[key]:
+        raise AssertionError(
+            f"this test needs {why} (`unshare {' '.join(flags)} true` failed here: "
+            f"{_namespaces[key]}); run the tests as root on a machine or VM that allows them, "
+            "not in a chroot or an unprivileged container")
+
+
 def main():
     # ctest starts every test file in its own process group: a test that
     # signals its group reaches only itself.

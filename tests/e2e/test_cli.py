@@ -28,6 +28,22 @@ class Cli(unittest.TestCase):
                     "AML_SHIM_"]:
             self.assertIn(opt, r.stdout)
 
+    def test_cmake_install_strip_installs_a_stripped_binary_and_the_man_page(self):
+        # README "Install", from source: `cmake --install build --strip`
+        # (the build's binary carries 30 MB of debug information).
+        build = os.path.dirname(os.path.realpath(SHIM))
+        if not os.path.exists(os.path.join(build, "cmake_install.cmake")):
+            self.skipTest(f"{SHIM} is not in a CMake build directory")
+        with tempfile.TemporaryDirectory() as prefix:
+            r = run(["cmake", "--install", build, "--prefix", prefix, "--strip"])
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            binary = os.path.join(prefix, "bin", "aml-shim")
+            sections = run(["readelf", "-S", "-W", binary]).stdout
+            self.assertNotIn(".debug_info", sections)
+            self.assertNotIn(".symtab", sections)
+            self.assertTrue(os.path.exists(os.path.join(prefix, "share", "man", "man1", "aml-shim.1")))
+            self.assertEqual(run([binary, "--version"]).stdout, run([SHIM, "--version"]).stdout)
+
     def test_version(self):
         r = run([SHIM, "--version"])
         self.assertEqual(r.returncode, 0)

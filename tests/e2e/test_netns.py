@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import (CKPT, PYTHON, SHIM, SRC, TRAIN, assert_converged, assert_resumed_once,
+from harness import (require_namespaces, CKPT, PYTHON, SHIM, SRC, TRAIN, assert_converged, assert_resumed_once,
                      clean_env, finals, main, mpirun, recorded, require, run, slurp)
 
 CLUSTER = "amle"
@@ -73,6 +73,7 @@ class NetnsCluster(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         require("mpirun", "ip", "iptables", PYTHON)
+        require_namespaces("--net", "--mount", why="network namespaces")
         # Registered first: a cluster half brought up is taken down too.
         cls.addClassCleanup(subprocess.run, [SCRIPT, "down", CLUSTER], check=False)
         subprocess.run([SCRIPT, "up", CLUSTER, "3", str(SUBNET), "--decoy"], check=True)

@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import (SHIM, SRC, TRAIN, assert_converged, assert_each_rank_refused, clean_env,
+from harness import (require_namespaces, SHIM, SRC, TRAIN, assert_converged, assert_each_rank_refused, clean_env,
                      main, recorded, require, run)
 from test_preflight_door import Stranger, frame, free_port
 
@@ -71,6 +71,7 @@ class OpenMpi5(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         require("debootstrap", "unshare", "chroot", "nsenter", "ip")
+        require_namespaces("--net", "--mount", "--pid", "--fork", why="network, mount and PID namespaces")
         cls.root = trixie_root()
         cls.addClassCleanup(subprocess.run, [NETNS, "down", CLUSTER], check=False)
         subprocess.run([NETNS, "up", CLUSTER, "2", str(SUBNET)], check=True)

@@ -8,9 +8,10 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import unittest
 
-from harness import main, require, run
+from harness import main, require, run, require_namespaces
 
 SRC = os.environ.get("AML_SRC") or os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -31,11 +32,15 @@ class Release(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         require("debootstrap", "objdump", "dpkg-deb", "unshare", "chroot")
+        if os.geteuid() != 0:
+            raise AssertionError("this test needs root (debootstrap, chroot): run it with sudo")
+        require_namespaces("--mount", "--pid", "--fork", why="mount and PID namespaces (chroot builds)")
         r = run([os.path.join(SRC, "scripts", "release.sh")], timeout=1200)
         if r.returncode != 0:
             raise AssertionError("scripts/release.sh failed:\n" + r.stdout + r.stderr)
         cls.binary = [p for p in glob.glob(os.path.join(SRC, "dist", "aml-shim-*-linux-x86_64"))][0]
         cls.deb = glob.glob(os.path.join(SRC, "dist", "aml-shim_*_amd64.deb"))[0]
+        cls.wheel = glob.glob(os.path.join(SRC, "dist", "aml_shim-*-py3-none-manylinux2014_x86_64.whl"))[0]
         cls.version = os.path.basename(cls.binary)[len("aml-shim-"):-len("-linux-x86_64")]
         shutil.copy(cls.binary, ROOT + IN_ROOT)
         cls.addClassCleanup(os.remove, ROOT + IN_ROOT)
@@ -102,6 +107,47 @@ class Release(unittest.TestCase):
         installed = sorted(os.path.join(d, f)[len(prefix):]
                            for d, _, files in os.walk(prefix) for f in files)
         self.assertEqual(installed, [p.replace(".1.gz", ".1") for p in in_deb])
+
+    def pip_round_trip(self, venv, inside):
+        """pip install of the wheel into a fresh virtual environment `venv`
+        (a path as `inside` sees it; `inside` runs a command there), a
+        fan-out run of its aml-shim, then pip uninstall; returns what is
+        left of aml-shim in it."""
+        r = inside("python3", "-m", "venv", venv)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        whl = os.path.join(venv, os.path.basename(self.wheel))
+        shutil.copy(self.wheel, self.host_path(whl, inside))
+        r = inside(f"{venv}/bin/pip", "install", "--no-index", "--no-cache-dir", whl)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        r = inside(f"{venv}/bin/aml-shim", "--version")
+        self.assertEqual(r.stdout, f"aml-shim {self.version}\n", r.stderr)
+        r = inside(f"{venv}/bin/aml-shim", "--nproc-per-node", "2", "--", "sh", "-c",
+                   'echo "rank $RANK"')
+        self.assertEqual(sorted(r.stdout.splitlines()), ["[rank 0] rank 0", "[rank 1] rank 1"],
+                         r.stderr)
+        self.assertTrue(os.path.exists(self.host_path(f"{venv}/share/man/man1/aml-shim.1", inside)))
+        r = inside(f"{venv}/bin/pip", "uninstall", "-y", "aml-shim")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        os.remove(self.host_path(whl, inside))
+        top = self.host_path(venv, inside)
+        return [os.path.join(d, f)[len(top):] for d, dirs, files in os.walk(top)
+                for f in files + dirs if "aml-shim" in f or "aml_shim" in f]
+
+    def host_path(self, path, inside):
+        return ROOT + path if inside == self.chroot else path
+
+    def test_the_wheel_installs_with_pip_in_debian_11_and_bookworm(self):
+        # Debian 11's python3 (3.9, pip 20.3) in the release root.
+        shutil.rmtree(ROOT + "/tmp/venv", ignore_errors=True)
+        self.addCleanup(shutil.rmtree, ROOT + "/tmp/venv", True)
+        self.assertEqual(self.pip_round_trip("/tmp/venv", self.chroot), [])
+        # This machine's (bookworm's python3 and pip).
+        venv = tempfile.mkdtemp(prefix="aml-wheel-")
+        self.addCleanup(shutil.rmtree, venv, True)
+        shutil.rmtree(venv)
+        here = lambda *cmd: run(list(cmd), env={"PATH": "/usr/bin:/bin"})
+        self.assertEqual(self.pip_round_trip(venv, here), [])
+
 
 if __name__ == "__main__":
     main()

@@ -85,7 +85,9 @@ class Restart(unittest.TestCase):
 
     def test_a_hang_is_restarted_after_its_roll_call(self):
         with tempfile.TemporaryDirectory() as tmp:
-            r = run([SHIM, "--nproc-per-node", "4", "--max-restarts", "1", "--hang-timeout", "15s",
+            # 30 s: the new attempt's four ranks import torch with no output,
+            # which took over 15 s on 2 loaded cores (a release build beside).
+            r = run([SHIM, "--nproc-per-node", "4", "--max-restarts", "1", "--hang-timeout", "30s",
                      "--", PYTHON, CKPT], env=clean_env(CKPT_DIR=tmp, HANG="1", MASTER_PORT=free_port()),
                     timeout=240)
             text = r.stdout + r.stderr

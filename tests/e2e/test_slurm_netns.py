@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import (CKPT, PYTHON, SHIM, SRC, TRAIN, assert_converged, assert_resumed_once,
+from harness import (require_namespaces, CKPT, PYTHON, SHIM, SRC, TRAIN, assert_converged, assert_resumed_once,
                      clean_env, finals, main, require, run)
 
 SCRIPT = os.path.join(SRC, "scripts", "slurm-netns.sh")
@@ -19,6 +19,7 @@ class SlurmNetns(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         require("srun", "sbatch", "slurmctld", "slurmd", "munged", "ip", PYTHON)
+        require_namespaces("--net", "--mount", why="network namespaces")
         cls.addClassCleanup(subprocess.run, [SCRIPT, "down", NAME], capture_output=True)
         r = run([SCRIPT, "up", NAME, "2", SUBNET], timeout=120)
         if r.returncode != 0:

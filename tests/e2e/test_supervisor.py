@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import (PYTHON, SHIM, alive, clean_env, main, mpirun, require, run, slurp, spawn,
+from harness import (require_namespaces, PYTHON, SHIM, alive, clean_env, main, mpirun, require, run, slurp, spawn,
                      wait_for)
 
 SHOW = ('echo "{\\"rank\\":$RANK,\\"size\\":$WORLD_SIZE,\\"local\\":$LOCAL_RANK,'
@@ -214,6 +214,7 @@ class Supervisor(unittest.TestCase):
 
     def test_pid1_reaps_orphans(self):
         require("unshare")
+        require_namespaces("--pid", "--fork", "--mount-proc", why="a PID namespace")
         # The inner sleeps are orphaned at once and reparented to PID 1.
         script = ('for i in 1 2 3; do (sleep 0.2 &) ; done; sleep 1; '
                   'ps -eo pid,stat,comm --no-headers; exit 5')
@@ -227,6 +228,7 @@ class Supervisor(unittest.TestCase):
 
     def test_pid1_forwards_signals(self):
         require("unshare")
+        require_namespaces("--pid", "--fork", "--mount-proc", why="a PID namespace")
         p = spawn(["unshare", "--pid", "--fork", "--mount-proc", SHIM, "--", "sh", "-c",
                    'trap "echo got-term; exit 0" TERM; echo up; sleep 600 & wait'],
                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

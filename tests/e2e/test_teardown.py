@@ -10,7 +10,7 @@ import time
 import shutil
 import unittest
 
-from harness import SHIM, alive, clean_env, kill_group, main, mpirun, require, run, slurp, spawn, wait_for
+from harness import SHIM, alive, clean_env, kill_group, main, mpirun, require, run, slurp, spawn, wait_for, require_namespaces
 
 # Each rank records its pid and its grandchild's, then waits; TERM makes it
 # take `delay` seconds to "checkpoint" (a file) before exiting, or, with
@@ -176,6 +176,7 @@ class Teardown(unittest.TestCase):
 
     def test_a_recycled_pid_is_never_signalled(self):
         require("unshare", "setsid")
+        require_namespaces("--pid", "--fork", "--mount-proc", why="a PID namespace")
         # In a PID namespace of its own, rank 0 exits at once; its pid is then
         # handed (ns_last_pid) to an unrelated process group leader, and
         # rank 1 fails leaving a straggler that ignores SIGTERM, so the shim's
@@ -208,6 +209,7 @@ class Teardown(unittest.TestCase):
         # PID namespace of its own (kill(-1) reaches only it), an unrelated
         # process must survive the shim's SIGKILL.
         require("unshare", "setsid")
+        require_namespaces("--pid", "--fork", "--mount-proc", why="a PID namespace")
         t = self.tmp
         inner = (
             f'setsid sleep 600 & other=$!; '
