@@ -4,7 +4,7 @@
 #   scripts/setup.sh          to build aml-shim (compiler, CMake, Boost, GoogleTest)
 #   scripts/setup.sh --demo   and to run the demo (Open MPI, PyTorch)
 #   scripts/setup.sh --tests  and to run every test (MPICH, Slurm, PMIx, rdma-core,
-#                             UCX, gdb, clang, debootstrap, ...)
+#                             UCX, gdb, clang, debootstrap, podman, ...)
 # CUDA and NCCL are optional (under /usr/local/cuda when present) and never
 # installed here.
 set -euo pipefail
@@ -23,6 +23,7 @@ tests=(
   iproute2 iptables procps util-linux gdb
   clang libclang-rt-14-dev
   debootstrap dpkg-dev
+  podman runc
 )
 case "${1:-}" in
   "") packages=("${build[@]}") ;;

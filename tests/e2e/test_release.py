@@ -1,9 +1,11 @@
 """The release (scripts/release.sh) runs where users run it: built in a
 Debian 11 root, it needs nothing newer than GLIBC_2.17, starts there, fans
 out, runs as PID 1 of a fresh PID namespace with that root (a container
-ENTRYPOINT), and its .deb installs there with exactly what `cmake --install`
-installs."""
+ENTRYPOINT, and under podman as a Debian 11 image's ENTRYPOINT), its .deb
+installs there with exactly what `cmake --install` installs, and its wheel
+installs with pip there and on bookworm."""
 import glob
+import json
 import os
 import re
 import shutil
@@ -11,7 +13,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import main, require, run, require_namespaces
+from harness import main, require, run, require_namespaces, wait_for
 
 SRC = os.environ.get("AML_SRC") or os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -28,6 +30,18 @@ def glibc_versions(binary):
     return sorted({tuple(int(x) for x in v.split(".")) for v in re.findall(r"GLIBC_([\d.]+)", out)})
 
 
+_released = []
+
+
+def release():
+    """scripts/release.sh, once for both classes of this file."""
+    if not _released:
+        r = run([os.path.join(SRC, "scripts", "release.sh")], timeout=1200)
+        if r.returncode != 0:
+            raise AssertionError("scripts/release.sh failed:\n" + r.stdout + r.stderr)
+        _released.append(True)
+
+
 class Release(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -35,10 +49,8 @@ class Release(unittest.TestCase):
         if os.geteuid() != 0:
             raise AssertionError("this test needs root (debootstrap, chroot): run it with sudo")
         require_namespaces("--mount", "--pid", "--fork", why="mount and PID namespaces (chroot builds)")
-        r = run([os.path.join(SRC, "scripts", "release.sh")], timeout=1200)
-        if r.returncode != 0:
-            raise AssertionError("scripts/release.sh failed:\n" + r.stdout + r.stderr)
-        cls.binary = [p for p in glob.glob(os.path.join(SRC, "dist", "aml-shim-*-linux-x86_64"))][0]
+        release()
+        cls.binary = glob.glob(os.path.join(SRC, "dist", "aml-shim-*-linux-x86_64"))[0]
         cls.deb = glob.glob(os.path.join(SRC, "dist", "aml-shim_*_amd64.deb"))[0]
         cls.wheel = glob.glob(os.path.join(SRC, "dist", "aml_shim-*-py3-none-manylinux2014_x86_64.whl"))[0]
         cls.version = os.path.basename(cls.binary)[len("aml-shim-"):-len("-linux-x86_64")]
@@ -147,6 +159,104 @@ class Release(unittest.TestCase):
         shutil.rmtree(venv)
         here = lambda *cmd: run(list(cmd), env={"PATH": "/usr/bin:/bin"})
         self.assertEqual(self.pip_round_trip(venv, here), [])
+
+
+class Container(unittest.TestCase):
+    """The README's container recipe, run: the release binary as the
+    ENTRYPOINT of a Debian 11 image (made from the release root with
+    `podman import`: no registry is reachable), under podman with runc and
+    cgroupfs (crun refuses this machine's hybrid cgroups)."""
+    IMAGE = "localhost/aml-shim-e2e:bullseye"
+    BASE = "localhost/aml-shim-e2e-base:bullseye"
+
+    @classmethod
+    def setUpClass(cls):
+        require("podman", "runc", "tar", "debootstrap", "unshare", "chroot")
+        if os.geteuid() != 0:
+            raise AssertionError("this test needs root (rootful podman, chroot): run it with sudo")
+        require_namespaces("--mount", "--pid", "--fork", why="mount and PID namespaces (chroot builds)")
+        release()
+        binaries = glob.glob(os.path.join(SRC, "dist", "aml-shim-*-linux-x86_64"))
+        cls.dir = tempfile.mkdtemp(prefix="aml-container-")
+        cls.addClassCleanup(shutil.rmtree, cls.dir, True)
+        conf = os.path.join(cls.dir, "containers.conf")
+        with open(conf, "w") as f:  # no RLIMIT_NOFILE podman cannot set here
+            f.write("[containers]\ndefault_ulimits = []\n")
+        cls.env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "CONTAINERS_CONF": conf}
+        tar = subprocess.Popen(["tar", "-C", ROOT, "--exclude=./src", "--exclude=./stage",
+                                "--exclude=./tmp/*", "-c", "."], stdout=subprocess.PIPE)
+        r = subprocess.run(cls.podman_args("import", "-", cls.BASE), stdin=tar.stdout,
+                           capture_output=True, text=True, env=cls.env, timeout=600)
+        tar.wait()
+        if r.returncode != 0:
+            raise AssertionError("podman import failed: " + r.stderr)
+        shutil.copy(binaries[0], os.path.join(cls.dir, "aml-shim"))
+        with open(os.path.join(cls.dir, "Containerfile"), "w") as f:
+            f.write(f"FROM {cls.BASE}\nCOPY aml-shim /usr/local/bin/aml-shim\n"
+                    'ENTRYPOINT ["aml-shim", "--"]\n')
+        r = cls.podman("build", "-q", "-t", cls.IMAGE, "-f", os.path.join(cls.dir, "Containerfile"),
+                       cls.dir, timeout=600)
+        if r.returncode != 0:
+            raise AssertionError("podman build failed: " + r.stderr)
+        cls.addClassCleanup(cls.podman, "rmi", "-f", cls.IMAGE, cls.BASE)
+
+    @classmethod
+    def podman_args(cls, *args):
+        return ["podman", "--runtime", "runc", "--cgroup-manager", "cgroupfs", *args]
+
+    @classmethod
+    def podman(cls, *args, timeout=120):
+        return run(cls.podman_args(*args), env=cls.env, timeout=timeout)
+
+    def container(self, *cmd, entrypoint=None, volume=None):
+        args = ["run", "--rm", "--network", "none"]
+        if entrypoint:
+            args += ["--entrypoint", json.dumps(entrypoint)]
+        if volume:
+            args += ["-v", f"{volume}:/out"]
+        return self.podman(*args, self.IMAGE, *cmd)
+
+    def test_the_commands_status_is_the_containers_and_aml_shim_is_pid_1(self):
+        r = self.container("sh", "-c", 'echo "pid1=$(cat /proc/1/comm)"; exit 7')
+        self.assertEqual(r.returncode, 7, r.stderr)
+        self.assertIn("pid1=aml-shim", r.stdout)
+        self.assertIn("first failure: rank 0", r.stderr)
+
+    def test_podman_stop_runs_the_commands_term_handler_and_gives_143(self):
+        out = tempfile.mkdtemp(dir=self.dir)
+        name = "aml-shim-e2e-stop-" + os.path.basename(out)
+        # The handler saves, then ends by the signal as a well-behaved
+        # program does (trap reset, SIGTERM to itself): the container's
+        # status is the command's, 143.
+        script = ('trap "echo term > /out/term; trap - TERM; kill -TERM \\$\\$" TERM; touch /out/up; '
+                  'while :; do sleep 0.1; done')
+        r = self.podman("run", "-d", "--name", name, "--network", "none", "-v", f"{out}:/out",
+                        self.IMAGE, "sh", "-c", script)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(self.podman, "rm", "-f", name)
+        self.assertTrue(wait_for(lambda: os.path.exists(f"{out}/up"), 60), "the command did not start")
+        r = self.podman("stop", "-t", "10", name)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.podman("inspect", "--format", "{{.State.ExitCode}}", name)
+        self.assertEqual(r.stdout.strip(), "143", r.stderr)
+        with open(f"{out}/term") as f:
+            self.assertEqual(f.read(), "term\n")
+
+    def test_orphans_are_reaped_as_pid_1(self):
+        # Three grandchildren orphaned (their parent exits at once) end while
+        # the command still runs: no zombie may be left in the container.
+        script = ('for i in 1 2 3; do sh -c "sleep 0.2 &"; done; sleep 1; '
+                  'echo "zombies=$(cat /proc/[0-9]*/stat | awk \'$3 == "Z"\' | wc -l)"')
+        r = self.container("sh", "-c", script)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("zombies=0", r.stdout)
+
+    def test_fan_out_in_a_container(self):
+        r = self.container("sh", "-c", 'echo "rank $RANK of $WORLD_SIZE"',
+                           entrypoint=["aml-shim", "--nproc-per-node", "2", "--"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(sorted(r.stdout.splitlines()),
+                         ["[rank 0] rank 0 of 2", "[rank 1] rank 1 of 2"])
 
 
 if __name__ == "__main__":
