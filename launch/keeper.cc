@@ -1,6 +1,5 @@
 #include "launch/keeper.h"
 
-
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -9,9 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <climits>
-
 #include <algorithm>
+#include <climits>
 #include <cerrno>
 #include <cstring>
 #include <string>

@@ -12,10 +12,10 @@
 // shim died: the keeper sends SIGTERM to every group still named (what the
 // shim would have forwarded) and to every process that carries the shim's
 // tag in its environment (launch/tagged_procs.h), SIGKILL to those left
-// after the grace period, then exits. The keeper allocates nothing after the fork. It takes
-// a group only if its leader started after the keeper did (never 0, 1 or
-// -1): even a byte stream that reached its pipe by mistake cannot name a
-// process that was there before the shim started its children.
+// after the grace period, then exits. The keeper allocates nothing after
+// the fork. It takes a group only if its leader started after the keeper did
+// (never 0, 1 or -1): even a byte stream that reached its pipe by mistake
+// cannot name a process that was there before the shim started its children.
 #pragma once
 
 #include <sys/types.h>

@@ -16,14 +16,22 @@ namespace {
 
 // A child in a process group of its own that waits to be killed; it execs,
 // as the supervisor's children do, so it holds no close-on-exec descriptor.
-pid_t StartSleeper() {
+// With `env_entry` ("NAME=value"), that is its whole environment and it
+// starts a session of its own, as a daemon that left its rank's group.
+pid_t StartSleeper(const char* env_entry = nullptr) {
   pid_t pid = fork();
   if (pid == 0) {
-    setpgid(0, 0);
-    execl("/bin/sleep", "sleep", "600", static_cast<char*>(nullptr));
+    if (env_entry) {
+      setsid();
+      char* envp[] = {const_cast<char*>(env_entry), nullptr};
+      execle("/bin/sleep", "sleep", "600", static_cast<char*>(nullptr), envp);
+    } else {
+      setpgid(0, 0);
+      execl("/bin/sleep", "sleep", "600", static_cast<char*>(nullptr));
+    }
     _exit(127);
   }
-  setpgid(pid, pid);
+  if (!env_entry) setpgid(pid, pid);
   return pid;
 }
 
@@ -170,13 +178,7 @@ TEST_F(KeeperTest, EndsAProcessItWasNeverToldOfByTheShimsTag) {
     Keeper keeper;
     if (!keeper.Start(4, 5).ok()) _exit(3);
     const std::string entry = std::string(kKeeperTagVar) + "=" + keeper.tag();
-    pid_t escaped = fork();
-    if (escaped == 0) {
-      setsid();
-      char* envp[] = {const_cast<char*>(entry.c_str()), nullptr};
-      execle("/bin/sleep", "sleep", "600", static_cast<char*>(nullptr), envp);
-      _exit(127);
-    }
+    pid_t escaped = StartSleeper(entry.c_str());  // never named to the keeper
     if (write(p_[1], &escaped, sizeof escaped) != sizeof escaped) _exit(4);
     raise(SIGKILL);
     _exit(5);

@@ -55,7 +55,7 @@ bool SignalIfTagged(pid_t pid, const char* tag, size_t len, long long since, int
   bool found = false;
   int fd = open(path, O_RDONLY | O_CLOEXEC);  // EACCES: another user's
   if (fd >= 0) {
-    found = StreamHas(fd, tag, len) && StartTicks(pid) >= since;
+    found = StreamHas(fd, tag, len) && StartedSince(pid, since);
     close(fd);
   }
   if (found && sig != 0) {

@@ -14,7 +14,6 @@
 #include "shim/base/sha256.h"
 #include "shim/base/text_list.h"
 #include "shim/base/units.h"
-#include "shim/net/crowded_door.h"
 
 namespace aml {
 namespace {
@@ -116,9 +115,7 @@ Status ControlPlane::JoinAsRoot() {
   Status st = RunUntilGo(deadline);
   door_.reset();
   door_pending_.clear();
-  const std::string flood = crowded_silent_ + crowded_partial_ > 0
-                                ? FloodNote("MASTER_PORT", crowded_silent_, crowded_partial_)
-                                : "";
+  const std::string flood = crowd_.Note("MASTER_PORT");
   if (st.ok()) {
     if (!flood.empty()) LogWarning("control plane: " + flood);
     SendDown(Msg("go").Encode());
@@ -313,7 +310,7 @@ void ControlPlane::AcceptPending(int listen_fd, std::vector<std::unique_ptr<Peer
         at.push_back(i);
       }
       const size_t freed = at[SeatToFree(seats)];
-      ++((*into)[freed]->link->received() == 0 ? crowded_silent_ : crowded_partial_);
+      crowd_.GaveUp((*into)[freed]->link->received());
       into->erase(into->begin() + static_cast<long>(freed));
     }
     auto p = std::make_unique<Peer>();

@@ -32,6 +32,7 @@
 #include "launch/job_link.h"
 #include "launch/restart_policy.h"
 #include "shim/base/result.h"
+#include "shim/net/crowded_door.h"
 #include "shim/control/roll_call.h"
 #include "shim/control/tree_plan.h"
 #include "shim/control/wire.h"
@@ -177,7 +178,7 @@ class ControlPlane : public JobLink {
   std::set<int> reported_;      // shims whose stacks arrived
   std::map<int, std::string> shim_hosts_;  // rank 0: every shim's host
   int refused_ = 0;             // strangers refused (for -v)
-  int crowded_silent_ = 0, crowded_partial_ = 0;  // seats given up (crowded_door.h)
+  DoorCrowd crowd_;             // seats given up at a door (crowded_door.h)
   // Restarts.
   int restarts_ = 0;            // made so far (every shim)
   bool ending_ = false;         // the attempt is being ended for a restart

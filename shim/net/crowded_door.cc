@@ -12,11 +12,12 @@ size_t SeatToFree(const std::vector<DoorSeat>& seats) {
   return best;
 }
 
-std::string FloodNote(const std::string& door, int silent, int partial) {
+std::string DoorCrowd::Note(const std::string& door) const {
+  if (silent_ + partial_ == 0) return "";
   std::string what;
-  if (silent > 0) what = std::to_string(silent) + " connection(s) that had sent nothing";
-  if (partial > 0)
-    what += (what.empty() ? "" : " and ") + std::to_string(partial) +
+  if (silent_ > 0) what = std::to_string(silent_) + " connection(s) that had sent nothing";
+  if (partial_ > 0)
+    what += (what.empty() ? "" : " and ") + std::to_string(partial_) +
             " that had sent part of a hello";
   return door + " is flooded: " + what +
          " were closed to make room for the job's shims (something outside the job keeps "

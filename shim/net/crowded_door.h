@@ -25,9 +25,18 @@ struct DoorSeat {
 // The seat to give up for a newcomer (`seats` not empty).
 size_t SeatToFree(const std::vector<DoorSeat>& seats);
 
-// What a report says when seats were given up: `silent` of them had sent
-// nothing, `partial` part of a hello (e.g. "MASTER_PORT is flooded: 1,200
-// connection(s) that had sent nothing were closed to make room ...").
-std::string FloodNote(const std::string& door, int silent, int partial);
+// The seats one door gave up, for its report.
+class DoorCrowd {
+ public:
+  // A seat was given up; its connection had sent `bytes`.
+  void GaveUp(size_t bytes) { ++(bytes == 0 ? silent_ : partial_); }
+  // "" when none was; else e.g. "MASTER_PORT is flooded: 1200 connection(s)
+  // that had sent nothing were closed to make room for the job's shims ...".
+  std::string Note(const std::string& door) const;
+
+ private:
+  int silent_ = 0;   // had sent nothing
+  int partial_ = 0;  // had sent part of a hello
+};
 
 }  // namespace aml

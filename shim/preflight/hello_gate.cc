@@ -16,7 +16,6 @@
 #include "shim/base/log.h"
 #include "shim/base/parse_int.h"
 #include "shim/base/text_list.h"
-#include "shim/net/crowded_door.h"
 #include "shim/net/local_socket.h"
 
 namespace aml {
@@ -119,9 +118,10 @@ void HelloGate::Accept(Deadline now) {
       if (pending_.size() >= limits_.max_pending) {
         std::vector<DoorSeat> seats;
         for (const Pending& q : pending_)
-          seats.push_back({q.buf.size(), std::chrono::duration<double>(q.since.time_since_epoch()).count()});
+          seats.push_back(
+              {q.buf.size(), std::chrono::duration<double>(q.since.time_since_epoch()).count()});
         const size_t freed = SeatToFree(seats);
-        ++(pending_[freed].buf.empty() ? crowded_silent_ : crowded_partial_);
+        crowd_.GaveUp(pending_[freed].buf.size());
         pending_.erase(pending_.begin() + static_cast<long>(freed));
       }
       pending_.push_back(std::move(p));
@@ -245,14 +245,11 @@ void HelloGate::Run(Deadline deadline, int want) {
     mismatch_ += "; and " + std::to_string(mismatches_ - kMaxListed) + " more";
 }
 
-std::string HelloGate::FloodNote() const {
-  if (crowded_silent_ + crowded_partial_ == 0) return "";
-  return aml::FloodNote(limits_.door, crowded_silent_, crowded_partial_);
-}
+std::string HelloGate::FloodNote() const { return crowd_.Note(limits_.door); }
 
 std::vector<std::string> HelloGate::Notes() const {
   std::vector<std::string> notes;
-  if (!FloodNote().empty()) notes.push_back(FloodNote());
+  if (std::string flood = FloodNote(); !flood.empty()) notes.push_back(flood);
   if (fd_errors_ > 0)
     notes.push_back("rank 0 ran out of file descriptors while accepting: " + fd_error_);
   if (bad_token_ > 0) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "shim/base/result.h"
+#include "shim/net/crowded_door.h"
 #include "shim/net/tcp.h"
 
 namespace aml {
@@ -93,7 +94,7 @@ class HelloGate {
   std::string mismatch_;
   int mismatches_ = 0;
   int bad_token_ = 0, oversized_ = 0, garbled_ = 0, idle_ = 0, other_user_ = 0;
-  int crowded_silent_ = 0, crowded_partial_ = 0;
+  DoorCrowd crowd_;
   std::vector<std::string> bad_token_from_;
   int fd_errors_ = 0;
   std::string fd_error_;

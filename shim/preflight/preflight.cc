@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -214,18 +215,14 @@ std::string HelloFor(const PreflightRequest& req, std::vector<int> ranks, std::s
   return EncodeHello(h);
 }
 
-// Reach the master (retrying while it is not up yet), say hello for `ranks`,
-// run the GPU stage when asked: rank 0's verdict frame, or why none came.
-// `me` names this rank for messages.
-Result<std::string> AskRankZero(const PreflightRequest& req, const std::vector<int>& ranks,
-                                Deadline deadline, const std::string& target, std::string* me) {
-  const auto start = Clock::now();
+// Connects to rank 0, retrying until `deadline` (rank 0 may not listen
+// yet); `me` gets this rank's name with its route's source address. The
+// error counts the retries from `start`.
+Result<Fd> ConnectToRankZero(const PreflightRequest& req, Deadline deadline,
+                             const std::string& target, Clock::time_point start,
+                             std::string* me) {
   std::string last_error, my_addr = "?";
   Fd fd;
-  // A crowded door (shim/net/crowded_door.h) may close this connection to
-  // seat a newcomer before it read the hello: then it is asked again. A
-  // connection rank 0 read is never closed without a verdict.
-  for (;;) {
   while (Clock::now() < deadline) {
     auto ips = ResolveHost("MASTER_ADDR", req.master_addr);
     if (ips.ok() && !ips->empty()) {
@@ -247,24 +244,42 @@ Result<std::string> AskRankZero(const PreflightRequest& req, const std::vector<i
   if (!fd.valid())
     return Error{"preflight tcp: " + *me + " cannot connect to " + target + ": " + last_error +
                  " (retried for " + Seconds(SecondsSince(start)) + " s)"};
-  auto sent = SendFrame(fd.get(), HelloFor(req, ranks, LocalAddress(fd.get())),
-                        deadline + kFrameTimeout);
-  if (sent.ok() && req.gpu)
-    sent = SendFrame(fd.get(), EncodeGpuHello(req.gpu->Ready(Clock::now() + req.timeout)),
-                     Clock::now() + kFrameTimeout);
+  return fd;
+}
+
+// Reach the master (retrying while it is not up yet), say hello for `ranks`,
+// run the GPU stage when asked: rank 0's verdict frame, or why none came.
+// `me` names this rank for messages.
+Result<std::string> AskRankZero(const PreflightRequest& req, const std::vector<int>& ranks,
+                                Deadline deadline, const std::string& target, std::string* me) {
+  const auto start = Clock::now();
+  Fd fd;
+  std::optional<std::string> gpu_hello;
+  Result<std::string> verdict = Error{""};
+  // A crowded door (shim/net/crowded_door.h) may close this connection to
+  // seat a newcomer before it read the hello: then it is asked again. A
+  // connection rank 0 read is never closed without a verdict.
+  for (;;) {
+    auto connected = ConnectToRankZero(req, deadline, target, start, me);
+    if (!connected.ok()) return connected.error();
+    fd = std::move(*connected);
+    Status sent = SendFrame(fd.get(), HelloFor(req, ranks, LocalAddress(fd.get())),
+                            deadline + kFrameTimeout);
+    if (sent.ok() && req.gpu) {
+      if (!gpu_hello) gpu_hello = EncodeGpuHello(req.gpu->Ready(Clock::now() + req.timeout));
+      sent = SendFrame(fd.get(), *gpu_hello, Clock::now() + kFrameTimeout);
+    }
+    verdict = sent.ok() ? RecvFrame(fd.get(), kMaxFrame, deadline + VerdictWait(req))
+                        : Result<std::string>(sent.error());
+    if (verdict.ok() || !IsPeerReset(verdict.error()) || Clock::now() >= deadline) break;
+    LogVerbose("preflight: rank 0 closed this connection before reading its hello (a crowded "
+               "door); connecting again");
+    std::this_thread::sleep_for(kConnectRetryPause);
+  }
   auto no_verdict = [&](const std::string& why) {
     return Error{"preflight: " + *me + " connected to " + target +
                  " but got no verdict from rank 0 (" + why + "): is MASTER_ADDR rank 0's host?"};
   };
-  auto verdict = sent.ok() ? RecvFrame(fd.get(), kMaxFrame, deadline + VerdictWait(req))
-                           : Result<std::string>(sent.error());
-  if (!verdict.ok() && IsPeerReset(verdict.error()) && Clock::now() < deadline) {
-    LogVerbose("preflight: rank 0 closed this connection before reading its hello (a crowded "
-               "door); connecting again");
-    fd.reset();
-    std::this_thread::sleep_for(kConnectRetryPause);
-    continue;
-  }
   if (!verdict.ok()) return no_verdict(verdict.error().message);
   if (req.gpu && verdict->rfind("go\n", 0) == 0) {
     auto go = DecodeGo(*verdict);
@@ -273,9 +288,9 @@ Result<std::string> AskRankZero(const PreflightRequest& req, const std::vector<i
     if (go.ok()) result = req.gpu->Run(*go, Clock::now() + req.timeout, fd.get(), &interrupted);
     else result.error = "bad ids from rank 0: " + go.error().message;
     // Interrupted: rank 0's verdict is waiting on the socket already.
-    sent = interrupted ? Status(Ok{})
-                       : SendFrame(fd.get(), EncodeResult(result),
-                                   Clock::now() + kFrameTimeout);
+    Status sent = interrupted ? Status(Ok{})
+                              : SendFrame(fd.get(), EncodeResult(result),
+                                          Clock::now() + kFrameTimeout);
     verdict = sent.ok() ? RecvFrame(fd.get(), kMaxFrame,
                                     Clock::now() + req.timeout + req.verdict_margin +
                                         kStartSkew)
@@ -283,7 +298,6 @@ Result<std::string> AskRankZero(const PreflightRequest& req, const std::vector<i
     if (!verdict.ok()) return no_verdict(verdict.error().message);
   }
   return verdict;
-  }
 }
 
 // Rank 0's verdict as this rank's outcome.

@@ -61,16 +61,23 @@ class Teardown(unittest.TestCase):
         self.assertTrue(wait_for(lambda: not any(alive(p) for p in pids), 20),
                         f"{why}: still alive: {[p for p in pids if alive(p)]}")
 
-    def test_children_and_grandchildren_die_with_a_sigkilled_shim(self):
-        p = spawn([SHIM, "--nproc-per-node", "2", "--", "sh", "-c", ranks_script(self.tmp)],
+    def assert_sigkilled_shim_leaves_nothing(self, script, check=lambda pids: None):
+        """A shim of 2 ranks running `script` (which records pids-RANK) is
+        SIGKILLed once they run (`check` sees the pids first): every recorded
+        process must end."""
+        p = spawn([SHIM, "--nproc-per-node", "2", "--", "sh", "-c", script],
                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             pids = self.pids(2)
+            check(pids)
             p.send_signal(signal.SIGKILL)
             p.wait(timeout=30)
             self.assert_all_gone(pids, "processes outlived their SIGKILLed shim")
         finally:
             kill_group(p)
+
+    def test_children_and_grandchildren_die_with_a_sigkilled_shim(self):
+        self.assert_sigkilled_shim_leaves_nothing(ranks_script(self.tmp))
 
     def test_descendants_that_left_their_ranks_group_die_with_a_sigkilled_shim(self):
         # setsid (a daemon) and Python's start_new_session=True (what
@@ -82,18 +89,13 @@ class Teardown(unittest.TestCase):
                   f'p=subprocess.Popen([\'sleep\',\'600\'],start_new_session=True); print(p.pid)" > {t}/py-$RANK; '
                   f'echo "$$ $a $(cat {t}/py-$RANK)" > {t}/pids-$RANK.tmp; mv {t}/pids-$RANK.tmp {t}/pids-$RANK; '
                   f'exec sleep 600')
-        p = spawn([SHIM, "--nproc-per-node", "2", "--", "sh", "-c", script],
-                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            pids = self.pids(2)
+
+        def left_their_groups(pids):
             self.assertEqual(len(pids), 6, pids)
             for rank, a, b in (pids[:3], pids[3:]):
                 self.assertNotIn(rank, (os.getpgid(a), os.getpgid(b)), "left the rank's group")
-            p.send_signal(signal.SIGKILL)
-            p.wait(timeout=30)
-            self.assert_all_gone(pids, "processes outlived their SIGKILLed shim")
-        finally:
-            kill_group(p)
+
+        self.assert_sigkilled_shim_leaves_nothing(script, left_their_groups)
 
     def test_a_child_being_spawned_when_the_shim_is_killed_does_not_leak(self):
         # SIGKILL while the shim starts 16 children that ignore SIGTERM: the
