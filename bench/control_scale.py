@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The control plane at scale on one machine (README.md, "Control plane"): N
+"""The control plane at scale on one machine (docs/control-plane.md, "Control plane"): N
 shim processes of a fake world (RANK/WORLD_SIZE/MASTER_ADDR through the
 environment, MASTER_ADDR=127.0.0.1), each under a hard RLIMIT_NOFILE of 4096,
 started at once with --hang-timeout and one child that never prints

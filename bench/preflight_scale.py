@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""--preflight tcp at scale on one machine (README.md, "TCP preflight: limits
+"""--preflight tcp at scale on one machine (docs/preflight.md, "TCP preflight: limits
 and strangers"): N shim processes of a fake world (RANK/WORLD_SIZE/LOCAL_RANK/
 NODE_RANK through the environment, MASTER_ADDR=127.0.0.1), each running the
 preflight and then exec'ing `true`, all started at once under a

@@ -1,4 +1,4 @@
-// What this node's RDMA fabric looks like (README.md, "Fabric: InfiniBand, RoCE, SR-IOV").
+// What this node's RDMA fabric looks like (docs/fabric.md, "Fabric: InfiniBand, RoCE, SR-IOV").
 #pragma once
 
 #include <optional>

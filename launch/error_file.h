@@ -1,4 +1,4 @@
-// TORCHELASTIC_ERROR_FILE (README.md, "torchrun's variables"): under
+// TORCHELASTIC_ERROR_FILE (docs/torchrun.md, "torchrun's variables"): under
 // supervision each child gets its own file, where torch's @record (and
 // torchrun-aware code) writes the exception that ended it; the failure
 // summary and failure.json then show it.

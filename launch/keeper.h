@@ -1,5 +1,5 @@
 // The keeper: a small process that ends this shim's children if the shim
-// dies without doing so itself (README.md, "Per-node launch and supervision").
+// dies without doing so itself (docs/supervision.md, "Per-node launch and supervision").
 //
 // mpirun sends a shim SIGTERM and, odls_base_sigkill_timeout seconds later
 // (1 s by default), SIGKILL; a shim that is SIGKILLed, or that was not

@@ -1,4 +1,4 @@
-// --log-dir (README.md, "Per-node launch and supervision"): each rank's stdout and
+// --log-dir (docs/supervision.md, "Per-node launch and supervision"): each rank's stdout and
 // stderr as rank-R.stdout / rank-R.stderr, and failure.json.
 //
 // - Everything is opened before any child starts; a directory or file that

@@ -1,4 +1,4 @@
-// Whether a failed attempt of the job is started again (README.md,
+// Whether a failed attempt of the job is started again (docs/control-plane.md,
 // "Restarts"): --max-restarts N bounds the restarts; failures that a restart
 // cannot fix are never restarted. Rank 0's shim decides (shim/control/plane.h),
 // once every shim has ended its ranks; this file holds the rule and the words.

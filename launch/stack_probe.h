@@ -1,4 +1,4 @@
-// Reading a hung rank's stack from outside, before it is ended (README.md,
+// Reading a hung rank's stack from outside, before it is ended (docs/control-plane.md,
 // "Hang watchdog"): `py-spy dump` for a Python rank when py-spy is on PATH
 // (it does not stop the process), else for any other rank the native frames
 // of `eu-stack` or `gdb` when one is on PATH. All readers run at once, each

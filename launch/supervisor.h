@@ -1,4 +1,4 @@
-// Runs and supervises this shim's children (README.md, "Per-node launch and
+// Runs and supervises this shim's children (docs/supervision.md, "Per-node launch and
 // supervision"): each in its own process group; SIGTERM/INT/HUP/QUIT/USR1/USR2
 // forwarded to every group; fail-fast teardown (SIGTERM, SIGKILL after the
 // grace period) on the first child that fails; orphaned grandchildren reaped

@@ -3,7 +3,7 @@
 // spawned when the shim died was never named to the keeper, and descendants
 // that left their rank's group (setsid, setpgid, Python's
 // start_new_session=True) are in no group the keeper knows; both inherited
-// the tag (README.md, "Per-node launch and supervision"). As Jenkins's
+// the tag (docs/supervision.md, "Per-node launch and supervision"). As Jenkins's
 // process-tree killer does with its cookie, the keeper scans /proc for it.
 //
 // Async-signal-safe and allocation-free: the keeper is forked from a shim

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the release into dist/ (README.md, "Install"):
+# Builds the release into dist/ (docs/install.md, "Install"):
 #   aml-shim-<version>-linux-x86_64          the stripped binary
 #   aml-shim-<version>-linux-x86_64.sha256
 #   aml-shim_<version>_amd64.deb             /usr/bin/aml-shim, man page, docs

@@ -1,4 +1,4 @@
-// aml-shim's own file limit (README.md, "TCP preflight: limits and strangers"): rank 0 of a large
+// aml-shim's own file limit (docs/preflight.md, "TCP preflight: limits and strangers"): rank 0 of a large
 // job holds one connection per rank, so at start the soft RLIMIT_NOFILE is
 // raised to the hard limit; the command gets the limits aml-shim was started
 // with (restored around every exec and spawn).

@@ -476,7 +476,9 @@ std::string HelpText() {
       << "\nEvery option can also be set as AML_SHIM_<NAME> "
          "(e.g. AML_SHIM_NPROC_PER_NODE=8); the command line wins.\n"
          "Exit status: the command's; 128+N if it died of signal N; 125 when "
-         "aml-shim fails;\n126 command not executable; 127 command not found.\n";
+         "aml-shim fails;\n126 command not executable; 127 command not found; 124 the "
+         "job was judged hung\n(--hang-timeout). With --max-restarts, the last "
+         "attempt's.\n";
   return out.str();
 }
 

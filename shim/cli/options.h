@@ -1,4 +1,4 @@
-// The command line (README.md, "Command line"). Every option also reads
+// The command line (docs/cli.md, "Command line"). Every option also reads
 // AML_SHIM_<NAME> (dashes as underscores, upper case); the command line wins.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The job-wide control plane (README.md, "Control plane"): while the job runs
+// The job-wide control plane (docs/control-plane.md, "Control plane"): while the job runs
 // every shim stays connected to rank 0's shim through a tree (tree_plan.h),
 // so that a failure on any node ends every node, a shim that dies is seen at
 // once, and rank 0 can judge the whole job hung and collect every rank's
@@ -52,7 +52,7 @@ struct PlaneConfig {
   double join_timeout_s = 60;
   double grace_s = 30;     // --grace: how long a stopped node may take to end
   std::string run_id;      // failure.json's "run"
-  int max_restarts = 0;    // --max-restarts: restart rounds (README.md, "Restarts")
+  int max_restarts = 0;    // --max-restarts: restart rounds (docs/control-plane.md, "Restarts")
   int fanout = 32;
 };
 

@@ -1,4 +1,4 @@
-// The hang's roll-call (README.md, "Hang watchdog"): every rank's stack
+// The hang's roll-call (docs/control-plane.md, "Hang watchdog"): every rank's stack
 // signature, grouped by identical signature, the largest group first, so that
 // the one rank that is somewhere else stands out. Printed once by rank 0's
 // shim; the same as failure.json's "hang" record.

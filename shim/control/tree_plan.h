@@ -1,4 +1,4 @@
-// Who each shim's parent is in the control plane's tree (README.md, "Control
+// Who each shim's parent is in the control plane's tree (docs/control-plane.md, "Control
 // plane"), decided by rank 0 as shims join: the first shim to join from a
 // node (the address rank 0 sees it come from) is that node's leader; the
 // next `fanout` shims of the node hang under it, and the one after that

@@ -1,4 +1,4 @@
-// The control plane's wire (README.md, "Control plane"): each message is one
+// The control plane's wire (docs/control-plane.md, "Control plane"): each message is one
 // frame (4-byte big-endian length, then a JSON object whose "t" names it),
 // read and written without ever blocking. A link that sends a frame over its
 // cap, or queues more than its peer takes, is broken: the plane treats it as

@@ -1,7 +1,7 @@
 // A listener's door under a crowd: rank 0's MASTER_PORT (the preflight's
 // hellos, the control plane's joins) and a node leader's socket. The job's
 // own shims send their whole hello the moment they connect; strangers that
-// open connections and say nothing must not keep them out (README.md, "TCP
+// open connections and say nothing must not keep them out (docs/preflight.md, "TCP
 // preflight: limits and strangers"). So the door never stops accepting: when
 // every seat is taken, a newcomer gets the seat of the connection that has
 // sent the fewest bytes, the longest-waiting among equals, which is closed

@@ -33,7 +33,7 @@ std::vector<EnvVar> BuildContract(const World& world, const EnvSnapshot& env,
             "local shims * nproc: " + world.local_size.why + of);
   }
   b.Force("NODE_RANK", str(world.node_rank.value), world.node_rank.why);
-  // torchrun's worker contract (README.md, "torchrun's variables"): one
+  // torchrun's worker contract (docs/torchrun.md, "torchrun's variables"): one
   // agent per node, so the group is the node.
   b.Force("GROUP_RANK", str(world.node_rank.value), "the node, as torchrun: " + world.node_rank.why);
   b.Force("GROUP_WORLD_SIZE", str(world.node_count.value),

@@ -1,4 +1,4 @@
-// The world variables each child gets (README.md, "How the world is resolved"),
+// The world variables each child gets (docs/world.md, "How the world is resolved"),
 // each with its reason.
 #pragma once
 

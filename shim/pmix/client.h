@@ -1,4 +1,4 @@
-// A PMIx client (README.md, "How the world is resolved"): asks the launcher's
+// A PMIx client (docs/world.md, "How the world is resolved"): asks the launcher's
 // own runtime (Open MPI 4 and 5, prterun, srun --mpi=pmix) what its variables
 // no longer say, without MPI_Init. libpmix is loaded at run time
 // (shim/base/dynlib.h: AML_SHIM_LIBPMIX, else libpmix.so.2). PMIx_Init on

@@ -1,4 +1,4 @@
-// Rank 0's door for the TCP preflight (README.md, "TCP preflight: limits and
+// Rank 0's door for the TCP preflight (docs/preflight.md, "TCP preflight: limits and
 // strangers"): one
 // poll loop over the listener and every connection that has not yet said
 // hello, all non-blocking. A hello speaks for one rank, or for every rank of

@@ -1,4 +1,4 @@
-// Proof of membership for the preflight's hello (README.md, "TCP preflight:
+// Proof of membership for the preflight's hello (docs/preflight.md, "TCP preflight:
 // limits and strangers"): a digest of a secret that only this job's
 // processes have, which a stranger on the network does not. In order:
 //   AML_SHIM_JOB_SECRET, which you export in the job script (srun and

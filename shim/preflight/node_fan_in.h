@@ -1,4 +1,4 @@
-// Node-local fan-in for the TCP preflight (README.md, "TCP preflight: limits
+// Node-local fan-in for the TCP preflight (docs/preflight.md, "TCP preflight: limits
 // and strangers"): when a launcher starts one shim per GPU, the shims of a
 // node do not each connect to rank 0. The node's local rank 0 (its leader)
 // listens on an abstract Unix socket named after the job and the host,

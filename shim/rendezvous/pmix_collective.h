@@ -1,5 +1,5 @@
 // The launcher's PMIx runtime as the rendezvous's Collective, and what it
-// says of the job (README.md, "How the world is resolved"): every rank's
+// says of the job (docs/world.md, "How the world is resolved"): every rank's
 // node, so NODE_RANK is exact for any placement (nodes numbered by their
 // lowest rank, as the MPI rendezvous numbers them), and rank 0's host.
 // Exchanges are PMIx_Put + PMIx_Fence (collecting) + PMIx_Get under keys

@@ -1,4 +1,4 @@
-// The rendezvous (README.md, "MPI rendezvous"): over a Collective (PMIx, else MPI), find the exact node of
+// The rendezvous (docs/world.md, "MPI rendezvous"): over a Collective (PMIx, else MPI), find the exact node of
 // every process and a master address that every rank has verified it can
 // reach: rank 0 listens, offers its addresses, each rank connects to each and
 // checks the job's token, and the first address that every rank reached wins.

@@ -35,7 +35,7 @@ void TokenServer::Loop() {
   bool stopping = false;
   Deadline drain_until{};
   // Out of descriptors: the listener rests a moment instead of spinning on
-  // a connection it cannot accept (README.md, "TCP preflight: limits and
+  // a connection it cannot accept (docs/preflight.md, "TCP preflight: limits and
   // strangers"; the file limit is raised at start).
   Deadline accept_after{};
   for (;;) {

@@ -5,7 +5,7 @@
 // reaching rank 0. Whoever connects is answered at once and never read from;
 // at most kMaxHeld answered connections are kept open (so that TIME_WAIT
 // lands on the peer), the rest are closed at once: idle strangers cannot
-// use up rank 0's descriptors (README.md, "TCP preflight: limits and
+// use up rank 0's descriptors (docs/preflight.md, "TCP preflight: limits and
 // strangers").
 #pragma once
 

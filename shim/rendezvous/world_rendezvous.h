@@ -1,4 +1,4 @@
-// Settles the world with the launcher's runtime (README.md, "How the world is
+// Settles the world with the launcher's runtime (docs/world.md, "How the world is
 // resolved"):
 //   - where a PMIx server is offered (Open MPI 4 and 5, prterun, srun
 //     --mpi=pmix), AskPmix reads the exact node of every rank and rank 0's

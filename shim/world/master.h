@@ -1,4 +1,4 @@
-// Who the master is (README.md, "How the world is resolved"): from the command line,
+// Who the master is (docs/world.md, "How the world is resolved"): from the command line,
 // MASTER_ADDR/MASTER_PORT, AzureML's variables, Slurm's node list, or, when
 // nothing names it on a multi-node job, found by the MPI rendezvous.
 #pragma once

@@ -28,7 +28,7 @@ void Fill(std::optional<T>& into, const std::optional<T>& from) {
 
 // NODE_RANK from facts every rank of the job shares, so that every rank
 // takes the same decision: exact, or not provable (then the MPI rendezvous
-// computes it, or the job stops; README.md, "How the world is resolved").
+// computes it, or the job stops; docs/world.md, "How the world is resolved").
 // A rank's own local size is not such a fact: with 3 ranks on one node and 1
 // on another, the lone rank would think "one process per node".
 // Both name this node's index (torch's --node_rank, torchrun's agent); the

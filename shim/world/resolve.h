@@ -1,4 +1,4 @@
-// Combines the sources by a fixed precedence into one World (README.md, "How the world is resolved").
+// Combines the sources by a fixed precedence into one World (docs/world.md, "How the world is resolved").
 #pragma once
 
 #include "shim/base/env_snapshot.h"

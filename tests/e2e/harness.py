@@ -50,11 +50,11 @@ def kill_group(p):
         pass
 
 
-def run(args, env=None, timeout=120, input=None):
-    """Runs args; returns CompletedProcess with text stdout/stderr. On a
-    timeout everything it started is killed, and the failure shows what it
-    printed until then."""
-    p = spawn(args, env=env, stdin=subprocess.PIPE if input is not None else None,
+def run(args, env=None, timeout=120, input=None, cwd=None):
+    """Runs args (in cwd); returns CompletedProcess with text stdout/stderr.
+    On a timeout everything it started is killed, and the failure shows what
+    it printed until then."""
+    p = spawn(args, env=env, cwd=cwd, stdin=subprocess.PIPE if input is not None else None,
               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         out, err = p.communicate(input=input, timeout=timeout)

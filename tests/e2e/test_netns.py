@@ -299,7 +299,7 @@ class NetnsCluster(unittest.TestCase):
         # The rendezvous over PMIx (no MPI_Init at all), then exec: the
         # child's own MPI_Init works (Open MPI 4.1). Over MPI
         # (AML_SHIM_PMIX=0) the child's second MPI_Init in the same process
-        # now and then hangs at its end under Open MPI 4.1 (README.md, "MPI
+        # now and then hangs at its end under Open MPI 4.1 (docs/world.md, "MPI
         # rendezvous"), so that path is not run here.
         code = ("from mpi4py import MPI; import os, sys; c = MPI.COMM_WORLD; "
                 "sys.stdout.write(f\"{c.Get_rank()} {c.Get_size()} {os.environ['RANK']} "

@@ -98,7 +98,7 @@ class OpenMpi5(unittest.TestCase):
         # it ran over MPI and the command's MPI_Init was handed its endpoints.
         # One placement: now and then Open MPI 5.0.7 never finishes the
         # command's MPI_Init after aml-shim's PMIx client of the same rank
-        # (README.md, "How the world is resolved"; about 1 run in 24 under
+        # (docs/world.md, "How the world is resolved"; about 1 run in 24 under
         # load); the placements themselves are test_every_placement_...'s.
         for hosts in ({1: 2, 2: 2},):
             with self.subTest(hosts=hosts):

@@ -1,4 +1,4 @@
-"""The TCP preflight's door on rank 0 (README.md, "TCP preflight: limits and
+"""The TCP preflight's door on rank 0 (docs/preflight.md, "TCP preflight: limits and
 strangers"): 1100 ranks under the common 1024-descriptor soft limit, and a
 stranger that forges a hello, idles, or sends huge hellos while a real job
 under mpirun waits for its rank 1; under Hydra, which gives no secret, the

@@ -104,9 +104,11 @@ class Release(unittest.TestCase):
         listed = run(["dpkg-deb", "-c", self.deb]).stdout
         in_deb = sorted(line.split()[-1].lstrip(".") for line in listed.splitlines()
                         if not line.startswith("d"))
-        self.assertEqual(in_deb, ["/usr/bin/aml-shim", "/usr/share/doc/aml-shim/README.md",
-                                  "/usr/share/doc/aml-shim/copyright",
-                                  "/usr/share/man/man1/aml-shim.1.gz"])
+        docs = sorted("/usr/share/doc/aml-shim/docs/" + f
+                      for f in os.listdir(os.path.join(SRC, "docs")) if f.endswith(".md"))
+        self.assertEqual(in_deb, sorted(["/usr/bin/aml-shim", "/usr/share/doc/aml-shim/README.md",
+                                         "/usr/share/doc/aml-shim/copyright",
+                                         "/usr/share/man/man1/aml-shim.1.gz"] + docs))
         for path in in_deb:
             self.assertTrue(os.path.exists(ROOT + path), path)
         # The same files from `cmake --install` of the release build (the
@@ -161,6 +163,18 @@ class Release(unittest.TestCase):
         self.assertEqual(self.pip_round_trip(venv, here), [])
 
 
+def readme_containerfile(base):
+    """The README's Containerfile, on `base` instead of NGC's image (no
+    registry is reachable) and with the release binary's file name."""
+    with open(os.path.join(SRC, "README.md"), encoding="utf-8") as f:
+        recipe = re.search(r"^```dockerfile\n(.*?)^```", f.read(), re.M | re.S).group(1)
+    lines = recipe.splitlines()
+    assert lines[0].startswith("FROM ") and lines[1].startswith("COPY aml-shim-<version>-linux-x86_64 "), recipe
+    lines[0] = "FROM " + base
+    lines[1] = lines[1].replace("aml-shim-<version>-linux-x86_64", "aml-shim", 1)
+    return "\n".join(lines) + "\n"
+
+
 class Container(unittest.TestCase):
     """The README's container recipe, run: the release binary as the
     ENTRYPOINT of a Debian 11 image (made from the release root with
@@ -192,8 +206,7 @@ class Container(unittest.TestCase):
             raise AssertionError("podman import failed: " + r.stderr)
         shutil.copy(binaries[0], os.path.join(cls.dir, "aml-shim"))
         with open(os.path.join(cls.dir, "Containerfile"), "w") as f:
-            f.write(f"FROM {cls.BASE}\nCOPY aml-shim /usr/local/bin/aml-shim\n"
-                    'ENTRYPOINT ["aml-shim", "--"]\n')
+            f.write(readme_containerfile(cls.BASE))
         r = cls.podman("build", "-q", "-t", cls.IMAGE, "-f", os.path.join(cls.dir, "Containerfile"),
                        cls.dir, timeout=600)
         if r.returncode != 0:

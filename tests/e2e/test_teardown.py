@@ -168,7 +168,7 @@ class Teardown(unittest.TestCase):
         self.assert_all_gone(pids, "ranks outlived mpirun's teardown")
 
     def test_mpirun_with_room_for_grace_lets_ranks_checkpoint(self):
-        # README: give mpirun's SIGKILL timeout room for --grace (mpirun
+        # docs/supervision.md: give mpirun's SIGKILL timeout room for --grace (mpirun
         # then waits that long at every shutdown, hence a small one here).
         pids, err = self.sigterm_mpirun(grace=5, delay=2,
                                         mca=[("odls_base_sigkill_timeout", "6")])

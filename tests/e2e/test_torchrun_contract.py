@@ -1,4 +1,4 @@
-"""aml-shim gives each process the variables torchrun gives it (README.md,
+"""aml-shim gives each process the variables torchrun gives it (docs/torchrun.md,
 "torchrun's variables"): Debian's torchrun and aml-shim run the same
 2-process world and their variable sets are compared; every difference must
 be one the README's table explains. Against torch 1.13 (bookworm, this

@@ -1,0 +1,166 @@
+"""Every command README.md and docs/ show is marked, and those marked `run`
+run here and do what the text says (docs/testing.md, "Examples that run").
+
+A fenced block in sh or console is marked after its language:
+
+- `run`: run here, from a scratch directory that holds a small DDP
+  `train.py`, with the built aml-shim and the Python that has torch first on
+  PATH. `exit=N`: the status each command must end with (default 0).
+  `needs=slurm`: inside a one-node Slurm this test starts. In a console
+  block, `$ ` starts a command and the lines after it are output it must
+  print (in any order, among others), `…` standing for any text.
+- `not-run=WHY`: cannot run on one test machine (several nodes, a GPU,
+  installing packages); the reason is a word the summary counts.
+
+A block without a language that starts with a command must say which it is.
+"""
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+from harness import PYTHON, SHIM, SRC, clean_env, main, require, run
+
+SHELLS = {"sh", "bash", "console", "shell"}
+FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```[ \t]*$", re.M | re.S)
+COMMANDS = ("$ ", "aml-shim ", "mpirun ", "srun ", "sbatch ", "sudo ", "scripts/", "cmake ",
+            "pip ", "git ", "python3 ", "python ")
+SLURM_DIR = "/tmp/aml-shim-slurm-docs"
+SLURM_CONF = os.path.join(SLURM_DIR, "slurm.conf")
+SLURM = os.path.join(SRC, "scripts", "slurm-local.sh")
+
+# The `train.py` of the examples: a real DDP step over Gloo that checks the
+# world it was given.
+TRAIN = """\
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+t = torch.tensor([float(rank + 1)])
+dist.all_reduce(t)
+assert t.item() == world * (world + 1) / 2, (t.item(), world)
+print(f"rank {rank} of {world}: all_reduce ok", flush=True)
+dist.destroy_process_group()
+"""
+
+
+def documents():
+    files = ["README.md"] + sorted(os.path.join("docs", f) for f in
+                                   os.listdir(os.path.join(SRC, "docs")) if f.endswith(".md"))
+    for f in files:
+        with open(os.path.join(SRC, f), encoding="utf-8") as fh:
+            yield f, fh.read()
+
+
+class Block:
+    def __init__(self, path, line, info, body):
+        words = info.split()
+        self.where = f"{path}:{line}"
+        self.lang = words[0] if words else ""
+        self.marks = dict(w.partition("=")[::2] for w in words[1:])
+        self.body = body
+
+    def commands(self):
+        """(command, expected output lines) in order."""
+        lines, out = self.body.splitlines(), []
+        console = self.lang == "console"
+        i = 0
+        while i < len(lines):
+            line = lines[i]
+            if console and not line.startswith("$ "):
+                if not out:
+                    raise AssertionError(f"{self.where}: output before any `$ ` command")
+                if line.strip() and line.strip() not in ("...", "…"):
+                    out[-1][1].append(line.rstrip())
+                i += 1
+                continue
+            cmd = line[2:] if console else line
+            while cmd.endswith("\\") and i + 1 < len(lines):
+                i += 1
+                cmd = cmd[:-1] + " " + lines[i].strip()
+            if cmd.strip() and not cmd.lstrip().startswith("#"):
+                out.append((cmd, []))
+            i += 1
+        return out
+
+
+def blocks():
+    for path, text in documents():
+        for m in FENCE.finditer(text):
+            yield Block(path, text.count("\n", 0, m.start()) + 1, m.group(1), m.group(2))
+
+
+def pattern(expected):
+    return re.compile(".*".join(re.escape(p) for p in expected.split("…")) + r"\s*$")
+
+
+class Docs(unittest.TestCase):
+    def test_every_shell_block_is_marked(self):
+        unmarked, counts = [], {}
+        for b in blocks():
+            looks_like_commands = b.lang == "" and b.body.lstrip().startswith(COMMANDS)
+            if b.lang not in SHELLS and not looks_like_commands:
+                continue
+            if looks_like_commands or ("run" not in b.marks and "not-run" not in b.marks):
+                unmarked.append(b.where)
+            why = "run" if "run" in b.marks else "not-run=" + b.marks.get("not-run", "")
+            counts[why] = counts.get(why, 0) + 1
+        self.assertEqual(unmarked, [], "shell blocks that say neither `run` nor `not-run=WHY` "
+                         "(a block of commands needs the language sh or console)")
+        self.assertGreater(counts.get("run", 0), 10, counts)
+        print("blocks:", ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+
+    def test_runnable_blocks(self):
+        runnable = [b for b in blocks() if b.lang in SHELLS and "run" in b.marks]
+        self.assertTrue(runnable)
+        scratch = tempfile.mkdtemp(prefix="aml-docs-")
+        self.addCleanup(shutil.rmtree, scratch, True)
+        bindir = os.path.join(scratch, ".bin")
+        os.mkdir(bindir)
+        os.symlink(os.path.abspath(SHIM), os.path.join(bindir, "aml-shim"))
+        os.symlink(PYTHON, os.path.join(bindir, "python3"))
+        with open(os.path.join(scratch, "train.py"), "w") as f:
+            f.write(TRAIN)
+        # Paths the examples give from the repository's root: its fixtures,
+        # and the build's stand-in libraries.
+        os.symlink(os.path.join(os.path.abspath(SRC), "tests"), os.path.join(scratch, "tests"))
+        os.symlink(os.path.dirname(os.path.abspath(SHIM)), os.path.join(scratch, "build"))
+        # A small test machine run as root: fewer cores than ranks.
+        env = clean_env(PATH=bindir + ":" + os.environ["PATH"], OMPI_ALLOW_RUN_AS_ROOT="1",
+                        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                        OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_btl="self,tcp")
+        if any(b.marks.get("needs") == "slurm" for b in runnable):
+            self.start_slurm(env)
+            env["SLURM_CONF"] = SLURM_CONF
+        for b in runnable:
+            with self.subTest(block=b.where):
+                self.run_block(b, scratch, env)
+
+    def start_slurm(self, env):
+        require("srun", "slurmctld", "slurmd", "munged")
+        slurm_env = dict(env, SLURM_CONF=SLURM_CONF, AML_SLURM_DIR=SLURM_DIR)
+        subprocess.run([SLURM, "stop"], env=slurm_env, capture_output=True)
+        self.addCleanup(run, [SLURM, "stop"], env=slurm_env, timeout=60)
+        r = run([SLURM, "start"], env=slurm_env, timeout=90)
+        self.assertEqual(r.returncode, 0, "could not start Slurm:\n" + r.stdout + r.stderr)
+
+    def run_block(self, b, scratch, env):
+        want = int(b.marks.get("exit", "0"))
+        for cmd, expected in b.commands():
+            r = run(["bash", "-c", cmd], env=env, cwd=scratch, timeout=300)
+            said = f"{b.where}: {cmd}\n--- stdout:\n{r.stdout}\n--- stderr:\n{r.stderr}"
+            self.assertEqual(r.returncode, want, said)
+            lines = (r.stdout + r.stderr).splitlines()
+            for e in expected:
+                self.assertTrue(any(pattern(e).match(l) for l in lines),
+                                f"expected a line like {e!r}\n{said}")
+            if "train.py" in cmd and want == 0:
+                # Every rank of the DDP step passed its check.
+                self.assertIn("all_reduce ok", r.stdout, said)
+
+
+if __name__ == "__main__":
+    main()
