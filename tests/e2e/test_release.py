@@ -202,6 +202,7 @@ class Container(unittest.TestCase):
         r = subprocess.run(cls.podman_args("import", "-", cls.BASE), stdin=tar.stdout,
                            capture_output=True, text=True, env=cls.env, timeout=600)
         tar.wait()
+        tar.stdout.close()
         if r.returncode != 0:
             raise AssertionError("podman import failed: " + r.stderr)
         shutil.copy(binaries[0], os.path.join(cls.dir, "aml-shim"))
