@@ -48,12 +48,6 @@ bool FrameInParens(std::string s, StackFrame* f) {
   return !f->function.empty();
 }
 
-struct Running {
-  pid_t pid = -1;
-  int out = -1, err = -1;
-  std::string text;
-};
-
 }  // namespace
 
 std::vector<StackFrame> ParsePySpy(const std::string& text) {
@@ -127,9 +121,17 @@ std::vector<StackFrame> ParseGdb(const std::string& text) {
   return frames;
 }
 
-std::vector<ProbedStack> ProbeStacks(const std::vector<pid_t>& pids, double timeout_s) {
-  std::vector<ProbedStack> out(pids.size());
-  std::vector<Running> running(pids.size());
+StackProbe::~StackProbe() {
+  if (running_) Finish();
+}
+
+void StackProbe::Start(const std::vector<pid_t>& pids, double deadline) {
+  if (running_) Finish();
+  out_.assign(pids.size(), ProbedStack{});
+  readers_.assign(pids.size(), Reader{});
+  deadline_ = deadline;
+  timeout_s_ = deadline - MonotonicSeconds();
+  running_ = true;
   const std::string py_spy = FoundOnPath("py-spy"), eu_stack = FoundOnPath("eu-stack"),
                     gdb = FoundOnPath("gdb");
   // A reader must not wait on a debuginfod server (no cluster node may reach
@@ -137,21 +139,22 @@ std::vector<ProbedStack> ProbeStacks(const std::vector<pid_t>& pids, double time
   EnvSnapshot env = EnvSnapshot::FromEnvp(environ);
   env.Unset("DEBUGINFOD_URLS");
   for (size_t i = 0; i < pids.size(); ++i) {
+    readers_[i].target = pids[i];
     const std::string pid = std::to_string(pids[i]);
     std::vector<std::string> argv;
     if (IsPython(pids[i])) {
       if (py_spy.empty()) continue;  // faulthandler gives its stack
-      out[i].tool = "py-spy";
+      out_[i].tool = "py-spy";
       argv = {py_spy, "dump", "--pid", pid};
     } else if (!eu_stack.empty()) {
-      out[i].tool = "eu-stack";
+      out_[i].tool = "eu-stack";
       argv = {eu_stack, "-p", pid};
     } else if (!gdb.empty()) {
-      out[i].tool = "gdb";
+      out_[i].tool = "gdb";
       argv = {gdb, "-p", pid, "-batch", "-nx", "-iex", "set debuginfod enabled off",
               "-ex", "thread apply all bt"};
     } else {
-      out[i].text = "no native stack: neither eu-stack nor gdb is on PATH\n";
+      out_[i].text = "no native stack: neither eu-stack nor gdb is on PATH\n";
       continue;
     }
     int code = 0;
@@ -163,41 +166,64 @@ std::vector<ProbedStack> ProbeStacks(const std::vector<pid_t>& pids, double time
     spec.stdin_null = true;  // never the user's terminal
     auto spawned = Spawn(spec, &code);
     if (!spawned.ok()) {
-      out[i].text = "no stack: " + spawned.error().message + "\n";
+      out_[i].text = "no stack: " + spawned.error().message + "\n";
       continue;
     }
-    running[i] = {spawned->pid, spawned->out_fd, spawned->err_fd, ""};
+    readers_[i].started = true;
+    readers_[i].pid = spawned->pid;
+    readers_[i].out = spawned->out_fd;
+    readers_[i].err = spawned->err_fd;
   }
-  const double until = MonotonicSeconds() + timeout_s;
-  for (;;) {
-    std::vector<pollfd> fds;
-    std::vector<std::pair<size_t, int*>> who;
-    for (size_t i = 0; i < running.size(); ++i)
-      for (int* fd : {&running[i].out, &running[i].err})
-        if (*fd >= 0) {
-          fds.push_back({*fd, POLLIN, 0});
-          who.push_back({i, fd});
+}
+
+void StackProbe::AddPollFds(std::vector<pollfd>* fds) const {
+  if (!running_) return;
+  for (const Reader& r : readers_)
+    for (int fd : {r.out, r.err})
+      if (fd >= 0) fds->push_back({fd, POLLIN, 0});
+}
+
+void StackProbe::Read(const pollfd* fds, size_t n) {
+  for (size_t k = 0; k < n; ++k) {
+    if (!fds[k].revents) continue;
+    for (Reader& r : readers_)
+      for (int* fd : {&r.out, &r.err}) {
+        if (*fd != fds[k].fd) continue;
+        char buf[16384];
+        ssize_t got = read(*fd, buf, sizeof buf);
+        if (got > 0) {
+          if (r.text.size() < kMaxText) r.text.append(buf, static_cast<size_t>(got));
+        } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
+          close(*fd);
+          *fd = -1;
         }
-    const double left = until - MonotonicSeconds();
-    if (fds.empty() || left <= 0) break;
-    if (poll(fds.data(), fds.size(), static_cast<int>(left * 1000) + 1) < 0 && errno != EINTR)
-      break;
-    for (size_t k = 0; k < fds.size(); ++k) {
-      if (!fds[k].revents) continue;
-      Running& r = running[who[k].first];
-      char buf[16384];
-      ssize_t n = read(*who[k].second, buf, sizeof buf);
-      if (n > 0) {
-        if (r.text.size() < kMaxText) r.text.append(buf, static_cast<size_t>(n));
-      } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-        close(*who[k].second);
-        *who[k].second = -1;
       }
-    }
   }
-  for (size_t i = 0; i < running.size(); ++i) {
-    Running& r = running[i];
-    if (r.pid < 0) continue;
+}
+
+bool StackProbe::Done(double now) const {
+  if (!running_) return true;
+  if (now >= deadline_) return true;
+  for (const Reader& r : readers_)
+    if (r.out >= 0 || r.err >= 0) return false;
+  return true;
+}
+
+bool StackProbe::Reaped(pid_t pid) {
+  for (Reader& r : readers_)
+    if (r.pid == pid && pid > 0) {
+      r.pid = -1;
+      return true;
+    }
+  return false;
+}
+
+std::vector<ProbedStack> StackProbe::Finish() {
+  running_ = false;
+  for (size_t i = 0; i < readers_.size(); ++i) {
+    Reader& r = readers_[i];
+    ProbedStack& p = out_[i];
+    if (!r.started) continue;  // no reader ran: its text says why
     bool late = false;
     for (int* fd : {&r.out, &r.err})
       if (*fd >= 0) {
@@ -205,21 +231,42 @@ std::vector<ProbedStack> ProbeStacks(const std::vector<pid_t>& pids, double time
         *fd = -1;
         late = true;
       }
-    int status = 0;
-    if (waitpid(r.pid, &status, WNOHANG) == 0) {
-      kill(-r.pid, SIGKILL);
-      late = true;
-      while (waitpid(r.pid, &status, 0) < 0 && errno == EINTR) {
+    if (r.pid > 0) {
+      int status = 0;
+      if (waitpid(r.pid, &status, WNOHANG) == 0) {
+        kill(-r.pid, SIGKILL);
+        late = true;
+        while (waitpid(r.pid, &status, 0) < 0 && errno == EINTR) {
+        }
       }
+      r.pid = -1;
     }
-    ProbedStack& p = out[i];
     p.text = r.text;
-    if (late) p.text += p.tool + " did not finish within " + std::to_string(static_cast<int>(timeout_s)) + " s\n";
+    if (late)
+      p.text += p.tool + " did not finish within " +
+                std::to_string(static_cast<int>(timeout_s_ + 0.5)) + " s\n";
     if (p.tool == "py-spy") p.frames = ParsePySpy(r.text);
-    else if (p.tool == "eu-stack") p.frames = ParseEuStack(r.text, pids[i]);
+    else if (p.tool == "eu-stack") p.frames = ParseEuStack(r.text, r.target);
     else p.frames = ParseGdb(r.text);
   }
-  return out;
+  readers_.clear();
+  return std::move(out_);
+}
+
+std::vector<ProbedStack> ProbeStacks(const std::vector<pid_t>& pids, double timeout_s) {
+  StackProbe probe;
+  probe.Start(pids, MonotonicSeconds() + timeout_s);
+  for (;;) {
+    const double now = MonotonicSeconds();
+    if (probe.Done(now)) break;
+    std::vector<pollfd> fds;
+    probe.AddPollFds(&fds);
+    if (poll(fds.data(), fds.size(), static_cast<int>((probe.deadline() - now) * 1000) + 1) < 0 &&
+        errno != EINTR)
+      break;
+    probe.Read(fds.data(), fds.size());
+  }
+  return probe.Finish();
 }
 
 }  // namespace aml

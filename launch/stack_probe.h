@@ -6,6 +6,7 @@
 // thread (stack_dump.h) for the roll-call's signature.
 #pragma once
 
+#include <poll.h>
 #include <sys/types.h>
 
 #include <string>
@@ -21,7 +22,51 @@ struct ProbedStack {
   std::vector<StackFrame> frames;  // the main thread's, innermost first
 };
 
-// One reader per pid, all at once, each killed after `timeout_s`.
+// The readers of one collection, read from the supervisor's own loop (it
+// never blocks on them): Start spawns them all, AddPollFds and Read take
+// their output as it comes, and once Done, Finish ends any still running
+// and parses what each printed.
+class StackProbe {
+ public:
+  StackProbe() = default;
+  StackProbe(const StackProbe&) = delete;
+  StackProbe& operator=(const StackProbe&) = delete;
+  ~StackProbe();  // a reader still running is killed and reaped
+
+  // One reader per pid, all at once; each may run until `deadline`
+  // (MonotonicSeconds()).
+  void Start(const std::vector<pid_t>& pids, double deadline);
+  bool running() const { return running_; }  // started and not yet finished
+  double deadline() const { return deadline_; }
+  // The readers' open pipes, for poll; Read takes what poll found ready.
+  void AddPollFds(std::vector<pollfd>* fds) const;
+  void Read(const pollfd* fds, size_t n);
+  // Every reader's output ended, or the deadline passed.
+  bool Done(double now) const;
+  // Ends the readers still running (SIGKILL to each one's group), reaps
+  // them, and returns one stack per pid given to Start, in that order.
+  std::vector<ProbedStack> Finish();
+  // The caller reaped `pid` (a supervisor reaps every child it has): true
+  // when it was a reader, which is then not waited for again.
+  bool Reaped(pid_t pid);
+
+ private:
+  struct Reader {
+    pid_t target = -1;  // the rank read
+    pid_t pid = -1;     // the reader, until reaped
+    bool started = false;
+    int out = -1, err = -1;
+    std::string text;
+  };
+  std::vector<ProbedStack> out_;
+  std::vector<Reader> readers_;
+  double deadline_ = 0;
+  double timeout_s_ = 0;
+  bool running_ = false;
+};
+
+// Start, then poll until Done, then Finish: one reader per pid, all at
+// once, each killed after `timeout_s`.
 std::vector<ProbedStack> ProbeStacks(const std::vector<pid_t>& pids, double timeout_s);
 
 // The main thread's frames in each tool's output (for tests).

@@ -124,6 +124,7 @@ class Supervisor {
   void Report(int* code);
   void TakeOrders(double now);
   void CollectStacks();
+  void AbortForStacks();
   void SendStacks();
   void DrainStderr(Child& c);
   bool Finished();
@@ -158,7 +159,9 @@ class Supervisor {
   // The control plane (config_.link), when there is one.
   JobLink* link_ = nullptr;
   bool output_seen_ = false;      // a child wrote in this poll round
-  bool collecting_ = false;       // SIGABRT sent for stacks: exits are expected
+  bool collecting_ = false;       // stacks asked for: exits are expected
+  StackProbe probe_;              // the readers from outside, before SIGABRT
+  std::vector<pid_t> probed_pids_;
   double collect_until_ = 0;
   bool stacks_sent_ = false;
   std::optional<LinkOrder> stop_;  // the job was stopped by the control plane
@@ -354,8 +357,11 @@ void Supervisor::Reap() {
     } else if (c) {
       lingering_.push_back(pid);
       OnExit(*c, status);
+    } else {
+      // A stack reader (the probe then does not wait for it), or an orphan
+      // reparented to us: reaped, nothing more.
+      probe_.Reaped(pid);
     }
-    // Anything else was an orphan reparented to us: reaped, nothing more.
   }
   ForgetEmptyGroups();
   NoticeStopped();
@@ -520,7 +526,8 @@ double Supervisor::NextDeadline(double now) const {
   if (killed_) next = std::min(next, give_up_at_);
   if (!AnyRunning() && !drained_) next = std::min(next, drain_until_);
   if (restart_) next = std::min(next, now + 0.01);  // groups still emptying
-  if (collecting_ && !stacks_sent_) next = std::min(next, collect_until_);
+  if (probe_.running()) next = std::min(next, probe_.deadline());
+  else if (collecting_ && !stacks_sent_) next = std::min(next, collect_until_);
   if (link_) next = std::min(next, link_->NextDeadline(now));
   for (const Child& c : children_)
     for (const Stream* s : {&c.out, &c.err})
@@ -531,6 +538,7 @@ double Supervisor::NextDeadline(double now) const {
 
 // Deadlines and endings; false when the loop is done.
 bool Supervisor::Step(double now) {
+  if (probe_.running() && probe_.Done(now)) AbortForStacks();
   if (collecting_ && !stacks_sent_) SendStacks();
   if (teardown_ && !killed_ && now >= kill_at_ && AnyRunning()) {
     KillAll(SIGKILL);
@@ -617,16 +625,22 @@ void Supervisor::TakeOrders(double now) {
 // faulthandler (PYTHONFAULTHANDLER=1) prints every thread's stack on SIGABRT,
 // to the rank's stderr, which aml-shim reads; the rank then ends.
 void Supervisor::CollectStacks() {
-  // First from outside, while every rank still stands where it hung.
-  std::vector<pid_t> pids;
-  std::vector<Child*> probed;
+  // First from outside, while every rank still stands where it hung. The
+  // readers' output is read by this loop (Poll), which meanwhile goes on
+  // forwarding signals, reading the ranks' output and serving the plane.
+  probed_pids_.clear();
   for (Child& c : children_)
-    if (c.running) {
-      pids.push_back(c.pid);
-      probed.push_back(&c);
-    }
-  std::vector<ProbedStack> stacks = ProbeStacks(pids, kProbeS);
-  for (size_t i = 0; i < stacks.size(); ++i) probed[i]->probed = std::move(stacks[i]);
+    if (c.running) probed_pids_.push_back(c.pid);
+  probe_.Start(probed_pids_, Now() + kProbeS);
+  if (probe_.Done(Now())) AbortForStacks();
+}
+
+// The readers are done (or out of time): then SIGABRT for faulthandler.
+void Supervisor::AbortForStacks() {
+  std::vector<ProbedStack> stacks = probe_.Finish();
+  for (size_t i = 0; i < stacks.size(); ++i)
+    for (Child& c : children_)
+      if (c.pid == probed_pids_[i]) c.probed = std::move(stacks[i]);
   collect_until_ = Now() + kCollectS;
   for (Child& c : children_) {
     if (c.running) kill(c.pid, SIGABRT);  // the rank itself, not its helpers
@@ -643,7 +657,7 @@ void Supervisor::DrainStderr(Child& c) {
 }
 
 void Supervisor::SendStacks() {
-  if (AnyRunning() && Now() < collect_until_) return;
+  if (probe_.running() || (AnyRunning() && Now() < collect_until_)) return;
   stacks_sent_ = true;
   std::vector<RankStack> stacks;
   for (Child& c : children_) {
@@ -696,6 +710,8 @@ void Supervisor::Poll(double now) {
         fds.push_back({s->fd, POLLIN, 0});
         streams.push_back(s);
       }
+  const size_t first_probe = fds.size();
+  probe_.AddPollFds(&fds);
   const size_t first_link = fds.size();
   if (link_) link_->AddPollFds(&fds);
   timespec ts = Timeout(NextDeadline(now) - now);
@@ -709,8 +725,9 @@ void Supervisor::Poll(double now) {
   out_sink_.Flush();
   err_sink_.Flush();
   output_seen_ = false;
-  for (size_t i = first_stream; i < first_link; ++i)
+  for (size_t i = first_stream; i < first_probe; ++i)
     if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) ReadStream(*streams[i - first_stream], now);
+  probe_.Read(fds.data() + first_probe, first_link - first_probe);
   if (link_) {
     if (output_seen_) link_->OnOutput(now);
     link_->OnPoll(fds.data() + first_link, fds.size() - first_link, now);
@@ -790,6 +807,7 @@ bool Supervisor::Restart(double now) {
   kill_at_ = give_up_at_ = drain_until_ = ended_at_ = 0;
   collecting_ = stacks_sent_ = told_done_ = false;
   collect_until_ = 0;
+  if (probe_.running()) probe_.Finish();
   first_output_wall_ = 0;
   keeper_.TermSent(false);
   if (!Start()) {

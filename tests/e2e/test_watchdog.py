@@ -125,6 +125,42 @@ class HangWatchdog(unittest.TestCase):
                              slurp(f"{tmp}/logs/rank-0.stack"))
             self.assertIn("nanosleep", slurp(f"{tmp}/logs/rank-1.stack"))
 
+    def test_the_shim_serves_signals_while_a_stack_reader_is_slow(self):
+        # A stack reader that takes its time (gdb loading a large binary's
+        # symbols) must not freeze the shim: a SIGTERM from the launcher
+        # meanwhile reaches the ranks at once. The reader here (an eu-stack
+        # first on PATH) waits for a rank's TERM handler, and the handler for
+        # the reader to have seen it: both happen only if the shim forwarded
+        # the signal while the reader read (a shim blocked on its readers
+        # kills them unanswered after 10 s, then aborts the ranks).
+        with tempfile.TemporaryDirectory() as tmp:
+            os.mkdir(f"{tmp}/bin")
+            wait = 'i=0; while [ ! -e "$MARKS/{0}" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done'
+            with open(f"{tmp}/bin/eu-stack", "w") as f:
+                # Its stack is in the pipe before the rank may end.
+                f.write('#!/bin/sh\ntouch "$MARKS/reading"\n' + wait.format("term") + "\n"
+                        '[ -e "$MARKS/term" ] || exit 0\n'
+                        'echo "TID $2:"; echo "#0  0x0000000000001000 after_the_term_handler"\n'
+                        'touch "$MARKS/seen"\n')
+            os.chmod(f"{tmp}/bin/eu-stack", 0o755)
+            env = clean_env(MARKS=tmp, PATH=f"{tmp}/bin:" + os.environ["PATH"])
+            handler = 'touch "$MARKS/term"; ' + wait.format("seen") + "; exit 143"
+            p = spawn([SHIM, "--nproc-per-node", "2", "--hang-timeout", "2s", "--log-dir",
+                       f"{tmp}/logs", "--", "sh", "-c",
+                       f"trap '{handler}' TERM; echo up; while :; do sleep 0.1; done"],
+                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            self.addCleanup(kill_group, p)
+            self.assertTrue(wait_for(lambda: os.path.exists(f"{tmp}/reading"), 60),
+                            "no stack reader started")
+            p.send_signal(signal.SIGTERM)
+            _, err = p.communicate(timeout=60)
+            # The verdict came first: the job ends as hung.
+            self.assertEqual(p.returncode, 124, err)
+            self.assertTrue(os.path.exists(f"{tmp}/seen"), "the reader never saw the TERM "
+                            "handler run:\n" + err)
+            self.assertIn("after_the_term_handler", slurp(f"{tmp}/logs/rank-0.stack") +
+                          slurp(f"{tmp}/logs/rank-1.stack"), err)
+
     def test_one_rank_per_shim_that_keeps_talking_is_never_hung(self):
         # Per-process launch (one child per shim): its output must reach the
         # watchdog too, although it is not tagged.
