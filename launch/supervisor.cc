@@ -91,6 +91,27 @@ struct Child {
   ProbedStack probed;                 // py-spy's or the native stack, if any
 };
 
+// What one attempt of the job holds; a restart starts from a fresh one.
+struct Attempt {
+  std::vector<Child> children;
+  Child* first_failure = nullptr;  // failed before any teardown began
+  Child* first_stopped = nullptr;  // failed after aml-shim was signalled
+  bool teardown = false;
+  double kill_at = 0;              // SIGKILL deadline during teardown
+  bool killed = false;
+  double give_up_at = 0;           // after SIGKILL, stop waiting
+  double drain_until = 0;          // after the last child, wait for its pipes
+  double ended_at = 0;             // the last child ended: the reader's 5 s start
+  bool stragglers_signalled = false;
+  bool drained = false;            // every child and straggler is gone
+  bool collecting = false;         // stacks asked for: exits are expected
+  std::vector<pid_t> probed_pids;  // the ranks the stack readers read
+  double collect_until = 0;        // SIGABRT sent: the dumps' deadline
+  bool stacks_sent = false;
+  bool told_done = false;          // the control plane knows this node is done
+  double first_output_wall = 0;    // the first output (CLOCK_REALTIME)
+};
+
 class Supervisor {
  public:
   explicit Supervisor(const SupervisorConfig& c)
@@ -137,37 +158,21 @@ class Supervisor {
   std::string error_dir_;        // where TORCHELASTIC_ERROR_FILEs go ("": none)
   bool own_error_dir_ = false;   // a private one, removed at the end
   Keeper keeper_;
-  std::vector<Child> children_;
+  Attempt a_;                     // this attempt's children and their state
   std::vector<pid_t> lingering_;  // groups of reaped children not yet empty
   int sfd_ = -1;
   int spawn_failure_code_ = 0;
-  Child* first_failure_ = nullptr;  // failed before any teardown began
-  Child* first_stopped_ = nullptr;  // failed after aml-shim was signalled
   int shim_signal_ = 0;             // terminating signal aml-shim received
   pid_t shim_signal_sender_ = 0;
   double shim_signal_at_ = 0;
   bool reader_gone_ = false;        // stdout/stderr's reader left (EPIPE)
   bool hurry_ = false;              // a second signal: no more waiting
-  bool teardown_ = false;
-  double kill_at_ = 0;         // SIGKILL deadline during teardown
-  bool killed_ = false;
-  double give_up_at_ = 0;      // after SIGKILL, stop waiting
-  double drain_until_ = 0;     // after the last child, wait for its pipes
-  double ended_at_ = 0;        // the last child ended: the reader's 5 s start
-  bool stragglers_signalled_ = false;
   std::string out_buf_;  // tagged output, reused across reads
   // The control plane (config_.link), when there is one.
   JobLink* link_ = nullptr;
   bool output_seen_ = false;      // a child wrote in this poll round
-  bool collecting_ = false;       // stacks asked for: exits are expected
   StackProbe probe_;              // the readers from outside, before SIGABRT
-  std::vector<pid_t> probed_pids_;
-  double collect_until_ = 0;
-  bool stacks_sent_ = false;
   std::optional<LinkOrder> stop_;  // the job was stopped by the control plane
-  bool told_done_ = false;
-  bool drained_ = false;          // every child and straggler is gone
-  double first_output_wall_ = 0;  // this attempt's first output (CLOCK_REALTIME)
   // --max-restarts: the restart ordered by the control plane, once every
   // child's group is empty; the restarts made; the new MASTER_PORT.
   std::optional<LinkOrder> restart_;
@@ -228,9 +233,9 @@ int Supervisor::Prepare() {
 }
 
 bool Supervisor::Start() {
-  children_.resize(config_.children.size());
-  for (size_t i = 0; i < children_.size(); ++i) {
-    Child& c = children_[i];
+  a_.children.resize(config_.children.size());
+  for (size_t i = 0; i < a_.children.size(); ++i) {
+    Child& c = a_.children[i];
     c.launch = config_.children[i];
     if (restarts_ > 0) {
       // The new attempt's store port: the old one may still be held.
@@ -280,7 +285,7 @@ bool Supervisor::Start() {
 // ---- Children ending
 
 Child* Supervisor::Find(pid_t pid) {
-  for (Child& c : children_)
+  for (Child& c : a_.children)
     if (c.pid == pid && c.running) return &c;
   return nullptr;
 }
@@ -294,7 +299,7 @@ void Supervisor::KillAll(int sig) {
     kill(target, sig);
     if (terminating) kill(target, SIGCONT);
   };
-  for (Child& c : children_) {
+  for (Child& c : a_.children) {
     if (!c.running) continue;
     send(-c.pid);  // unreaped: the group id is still its own
     // A rank that moved itself into another group is not in its own: it
@@ -305,9 +310,9 @@ void Supervisor::KillAll(int sig) {
 }
 
 void Supervisor::BeginTeardown(double now) {
-  if (teardown_) return;
-  teardown_ = true;
-  kill_at_ = now + config_.grace_s;
+  if (a_.teardown) return;
+  a_.teardown = true;
+  a_.kill_at = now + config_.grace_s;
   KillAll(SIGTERM);
 }
 
@@ -318,9 +323,9 @@ void Supervisor::OnExit(Child& c, int status) {
   bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   LogVerbose("rank " + std::to_string(c.launch.rank) + " (pid " + std::to_string(c.pid) +
              ") ended: " + DescribeStatus(status));
-  if (!failed || collecting_) return;
-  if (!teardown_ && !first_failure_) {
-    first_failure_ = &c;
+  if (!failed || a_.collecting) return;
+  if (!a_.teardown && !a_.first_failure) {
+    a_.first_failure = &c;
     BeginTeardown(c.end);
     if (link_) {
       ChildOutcome o = Outcome(c);
@@ -333,8 +338,8 @@ void Supervisor::OnExit(Child& c, int status) {
       f.failure_json = FailureJson(o);
       link_->OnChildFailed(f);
     }
-  } else if (shim_signal_ && !first_failure_ && !first_stopped_) {
-    first_stopped_ = &c;
+  } else if (shim_signal_ && !a_.first_failure && !a_.first_stopped) {
+    a_.first_stopped = &c;
   }
 }
 
@@ -419,9 +424,9 @@ void Supervisor::Signal(int sig, pid_t sender) {
                    FormatNumber(kSameRequestS * 1000, "%.0f") + " ms: the same request");
         return;
       }
-      if (!hurry_ && !killed_) {
+      if (!hurry_ && !a_.killed) {
         LogInfo("second " + SignalName(sig) + ": killing every child now");
-        kill_at_ = now;
+        a_.kill_at = now;
       }
       hurry_ = true;
       return;
@@ -431,9 +436,9 @@ void Supervisor::Signal(int sig, pid_t sender) {
     shim_signal_sender_ = sender;
     shim_signal_at_ = now;
     if (link_) link_->OnShimSignalled(sig);
-    if (!teardown_) {
-      teardown_ = true;
-      kill_at_ = now + config_.grace_s;
+    if (!a_.teardown) {
+      a_.teardown = true;
+      a_.kill_at = now + config_.grace_s;
     }
   } else {
     LogVerbose("received " + SignalName(sig) + ", forwarding to every child");
@@ -466,7 +471,7 @@ void Supervisor::ReadStream(Stream& s, double now) {
   }
   std::string_view data(buf, static_cast<size_t>(n));
   output_seen_ = true;
-  if (first_output_wall_ == 0) first_output_wall_ = WallSeconds();
+  if (a_.first_output_wall == 0) a_.first_output_wall = WallSeconds();
   if (logs_) logs_->Append(s.child, s.is_stderr, data);
   s.KeepTail(data);
   if (!s.tagger) {
@@ -481,7 +486,7 @@ void Supervisor::ReadStream(Stream& s, double now) {
 }
 
 void Supervisor::FlushStaleParts(double now) {
-  for (Child& c : children_) {
+  for (Child& c : a_.children) {
     for (Stream* s : {&c.out, &c.err}) {
       if (s->fd < 0 || !s->tagger || !s->tagger->has_partial()) continue;
       if (now - s->partial_since < kPartialFlushS) continue;
@@ -501,7 +506,7 @@ void Supervisor::CheckSinks(double now) {
     const char* which = sink == &out_sink_ ? "stdout" : "stderr";
     if (sink == &out_sink_)
       LogInfo(std::string("the reader of ") + which + " has gone (EPIPE): ending the job");
-    if (!teardown_) BeginTeardown(now);
+    if (!a_.teardown) BeginTeardown(now);
     return;
   }
 }
@@ -509,27 +514,27 @@ void Supervisor::CheckSinks(double now) {
 // ---- The loop
 
 bool Supervisor::AnyRunning() const {
-  for (const Child& c : children_)
+  for (const Child& c : a_.children)
     if (c.running) return true;
   return false;
 }
 
 bool Supervisor::AnyOpenStream() const {
-  for (const Child& c : children_)
+  for (const Child& c : a_.children)
     if (c.out.fd >= 0 || c.err.fd >= 0) return true;
   return false;
 }
 
 double Supervisor::NextDeadline(double now) const {
   double next = now + 3600;
-  if (teardown_ && !killed_) next = std::min(next, kill_at_);
-  if (killed_) next = std::min(next, give_up_at_);
-  if (!AnyRunning() && !drained_) next = std::min(next, drain_until_);
+  if (a_.teardown && !a_.killed) next = std::min(next, a_.kill_at);
+  if (a_.killed) next = std::min(next, a_.give_up_at);
+  if (!AnyRunning() && !a_.drained) next = std::min(next, a_.drain_until);
   if (restart_) next = std::min(next, now + 0.01);  // groups still emptying
   if (probe_.running()) next = std::min(next, probe_.deadline());
-  else if (collecting_ && !stacks_sent_) next = std::min(next, collect_until_);
+  else if (a_.collecting && !a_.stacks_sent) next = std::min(next, a_.collect_until);
   if (link_) next = std::min(next, link_->NextDeadline(now));
-  for (const Child& c : children_)
+  for (const Child& c : a_.children)
     for (const Stream* s : {&c.out, &c.err})
       if (s->fd >= 0 && s->tagger && s->tagger->has_partial())
         next = std::min(next, s->partial_since + kPartialFlushS);
@@ -539,41 +544,41 @@ double Supervisor::NextDeadline(double now) const {
 // Deadlines and endings; false when the loop is done.
 bool Supervisor::Step(double now) {
   if (probe_.running() && probe_.Done(now)) AbortForStacks();
-  if (collecting_ && !stacks_sent_) SendStacks();
-  if (teardown_ && !killed_ && now >= kill_at_ && AnyRunning()) {
+  if (a_.collecting && !a_.stacks_sent) SendStacks();
+  if (a_.teardown && !a_.killed && now >= a_.kill_at && AnyRunning()) {
     KillAll(SIGKILL);
-    killed_ = true;
-    give_up_at_ = now + kAfterKillS;
+    a_.killed = true;
+    a_.give_up_at = now + kAfterKillS;
   }
   if (AnyRunning()) {
-    if (killed_ && now >= give_up_at_) {
+    if (a_.killed && now >= a_.give_up_at) {
       LogError("children still alive " + FormatNumber(kAfterKillS, "%.0f") +
                " s after SIGKILL (uninterruptible sleep?); giving up on them");
       return false;
     }
     return true;
   }
-  if (drained_) {
+  if (a_.drained) {
     if (Finished()) return false;
     return !restart_ || Restart(now);
   }
-  if (!stragglers_signalled_) {
+  if (!a_.stragglers_signalled) {
     // Every child is gone; end what they left behind (their groups were
     // signalled as each exited; orphans that left the group are ours).
-    stragglers_signalled_ = true;
-    ended_at_ = now;
+    a_.stragglers_signalled = true;
+    a_.ended_at = now;
     SignalDescendants(SIGTERM, keeper_.pid());
-    drain_until_ = now + std::min(config_.grace_s, 2.0);
+    a_.drain_until = now + std::min(config_.grace_s, 2.0);
   }
   if (!AnyOpenStream() && !HasDescendants(keeper_.pid())) {
-    drained_ = true;
+    a_.drained = true;
     return !Finished();
   }
-  if (now >= drain_until_) {
+  if (now >= a_.drain_until) {
     SignalDescendants(SIGKILL, keeper_.pid());
     ForgetEmptyGroups();
     for (pid_t g : lingering_) kill(-g, SIGKILL);  // not empty: not recycled
-    drained_ = true;
+    a_.drained = true;
     return !Finished();
   }
   return true;
@@ -583,12 +588,12 @@ bool Supervisor::Step(double now) {
 // owes the job something (this shim relays for other nodes until they end).
 bool Supervisor::Finished() {
   if (!link_) return true;
-  if (!told_done_) {
-    told_done_ = true;
+  if (!a_.told_done) {
+    a_.told_done = true;
     NodeOutcome o;
     o.code = spawn_failure_code_;
-    if (!o.code && first_failure_) o.code = ExitCodeFor(first_failure_->status);
-    o.first_output_wall = first_output_wall_;
+    if (!o.code && a_.first_failure) o.code = ExitCodeFor(a_.first_failure->status);
+    o.first_output_wall = a_.first_output_wall;
     link_->OnChildrenDone(o);
   }
   TakeOrders(Now());
@@ -600,13 +605,13 @@ bool Supervisor::Finished() {
 void Supervisor::TakeOrders(double now) {
   while (std::optional<LinkOrder> order = link_->TakeOrder()) {
     if (order->kind == LinkOrder::Kind::kCollectStacks) {
-      if (collecting_) continue;
-      collecting_ = true;
+      if (a_.collecting) continue;
+      a_.collecting = true;
       CollectStacks();
       continue;
     }
     if (order->kind == LinkOrder::Kind::kEndAttempt) {
-      if (!teardown_) BeginTeardown(now);
+      if (!a_.teardown) BeginTeardown(now);
       continue;
     }
     if (order->kind == LinkOrder::Kind::kRestart) {
@@ -618,7 +623,7 @@ void Supervisor::TakeOrders(double now) {
     }
     restart_.reset();
     if (!stop_) stop_ = std::move(order);
-    if (!teardown_) BeginTeardown(now);
+    if (!a_.teardown) BeginTeardown(now);
   }
 }
 
@@ -628,10 +633,10 @@ void Supervisor::CollectStacks() {
   // First from outside, while every rank still stands where it hung. The
   // readers' output is read by this loop (Poll), which meanwhile goes on
   // forwarding signals, reading the ranks' output and serving the plane.
-  probed_pids_.clear();
-  for (Child& c : children_)
-    if (c.running) probed_pids_.push_back(c.pid);
-  probe_.Start(probed_pids_, Now() + kProbeS);
+  a_.probed_pids.clear();
+  for (Child& c : a_.children)
+    if (c.running) a_.probed_pids.push_back(c.pid);
+  probe_.Start(a_.probed_pids, Now() + kProbeS);
   if (probe_.Done(Now())) AbortForStacks();
 }
 
@@ -639,10 +644,10 @@ void Supervisor::CollectStacks() {
 void Supervisor::AbortForStacks() {
   std::vector<ProbedStack> stacks = probe_.Finish();
   for (size_t i = 0; i < stacks.size(); ++i)
-    for (Child& c : children_)
-      if (c.pid == probed_pids_[i]) c.probed = std::move(stacks[i]);
-  collect_until_ = Now() + kCollectS;
-  for (Child& c : children_) {
+    for (Child& c : a_.children)
+      if (c.pid == a_.probed_pids[i]) c.probed = std::move(stacks[i]);
+  a_.collect_until = Now() + kCollectS;
+  for (Child& c : a_.children) {
     if (c.running) kill(c.pid, SIGABRT);  // the rank itself, not its helpers
     else c.ended_before_collect = true;
   }
@@ -657,10 +662,10 @@ void Supervisor::DrainStderr(Child& c) {
 }
 
 void Supervisor::SendStacks() {
-  if (probe_.running() || (AnyRunning() && Now() < collect_until_)) return;
-  stacks_sent_ = true;
+  if (probe_.running() || (AnyRunning() && Now() < a_.collect_until)) return;
+  a_.stacks_sent = true;
   std::vector<RankStack> stacks;
-  for (Child& c : children_) {
+  for (Child& c : a_.children) {
     DrainStderr(c);
     RankStack r;
     r.rank = c.launch.rank;
@@ -702,7 +707,7 @@ void Supervisor::Poll(double now) {
   for (OutputSink* sink : {&out_sink_, &err_sink_})
     if (sink->pending()) fds.push_back({sink->poll_fd(), POLLOUT, 0});
   const size_t first_stream = fds.size();
-  for (Child& c : children_)
+  for (Child& c : a_.children)
     for (Stream* s : {&c.out, &c.err})
       // A full queue: leave the child's pipe unread, so the child waits on
       // its write as it would on a slow reader of its own.
@@ -717,8 +722,8 @@ void Supervisor::Poll(double now) {
   timespec ts = Timeout(NextDeadline(now) - now);
   if (ppoll(fds.data(), fds.size(), &ts, nullptr) < 0 && errno != EINTR) {
     LogError(std::string("ppoll: ") + std::strerror(errno));
-    kill_at_ = now;  // nothing sensible left to wait for
-    teardown_ = true;
+    a_.kill_at = now;  // nothing sensible left to wait for
+    a_.teardown = true;
     return;
   }
   now = Now();
@@ -762,7 +767,7 @@ int Supervisor::Run() {
   SetLogSink(QueueLogLine);
   if (!Start()) {
     BeginTeardown(Now());
-    kill_at_ = Now();  // children not yet useful: no grace needed
+    a_.kill_at = Now();  // children not yet useful: no grace needed
   }
   Loop();
   int code = Finish();
@@ -786,33 +791,27 @@ bool Supervisor::Restart(double now) {
   }
   LinkOrder order = std::move(*restart_);
   restart_.reset();
-  if (order.print_own_failure && first_failure_)
-    err_sink_.Write(FormatFailureSummary(Outcome(*first_failure_)));
+  if (order.print_own_failure && a_.first_failure)
+    err_sink_.Write(FormatFailureSummary(Outcome(*a_.first_failure)));
   err_sink_.Write(order.message + order.line);
   restarts_ = order.restart;
   master_port_ = order.master_port;
-  for (size_t i = 0; i < children_.size(); ++i) {
+  for (size_t i = 0; i < a_.children.size(); ++i) {
     if (logs_) {
       // Each log keeps every attempt, the next after this line.
       logs_->Append(i, false, "\n" + order.line);
       logs_->Append(i, true, "\n" + order.line);
     }
     // A stale error file would be read as the next attempt's.
-    if (!error_dir_.empty()) unlink(ErrorFilePath(error_dir_, children_[i].launch.rank).c_str());
+    if (!error_dir_.empty()) unlink(ErrorFilePath(error_dir_, a_.children[i].launch.rank).c_str());
   }
   // The attempt's state, afresh.
-  children_.clear();
-  first_failure_ = first_stopped_ = nullptr;
-  teardown_ = killed_ = stragglers_signalled_ = drained_ = false;
-  kill_at_ = give_up_at_ = drain_until_ = ended_at_ = 0;
-  collecting_ = stacks_sent_ = told_done_ = false;
-  collect_until_ = 0;
+  a_ = Attempt{};
   if (probe_.running()) probe_.Finish();
-  first_output_wall_ = 0;
   keeper_.TermSent(false);
   if (!Start()) {
     BeginTeardown(now);
-    kill_at_ = now;
+    a_.kill_at = now;
   }
   return true;
 }
@@ -822,7 +821,7 @@ bool Supervisor::Restart(double now) {
 void Supervisor::FlushAtExit() {
   // The reader's 5 s count from the last child's end, the wait for the
   // pipes' last bytes included (before: that wait's 2 s, then 5 more).
-  const double until = hurry_ ? Now() : (ended_at_ > 0 ? ended_at_ : Now()) + kFinalFlushS;
+  const double until = hurry_ ? Now() : (a_.ended_at > 0 ? a_.ended_at : Now()) + kFinalFlushS;
   for (;;) {
     out_sink_.Flush();
     err_sink_.Flush();
@@ -877,9 +876,9 @@ void Supervisor::Report(int* code) {
   // they are printed), or this node's own first failure is the job's: its
   // summary, then (with --max-restarts) the attempts.
   const bool stop_says = stop_ && !stop_->message.empty();
-  if (stop_says || first_failure_) {
+  if (stop_says || a_.first_failure) {
     std::optional<ChildOutcome> own;
-    if (first_failure_) own = Outcome(*first_failure_);
+    if (a_.first_failure) own = Outcome(*a_.first_failure);
     err_sink_.Write(stop_says ? stop_->message : FormatFailureSummary(*own));
     std::string json = stop_ ? stop_->failure_json : "";
     if (json.empty() && own) json = FailureJson(*own);
@@ -891,17 +890,17 @@ void Supervisor::Report(int* code) {
       Status st = logs_->WriteFailure(json);
       if (!st.ok()) LogWarning("--log-dir: " + st.error().message);
     }
-    *code = stop_says ? stop_->exit_code : ExitCodeFor(first_failure_->status);
+    *code = stop_says ? stop_->exit_code : ExitCodeFor(a_.first_failure->status);
   } else if (shim_signal_) {
     // Stopped from outside (mpirun, Slurm, ^C): say so in one line; the
     // rank that failed first, if any, was on another node.
     std::string line = "stopped: aml-shim received " + SignalName(shim_signal_) +
-                       " and forwarded it to its " + std::to_string(children_.size()) +
-                       (children_.size() == 1 ? " child" : " children");
-    if (first_stopped_) {
-      line += "; rank " + std::to_string(first_stopped_->launch.rank) + " ended first, with " +
-              DescribeStatus(first_stopped_->status);
-      *code = ExitCodeFor(first_stopped_->status);
+                       " and forwarded it to its " + std::to_string(a_.children.size()) +
+                       (a_.children.size() == 1 ? " child" : " children");
+    if (a_.first_stopped) {
+      line += "; rank " + std::to_string(a_.first_stopped->launch.rank) + " ended first, with " +
+              DescribeStatus(a_.first_stopped->status);
+      *code = ExitCodeFor(a_.first_stopped->status);
     }
     LogInfo(line);
   } else if (reader_gone_) {
@@ -916,7 +915,7 @@ void Supervisor::Report(int* code) {
 
 int Supervisor::Finish() {
   // Drain whatever is still readable, without waiting.
-  for (Child& c : children_)
+  for (Child& c : a_.children)
     for (Stream* s : {&c.out, &c.err}) {
       while (s->fd >= 0) {
         pollfd p{s->fd, POLLIN, 0};
