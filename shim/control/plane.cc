@@ -115,9 +115,10 @@ Status ControlPlane::JoinAsRoot() {
   Status st = RunUntilGo(deadline);
   door_.reset();
   door_pending_.clear();
-  const std::string flood = crowd_.Note("MASTER_PORT");
+  const std::string flood = door_crowd_.Note("MASTER_PORT");
   if (st.ok()) {
     if (!flood.empty()) LogWarning("control plane: " + flood);
+    SayTreeCrowd();
     SendDown(Msg("go").Encode());
     depth_ = planner_->depth();
     return st;
@@ -270,9 +271,10 @@ void ControlPlane::OnPoll(const pollfd* fds, size_t n, double now) {
     parent_->link->Flush();
     ReadParent(now);
   }
-  if (door_.valid() && ready.count(door_.get())) AcceptPending(door_.get(), &door_pending_, now);
+  if (door_.valid() && ready.count(door_.get()))
+    AcceptPending(door_.get(), &door_pending_, &door_crowd_, now);
   if (listener_.valid() && ready.count(listener_.get()))
-    AcceptPending(listener_.get(), &children_, now);
+    AcceptPending(listener_.get(), &children_, &tree_crowd_, now);
   // Drop what is finished: answered joins, children gone.
   door_pending_.erase(std::remove_if(door_pending_.begin(), door_pending_.end(),
                                      [](const std::unique_ptr<Peer>& p) {
@@ -283,6 +285,14 @@ void ControlPlane::OnPoll(const pollfd* fds, size_t n, double now) {
 }
 
 // ---- Rank 0's door (joining only)
+
+// A flood at this shim's own port for the tree, said by the shim that saw it.
+void ControlPlane::SayTreeCrowd() const {
+  const std::string flood =
+      tree_crowd_.Note("rank " + std::to_string(c_.rank) + "'s control-plane port " +
+                       std::to_string(listen_port_) + " (on " + c_.host + ")");
+  if (!flood.empty()) LogWarning("control plane: " + flood);
+}
 
 size_t ControlPlane::Unproven(const std::vector<std::unique_ptr<Peer>>& peers) {
   size_t n = 0;
@@ -296,7 +306,7 @@ size_t ControlPlane::Unproven(const std::vector<std::unique_ptr<Peer>>& peers) {
 // and say nothing cannot keep the job's shims out. A shim whose connection
 // is closed so asks again.
 void ControlPlane::AcceptPending(int listen_fd, std::vector<std::unique_ptr<Peer>>* into,
-                                 double now) {
+                                 DoorCrowd* crowd, double now) {
   for (size_t burst = 0; burst < kDoorAcceptBurst; ++burst) {
     int fd = Accept(listen_fd);
     if (fd < 0) return;
@@ -310,7 +320,7 @@ void ControlPlane::AcceptPending(int listen_fd, std::vector<std::unique_ptr<Peer
         at.push_back(i);
       }
       const size_t freed = at[SeatToFree(seats)];
-      crowd_.GaveUp((*into)[freed]->link->received());
+      crowd->GaveUp((*into)[freed]->link->received());
       into->erase(into->begin() + static_cast<long>(freed));
     }
     auto p = std::make_unique<Peer>();
@@ -462,6 +472,7 @@ void ControlPlane::OnParentMsg(const std::string& frame, const Msg& m, double no
   if (t == "beat") return;
   if (t == "go") {
     go_ = true;
+    SayTreeCrowd();
     SendDown(frame);
   } else if (t == "abort") {
     abort_ = m.Str("why");

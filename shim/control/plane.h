@@ -105,7 +105,9 @@ class ControlPlane : public JobLink {
   double Now() const;
 
   static size_t Unproven(const std::vector<std::unique_ptr<Peer>>& peers);
-  void AcceptPending(int listen_fd, std::vector<std::unique_ptr<Peer>>* into, double now);
+  void AcceptPending(int listen_fd, std::vector<std::unique_ptr<Peer>>* into,
+                     DoorCrowd* crowd, double now);
+  void SayTreeCrowd() const;
   void ReadDoor(Peer& p, double now);
   void ReadChild(Peer& p, double now);
   void ReadParent(double now);
@@ -178,7 +180,9 @@ class ControlPlane : public JobLink {
   std::set<int> reported_;      // shims whose stacks arrived
   std::map<int, std::string> shim_hosts_;  // rank 0: every shim's host
   int refused_ = 0;             // strangers refused (for -v)
-  DoorCrowd crowd_;             // seats given up at a door (crowded_door.h)
+  // Seats given up (crowded_door.h) at rank 0's MASTER_PORT while joining,
+  // and at this shim's own listener for the tree.
+  DoorCrowd door_crowd_, tree_crowd_;
   // Restarts.
   int restarts_ = 0;            // made so far (every shim)
   bool ending_ = false;         // the attempt is being ended for a restart
