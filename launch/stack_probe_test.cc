@@ -1,10 +1,15 @@
 #include "launch/stack_probe.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+
+#include <vector>
+
+#include "shim/base/clock.h"
 
 namespace aml {
 namespace {
@@ -61,6 +66,48 @@ TEST(StackProbe, ReadsARealProcessWithoutEndingIt) {
   EXPECT_FALSE(got[0].tool.empty()) << got[0].text;
   EXPECT_FALSE(got[0].frames.empty()) << got[0].text;
   EXPECT_EQ(kill(pid, 0), 0);  // still there: reading did not end it
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+}
+
+// As the supervisor drives it: the readers' output read from the caller's
+// own poll loop, and a reader the caller reaped (a supervisor reaps every
+// child it has) neither waited for nor signalled again by Finish.
+TEST(StackProbe, ReadFromTheCallersLoopWhichMayReapTheReaders) {
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl("/bin/sleep", "sleep", "60", nullptr);
+    _exit(127);
+  }
+  usleep(200000);
+  StackProbe probe;
+  probe.Start({pid}, MonotonicSeconds() + 20);
+  ASSERT_TRUE(probe.running());
+  int reaped = 0;
+  while (!probe.Done(MonotonicSeconds())) {
+    std::vector<pollfd> fds;
+    probe.AddPollFds(&fds);
+    poll(fds.data(), fds.size(), 100);
+    probe.Read(fds.data(), fds.size());
+    // Reap whatever ended except the rank, as Supervisor::Reap does.
+    for (pid_t ended; (ended = waitpid(-1, nullptr, WNOHANG)) > 0;) {
+      EXPECT_NE(ended, pid);
+      if (probe.Reaped(ended)) ++reaped;
+    }
+  }
+  if (reaped == 0) {  // its output ended first: reap it now, before Finish
+    const pid_t ended = waitpid(-1, nullptr, 0);
+    EXPECT_NE(ended, pid);
+    EXPECT_TRUE(probe.Reaped(ended));
+  }
+  auto got = probe.Finish();
+  EXPECT_FALSE(probe.running());
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_FALSE(got[0].frames.empty()) << got[0].text;
+  EXPECT_EQ(got[0].text.find("did not finish"), std::string::npos) << got[0].text;
+  EXPECT_FALSE(probe.Reaped(pid));  // the rank is not a reader
+  EXPECT_EQ(kill(pid, 0), 0);       // reading did not end it
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
 }
