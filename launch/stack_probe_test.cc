@@ -51,16 +51,22 @@ TEST(StackProbe, GdbsThreadOne) {
             "clock_nanosleep < step (train.cc:57) < main (train.cc:90)");
 }
 
-// A real native process, read by whichever of eu-stack and gdb is on PATH
-// (CI installs gdb).
-TEST(StackProbe, ReadsARealProcessWithoutEndingIt) {
+// A native process to read: `sleep 60`, given 0.2 s to be exec'd.
+pid_t StartSleeper() {
   pid_t pid = fork();
-  ASSERT_GE(pid, 0);
   if (pid == 0) {
     execl("/bin/sleep", "sleep", "60", nullptr);
     _exit(127);
   }
   usleep(200000);
+  return pid;
+}
+
+// A real native process, read by whichever of eu-stack and gdb is on PATH
+// (CI installs gdb).
+TEST(StackProbe, ReadsARealProcessWithoutEndingIt) {
+  const pid_t pid = StartSleeper();
+  ASSERT_GT(pid, 0);
   auto got = ProbeStacks({pid}, 20);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_FALSE(got[0].tool.empty()) << got[0].text;
@@ -74,13 +80,8 @@ TEST(StackProbe, ReadsARealProcessWithoutEndingIt) {
 // own poll loop, and a reader the caller reaped (a supervisor reaps every
 // child it has) neither waited for nor signalled again by Finish.
 TEST(StackProbe, ReadFromTheCallersLoopWhichMayReapTheReaders) {
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    execl("/bin/sleep", "sleep", "60", nullptr);
-    _exit(127);
-  }
-  usleep(200000);
+  const pid_t pid = StartSleeper();
+  ASSERT_GT(pid, 0);
   StackProbe probe;
   probe.Start({pid}, MonotonicSeconds() + 20);
   ASSERT_TRUE(probe.running());
