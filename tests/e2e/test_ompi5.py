@@ -96,7 +96,7 @@ class OpenMpi5(unittest.TestCase):
     def test_an_mpi4py_command_runs_across_nodes_after_the_rendezvous(self):
         # Nothing names the master: the rendezvous runs, over PMIx. Before,
         # it ran over MPI and the command's MPI_Init was handed its endpoints.
-        # One placement: now and then (3 runs in 90 with both cores loaded)
+        # One placement: now and then (4 runs in 178 with both cores loaded)
         # the command hangs in MPI_Init or MPI_Finalize after aml-shim's PMIx
         # client of the same rank: PMIx 5.0.7's server bug with a client that
         # initialises again (openpmix#3931, fixed upstream after 5.0.7; see
