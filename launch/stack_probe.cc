@@ -125,12 +125,12 @@ StackProbe::~StackProbe() {
   if (running_) Finish();
 }
 
-void StackProbe::Start(const std::vector<pid_t>& pids, double deadline) {
+void StackProbe::Start(const std::vector<pid_t>& pids, double timeout_s) {
   if (running_) Finish();
   out_.assign(pids.size(), ProbedStack{});
   readers_.assign(pids.size(), Reader{});
-  deadline_ = deadline;
-  timeout_s_ = deadline - MonotonicSeconds();
+  deadline_ = MonotonicSeconds() + timeout_s;
+  timeout_s_ = timeout_s;
   running_ = true;
   const std::string py_spy = FoundOnPath("py-spy"), eu_stack = FoundOnPath("eu-stack"),
                     gdb = FoundOnPath("gdb");
@@ -139,7 +139,7 @@ void StackProbe::Start(const std::vector<pid_t>& pids, double deadline) {
   EnvSnapshot env = EnvSnapshot::FromEnvp(environ);
   env.Unset("DEBUGINFOD_URLS");
   for (size_t i = 0; i < pids.size(); ++i) {
-    readers_[i].target = pids[i];
+    out_[i].pid = pids[i];
     const std::string pid = std::to_string(pids[i]);
     std::vector<std::string> argv;
     if (IsPython(pids[i])) {
@@ -244,9 +244,9 @@ std::vector<ProbedStack> StackProbe::Finish() {
     p.text = r.text;
     if (late)
       p.text += p.tool + " did not finish within " +
-                std::to_string(static_cast<int>(timeout_s_ + 0.5)) + " s\n";
+                std::to_string(static_cast<int>(timeout_s_)) + " s\n";
     if (p.tool == "py-spy") p.frames = ParsePySpy(r.text);
-    else if (p.tool == "eu-stack") p.frames = ParseEuStack(r.text, r.target);
+    else if (p.tool == "eu-stack") p.frames = ParseEuStack(r.text, p.pid);
     else p.frames = ParseGdb(r.text);
   }
   readers_.clear();
@@ -255,7 +255,7 @@ std::vector<ProbedStack> StackProbe::Finish() {
 
 std::vector<ProbedStack> ProbeStacks(const std::vector<pid_t>& pids, double timeout_s) {
   StackProbe probe;
-  probe.Start(pids, MonotonicSeconds() + timeout_s);
+  probe.Start(pids, timeout_s);
   for (;;) {
     const double now = MonotonicSeconds();
     if (probe.Done(now)) break;

@@ -17,6 +17,7 @@
 namespace aml {
 
 struct ProbedStack {
+  pid_t pid = -1;                  // the rank read
   std::string tool;                // "py-spy", "eu-stack", "gdb"; "" when none ran
   std::string text;                // what it printed (or why nothing)
   std::vector<StackFrame> frames;  // the main thread's, innermost first
@@ -33,11 +34,10 @@ class StackProbe {
   StackProbe& operator=(const StackProbe&) = delete;
   ~StackProbe();  // a reader still running is killed and reaped
 
-  // One reader per pid, all at once; each may run until `deadline`
-  // (MonotonicSeconds()).
-  void Start(const std::vector<pid_t>& pids, double deadline);
+  // One reader per pid, all at once; each may run `timeout_s`.
+  void Start(const std::vector<pid_t>& pids, double timeout_s);
   bool running() const { return running_; }  // started and not yet finished
-  double deadline() const { return deadline_; }
+  double deadline() const { return deadline_; }  // MonotonicSeconds()
   // The readers' open pipes, for poll; Read takes what poll found ready.
   void AddPollFds(std::vector<pollfd>* fds) const;
   void Read(const pollfd* fds, size_t n);
@@ -52,7 +52,6 @@ class StackProbe {
 
  private:
   struct Reader {
-    pid_t target = -1;  // the rank read
     pid_t pid = -1;     // the reader, until reaped
     bool started = false;
     int out = -1, err = -1;

@@ -83,7 +83,7 @@ TEST(StackProbe, ReadFromTheCallersLoopWhichMayReapTheReaders) {
   const pid_t pid = StartSleeper();
   ASSERT_GT(pid, 0);
   StackProbe probe;
-  probe.Start({pid}, MonotonicSeconds() + 20);
+  probe.Start({pid}, 20);
   ASSERT_TRUE(probe.running());
   int reaped = 0;
   while (!probe.Done(MonotonicSeconds())) {

@@ -105,7 +105,6 @@ struct Attempt {
   bool stragglers_signalled = false;
   bool drained = false;            // every child and straggler is gone
   bool collecting = false;         // stacks asked for: exits are expected
-  std::vector<pid_t> probed_pids;  // the ranks the stack readers read
   double collect_until = 0;        // SIGABRT sent: the dumps' deadline
   bool stacks_sent = false;
   bool told_done = false;          // the control plane knows this node is done
@@ -633,19 +632,18 @@ void Supervisor::CollectStacks() {
   // First from outside, while every rank still stands where it hung. The
   // readers' output is read by this loop (Poll), which meanwhile goes on
   // forwarding signals, reading the ranks' output and serving the plane.
-  a_.probed_pids.clear();
+  std::vector<pid_t> pids;
   for (Child& c : a_.children)
-    if (c.running) a_.probed_pids.push_back(c.pid);
-  probe_.Start(a_.probed_pids, Now() + kProbeS);
+    if (c.running) pids.push_back(c.pid);
+  probe_.Start(pids, kProbeS);
   if (probe_.Done(Now())) AbortForStacks();
 }
 
 // The readers are done (or out of time): then SIGABRT for faulthandler.
 void Supervisor::AbortForStacks() {
-  std::vector<ProbedStack> stacks = probe_.Finish();
-  for (size_t i = 0; i < stacks.size(); ++i)
+  for (ProbedStack& s : probe_.Finish())
     for (Child& c : a_.children)
-      if (c.pid == a_.probed_pids[i]) c.probed = std::move(stacks[i]);
+      if (c.pid == s.pid) c.probed = std::move(s);
   a_.collect_until = Now() + kCollectS;
   for (Child& c : a_.children) {
     if (c.running) kill(c.pid, SIGABRT);  // the rank itself, not its helpers
