@@ -284,7 +284,7 @@ void ControlPlane::OnPoll(const pollfd* fds, size_t n, double now) {
   ForgetGoneChildren(now);
 }
 
-// ---- Rank 0's door (joining only)
+// ---- The doors: rank 0's MASTER_PORT (joining only) and each shim's tree port
 
 // A flood at this shim's own port for the tree, said by the shim that saw it.
 void ControlPlane::SayTreeCrowd() const {

@@ -32,10 +32,10 @@
 #include "launch/job_link.h"
 #include "launch/restart_policy.h"
 #include "shim/base/result.h"
-#include "shim/net/crowded_door.h"
 #include "shim/control/roll_call.h"
 #include "shim/control/tree_plan.h"
 #include "shim/control/wire.h"
+#include "shim/net/crowded_door.h"
 
 namespace aml {
 

@@ -188,6 +188,22 @@ def require(*programs):
 _namespaces = {}
 
 
+def start_local_slurm(directory, add_cleanup, env):
+    """Starts the one-node Slurm of scripts/slurm-local.sh with its state in
+    `directory` (stopping one left there first); `add_cleanup` (a test's or
+    a class's) stops it. Returns `env` with what srun needs to reach it."""
+    require("srun", "slurmctld", "slurmd", "munged")
+    script = os.path.join(SRC, "scripts", "slurm-local.sh")
+    env = dict(env, SLURM_CONF=os.path.join(directory, "slurm.conf"), AML_SLURM_DIR=directory)
+    subprocess.run([script, "stop"], env=env, capture_output=True)
+    # Registered first: daemons half started are stopped too.
+    add_cleanup(run, [script, "stop"], env=env, timeout=60)
+    r = run([script, "start"], env=env, timeout=90)
+    if r.returncode != 0:
+        raise AssertionError("could not start Slurm:\n" + r.stdout + r.stderr)
+    return env
+
+
 def require_namespaces(*flags, why="namespaces"):
     """Fails at once, in one line, where this machine cannot make the
     namespaces a test needs (a chroot, an unprivileged container, no root):

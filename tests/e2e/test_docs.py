@@ -17,19 +17,16 @@ A block without a language that starts with a command must say which it is.
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 import unittest
 
-from harness import PYTHON, SHIM, SRC, clean_env, main, require, run
+from harness import PYTHON, SHIM, SRC, clean_env, main, run, start_local_slurm
 
 SHELLS = {"sh", "bash", "console", "shell"}
 FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```[ \t]*$", re.M | re.S)
 COMMANDS = ("$ ", "aml-shim ", "mpirun ", "srun ", "sbatch ", "sudo ", "scripts/", "cmake ",
             "pip ", "git ", "python3 ", "python ")
 SLURM_DIR = "/tmp/aml-shim-slurm-docs"
-SLURM_CONF = os.path.join(SLURM_DIR, "slurm.conf")
-SLURM = os.path.join(SRC, "scripts", "slurm-local.sh")
 
 # The `train.py` of the examples: a real DDP step over Gloo that checks the
 # world it was given.
@@ -133,19 +130,10 @@ class Docs(unittest.TestCase):
                         OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                         OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_btl="self,tcp")
         if any(b.marks.get("needs") == "slurm" for b in runnable):
-            self.start_slurm(env)
-            env["SLURM_CONF"] = SLURM_CONF
+            env = start_local_slurm(SLURM_DIR, self.addCleanup, env)
         for b in runnable:
             with self.subTest(block=b.where):
                 self.run_block(b, scratch, env)
-
-    def start_slurm(self, env):
-        require("srun", "slurmctld", "slurmd", "munged")
-        slurm_env = dict(env, SLURM_CONF=SLURM_CONF, AML_SLURM_DIR=SLURM_DIR)
-        subprocess.run([SLURM, "stop"], env=slurm_env, capture_output=True)
-        self.addCleanup(run, [SLURM, "stop"], env=slurm_env, timeout=60)
-        r = run([SLURM, "start"], env=slurm_env, timeout=90)
-        self.assertEqual(r.returncode, 0, "could not start Slurm:\n" + r.stdout + r.stderr)
 
     def run_block(self, b, scratch, env):
         want = int(b.marks.get("exit", "0"))

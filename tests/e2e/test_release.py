@@ -34,8 +34,15 @@ _released = []
 
 
 def release():
-    """scripts/release.sh, once for both classes of this file."""
+    """scripts/release.sh, once for both classes of this file, after saying
+    in one line what it needs and this machine lacks."""
     if not _released:
+        require("debootstrap", "objdump", "dpkg-deb", "tar", "unshare", "chroot")
+        if os.geteuid() != 0:
+            raise AssertionError("this test needs root (debootstrap, chroot, rootful podman): "
+                                 "run it with sudo")
+        require_namespaces("--mount", "--pid", "--fork",
+                           why="mount and PID namespaces (chroot builds)")
         r = run([os.path.join(SRC, "scripts", "release.sh")], timeout=1200)
         if r.returncode != 0:
             raise AssertionError("scripts/release.sh failed:\n" + r.stdout + r.stderr)
@@ -45,10 +52,6 @@ def release():
 class Release(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        require("debootstrap", "objdump", "dpkg-deb", "unshare", "chroot")
-        if os.geteuid() != 0:
-            raise AssertionError("this test needs root (debootstrap, chroot): run it with sudo")
-        require_namespaces("--mount", "--pid", "--fork", why="mount and PID namespaces (chroot builds)")
         release()
         cls.binary = glob.glob(os.path.join(SRC, "dist", "aml-shim-*-linux-x86_64"))[0]
         cls.deb = glob.glob(os.path.join(SRC, "dist", "aml-shim_*_amd64.deb"))[0]
@@ -185,10 +188,7 @@ class Container(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        require("podman", "runc", "tar", "debootstrap", "unshare", "chroot")
-        if os.geteuid() != 0:
-            raise AssertionError("this test needs root (rootful podman, chroot): run it with sudo")
-        require_namespaces("--mount", "--pid", "--fork", why="mount and PID namespaces (chroot builds)")
+        require("podman", "runc")
         release()
         binaries = glob.glob(os.path.join(SRC, "dist", "aml-shim-*-linux-x86_64"))
         cls.dir = tempfile.mkdtemp(prefix="aml-container-")
@@ -222,12 +222,10 @@ class Container(unittest.TestCase):
     def podman(cls, *args, timeout=120):
         return run(cls.podman_args(*args), env=cls.env, timeout=timeout)
 
-    def container(self, *cmd, entrypoint=None, volume=None):
+    def container(self, *cmd, entrypoint=None):
         args = ["run", "--rm", "--network", "none"]
         if entrypoint:
             args += ["--entrypoint", json.dumps(entrypoint)]
-        if volume:
-            args += ["-v", f"{volume}:/out"]
         return self.podman(*args, self.IMAGE, *cmd)
 
     def test_the_commands_status_is_the_containers_and_aml_shim_is_pid_1(self):

@@ -1,30 +1,22 @@
 """aml-shim under a real one-node Slurm (slurmctld + slurmd + munged) that
 this test starts and stops."""
 import os
-import subprocess
 import unittest
 
-from harness import PYTHON, SHIM, SRC, TRAIN, clean_env, json_lines, main, require, run
+from harness import PYTHON, SHIM, TRAIN, clean_env, json_lines, main, run, start_local_slurm
 
 SLURM_DIR = "/tmp/aml-shim-slurm-test"
-CONF = os.path.join(SLURM_DIR, "slurm.conf")
-SCRIPT = os.path.join(SRC, "scripts", "slurm-local.sh")
 
 
 def slurm_env(**extra):
-    return clean_env(SLURM_CONF=CONF, AML_SLURM_DIR=SLURM_DIR, **extra)
+    return clean_env(SLURM_CONF=os.path.join(SLURM_DIR, "slurm.conf"), AML_SLURM_DIR=SLURM_DIR,
+                     **extra)
 
 
 class Slurm(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        require("srun", "slurmctld", "slurmd", "munged")
-        subprocess.run([SCRIPT, "stop"], env=slurm_env(), capture_output=True)
-        # Registered first: daemons half started are stopped too.
-        cls.addClassCleanup(run, [SCRIPT, "stop"], env=slurm_env(), timeout=60)
-        r = run([SCRIPT, "start"], env=slurm_env(), timeout=90)
-        if r.returncode != 0:
-            raise AssertionError("could not start Slurm:\n" + r.stdout + r.stderr)
+        start_local_slurm(SLURM_DIR, cls.addClassCleanup, clean_env())
 
     def srun(self, n, *args, timeout=180):
         return run(["srun", "-n", str(n), "--overcommit", *args], env=slurm_env(),

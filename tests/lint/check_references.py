@@ -16,6 +16,7 @@ renamed or a link to a heading that moved sends the reader nowhere. Checks:
 
 Prints each dangling reference with where it is, exit 1.
 """
+import functools
 import os
 import re
 import subprocess
@@ -86,6 +87,12 @@ def headings(text):
     return out
 
 
+@functools.lru_cache(maxsize=None)
+def headings_of(path):
+    """The headings of a Markdown file of the repository, read once."""
+    return headings(read(path))
+
+
 def prose(text):
     """(line number, line) of a Markdown text outside fenced blocks."""
     fenced = False
@@ -99,7 +106,8 @@ def prose(text):
 def main():
     files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
                            check=True).stdout.split()
-    names = set(files) | {os.path.basename(f) for f in files}
+    tracked = set(files)
+    names = tracked | {os.path.basename(f) for f in files}
     folders = {os.path.dirname(f) for f in files}
     folders |= {d for f in folders for d in [f.rsplit("/", i)[0] for i in range(f.count("/") + 1)]}
     by_base = {}
@@ -108,7 +116,7 @@ def main():
     bad = []
 
     def resolve_md(name):
-        if name in files:
+        if name in tracked:
             return name
         hits = by_base.get(os.path.basename(name), [])
         return hits[0] if len(hits) == 1 else None
@@ -117,7 +125,7 @@ def main():
         md = resolve_md(name)
         if md is None:
             bad.append(f"{where}: cites {name}, which is not in the repository")
-        elif section not in headings(read(md)):
+        elif section not in headings_of(md):
             bad.append(f"{where}: cites {name} section \"{section}\", which {md} does not have")
 
     for f, text in sources(files):
@@ -148,16 +156,16 @@ def main():
                     continue  # https:, mailto:
                 path, _, anchor = target.partition("#")
                 path = os.path.normpath(os.path.join(here, path)) if path else f
-                if path not in files and path not in folders:
+                if path not in tracked and path not in folders:
                     bad.append(f"{where}: links to {path}, which is not in the repository")
                     continue
-                if anchor and anchor not in {slug(h) for h in headings(read(path))}:
+                if anchor and anchor not in {slug(h) for h in headings_of(path)}:
                     bad.append(f"{where}: links to {path}#{anchor}, a heading {path} does not have")
             for path in OWN_PATH.findall(line.replace("build/", "")):
                 p = path.rstrip("/.")
                 if "*" in p or "<" in p:
                     continue
-                if p not in files and p not in folders:
+                if p not in tracked and p not in folders:
                     bad.append(f"{where}: names {p}, which is not in the repository")
     for b in bad:
         print(b)
