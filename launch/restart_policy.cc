@@ -1,17 +1,35 @@
 #include "launch/restart_policy.h"
 
+#include <algorithm>
+
 #include "shim/base/exit_code.h"
 #include "shim/base/json.h"
 #include "shim/base/units.h"
 
 namespace aml {
 
-bool FailedAtStart(const AttemptRecord& a) {
-  return a.outputs_known && a.number == 1 && !a.hang &&
-         (a.first_output_wall <= 0 || a.first_output_wall > a.failure_wall - kLastWordsS);
+bool MadeProgress(const AttemptRecord& a) {
+  return a.hang || a.duration_s >= kProgressS ||
+         (a.first_output_wall > 0 && a.first_output_wall <= a.failure_wall - kLastWordsS);
 }
 
-RestartVerdict DecideRestart(const AttemptRecord& a, int restarts_done, int max_restarts) {
+bool SameFailureWithoutProgress(const AttemptRecord& a, const AttemptRecord& before) {
+  return a.outputs_known && before.outputs_known && !MadeProgress(a) && !MadeProgress(before) &&
+         a.exit_code == before.exit_code;
+}
+
+double BackoffS(const std::vector<AttemptRecord>& attempts) {
+  int short_run = 0;  // short attempts in a row, ending with the last
+  for (auto it = attempts.rbegin(); it != attempts.rend() && it->duration_s < kProgressS; ++it)
+    ++short_run;
+  if (short_run < 2) return 0;
+  double delay = 1;
+  for (int i = 2; i < short_run && delay < kMaxBackoffS; ++i) delay *= 2;
+  return std::min(delay, kMaxBackoffS);
+}
+
+RestartVerdict DecideRestart(const AttemptRecord& a, const AttemptRecord* before,
+                             int restarts_done, int max_restarts) {
   RestartVerdict v;
   if (max_restarts <= 0) {
     v.why_not = "no --max-restarts";
@@ -26,19 +44,26 @@ RestartVerdict DecideRestart(const AttemptRecord& a, int restarts_done, int max_
     v.why_not = "not restarted: the ranks of " + std::to_string(a.shims_ended_well) +
                 (a.shims_ended_well == 1 ? " shim" : " shims") +
                 " had already ended with status 0, and cannot be started again";
-  } else if (FailedAtStart(a)) {
-    v.why_not = "not restarted: the first attempt failed at start, before any rank wrote "
-                "output (an error in the script, its imports or its arguments fails again)";
+  } else if (before && SameFailureWithoutProgress(a, *before)) {
+    v.why_not = "not restarted: attempts " + std::to_string(before->number) + " and " +
+                std::to_string(a.number) + " both failed with exit status " +
+                std::to_string(a.exit_code) + " without progress (no output before their " +
+                "last second, each ran under " + FormatNumber(kProgressS, "%.0f") +
+                " s): an error in the script, its imports or its arguments fails every "
+                "attempt the same way";
   } else {
     v.restart = true;
   }
   return v;
 }
 
-std::string RestartLine(const AttemptRecord& a, int restart, int max_restarts) {
+std::string RestartLine(const AttemptRecord& a, int restart, int max_restarts,
+                        double backoff_s) {
   return "aml-shim: restart " + std::to_string(restart) + " of " + std::to_string(max_restarts) +
          " after " + a.what + " (attempt " + std::to_string(a.number) + " ran " +
-         FormatNumber(a.duration_s, "%.1f") + " s)\n";
+         FormatNumber(a.duration_s, "%.1f") + " s" +
+         (backoff_s > 0 ? "; after a back-off of " + FormatNumber(backoff_s, "%.0f") + " s" : "") +
+         ")\n";
 }
 
 std::string AttemptsText(const std::vector<AttemptRecord>& attempts, int max_restarts,
@@ -48,15 +73,27 @@ std::string AttemptsText(const std::vector<AttemptRecord>& attempts, int max_res
                     (attempts.size() == 1 ? " attempt" : " attempts") + " (--max-restarts " +
                     std::to_string(max_restarts) + ")" +
                     (why_not.empty() ? "" : "; " + why_not) + ":\n";
-  for (const AttemptRecord& a : attempts)
+  const size_t n = attempts.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (i == kShownAttempts && n > 2 * kShownAttempts) {
+      const size_t hidden = n - 2 * kShownAttempts;
+      out += "aml-shim:   ... " + std::to_string(hidden) +
+             (hidden == 1 ? " attempt" : " attempts") + " more (failure.json lists them)\n";
+      i = n - kShownAttempts;
+    }
+    const AttemptRecord& a = attempts[i];
     out += "aml-shim:   attempt " + std::to_string(a.number) + ": " + a.what + " after " +
            FormatNumber(a.duration_s, "%.1f") + " s\n";
+  }
   return out;
 }
 
 std::string AttemptsJson(const std::vector<AttemptRecord>& attempts) {
   std::string out = "[";
-  for (const AttemptRecord& a : attempts) {
+  const size_t n = attempts.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (i == kKeptAttempts / 2 && n > kKeptAttempts) i = n - kKeptAttempts / 2;
+    const AttemptRecord& a = attempts[i];
     if (out.size() > 1) out += ",";
     out += "{\"attempt\":" + std::to_string(a.number) +
            ",\"duration_s\":" + FormatNumber(a.duration_s, "%.3f") +

@@ -24,28 +24,51 @@ struct AttemptRecord {
   int shims_ended_well = 0;    // shims whose ranks had all ended with 0
 };
 
-// A failure at start: the first attempt failed before any rank wrote output
-// (what a failing rank writes in its last second, its traceback, is not
-// counted).
+// Progress (docs/control-plane.md, "Restarts"): an attempt made progress when
+// a rank wrote output before its last second (what a failing rank writes
+// then, its traceback, is not counted), or when it ran kProgressS or longer
+// (a quiet job that logs to files still trains). Known once every shim ended
+// its ranks (outputs_known).
 constexpr double kLastWordsS = 1.0;
-bool FailedAtStart(const AttemptRecord& a);
+constexpr double kProgressS = 60.0;
+bool MadeProgress(const AttemptRecord& a);
+
+// Two failures in a row without progress, with the same exit status: the
+// script cannot start (a SyntaxError, an ImportError, a bad argument) and
+// every further attempt fails the same way.
+bool SameFailureWithoutProgress(const AttemptRecord& a, const AttemptRecord& before);
+
+// Back-off before the next attempt: none after an attempt that ran
+// kProgressS or longer, nor for the first of a series of short attempts (a
+// single failure restarts at once); then 1 s, 2 s, 4 s ... at most
+// kMaxBackoffS.
+constexpr double kMaxBackoffS = 30.0;
+double BackoffS(const std::vector<AttemptRecord>& attempts);
 
 struct RestartVerdict {
   bool restart = false;
   std::string why_not;  // "" when restarted, else the reason, for the summary
 };
 
-// `restarts_done`: restarts already made before this attempt ended.
-RestartVerdict DecideRestart(const AttemptRecord& a, int restarts_done, int max_restarts);
+// `restarts_done`: restarts already made before this attempt ended;
+// `before`: the attempt before it (null for the first).
+RestartVerdict DecideRestart(const AttemptRecord& a, const AttemptRecord* before,
+                             int restarts_done, int max_restarts);
 
-// "aml-shim: restart 1 of 3 after rank 3 exited with status 7 (attempt 1 ran 12.3 s)\n"
-std::string RestartLine(const AttemptRecord& a, int restart, int max_restarts);
+// "aml-shim: restart 1 of 3 after rank 3 exited with status 7 (attempt 1 ran 12.3 s)\n",
+// with "; after a back-off of 4 s" inside the brackets when `backoff_s` > 0.
+std::string RestartLine(const AttemptRecord& a, int restart, int max_restarts,
+                        double backoff_s = 0);
 
-// The summary's list of attempts, one line each ("" when there was one).
+// The summary's list of attempts, one line each ("" when there was one): the
+// first and the last kShownAttempts, and how many between them.
+constexpr size_t kShownAttempts = 3;
 std::string AttemptsText(const std::vector<AttemptRecord>& attempts, int max_restarts,
                          const std::string& why_not);
 
-// failure.json's "attempts": a JSON array.
+// failure.json's "attempts": a JSON array of the first and the last
+// kKeptAttempts / 2 (each record carries its number, so a gap shows).
+constexpr size_t kKeptAttempts = 100;
 std::string AttemptsJson(const std::vector<AttemptRecord>& attempts);
 
 // Adds `"attempts": <array>` (and `"restart_refused"` when not empty) to a

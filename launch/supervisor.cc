@@ -431,6 +431,8 @@ void Supervisor::Signal(int sig, pid_t sender) {
       return;
     }
     LogVerbose("received " + SignalName(sig) + ", forwarding to every child");
+    // No attempt starts after the launcher's signal, whatever was ordered.
+    restart_.reset();
     shim_signal_ = sig;
     shim_signal_sender_ = sender;
     shim_signal_at_ = now;

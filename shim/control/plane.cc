@@ -627,7 +627,8 @@ double ControlPlane::NextDeadline(double now) const {
   if (done_sent_) ahead(done_at_ + kFlushS);
   if (c_.rank == 0 && collecting_ && !stopped_ && !ending_) next = std::min(next, collect_until_);
   if (c_.rank != 0 && collecting_ && !stopped_ && !ending_) next = std::min(next, stop_wait_until_);
-  if (c_.rank == 0 && ending_ && !stopped_) next = std::min(next, ending_until_);
+  if (c_.rank == 0 && ending_ && !stopped_)
+    next = std::min(next, backoff_ ? backoff_until_ : ending_until_);
   if (c_.rank == 0 && go_ && c_.hang_timeout_s && !collecting_ && !stopped_ && !ending_)
     next = std::min(next, SubtreeOutput() + *c_.hang_timeout_s + beat_s_ * depth_);
   return std::max(next, now);
@@ -657,7 +658,9 @@ void ControlPlane::OnTimer(double now) {
   if (fail_window_until_ > 0 && now >= fail_window_until_) DecideFailure();
   if (c_.rank == 0 && collecting_ && !stopped_ && !ending_ && now >= collect_until_)
     FinishCollect(now);
-  if (c_.rank == 0 && ending_ && !stopped_ && now >= ending_until_) {
+  if (c_.rank == 0 && backoff_ && !stopped_ && !signalled_ && now >= backoff_until_)
+    SendRestart(now);
+  if (c_.rank == 0 && ending_ && !backoff_ && !stopped_ && now >= ending_until_) {
     ending_ = false;
     StopAsLost("cannot restart: " + JoinCapped(ShimsNotIn(ended_), 8) +
                " did not end its ranks within " + FormatRate(c_.grace_s + kEndingS) + " s");
@@ -776,10 +779,6 @@ void ControlPlane::OnShimSignalled(int sig) {
 }
 
 bool ControlPlane::MayExit() const {
-  if (!orders_.empty() || (collecting_ && !stopped_)) return false;
-  if (ending_ && !stopped_ && !signalled_) return false;  // a restart is under way
-  // A failure waits for the verdict while restarts remain.
-  if (c_.size == 1) return !(failed_at_ > 0 && !stopped_ && c_.max_restarts > 0);
   auto flushed = [&] {
     if (parent_ && !parent_lost_ && parent_->link->wants_write()) return false;
     for (const auto& ch : children_)
@@ -787,7 +786,14 @@ bool ControlPlane::MayExit() const {
     return true;
   };
   const double now = MonotonicSeconds();
+  // The launcher stopped this shim: in every phase (a restart under way, a
+  // failure waiting for its verdict, a roll-call) it goes once its last
+  // words are sent (its bye, at most kFlushS).
   if (signalled_) return flushed() || now >= stop_at_ + kFlushS;
+  if (!orders_.empty() || (collecting_ && !stopped_)) return false;
+  if (ending_ && !stopped_) return false;  // a restart is under way
+  // A failure waits for the verdict while restarts remain.
+  if (c_.size == 1) return !(failed_at_ > 0 && !stopped_ && c_.max_restarts > 0);
   if (stopped_ || parent_lost_) {
     // The shims below end first (their teardown takes up to --grace), so
     // that a launcher which ends the job when rank 0 exits cuts no one short.
@@ -961,7 +967,9 @@ void ControlPlane::EndAttempt(AttemptRecord a, const Msg& stop, LinkOrder own,
   if (stopped_) return;
   a.shims_ended_well = done_below_ + (own_done_well_ ? 1 : 0);
   current_ = std::move(a);
-  RestartVerdict v = DecideRestart(current_, restarts_, c_.max_restarts);  // output not yet known
+  // Output not yet known: only what needs no output is decided here.
+  RestartVerdict v = DecideRestart(current_, attempts_.empty() ? nullptr : &attempts_.back(),
+                                   restarts_, c_.max_restarts);
   if (!v.restart) {
     attempts_.push_back(current_);
     FinalStop(stop.Encode(), std::move(own), v.why_not);
@@ -1011,7 +1019,8 @@ void ControlPlane::NoteEnded(int shim, double first_output_wall, double now) {
   // Every shim's ranks ended: restart, unless it failed at start.
   current_.first_output_wall = ended_output_;
   current_.outputs_known = true;
-  RestartVerdict v = DecideRestart(current_, restarts_, c_.max_restarts);
+  RestartVerdict v = DecideRestart(current_, attempts_.empty() ? nullptr : &attempts_.back(),
+                                   restarts_, c_.max_restarts);
   attempts_.push_back(current_);
   if (!v.restart) {
     FinalStop(ending_plan_.stop, std::move(ending_plan_.own), v.why_not);
@@ -1020,10 +1029,20 @@ void ControlPlane::NoteEnded(int shim, double first_output_wall, double now) {
   ++restarts_;
   LinkOrder o = LinkOrder::Of(LinkOrder::Kind::kRestart);
   o.restart = restarts_;
-  o.master_port = PickPort();
-  o.line = RestartLine(current_, restarts_, c_.max_restarts);
+  const double backoff = BackoffS(attempts_);
+  o.line = RestartLine(current_, restarts_, c_.max_restarts, backoff);
   o.message = ending_plan_.message;
   o.print_own_failure = ending_plan_.print_own;
+  backoff_ = std::move(o);
+  backoff_until_ = now + backoff;
+  if (backoff <= 0) SendRestart(now);
+}
+
+// The back-off is over (or there was none): every shim starts its ranks.
+void ControlPlane::SendRestart(double now) {
+  LinkOrder o = std::move(*backoff_);
+  backoff_.reset();
+  o.master_port = PickPort();
   SendDown(Msg("restart").Set("n", o.restart).Set("port", o.master_port).Set("line", o.line)
                .Encode());
   ResetRound(now);

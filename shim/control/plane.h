@@ -148,6 +148,7 @@ class ControlPlane : public JobLink {
   void FinalStop(const std::string& stop, LinkOrder own, const std::string& why_not);
   void MaybeSendEnded();
   void NoteEnded(int shim, double first_output_wall, double now);
+  void SendRestart(double now);
   void ResetRound(double now);
   int PickPort() const;
 
@@ -197,6 +198,8 @@ class ControlPlane : public JobLink {
   std::set<int> ended_;         // rank 0: shims whose ranks ended this round
   double ended_output_ = 0;     // their earliest first output
   double ending_until_ = 0;
+  std::optional<LinkOrder> backoff_;  // rank 0: the restart, sent at backoff_until_
+  double backoff_until_ = 0;
 };
 
 }  // namespace aml

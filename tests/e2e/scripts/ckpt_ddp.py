@@ -7,7 +7,9 @@ or in every attempt with FAIL_ALWAYS=1; FAIL_RANK=-1: nobody fails. With
 HANG=1 that rank sleeps instead of exiting (in the first attempt). Rank 0
 prints the final weights' digest. Each rank writes its pid to
 $CKPT_DIR/pid-A-R and, when it starts, says LEFTOVER for any pid of an
-earlier attempt that is still alive. Used by tests/e2e/test_restart.py."""
+earlier attempt that is still alive. QUIET=1: it prints nothing (as a job
+that logs to files does): each rank appends its lines to $CKPT_DIR/log-R
+instead. Used by tests/e2e/test_restart.py."""
 import glob
 import hashlib
 import os
@@ -16,20 +18,30 @@ import time
 attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
 rank_env = os.environ["RANK"]
 ckpt_dir = os.environ["CKPT_DIR"]
+
+
+def say(line):
+    if os.environ.get("QUIET") == "1":
+        with open(os.path.join(ckpt_dir, f"log-{rank_env}"), "a") as f:
+            f.write(line + "\n")
+    else:
+        print(line, flush=True)
+
+
 for path in glob.glob(os.path.join(ckpt_dir, "pid-*-*")):
     earlier = int(os.path.basename(path).split("-")[1])
     if earlier < attempt:
         pid = int(open(path).read())
         try:
             os.kill(pid, 0)
-            print(f"LEFTOVER pid {pid} of attempt {earlier}", flush=True)
+            say(f"LEFTOVER pid {pid} of attempt {earlier}")
         except ProcessLookupError:
             pass
 mine = os.path.join(ckpt_dir, f"pid-{attempt}-{rank_env}")
 with open(mine + ".tmp", "w") as f:
     f.write(str(os.getpid()))
 os.replace(mine + ".tmp", mine)
-print(f"rank {rank_env} attempt {attempt} importing torch", flush=True)
+say(f"rank {rank_env} attempt {attempt} importing torch")
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
@@ -38,7 +50,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 def main():
     dist.init_process_group("gloo")
     rank = dist.get_rank()
-    print(f"rank {rank} joined the process group", flush=True)
+    say(f"rank {rank} joined the process group")
     epochs = int(os.environ.get("EPOCHS", "4"))
     fail_rank = int(os.environ.get("FAIL_RANK", "3"))
     fail_epoch = int(os.environ.get("FAIL_EPOCH", "2"))
@@ -53,7 +65,7 @@ def main():
         model.module.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         start = state["epoch"] + 1
-        print(f"rank {rank} resumed at epoch {start}", flush=True)
+        say(f"rank {rank} resumed at epoch {start}")
     for epoch in range(start, epochs):
         if rank == fail_rank and epoch == fail_epoch and (attempt == 0 or always):
             if os.environ.get("HANG") == "1":
@@ -73,12 +85,12 @@ def main():
                         "epoch": epoch}, ckpt + ".tmp")
             os.replace(ckpt + ".tmp", ckpt)
         dist.barrier()
-        print(f"rank {rank} epoch {epoch} saved", flush=True)
+        say(f"rank {rank} epoch {epoch} saved")
     if rank == 0:
         digest = hashlib.sha256()
         for t in model.module.state_dict().values():
             digest.update(t.numpy().tobytes())
-        print(f"final weights {digest.hexdigest()}", flush=True)
+        say(f"final weights {digest.hexdigest()}")
     dist.destroy_process_group()
 
 
