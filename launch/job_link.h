@@ -97,6 +97,8 @@ class JobLink {
   // True when this node prints its own first failure's summary; otherwise
   // one line says where the job's first failure is printed.
   virtual bool PrintsOwnFailure() const = 0;
+  // True on rank 0's shim: its failure.json is the job's (launch/log_dir.h).
+  virtual bool WritesJobRecord() const = 0;
   virtual std::optional<LinkOrder> TakeOrder() = 0;
 };
 

@@ -191,15 +191,16 @@ Result<std::string> LogDir::WriteTemp(const std::string& name, std::string_view 
   return tmp;
 }
 
-Status LogDir::WriteFailure(const std::string& json) {
+Status LogDir::WriteFailure(const std::string& json, bool job_record) {
   const std::string final_path = path_ + "/" + kFailure;
   auto written = WriteTemp(kFailure, json, true);
   if (!written.ok()) return written.error();
   const std::string& tmp = *written;
-  // First writer of this run wins; an earlier run's report is replaced.
-  if (linkat(dir_fd_, tmp.c_str(), dir_fd_, kFailure, 0) != 0) {
+  // Rank 0's record replaces any; else the first writer of this run wins,
+  // and an earlier run's report is replaced.
+  if (job_record || linkat(dir_fd_, tmp.c_str(), dir_fd_, kFailure, 0) != 0) {
     int e = errno;
-    bool ours = e == EEXIST && ReadNoFollow(dir_fd_, kFailure, failure_prefix_.size()) == failure_prefix_;
+    bool ours = !job_record && e == EEXIST && ReadNoFollow(dir_fd_, kFailure, failure_prefix_.size()) == failure_prefix_;
     if (!ours && renameat(dir_fd_, tmp.c_str(), dir_fd_, kFailure) != 0) {
       e = errno;
       unlinkat(dir_fd_, tmp.c_str(), 0);

@@ -12,8 +12,10 @@
 // - A write that fails (a full disk) is reported at once and again at the
 //   end; that stream is not logged further.
 // - failure.json is written whole (temporary file + rename) and carries the
-//   run it describes: within one run the first writer wins (several nodes
-//   may share the directory); a failure.json of an earlier run is replaced,
+//   run it describes: within one run, rank 0's shim's record is the job's
+//   (it replaces any other), and of the other shims' the first writer wins
+//   (several nodes may share the directory); a failure.json of an earlier
+//   run is replaced,
 //   and removed at the start of a run if it is not this run's and was written
 //   before this shim started.
 #pragma once
@@ -43,8 +45,9 @@ class LogDir {
   void Append(size_t index, bool is_stderr, std::string_view data);
   // "rank-0.stdout (No space left on device)" for each log that lost bytes.
   const std::vector<std::string>& losses() const { return losses_; }
-  // Writes failure.json (see above); the error names the path.
-  Status WriteFailure(const std::string& json);
+  // Writes failure.json (see above); `job_record`: this is rank 0's shim,
+  // whose record replaces any other of the run. The error names the path.
+  Status WriteFailure(const std::string& json, bool job_record = false);
   // Writes rank-R.stack whole (temporary file + rename: a planted link is
   // replaced, never followed); the error names the path.
   Status WriteStack(int rank, const std::string& text);

@@ -140,12 +140,16 @@ TEST_F(LogDirTest, RefusesASecondLiveJobOnTheSameFiles) {
   EXPECT_EQ(Slurp(dir_ + "/rank-0.stdout"), "first job\n");
 }
 
-TEST_F(LogDirTest, FirstFailureOfARunWinsAndALaterRunReplacesIt) {
+TEST_F(LogDirTest, RankZerosRecordOrElseTheFirstOfARunWinsAndALaterRunReplacesIt) {
   auto d = Open("run-1");
   ASSERT_TRUE(d.ok());
   ASSERT_TRUE((*d)->WriteFailure("{\"run\":\"run-1\",\"rank\":1}\n").ok());
   ASSERT_TRUE((*d)->WriteFailure("{\"run\":\"run-1\",\"rank\":0}\n").ok());
   EXPECT_EQ(Slurp(dir_ + "/failure.json"), "{\"run\":\"run-1\",\"rank\":1}\n");
+  // Rank 0's shim's record is the job's, whoever wrote first.
+  ASSERT_TRUE((*d)->WriteFailure("{\"run\":\"run-1\",\"attempts\":[]}\n", true).ok());
+  ASSERT_TRUE((*d)->WriteFailure("{\"run\":\"run-1\",\"rank\":2}\n").ok());
+  EXPECT_EQ(Slurp(dir_ + "/failure.json"), "{\"run\":\"run-1\",\"attempts\":[]}\n");
   d = Error{"closed"};
   auto next = Open("run-2");
   ASSERT_TRUE(next.ok());

@@ -887,7 +887,7 @@ void Supervisor::Report(int* code) {
       json = WithAttempts(json, stop_->attempts_json, stop_->why_not);
     }
     if (logs_ && !json.empty()) {
-      Status st = logs_->WriteFailure(json);
+      Status st = logs_->WriteFailure(json, !link_ || link_->WritesJobRecord());
       if (!st.ok()) LogWarning("--log-dir: " + st.error().message);
     }
     *code = stop_says ? stop_->exit_code : ExitCodeFor(a_.first_failure->status);

@@ -74,6 +74,7 @@ class ControlPlane : public JobLink {
   void OnShimSignalled(int sig) override;
   bool MayExit() const override;
   bool PrintsOwnFailure() const override;
+  bool WritesJobRecord() const override { return c_.rank == 0; }
   std::optional<LinkOrder> TakeOrder() override;
 
   // For -v and the bench: the tree's depth and this shim's connections.

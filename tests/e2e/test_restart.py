@@ -89,6 +89,22 @@ class Restart(unittest.TestCase):
             self.assertEqual(doc["restart_refused"], "--max-restarts 1 spent")
             self.assertEqual(doc["rank"], 3)
 
+    def test_a_shared_log_dir_keeps_rank_zeros_record_with_every_attempt(self):
+        # Two shims of two write one --log-dir (a shared file system): rank 3,
+        # on the second shim, fails every attempt; rank 0's shim's
+        # failure.json is the job's, with the attempts and why it stopped.
+        with tempfile.TemporaryDirectory() as tmp:
+            r = run(mpirun(2, SHIM, "--nproc-per-node", "2", "--max-restarts", "2", "--log-dir",
+                           f"{tmp}/logs", "--", "sh", "-c",
+                           "echo up; sleep 1.2; [ $RANK = 3 ] && exit 7; sleep 60"),
+                    env=clean_env(), timeout=120)
+            self.assertEqual(r.returncode, 7, r.stdout + r.stderr)
+            with open(f"{tmp}/logs/failure.json") as f:
+                doc = json.load(f)
+            self.assertEqual([a["attempt"] for a in doc["attempts"]], [1, 2, 3], doc)
+            self.assertEqual(doc["restart_refused"], "--max-restarts 2 spent")
+            self.assertEqual(doc["rank"], 3)
+
     def test_a_hang_is_restarted_after_its_roll_call(self):
         with tempfile.TemporaryDirectory() as tmp:
             # 30 s: the new attempt's four ranks import torch with no output,
