@@ -3,11 +3,13 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <vector>
 
 #include "shim/base/json_read.h"
+#include "shim/base/random_token.h"
 #include "shim/base/read_no_follow.h"
 
 namespace aml {
@@ -22,7 +24,7 @@ std::string ErrorFilePath(const std::string& dir, int rank) {
 }
 
 std::optional<RecordedError> ReadErrorFile(const std::string& path) {
-  auto doc = ParseJson(ReadNoFollow(AT_FDCWD, path, kMaxErrorFile));
+  auto doc = ParseJson(ReadErrorFileText(path));
   if (!doc.ok()) return std::nullopt;
   const JsonValue* m = doc->Find("message");
   if (!m) return std::nullopt;
@@ -38,12 +40,14 @@ std::optional<RecordedError> ReadErrorFile(const std::string& path) {
   return e;
 }
 
-std::optional<std::string> MakeErrorDir(const std::string& tmp_dir) {
-  std::string templ = (tmp_dir.empty() ? "/tmp" : tmp_dir) + "/aml-shim-errors-XXXXXX";
-  std::vector<char> buf(templ.begin(), templ.end());
-  buf.push_back('\0');
-  if (!mkdtemp(buf.data())) return std::nullopt;  // mode 0700
-  return std::string(buf.data());
+std::string ErrorDirName(const std::string& tmp_dir) {
+  return (tmp_dir.empty() ? "/tmp" : tmp_dir) + "/aml-shim-errors-" + RandomToken();
+}
+
+bool MakeErrorDir(const std::string& dir) { return mkdir(dir.c_str(), 0700) == 0; }
+
+std::string ReadErrorFileText(const std::string& path) {
+  return ReadNoFollow(AT_FDCWD, path, kMaxErrorFile);
 }
 
 void RemoveErrorDir(const std::string& dir) {

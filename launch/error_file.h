@@ -21,10 +21,20 @@ std::string ErrorFilePath(const std::string& dir, int rank);
 // 256 KiB; nothing when absent or not torch's format.
 std::optional<RecordedError> ReadErrorFile(const std::string& path);
 
-// A private directory (0700) for the error files when there is no
-// --log-dir, under `tmp_dir` ($TMPDIR; "" for /tmp); removed with what is in
-// it by RemoveErrorDir.
-std::optional<std::string> MakeErrorDir(const std::string& tmp_dir);
+// The error files live in a private directory (0700) under `tmp_dir`
+// ($TMPDIR; "" for /tmp), never in --log-dir, which another user may be able
+// to write (a link planted there would be followed by torch's @record); they
+// are copied into --log-dir (launch/log_dir.h). ErrorDirName picks a name
+// nobody can guess (128 random bits), so that the keeper can be told it
+// before it exists (a shim killed at any moment leaves nothing behind);
+// MakeErrorDir makes it (false when it exists already, or cannot be made);
+// RemoveErrorDir removes it with what is in it.
+std::string ErrorDirName(const std::string& tmp_dir);
+bool MakeErrorDir(const std::string& dir);
 void RemoveErrorDir(const std::string& dir);
+
+// The error file's content at `path` (at most 256 KiB, never through a
+// link); "" when there is none.
+std::string ReadErrorFileText(const std::string& path);
 
 }  // namespace aml

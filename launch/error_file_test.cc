@@ -1,6 +1,7 @@
 #include "launch/error_file.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -11,9 +12,13 @@ namespace {
 class ErrorFile : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto dir = MakeErrorDir("");
-    ASSERT_TRUE(dir.has_value());
-    dir_ = *dir;
+    dir_ = ErrorDirName("");
+    ASSERT_TRUE(MakeErrorDir(dir_));
+    // Private, and never made twice: a name already there is refused.
+    struct stat st {};
+    ASSERT_EQ(lstat(dir_.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0700u);
+    EXPECT_FALSE(MakeErrorDir(dir_));
   }
   void TearDown() override {
     RemoveErrorDir(dir_);

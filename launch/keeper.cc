@@ -40,6 +40,29 @@ void CloseAllBut(int keep, int max_fd) {
     if (fd != keep) close(fd);
 }
 
+// Removes the files in `dir` (no subdirectory is expected) and `dir`, with
+// no allocation (the keeper runs after a fork): getdents64 into the stack.
+void RemoveDirNoAlloc(const char* dir) {
+  const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) {
+    alignas(8) char buf[4096];
+    for (;;) {
+      const long got = syscall(SYS_getdents64, fd, buf, sizeof buf);
+      if (got <= 0) break;
+      for (long at = 0; at < got;) {
+        // struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name.
+        unsigned short reclen;
+        std::memcpy(&reclen, buf + at + 16, sizeof reclen);
+        const char* name = buf + at + 19;
+        if (std::strcmp(name, ".") != 0 && std::strcmp(name, "..") != 0) unlinkat(fd, name, 0);
+        at += reclen;
+      }
+    }
+    close(fd);
+  }
+  rmdir(dir);
+}
+
 }  // namespace
 
 namespace {
@@ -114,8 +137,8 @@ size_t DropEmpty(int* groups, size_t n) {
     timespec pause{0, 50 * 1000 * 1000};
     if (clean < 2) nanosleep(&pause, nullptr);
   }
-  // The shim's private directory, if nothing was left in it.
-  if (remove_dir[0] != '\0') rmdir(remove_dir);
+  // The shim's private directory and the error files in it.
+  if (remove_dir[0] != '\0') RemoveDirNoAlloc(remove_dir);
   _exit(0);
 }
 

@@ -37,7 +37,8 @@ class Keeper {
 
   // Forks the keeper, able to hold `max_groups` groups; `grace_s` between
   // its SIGTERM and its SIGKILL; `remove_dir`, if not empty, is removed
-  // after the SIGKILL when it is empty (the shim's private directory).
+  // with the files in it after the SIGKILL (the shim's private directory,
+  // which may not exist yet, or no more).
   Status Start(size_t max_groups, double grace_s, const std::string& remove_dir = "");
   bool running() const { return pid_ > 0; }
   // The shim's tag (launch/tagged_procs.h): 32 random hex digits, set by

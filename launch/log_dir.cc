@@ -86,9 +86,9 @@ Result<std::unique_ptr<LogDir>> LogDir::Open(const std::string& given, const std
       !(dir_st.st_mode & S_ISVTX) &&
       std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(dir_st.st_mode & 07777)) > 0)
     LogWarning(what + " can be written by other users (mode " + std::string(mode) +
-               ", not sticky): one of them can plant links in it before a rank's torch "
-               "writes its TORCHELASTIC_ERROR_FILE there; aml-shim reads back only files "
-               "of its own user; prefer a directory only you can write");
+               ", not sticky): one of them can delete or replace the logs (aml-shim "
+               "writes nothing through a link and reads back only files of its own "
+               "user); prefer a directory only you can write");
   for (int rank : ranks) {
     Files f;
     f.name[0] = "rank-" + std::to_string(rank) + ".stdout";
@@ -211,8 +211,7 @@ Status LogDir::WriteFailure(const std::string& json, bool job_record) {
   return Ok();
 }
 
-Status LogDir::WriteStack(int rank, const std::string& text) {
-  const std::string name = "rank-" + std::to_string(rank) + ".stack";
+Status LogDir::ReplaceWhole(const std::string& name, const std::string& text) {
   auto written = WriteTemp(name, text, false);
   if (!written.ok()) return written.error();
   if (renameat(dir_fd_, written->c_str(), dir_fd_, name.c_str()) != 0) {
@@ -220,6 +219,18 @@ Status LogDir::WriteStack(int rank, const std::string& text) {
     unlinkat(dir_fd_, written->c_str(), 0);
     return Error{"cannot write " + path_ + "/" + name + ": " + Why(e)};
   }
+  return Ok();
+}
+
+Status LogDir::WriteStack(int rank, const std::string& text) {
+  return ReplaceWhole("rank-" + std::to_string(rank) + ".stack", text);
+}
+
+Status LogDir::CopyErrorFile(int rank, const std::string& text) {
+  const std::string name = "rank-" + std::to_string(rank) + ".error.json";
+  if (!text.empty()) return ReplaceWhole(name, text);
+  if (unlinkat(dir_fd_, name.c_str(), 0) != 0 && errno != ENOENT)
+    return Error{"cannot remove " + path_ + "/" + name + ": " + Why(errno)};
   return Ok();
 }
 

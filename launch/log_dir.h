@@ -51,12 +51,19 @@ class LogDir {
   // Writes rank-R.stack whole (temporary file + rename: a planted link is
   // replaced, never followed); the error names the path.
   Status WriteStack(int rank, const std::string& text);
+  // Copies a rank's error file (launch/error_file.h) in as
+  // rank-R.error.json, the same way; empty `text`: removes it (a stale one
+  // would be read as the next attempt's).
+  Status CopyErrorFile(int rank, const std::string& text);
   const std::string& path() const { return path_; }
 
  private:
   LogDir() = default;
   Status OpenRankFile(const std::string& name, int* fd);
   Result<std::string> WriteTemp(const std::string& name, std::string_view data, bool sync);
+  // `text` as `name`, whole: a temporary file renamed over it (a planted link
+  // is replaced, never followed).
+  Status ReplaceWhole(const std::string& name, const std::string& text);
   void RemoveStaleFailure(timespec shim_started);
   std::string path_;
   std::string failure_prefix_;

@@ -125,6 +125,7 @@ class Supervisor {
   void Poll(double now);
   void Reap();
   void OnExit(Child& c, int status);
+  void CopyErrorFile(int rank);
   void ForgetEmptyGroups();
   void NoticeStopped();
   void Signal(int sig, pid_t sender);
@@ -155,7 +156,6 @@ class Supervisor {
   OutputSink out_sink_, err_sink_;
   std::unique_ptr<LogDir> logs_;
   std::string error_dir_;        // where TORCHELASTIC_ERROR_FILEs go ("": none)
-  bool own_error_dir_ = false;   // a private one, removed at the end
   Keeper keeper_;
   Attempt a_;                     // this attempt's children and their state
   std::vector<pid_t> lingering_;  // groups of reaped children not yet empty
@@ -211,23 +211,22 @@ int Supervisor::Prepare() {
       return kExitShimFailure;
     }
     logs_ = std::move(*logs);
-    error_dir_ = logs_->path();
-  } else if (auto dir = MakeErrorDir(config_.tmp_dir)) {
-    error_dir_ = *dir;
-    own_error_dir_ = true;
   }
+  // The error files' private directory: named first, so that the keeper
+  // knows it before it exists (a shim killed at any moment leaves nothing).
+  const std::string error_dir = ErrorDirName(config_.tmp_dir);
   // As PID 1 the kernel ends every process of the namespace with us.
   if (getpid() != 1) {
     // The keeper's grace is --grace, at most kKeeperGraceS: the job has
     // already ended for the launcher that killed the shim.
-    Status keeper = keeper_.Start(config_.children.size(), std::min(config_.grace_s, kKeeperGraceS),
-                                  own_error_dir_ ? error_dir_ : "");
+    Status keeper =
+        keeper_.Start(config_.children.size(), std::min(config_.grace_s, kKeeperGraceS), error_dir);
     if (!keeper.ok()) {
       LogError(keeper.error().message);
-      if (own_error_dir_) RemoveErrorDir(error_dir_);
       return kExitShimFailure;
     }
   }
+  if (MakeErrorDir(error_dir)) error_dir_ = error_dir;
   return 0;
 }
 
@@ -315,10 +314,20 @@ void Supervisor::BeginTeardown(double now) {
   KillAll(SIGTERM);
 }
 
+// --log-dir gets a copy of the rank's error file (its own, in the private
+// directory, is what the summary reads): "" removes the copy.
+void Supervisor::CopyErrorFile(int rank) {
+  const std::string text =
+      error_dir_.empty() ? "" : ReadErrorFileText(ErrorFilePath(error_dir_, rank));
+  Status st = logs_->CopyErrorFile(rank, text);
+  if (!st.ok()) LogWarning("--log-dir: " + st.error().message);
+}
+
 void Supervisor::OnExit(Child& c, int status) {
   c.running = false;
   c.status = status;
   c.end = Now();
+  if (logs_) CopyErrorFile(c.launch.rank);
   bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   LogVerbose("rank " + std::to_string(c.launch.rank) + " (pid " + std::to_string(c.pid) +
              ") ended: " + DescribeStatus(status));
@@ -772,7 +781,7 @@ int Supervisor::Run() {
   Loop();
   int code = Finish();
   keeper_.Dismiss();
-  if (own_error_dir_) RemoveErrorDir(error_dir_);
+  if (!error_dir_.empty()) RemoveErrorDir(error_dir_);
   return code;
 }
 
@@ -803,7 +812,9 @@ bool Supervisor::Restart(double now) {
       logs_->Append(i, true, "\n" + order.line);
     }
     // A stale error file would be read as the next attempt's.
-    if (!error_dir_.empty()) unlink(ErrorFilePath(error_dir_, a_.children[i].launch.rank).c_str());
+    const int rank = a_.children[i].launch.rank;
+    if (!error_dir_.empty()) unlink(ErrorFilePath(error_dir_, rank).c_str());
+    if (logs_) CopyErrorFile(rank);
   }
   // The attempt's state, afresh.
   a_ = Attempt{};

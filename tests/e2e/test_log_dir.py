@@ -36,6 +36,43 @@ class LogDir(unittest.TestCase):
         self.assertEqual(slurp(secret), "root only\n")
         self.assertFalse(os.path.exists(ran), "the command ran")
 
+    def test_a_link_planted_at_the_error_file_is_never_written_through(self):
+        # A --log-dir that others can write (no sticky bit): a link at
+        # rank-0.error.json. The rank writes its error file as torch's
+        # @record does (open(path, "w")): it goes to aml-shim's private
+        # directory; --log-dir gets a copy, the link replaced, not followed.
+        os.mkdir(self.logs)
+        os.chmod(self.logs, 0o777)
+        precious = os.path.join(self.tmp, "precious.cfg")
+        with open(precious, "w") as f:
+            f.write("keep me\n")
+        go = os.path.join(self.tmp, "go")
+        record = ("import json, os, time\n"
+                  f"while not os.path.exists({go!r}): time.sleep(0.01)\n"
+                  "with open(os.environ['TORCHELASTIC_ERROR_FILE'], 'w') as f:\n"
+                  "    json.dump({'message': 'ValueError: bad shard 7'}, f)\n"
+                  "raise SystemExit(1)\n")
+        p = spawn([SHIM, "--nproc-per-node", "1", "--log-dir", self.logs, "--", PYTHON, "-c",
+                   record], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            # The link is planted while the job runs, as another user would.
+            self.assertTrue(wait_for(lambda: os.path.exists(
+                os.path.join(self.logs, "rank-0.stdout")), 30))
+            os.symlink(precious, os.path.join(self.logs, "rank-0.error.json"))
+            open(go, "w").close()
+            out, err = p.communicate(timeout=60)
+        finally:
+            kill_group(p)
+        r = subprocess.CompletedProcess(p.args, p.returncode, out, err)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertEqual(slurp(precious), "keep me\n")
+        self.assertIn("aml-shim:   exception: ValueError: bad shard 7", r.stderr)
+        copy = os.path.join(self.logs, "rank-0.error.json")
+        self.assertFalse(os.path.islink(copy))
+        self.assertEqual(json.loads(slurp(copy)), {"message": "ValueError: bad shard 7"})
+        self.assertEqual(json.loads(slurp(os.path.join(self.logs, "failure.json")))
+                         ["exception"]["message"], "ValueError: bad shard 7")
+
     def test_a_directory_that_cannot_be_used_stops_the_job(self):
         blocker = os.path.join(self.tmp, "file")
         open(blocker, "w").close()

@@ -122,6 +122,23 @@ class Teardown(unittest.TestCase):
                 os.kill(pid, signal.SIGKILL)
         self.assertEqual(leaks, [], "(kill after ms, processes left)")
 
+    def test_a_shim_killed_in_its_first_milliseconds_leaves_no_private_directory(self):
+        # The error files' private directory (aml-shim-errors-*, under
+        # $TMPDIR) is made after the keeper knows its name: a SIGKILL at any
+        # moment of the start leaves none behind.
+        tmpdir = os.path.join(self.tmp, "t")
+        os.mkdir(tmpdir)
+        for i in range(120):
+            p = spawn([SHIM, "--nproc-per-node", "2", "--", "sleep", "30"],
+                      env=clean_env(TMPDIR=tmpdir), stdout=subprocess.DEVNULL,
+                      stderr=subprocess.DEVNULL)
+            time.sleep((i % 12) * 0.0005)
+            p.send_signal(signal.SIGKILL)
+            p.wait(timeout=30)
+            kill_group(p)
+        left = lambda: [n for n in os.listdir(tmpdir) if n.startswith("aml-shim-errors-")]
+        self.assertTrue(wait_for(lambda: not left(), 20), f"left behind: {left()}")
+
     def test_a_shim_killed_after_it_forwarded_sigterm_sends_no_second_one(self):
         # The launcher's stop: SIGTERM (forwarded to every rank, which takes
         # its time to checkpoint), then SIGKILL to the shim. Each rank got its
