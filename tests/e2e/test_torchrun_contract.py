@@ -120,13 +120,16 @@ class Torch113(unittest.TestCase):
                     self.assertIn("aml-shim:   command:  " + PYTHON + " -c import os, sys\\nfrom",
                                   r.stderr)
                     files = [re.sub(r"^\[rank \d+\] ", "", l) for l in r.stdout.splitlines()]
+                    # The error files are in the private directory (never in
+                    # --log-dir, which others may write), gone with the job.
+                    self.assertTrue(all("/aml-shim-errors-" in f for f in files), files)
+                    self.assertFalse([f for f in files if os.path.exists(os.path.dirname(f))])
                     if args:
                         report = json.loads(open(os.path.join(logs, "failure.json")).read())
                         self.assertEqual(report["exception"]["message"], "ValueError: bad shard 7")
-                        self.assertTrue(all(f.startswith(logs + "/rank-") for f in files), files)
-                    else:
-                        # The private directory is gone with the job.
-                        self.assertFalse([f for f in files if os.path.exists(os.path.dirname(f))])
+                        # --log-dir has a copy of the failing rank's.
+                        copy = json.loads(open(os.path.join(logs, "rank-1.error.json")).read())
+                        self.assertIn("ValueError: bad shard 7", json.dumps(copy))
 
 
 class Torch2(Torch113):
