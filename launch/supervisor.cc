@@ -129,6 +129,8 @@ class Supervisor {
   void ForgetEmptyGroups();
   void NoticeStopped();
   void Signal(int sig, pid_t sender);
+  void LauncherGone();
+  void StopRequested(int sig, pid_t sender, double now);
   void BeginTeardown(double now);
   void KillAll(int sig);
   void ReadStream(Stream& s, double now);
@@ -165,6 +167,7 @@ class Supervisor {
   pid_t shim_signal_sender_ = 0;
   double shim_signal_at_ = 0;
   bool reader_gone_ = false;        // stdout/stderr's reader left (EPIPE)
+  bool launcher_gone_ = false;      // the lifeline broke (config_.lifeline)
   bool hurry_ = false;              // a second signal: no more waiting
   std::string out_buf_;  // tagged output, reused across reads
   // The control plane (config_.link), when there is one.
@@ -440,6 +443,16 @@ void Supervisor::Signal(int sig, pid_t sender) {
       return;
     }
     LogVerbose("received " + SignalName(sig) + ", forwarding to every child");
+    StopRequested(sig, sender, now);
+  } else {
+    LogVerbose("received " + SignalName(sig) + ", forwarding to every child");
+  }
+  KillAll(sig);
+}
+
+// The launcher stops the job (its signal, or it is gone): every child is
+// ended (SIGTERM, SIGKILL after --grace) and no attempt starts after it.
+void Supervisor::StopRequested(int sig, pid_t sender, double now) {
     // No attempt starts after the launcher's signal, whatever was ordered.
     restart_.reset();
     shim_signal_ = sig;
@@ -450,10 +463,16 @@ void Supervisor::Signal(int sig, pid_t sender) {
       a_.teardown = true;
       a_.kill_at = now + config_.grace_s;
     }
-  } else {
-    LogVerbose("received " + SignalName(sig) + ", forwarding to every child");
-  }
-  KillAll(sig);
+}
+
+// The launcher died without a word (SIGKILL, a crash): as if it had sent
+// SIGTERM, unless it had (then its grace goes on).
+void Supervisor::LauncherGone() {
+  launcher_gone_ = true;
+  LogVerbose(config_.lifeline->What() + ": ending every child");
+  if (shim_signal_) return;
+  StopRequested(SIGTERM, 0, Now());
+  KillAll(SIGTERM);
 }
 
 // ---- Output
@@ -544,6 +563,9 @@ double Supervisor::NextDeadline(double now) const {
   if (probe_.running()) next = std::min(next, probe_.deadline());
   else if (a_.collecting && !a_.stacks_sent) next = std::min(next, a_.collect_until);
   if (link_) next = std::min(next, link_->NextDeadline(now));
+  if (config_.lifeline && config_.lifeline->watching() && config_.lifeline->fd() < 0 &&
+      !launcher_gone_)
+    next = std::min(next, now + Lifeline::kCheckS);
   for (const Child& c : a_.children)
     for (const Stream* s : {&c.out, &c.err})
       if (s->fd >= 0 && s->tagger && s->tagger->has_partial())
@@ -728,6 +750,9 @@ void Supervisor::Poll(double now) {
   probe_.AddPollFds(&fds);
   const size_t first_link = fds.size();
   if (link_) link_->AddPollFds(&fds);
+  const Lifeline* lifeline = launcher_gone_ ? nullptr : config_.lifeline;
+  const size_t lifeline_at = fds.size();
+  if (lifeline && lifeline->fd() >= 0) fds.push_back({lifeline->fd(), POLLIN, 0});
   timespec ts = Timeout(NextDeadline(now) - now);
   if (ppoll(fds.data(), fds.size(), &ts, nullptr) < 0 && errno != EINTR) {
     LogError(std::string("ppoll: ") + std::strerror(errno));
@@ -744,8 +769,11 @@ void Supervisor::Poll(double now) {
   probe_.Read(fds.data() + first_probe, first_link - first_probe);
   if (link_) {
     if (output_seen_) link_->OnOutput(now);
-    link_->OnPoll(fds.data() + first_link, fds.size() - first_link, now);
+    link_->OnPoll(fds.data() + first_link, lifeline_at - first_link, now);
   }
+  if (lifeline && (lifeline->fd() < 0 || (fds[lifeline_at].revents & POLLIN)) &&
+      lifeline->CheckGone())
+    LauncherGone();
   if (fds[0].revents & POLLIN) {
     signalfd_siginfo info;
     while (read(sfd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info))
@@ -902,6 +930,9 @@ void Supervisor::Report(int* code) {
       if (!st.ok()) LogWarning("--log-dir: " + st.error().message);
     }
     *code = stop_says ? stop_->exit_code : ExitCodeFor(a_.first_failure->status);
+  } else if (launcher_gone_) {
+    LogInfo("stopped: " + config_.lifeline->What());
+    *code = 128 + SIGTERM;
   } else if (shim_signal_) {
     // Stopped from outside (mpirun, Slurm, ^C): say so in one line; the
     // rank that failed first, if any, was on another node.

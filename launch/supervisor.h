@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "launch/job_link.h"
+#include "launch/lifeline.h"
 #include "shim/base/env_snapshot.h"
 
 namespace aml {
@@ -45,6 +46,10 @@ struct SupervisorConfig {
   bool foreground_tty = false;
   // The job-wide control plane (not owned), or null: this node alone.
   JobLink* link = nullptr;
+  // The launcher's lifeline (not owned), or null: no launcher started this
+  // shim. When the launcher is gone, the job is stopped as by its SIGTERM
+  // and aml-shim exits 143.
+  const Lifeline* lifeline = nullptr;
 };
 
 // Returns the exit code for aml-shim: 0 when every child succeeded, else the

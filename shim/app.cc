@@ -363,7 +363,12 @@ int Run(const Options& o, const World& world, const Planned& p, const EnvSnapsho
              "), master " + world.master_addr.value + ":" +
              std::to_string(world.master_port.value));
   if (p.supervise) {
+    // Watched from before the control plane's join: a launcher that dies
+    // meanwhile is seen once the ranks run.
+    static Lifeline lifeline;
+    if (HasLauncher(world.source)) lifeline.WatchParent();
     SupervisorConfig config;
+    config.lifeline = lifeline.watching() ? &lifeline : nullptr;
     config.pipe_output = p.pipe_output;
     config.tag_output = p.tag;
     config.log_dir = o.log_dir;

@@ -21,4 +21,6 @@ bool IsMpiLauncher(Launcher l) {
          l == Launcher::kSlurmPmi2 || l == Launcher::kMvapich;
 }
 
+bool HasLauncher(Launcher l) { return IsMpiLauncher(l) || l == Launcher::kSlurm; }
+
 }  // namespace aml

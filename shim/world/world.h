@@ -16,6 +16,11 @@ const char* LauncherName(Launcher l);
 
 // An MPI library can be initialised under this launcher (MPI rendezvous).
 bool IsMpiLauncher(Launcher l);
+// A launcher process started this one (mpirun or its daemon, slurmstepd,
+// Hydra's proxy): its variables are not ones a user sets by hand in a shell
+// (torchrun's RANK and WORLD_SIZE may be), so its death ends the job
+// (launch/lifeline.h).
+bool HasLauncher(Launcher l);
 
 template <class T>
 struct Sourced {

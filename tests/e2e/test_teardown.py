@@ -2,6 +2,7 @@
 SIGKILL 1 s after SIGTERM, the OOM killer) still takes its children and their
 groups with it, --grace works under mpirun when mpirun allows it, and a pid
 the kernel has given to an unrelated process is never signalled."""
+import ctypes
 import os
 import signal
 import subprocess
@@ -138,6 +139,73 @@ class Teardown(unittest.TestCase):
             kill_group(p)
         left = lambda: [n for n in os.listdir(tmpdir) if n.startswith("aml-shim-errors-")]
         self.assertTrue(wait_for(lambda: not left(), 20), f"left behind: {left()}")
+
+    def test_a_sigkilled_mpirun_takes_every_child_with_it(self):
+        # mpirun SIGKILLed (an OOM kill, a node agent) signals nothing; its
+        # shim, reparented to init, sees its launcher gone and ends its ranks
+        # as a stop does: SIGTERM, which they ignore here, SIGKILL after
+        # --grace.
+        require("mpirun")
+        p = spawn(mpirun(1, SHIM, "--grace", "2", "--nproc-per-node", "2", "--", "sh", "-c",
+                         ranks_script(self.tmp, delay=None)),
+                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            pids = self.pids(2)
+            p.send_signal(signal.SIGKILL)
+            p.wait(timeout=30)
+            gone_by = time.monotonic() + 2 + 1
+            self.assertTrue(wait_for(lambda: not any(alive(q) for q in pids), 20),
+                            f"still alive: {[q for q in pids if alive(q)]}")
+            self.assertLessEqual(time.monotonic(), gone_by,
+                                 "the ranks outlived a SIGKILLed mpirun by more than --grace + 1 s")
+        finally:
+            kill_group(p)
+
+    def launched_by_a_shell_that_dies(self, launcher_vars):
+        """A shell starts aml-shim in the background (its stderr to a file)
+        and is SIGKILLed once the 2 ranks run; returns their pids and the
+        shim's."""
+        env = clean_env(**launcher_vars)
+        sh = spawn(["sh", "-c", f"{SHIM} -v --grace 1 --nproc-per-node 2 -- sh -c "
+                    f"'{ranks_script(self.tmp)}' 2>{self.tmp}/shim.err & echo $! > {self.tmp}/shim.pid;"
+                    " wait"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        pids = self.pids(2)
+        shim = int(slurp(f"{self.tmp}/shim.pid"))
+        os.kill(sh.pid, signal.SIGKILL)
+        sh.wait(timeout=30)
+        return pids, shim
+
+    def test_a_shim_whose_launcher_is_gone_says_so_and_exits_143(self):
+        ompi = dict(OMPI_COMM_WORLD_RANK="0", OMPI_COMM_WORLD_SIZE="1",
+                    OMPI_COMM_WORLD_LOCAL_RANK="0", OMPI_COMM_WORLD_LOCAL_SIZE="1")
+        # This test process takes the orphaned shim (a subreaper), so that
+        # its exit status can be read.
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_CHILD_SUBREAPER = 36
+        self.assertEqual(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0)
+        try:
+            pids, shim = self.launched_by_a_shell_that_dies(ompi)
+            deadline = time.monotonic() + 20
+            while True:
+                got, status = os.waitpid(shim, os.WNOHANG)
+                if got == shim or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            self.assertEqual(got, shim, "the shim outlived its launcher")
+            self.assertEqual(os.waitstatus_to_exitcode(status), 143)
+        finally:
+            libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+        self.assert_all_gone(pids, "the launcher died")
+        err = slurp(f"{self.tmp}/shim.err")
+        self.assertRegex(err, r"aml-shim: stopped: the launcher \(sh, pid \d+\) is gone\n")
+
+    def test_a_shim_started_from_a_shell_outlives_the_shell(self):
+        # No launcher's variables: `nohup aml-shim ... &` survives a logout.
+        pids, shim = self.launched_by_a_shell_that_dies({})
+        time.sleep(2)
+        self.assertTrue(all(alive(q) for q in pids + [shim]), slurp(f"{self.tmp}/shim.err"))
+        os.kill(shim, signal.SIGTERM)
+        self.assert_all_gone(pids + [shim], "SIGTERM")
 
     def test_a_shim_killed_after_it_forwarded_sigterm_sends_no_second_one(self):
         # The launcher's stop: SIGTERM (forwarded to every rank, which takes
