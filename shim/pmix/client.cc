@@ -1,7 +1,13 @@
 #include "shim/pmix/client.h"
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "shim/base/units.h"
 
 namespace aml {
 namespace {
@@ -29,6 +35,13 @@ bool PmixServerOffered(const EnvSnapshot& env) {
   return false;
 }
 
+std::string PmixServerNamed(const EnvSnapshot& env) {
+  for (const char* uri : {"PMIX_SERVER_URI41", "PMIX_SERVER_URI4", "PMIX_SERVER_URI3",
+                          "PMIX_SERVER_URI21", "PMIX_SERVER_URI2", "PMIX_SERVER_URI"})
+    if (env.HasNonEmpty(uri)) return std::string(uri) + "='" + env.GetOr(uri, "") + "'";
+  return "(no PMIX_SERVER_URI)";
+}
+
 LibrarySpec PmixLibrarySpec() {
   return LibrarySpec{"libpmix (a PMIx client library)",
                      "AML_SHIM_LIBPMIX",
@@ -37,7 +50,9 @@ LibrarySpec PmixLibrarySpec() {
                      false};
 }
 
-Result<std::unique_ptr<PmixClient>> PmixClient::Open(const EnvSnapshot& env) {
+Result<std::unique_ptr<PmixClient>> PmixClient::Open(const EnvSnapshot& env, double init_s,
+                                                     bool* reached_server) {
+  if (reached_server) *reached_server = false;
   auto lib = OpenLibrary(PmixLibrarySpec(), env);
   if (!lib.ok()) return lib.error();
   std::unique_ptr<PmixClient> c(new PmixClient());
@@ -47,8 +62,37 @@ Result<std::unique_ptr<PmixClient>> PmixClient::Open(const EnvSnapshot& env) {
                           Sym("PMIx_Commit", &c->commit_), Sym("PMIx_Fence", &c->fence_),
                           Sym("PMIx_Error_string", &c->error_string_)});
   if (!bound.ok()) return bound.error();
-  int rc = c->init_(&c->self_, nullptr, 0);
-  if (rc != pmix::kSuccess) return Error{c->Why("PMIx_Init", rc)};
+  // PMIx_Init runs in a thread of its own, waited for at most init_s. One
+  // that never returns is left blocked (the library stays loaded; nothing of
+  // it is used again): the process goes on without PMIx, and the thread ends
+  // with the exec or the exit.
+  struct InitCall {
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+    int rc = 0;
+    pmix::Proc self{};
+  };
+  auto call = std::make_shared<InitCall>();
+  if (reached_server) *reached_server = true;
+  std::thread([call, init = c->init_] {
+    pmix::Proc self{};
+    const int rc = init(&self, nullptr, 0);
+    std::lock_guard<std::mutex> lock(call->m);
+    call->rc = rc;
+    call->self = self;
+    call->done = true;
+    call->cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(call->m);
+  if (!call->cv.wait_for(lock, std::chrono::milliseconds(static_cast<long>(init_s * 1000)),
+                         [&] { return call->done; }))
+    return Error{"PMIx_Init in " + c->library_ + " did not return within " +
+                 FormatRate(init_s) + " s: the PMIx server at " + PmixServerNamed(env) +
+                 " did not answer (a stale URI, whose port another service took?)"};
+  if (call->rc != pmix::kSuccess)
+    return Error{c->Why("PMIx_Init", call->rc) + " (the server at " + PmixServerNamed(env) + ")"};
+  c->self_ = call->self;
   c->initialised_ = true;
   return c;
 }

@@ -25,10 +25,22 @@ bool PmixServerOffered(const EnvSnapshot& env);
 // libpmix.so.2 (PMIx 2 to 5), then Debian's private copy.
 LibrarySpec PmixLibrarySpec();
 
+// The URI variable libpmix connects with (the newest offered) and its
+// value: "PMIX_SERVER_URI41='pmix-server.4711;tcp4://127.0.0.1:1234'".
+std::string PmixServerNamed(const EnvSnapshot& env);
+
 class PmixClient {
  public:
-  // Loads libpmix and connects to the local server.
-  static Result<std::unique_ptr<PmixClient>> Open(const EnvSnapshot& env);
+  // PMIx_Init's deadline: a server that accepts and never answers (a stale
+  // URI whose port another service took) would block it for ever.
+  static constexpr double kInitS = 10;
+  // Loads libpmix and connects to the local server, waiting at most
+  // `init_s`; the error names the server that did not answer.
+  // `reached_server`, if given, says whether the library was loaded and
+  // PMIx_Init called (then an error is the server's).
+  static Result<std::unique_ptr<PmixClient>> Open(const EnvSnapshot& env,
+                                                  double init_s = kInitS,
+                                                  bool* reached_server = nullptr);
   ~PmixClient();  // PMIx_Finalize
   PmixClient(const PmixClient&) = delete;
   PmixClient& operator=(const PmixClient&) = delete;

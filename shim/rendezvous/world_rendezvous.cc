@@ -53,11 +53,20 @@ Result<std::unique_ptr<PmixCollective>> AskPmix(const EnvSnapshot& env, World* w
     return std::unique_ptr<PmixCollective>();
   }
   const bool yours = env.Has("AML_SHIM_LIBPMIX");
-  auto client = PmixClient::Open(env);
+  bool reached = false;
+  auto client = PmixClient::Open(env, PmixClient::kInitS, &reached);
   if (!client.ok()) {
     if (yours) return Error{"PMIx: " + client.error().message};
-    LogVerbose("PMIx server offered, but not used: " + client.error().message +
-               "; the world comes from the launcher's variables");
+    const std::string line = "PMIx server offered, but not used: " + client.error().message +
+                             "; the world comes from the launcher's variables";
+    // No libpmix here is common and harmless; a server that does not
+    // answer is the launcher's, and worth a word.
+    if (reached) {
+      LogWarning(line);
+      world->pmix_unanswered = client.error().message;
+    } else {
+      LogVerbose(line);
+    }
     return std::unique_ptr<PmixCollective>();
   }
   auto pmix = PmixCollective::Start(std::move(*client));
@@ -108,6 +117,13 @@ Result<World> SettleWorld(const EnvSnapshot& env, const std::string& host, int t
     return Error{"the rendezvous needs a PMIx server or an MPI launcher, but this rank's world "
                  "comes from " + std::string(LauncherName(world.source)) +
                  ": set --master-addr or MASTER_ADDR"};
+  // Open MPI's MPI_Init connects to the same PMIx server: it would fail (or
+  // block) the same way, with the library's words instead of ours.
+  if (!pmix && !world.pmix_unanswered.empty() &&
+      (world.source == Launcher::kOpenMpi || world.source == Launcher::kPmix))
+    return Error{"the rendezvous needs the launcher's PMIx server: " + world.pmix_unanswered +
+                 "; Open MPI's MPI_Init would meet the same server: set --master-addr or "
+                 "MASTER_ADDR"};
   RendezvousRequest req;
   if (pmix) req.label = "PMIx rendezvous";
   if (by.addr) req.master_addr = by.addr->value;

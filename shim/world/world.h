@@ -56,6 +56,10 @@ struct World {
   // This process connected to the launcher's PMIx server as its rank: the
   // command's own PMIx client connects second (shim/plan/contract.cc).
   bool asked_pmix = false;
+  // The launcher's PMIx server was offered but did not answer (why), so the
+  // world comes from the variables; an MPI rendezvous under Open MPI would
+  // meet the same server in MPI_Init.
+  std::string pmix_unanswered;
   std::vector<std::string> warnings;  // conflicts between sources
   std::vector<std::string> notes;     // sources seen and what was ignored
 };
