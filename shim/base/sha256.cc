@@ -71,4 +71,20 @@ std::string SecretDigest(const std::string& purpose, const std::string& secret) 
   return Hex(d.data(), d.size());
 }
 
+std::array<uint8_t, 32> HmacSha256(const std::string& key, const std::string& message) {
+  std::string k = key;
+  if (k.size() > 64) {
+    const auto d = Sha256(k);
+    k.assign(reinterpret_cast<const char*>(d.data()), d.size());
+  }
+  k.resize(64, '\0');
+  std::string inner(64, '\0'), outer(64, '\0');
+  for (size_t i = 0; i < 64; ++i) {
+    inner[i] = static_cast<char>(k[i] ^ 0x36);
+    outer[i] = static_cast<char>(k[i] ^ 0x5c);
+  }
+  const auto in = Sha256(inner + message);
+  return Sha256(outer + std::string(reinterpret_cast<const char*>(in.data()), in.size()));
+}
+
 }  // namespace aml

@@ -16,4 +16,7 @@ std::array<uint8_t, 32> Sha256(const std::string& data);
 // purpose's digest says nothing about another's.
 std::string SecretDigest(const std::string& purpose, const std::string& secret);
 
+// HMAC-SHA256 (RFC 2104) of `message` under `key`.
+std::array<uint8_t, 32> HmacSha256(const std::string& key, const std::string& message);
+
 }  // namespace aml

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <thread>
 
 #include "launch/wait_status.h"
@@ -18,7 +19,7 @@
 namespace aml {
 namespace {
 
-constexpr char kVersion[] = "aml-shim-control-1";
+constexpr char kVersion[] = "aml-shim-control-2";
 constexpr size_t kMaxHelloFrame = 4 << 10;   // a join or a hello
 constexpr size_t kMaxFrame = 1 << 20;        // anything after it
 constexpr size_t kMaxPending = 64;           // strangers waiting at a door
@@ -46,22 +47,29 @@ int Accept(int listen_fd) {
   return accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
 }
 
-// Sends `ask` on a new connection to ip:port and returns the connection and
-// the frame that answers it: connecting waits at most `connect_s`, the
-// answer `answer_s`.
+// Connects to ip:port, reads the listener's challenge, sends what `ask`
+// makes of it, and returns the connection, the challenge and the frame that
+// answers: connecting waits at most `connect_s`, each answer `answer_s`.
 struct Answer {
   Fd fd;
+  std::string challenge;
   std::string frame;
 };
-Result<Answer> Ask(const std::string& ip, int port, const Msg& ask, double connect_s,
+Result<Answer> Ask(const std::string& ip, int port,
+                   const std::function<Msg(const std::string& challenge)>& ask, double connect_s,
                    double answer_s) {
   auto fd = ConnectTcp(ip, port, DeadlineIn(connect_s));
   if (!fd.ok()) return fd.error();
-  Status sent = SendFrame(fd->get(), ask.Encode(), DeadlineIn(5));
+  auto hi = RecvFrame(fd->get(), kMaxHelloFrame, DeadlineIn(answer_s));
+  if (!hi.ok()) return hi.error();
+  auto challenge = Msg::Decode(*hi);
+  if (!challenge.ok() || challenge->type() != "challenge" || challenge->Str("n").empty())
+    return Error{"no challenge: not aml-shim's control plane (of this version)"};
+  Status sent = SendFrame(fd->get(), ask(challenge->Str("n")).Encode(), DeadlineIn(5));
   if (!sent.ok()) return sent.error();
   auto reply = RecvFrame(fd->get(), kMaxHelloFrame, DeadlineIn(answer_s));
   if (!reply.ok()) return reply.error();
-  return Answer{std::move(*fd), std::move(*reply)};
+  return Answer{std::move(*fd), challenge->Str("n"), std::move(*reply)};
 }
 
 }  // namespace
@@ -75,8 +83,18 @@ ControlPlane::~ControlPlane() = default;
 
 double ControlPlane::Now() const { return MonotonicSeconds(); }
 
-std::string ControlPlane::Proof() const {
-  return c_.token.empty() ? "-" : SecretDigest("control-plane", c_.token);
+std::string ControlPlane::Proof(const std::string& door, ProofDirection d,
+                                const std::string& challenge, const std::string& nonce,
+                                int rank) const {
+  return ConnectionProof(c_.token, "control-plane-" + door, d, challenge, nonce,
+                         std::to_string(rank));
+}
+
+// The first frame of a connection `p` accepted: its proof answers our
+// challenge for the rank it names.
+bool ControlPlane::ProvesUp(const Peer& p, const std::string& door, const Msg& m) const {
+  return SameProof(m.Str("proof"), Proof(door, ProofDirection::kUp, p.challenge, m.Str("nonce"),
+                                         static_cast<int>(m.Int("rank"))));
 }
 
 Result<std::unique_ptr<ControlPlane>> ControlPlane::Join(const PlaneConfig& config) {
@@ -161,9 +179,14 @@ Status ControlPlane::JoinAsMember() {
     if (!ips.ok() || ips->empty()) {
       last = ips.ok() ? "no address" : ips.error().message;
     } else {
-      Msg join("join");
-      join.Set("v", std::string(kVersion)).Set("rank", c_.rank).Set("size", c_.size);
-      join.Set("host", c_.host).Set("port", listen_port_).Set("proof", Proof());
+      const std::string nonce = NewNonce();
+      auto join = [&](const std::string& challenge) {
+        Msg m("join");
+        m.Set("v", std::string(kVersion)).Set("rank", c_.rank).Set("size", c_.size);
+        m.Set("host", c_.host).Set("port", listen_port_).Set("nonce", nonce);
+        m.Set("proof", Proof("join", ProofDirection::kUp, challenge, nonce, c_.rank));
+        return m;
+      };
       auto reply = Ask(ips->front(), c_.master_port, join, std::min(5.0, deadline - Now()),
                        std::min(10.0, std::max(0.1, deadline - Now())));
       if (!reply.ok()) {
@@ -173,6 +196,10 @@ Status ControlPlane::JoinAsMember() {
       } else if (m->type() == "refused") {
         return Error{"control plane: rank 0 (" + target + ") refused this shim: " +
                      m->Str("why")};
+      } else if (m->type() == "place" &&
+                 !SameProof(m->Str("proof"), Proof("join", ProofDirection::kDown,
+                                                   reply->challenge, nonce, c_.rank))) {
+        last = "an answer without this job's proof (not this job's rank 0)";
       } else if (m->type() == "place") {
         place = std::move(*m);
         break;
@@ -192,12 +219,22 @@ Status ControlPlane::JoinAsMember() {
   depth_ = static_cast<int>(place->Int("depth", 1));
   const std::string ptarget = paddr + ":" + std::to_string(pport) + " (" + Who(parent_rank_, "") + ")";
   while (!parent_ && Now() < deadline) {
-    Msg hello("hello");
-    hello.Set("v", std::string(kVersion)).Set("rank", c_.rank).Set("size", c_.size);
-    hello.Set("host", c_.host).Set("proof", Proof());
+    const std::string nonce = NewNonce();
+    auto hello = [&](const std::string& challenge) {
+      Msg m("hello");
+      m.Set("v", std::string(kVersion)).Set("rank", c_.rank).Set("size", c_.size);
+      m.Set("host", c_.host).Set("nonce", nonce);
+      m.Set("proof", Proof("tree", ProofDirection::kUp, challenge, nonce, c_.rank));
+      return m;
+    };
     auto reply = Ask(paddr, pport, hello, std::min(5.0, deadline - Now()),
                      std::max(0.1, deadline - Now()));
     auto m = reply.ok() ? Msg::Decode(reply->frame) : Result<Msg>(reply.error());
+    if (m.ok() && m->type() == "welcome" &&
+        !SameProof(m->Str("proof"),
+                   Proof("tree", ProofDirection::kDown, reply->challenge, nonce, c_.rank))) {
+      m = Error{"a welcome without this job's proof"};
+    }
     if (m.ok() && m->type() == "welcome") {
       parent_ = std::make_unique<Peer>();
       parent_->rank = parent_rank_;
@@ -327,6 +364,10 @@ void ControlPlane::AcceptPending(int listen_fd, std::vector<std::unique_ptr<Peer
     p->link = std::make_unique<FrameLink>(Fd(fd), kMaxHelloFrame);
     p->hello_until = now + kHelloS;
     p->accepted_at = now;
+    // A fresh challenge for each connection: a proof seen on another one
+    // (a replay) answers none of ours.
+    p->challenge = NewNonce();
+    p->link->Send(Msg("challenge").Set("n", p->challenge).Encode());
     into->push_back(std::move(p));
   }
 }
@@ -352,7 +393,7 @@ void ControlPlane::ReadDoor(Peer& p, double now) {
     p.rank = -2;
   };
   if (!m.ok() || m->type() != "join" || m->Str("v") != kVersion) return refuse("not a join");
-  if (m->Str("proof") != Proof()) return refuse("without this job's proof");
+  if (!ProvesUp(p, "join", *m)) return refuse("without this job's proof");
   const long long rank = m->Int("rank"), size = m->Int("size"), port = m->Int("port");
   if (size != c_.size)
     return refuse("world size " + std::to_string(size) + ", but rank 0 has " +
@@ -370,11 +411,19 @@ void ControlPlane::ReadDoor(Peer& p, double now) {
   Msg reply("place");
   reply.Set("parent", place.parent).Set("addr", place.addr).Set("port", place.port);
   reply.Set("depth", place.depth);
+  reply.Set("proof", Proof("join", ProofDirection::kDown, p.challenge, m->Str("nonce"),
+                           static_cast<int>(rank)));
   p.link->Send(reply.Encode());
   p.rank = -2;
 }
 
 // ---- Children
+
+bool ControlPlane::Connected(int rank) const {
+  for (const auto& ch : children_)
+    if (ch->rank == rank && !ch->link->broken()) return true;
+  return false;
+}
 
 void ControlPlane::ReadChild(Peer& p, double now) {
   std::vector<std::string> frames;
@@ -382,10 +431,14 @@ void ControlPlane::ReadChild(Peer& p, double now) {
   for (const std::string& f : frames) {
     auto m = Msg::Decode(f);
     if (p.rank < 0) {
-      // The first frame must be a hello with this job's proof.
+      // The first frame must be a hello with this job's proof, from a rank
+      // not connected already (a second "rank 3" is refused; the real one,
+      // retrying after its first connection broke, asks again once that
+      // one's end is read).
       const bool ok = m.ok() && m->type() == "hello" && m->Str("v") == kVersion &&
-                      m->Str("proof") == Proof() && m->Int("size") == c_.size &&
-                      m->Int("rank") > 0 && m->Int("rank") < c_.size;
+                      ProvesUp(p, "tree", *m) && m->Int("size") == c_.size &&
+                      m->Int("rank") > 0 && m->Int("rank") < c_.size &&
+                      !Connected(static_cast<int>(m->Int("rank")));
       if (!ok) {
         ++refused_;
         p.rank = -2;
@@ -395,7 +448,10 @@ void ControlPlane::ReadChild(Peer& p, double now) {
       p.host = m->Str("host");
       p.last_heard = p.output_time = now;
       p.link->set_max_frame(kMaxFrame);
-      p.link->Send(Msg("welcome").Encode());
+      p.link->Send(Msg("welcome")
+                       .Set("proof", Proof("tree", ProofDirection::kDown, p.challenge,
+                                           m->Str("nonce"), p.rank))
+                       .Encode());
       if (go_) p.link->Send(Msg("go").Encode());
       continue;
     }

@@ -8,9 +8,12 @@
 // MASTER_ADDR:MASTER_PORT (where rank 0 listens only until everyone has
 // joined), gets its parent's address, connects to its parent and says it is
 // up; rank 0 says go when every shim is up. Each connection must prove it
-// belongs to the job (a digest of the job's secret, membership.h) within
-// 5 s, in a frame of at most 4 KiB; at most 64 connections wait at a door
-// for their proof, the rest in the listen backlog.
+// belongs to the job within 5 s, in a frame of at most 4 KiB: the listener
+// sends a challenge as it accepts, the shim answers with a keyed digest of it
+// under the job's secret (membership.h), bound to the door, the direction
+// and its rank (shim/base/proof.h), and the listener's answer proves itself
+// the same way; a rank already connected is not taken twice. At most 64
+// connections wait at a door for their proof, the rest in the listen backlog.
 //
 // Running: each shim sends its parent a heartbeat every beat (0.25 s to 2 s)
 // with how long ago its part of the job last wrote output; parents beat down.
@@ -31,6 +34,7 @@
 
 #include "launch/job_link.h"
 #include "launch/restart_policy.h"
+#include "shim/base/proof.h"
 #include "shim/base/result.h"
 #include "shim/control/roll_call.h"
 #include "shim/control/tree_plan.h"
@@ -91,6 +95,7 @@ class ControlPlane : public JobLink {
     double last_heard = 0;
     double output_time = 0; // its subtree's last output (our clock)
     bool done = false;      // left in order (done, or stopped): not lost
+    std::string challenge;  // the nonce this side sent it (shim/base/proof.h)
   };
   struct FailNote {
     double wall_time = 0;
@@ -111,6 +116,7 @@ class ControlPlane : public JobLink {
   void SayTreeCrowd() const;
   void ReadDoor(Peer& p, double now);
   void ReadChild(Peer& p, double now);
+  bool Connected(int rank) const;
   void ReadParent(double now);
   void OnChildMsg(Peer& p, const std::string& frame, const Msg& m, double now);
   void OnParentMsg(const std::string& frame, const Msg& m, double now);
@@ -123,7 +129,11 @@ class ControlPlane : public JobLink {
   double SubtreeOutput() const;
   void MaybeSendDone(double now);
   void ForgetGoneChildren(double now);
-  std::string Proof() const;
+  // The proof bound to one connection (shim/base/proof.h) at `door`
+  // ("join": rank 0's MASTER_PORT; "tree": a parent's port) for `rank`.
+  std::string Proof(const std::string& door, ProofDirection d, const std::string& challenge,
+                    const std::string& nonce, int rank) const;
+  bool ProvesUp(const Peer& p, const std::string& door, const Msg& m) const;
 
   // Rank 0's decisions.
   void NoteFailure(FailNote f, double now);

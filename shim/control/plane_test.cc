@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "shim/base/clock.h"
+#include "shim/base/proof.h"
 
 namespace aml {
 namespace {
@@ -111,6 +112,31 @@ ssize_t RecvWithin(int fd, int seconds) {
   return recv(fd, &b, 1, 0);
 }
 
+// The challenge a door sends as it accepts (its nonce), or "".
+std::string ReadChallenge(int fd) {
+  auto frame = RecvFrame(fd, 4096, Clock::now() + std::chrono::seconds(5));
+  if (!frame.ok()) return "";
+  auto m = Msg::Decode(*frame);
+  return m.ok() && m->type() == "challenge" ? m->Str("n") : "";
+}
+
+// A join for rank 1 with `proof` on a new connection to rank 0's door; its
+// answer ("" when none), and the connection's challenge.
+std::string TryJoin(int port, const std::function<std::string(const std::string&)>& proof,
+                    std::string* challenge = nullptr) {
+  auto fd = ConnectTcp("127.0.0.1", port, Clock::now() + std::chrono::seconds(1));
+  if (!fd.ok()) return "";
+  const std::string n = ReadChallenge(fd->get());
+  if (challenge) *challenge = n;
+  if (n.empty()) return "";
+  Msg join("join");
+  join.Set("v", std::string("aml-shim-control-2")).Set("rank", 1).Set("size", 3);
+  join.Set("port", 9).Set("nonce", std::string("c1")).Set("proof", proof(n));
+  if (!SendFrame(fd->get(), join.Encode(), Clock::now() + std::chrono::seconds(1)).ok()) return "";
+  auto reply = RecvFrame(fd->get(), 4096, Clock::now() + std::chrono::seconds(5));
+  return reply.ok() ? *reply : "";
+}
+
 LocalFailure Failure(int rank, int code) {
   LocalFailure f;
   f.rank = rank;
@@ -187,20 +213,36 @@ TEST(ControlPlane, StrangersAtTheDoorAreRefusedAndTheJobStillJoins) {
   Cluster c(3, std::nullopt, [&](int port) {
     // Without the job's proof: refused, and the real shims still join.
     for (int i = 0; i < 100 && answer.empty(); ++i) {
-      auto fd = ConnectTcp("127.0.0.1", port, Clock::now() + std::chrono::seconds(1));
-      if (!fd.ok()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        continue;
-      }
-      Msg join("join");
-      join.Set("v", std::string("aml-shim-control-1")).Set("rank", 1).Set("size", 3);
-      join.Set("port", 9).Set("proof", std::string("forged"));
-      ASSERT_TRUE(SendFrame(fd->get(), join.Encode(), Clock::now() + std::chrono::seconds(1)).ok());
-      auto reply = RecvFrame(fd->get(), 4096, Clock::now() + std::chrono::seconds(5));
-      if (reply.ok()) answer = *reply;
+      answer = TryJoin(port, [](const std::string&) { return std::string("forged"); });
+      if (answer.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   });
   EXPECT_EQ(answer, "{\"t\":\"refused\",\"why\":\"without this job's proof\"}");
+  for (auto& p : c.planes) EXPECT_TRUE(p);
+}
+
+// Someone who saw a real join on the network (its challenge and its proof)
+// sends it again on a connection of their own: it answers the old challenge,
+// not the new one, and is refused.
+TEST(ControlPlane, AReplayedJoinIsRefused) {
+  std::string seen_challenge, seen_proof, replayed;
+  const std::string token = Cluster::Config(0, 3, 0).token;
+  Cluster c(3, std::nullopt, [&](int port) {
+    for (int i = 0; i < 100 && seen_challenge.empty(); ++i) {
+      // The real rank 1's join, as seen on the wire (a valid proof for its
+      // connection's challenge); the stranger then cannot use it...
+      TryJoin(port, [&](const std::string& n) {
+        seen_proof = ConnectionProof(token, "control-plane-join", ProofDirection::kUp, n, "c1", "1");
+        return seen_proof;
+      }, &seen_challenge);
+      if (seen_challenge.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    // ... on a connection of its own.
+    std::string again;
+    replayed = TryJoin(port, [&](const std::string&) { return seen_proof; }, &again);
+    EXPECT_NE(again, seen_challenge);
+  });
+  EXPECT_EQ(replayed, "{\"t\":\"refused\",\"why\":\"without this job's proof\"}");
   for (auto& p : c.planes) EXPECT_TRUE(p);
 }
 
@@ -220,12 +262,14 @@ TEST(ControlPlane, IdleAndOversizedStrangersAreClosedAndTheJobStillJoins) {
     big = std::move(*fd);
     const char head[4] = {0, 0x10, 0, 0};  // 1 MiB: over the 4 KiB a join may be
     ASSERT_EQ(send(big.get(), head, 4, MSG_NOSIGNAL), 4);
+    EXPECT_NE(ReadChallenge(big.get()), "");
     big_closed = RecvWithin(big.get(), 5) == 0;  // closed at once, no answer
   });
   EXPECT_TRUE(big_closed);
   for (auto& p : c.planes) EXPECT_TRUE(p);
   // The idle one was closed by rank 0's door (at its 5 s, or when the door
-  // closed after everyone joined).
+  // closed after everyone joined), after its challenge.
+  EXPECT_NE(ReadChallenge(idle.get()), "");
   EXPECT_EQ(RecvWithin(idle.get(), 10), 0);
 }
 
@@ -336,14 +380,24 @@ TEST(ControlPlane, ARestartRoundEndsEveryShimThenRestartsThemAllInStep) {
   EXPECT_NE(c.orders[0].back().attempts_json.find("\"attempt\":2"), std::string::npos);
 }
 
-TEST(ControlPlane, AFirstAttemptThatFailedBeforeAnyOutputIsNotRestarted) {
-  Cluster c(3, std::nullopt, nullptr, 2);
+// A failure before any output is restarted (a quiet job that logs to files);
+// the same failure again, still without output, is not: the script cannot
+// start.
+TEST(ControlPlane, TheSameFailureTwiceWithoutOutputIsNotRestartedAgain) {
+  Cluster c(3, std::nullopt, nullptr, 5);
   c.planes[2]->OnChildFailed(Failure(2, 1));
   ASSERT_TRUE(c.Pump(10, [&] { return EveryShimsLastOrderIs(c, LinkOrder::Kind::kEndAttempt); }));
   for (auto& p : c.planes) p->OnChildrenDone(NodeOutcome{1, 0});  // no output anywhere
+  ASSERT_TRUE(c.Pump(10, [&] { return EveryShimsLastOrderIs(c, LinkOrder::Kind::kRestart); }));
+  c.planes[2]->OnChildFailed(Failure(2, 1));
+  ASSERT_TRUE(c.Pump(10, [&] { return EveryShimsLastOrderIs(c, LinkOrder::Kind::kEndAttempt); }));
+  for (auto& p : c.planes) p->OnChildrenDone(NodeOutcome{1, 0});
   ASSERT_TRUE(c.Pump(10, [&] { return c.AllStopped(); }));
   for (auto& o : c.orders) EXPECT_EQ(o.back().exit_code, 1);
-  EXPECT_NE(c.orders[0].back().why_not.find("failed at start"), std::string::npos);
+  EXPECT_NE(c.orders[0].back().why_not.find("attempts 1 and 2 both failed with exit status 1 "
+                                            "without progress"),
+            std::string::npos)
+      << c.orders[0].back().why_not;
 }
 
 TEST(ControlPlane, AShimThatDiesDuringARestartRoundEndsTheJob) {

@@ -1,0 +1,30 @@
+// Proof of membership bound to one connection (docs/control-plane.md, "Who may
+// join"): the listener sends a challenge (a fresh nonce) as it accepts; the
+// connecting side answers with its own nonce and a keyed digest (HMAC-SHA256
+// under the job's secret) of both nonces, the door, the direction and the
+// ranks it speaks for; the listener's answer carries the same digest for the
+// other direction. Someone who sees a proof on the job's network learns
+// nothing they can use: the next connection gets another challenge, so the
+// same bytes are never valid twice, and a proof for one direction, door or
+// rank is none for another.
+#pragma once
+
+#include <string>
+
+namespace aml {
+
+// A fresh nonce: 32 hex digits from the kernel.
+std::string NewNonce();
+
+enum class ProofDirection { kUp, kDown };  // from the connecting side, or to it
+
+// Hex of HMAC-SHA256(secret, "aml-shim-proof:DOOR:up|down:SERVER_NONCE:CLIENT_NONCE:WHO").
+// "-" when `secret` is empty (no job secret: nothing is proven).
+std::string ConnectionProof(const std::string& secret, const std::string& door,
+                            ProofDirection direction, const std::string& server_nonce,
+                            const std::string& client_nonce, const std::string& who);
+
+// Compares in time independent of where they differ.
+bool SameProof(const std::string& a, const std::string& b);
+
+}  // namespace aml
