@@ -1,5 +1,5 @@
-// Proof of membership bound to one connection (docs/control-plane.md, "Who may
-// join"): the listener sends a challenge (a fresh nonce) as it accepts; the
+// Proof of membership bound to one connection (docs/control-plane.md, "Control
+// plane"; docs/preflight.md, "TCP preflight: limits and strangers"): the listener sends a challenge (a fresh nonce) as it accepts; the
 // connecting side answers with its own nonce and a keyed digest (HMAC-SHA256
 // under the job's secret) of both nonces, the door, the direction and the
 // ranks it speaks for; the listener's answer carries the same digest for the

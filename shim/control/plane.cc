@@ -60,6 +60,10 @@ Result<Answer> Ask(const std::string& ip, int port,
                    double answer_s) {
   auto fd = ConnectTcp(ip, port, DeadlineIn(connect_s));
   if (!fd.ok()) return fd.error();
+  // A greeting at once, before the challenge arrives: a door crowded with
+  // strangers that say nothing never takes this seat first.
+  Status greeted = SendFrame(fd->get(), Msg("hi").Encode(), DeadlineIn(5));
+  if (!greeted.ok()) return greeted.error();
   auto hi = RecvFrame(fd->get(), kMaxHelloFrame, DeadlineIn(answer_s));
   if (!hi.ok()) return hi.error();
   auto challenge = Msg::Decode(*hi);
@@ -382,6 +386,7 @@ void ControlPlane::ReadDoor(Peer& p, double now) {
   }
   std::vector<std::string> frames;
   p.link->Read(&frames);
+  SkipGreeting(&p, &frames);
   if (frames.empty()) {
     if (p.link->broken()) ++refused_;
     return;
@@ -417,6 +422,14 @@ void ControlPlane::ReadDoor(Peer& p, double now) {
   p.rank = -2;
 }
 
+// A connection's first frame is its greeting ("hi", sent before the
+// challenge could arrive): nothing to act on.
+void ControlPlane::SkipGreeting(Peer* p, std::vector<std::string>* frames) {
+  if (p->greeted || frames->empty()) return;
+  p->greeted = true;
+  frames->erase(frames->begin());
+}
+
 // ---- Children
 
 bool ControlPlane::Connected(int rank) const {
@@ -428,6 +441,7 @@ bool ControlPlane::Connected(int rank) const {
 void ControlPlane::ReadChild(Peer& p, double now) {
   std::vector<std::string> frames;
   p.link->Read(&frames);
+  if (p.rank == -1) SkipGreeting(&p, &frames);
   for (const std::string& f : frames) {
     auto m = Msg::Decode(f);
     if (p.rank < 0) {

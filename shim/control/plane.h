@@ -96,6 +96,7 @@ class ControlPlane : public JobLink {
     double output_time = 0; // its subtree's last output (our clock)
     bool done = false;      // left in order (done, or stopped): not lost
     std::string challenge;  // the nonce this side sent it (shim/base/proof.h)
+    bool greeted = false;   // its first frame, a greeting, was read
   };
   struct FailNote {
     double wall_time = 0;
@@ -117,6 +118,7 @@ class ControlPlane : public JobLink {
   void ReadDoor(Peer& p, double now);
   void ReadChild(Peer& p, double now);
   bool Connected(int rank) const;
+  static void SkipGreeting(Peer* p, std::vector<std::string>* frames);
   void ReadParent(double now);
   void OnChildMsg(Peer& p, const std::string& frame, const Msg& m, double now);
   void OnParentMsg(const std::string& frame, const Msg& m, double now);

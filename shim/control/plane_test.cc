@@ -126,6 +126,8 @@ std::string TryJoin(int port, const std::function<std::string(const std::string&
                     std::string* challenge = nullptr) {
   auto fd = ConnectTcp("127.0.0.1", port, Clock::now() + std::chrono::seconds(1));
   if (!fd.ok()) return "";
+  if (!SendFrame(fd->get(), Msg("hi").Encode(), Clock::now() + std::chrono::seconds(1)).ok())
+    return "";
   const std::string n = ReadChallenge(fd->get());
   if (challenge) *challenge = n;
   if (n.empty()) return "";

@@ -15,6 +15,7 @@
 #include "shim/base/hex.h"
 #include "shim/base/log.h"
 #include "shim/base/parse_int.h"
+#include "shim/base/proof.h"
 #include "shim/base/text_list.h"
 #include "shim/net/local_socket.h"
 
@@ -71,15 +72,17 @@ bool DecodeField(const std::string& in, std::string* out) {
 std::string EncodeHello(const Hello& h) {
   return std::string(kHelloMagic) + " " + CompactRanks(h.ranks) + " " + std::to_string(h.size) +
           " " + EncodeField(Cap(h.host, 255)) + " " + EncodeField(Cap(h.addr, 255)) +
-         " " + (h.token.empty() ? "-" : h.token);
+         " " + EncodeField(Cap(h.nonce, 64)) + " " + (h.proof.empty() ? "-" : Cap(h.proof, 64));
 }
 
 Result<Hello> DecodeHello(const std::string& text) {
   std::istringstream in(text);
-  std::string magic, ranks, size, host, addr, token;
+  std::string magic, ranks, size, host, addr, nonce, proof;
   Hello h;
-  if (!(in >> magic >> ranks >> size >> host >> addr >> token) || magic != kHelloMagic)
+  if (!(in >> magic >> ranks >> size >> host >> addr >> nonce >> proof) || magic != kHelloMagic)
     return Error{"not an aml-shim preflight hello"};
+  if (!DecodeField(nonce, &h.nonce)) return Error{"a hello with a badly encoded nonce"};
+  h.proof = proof;
   if (!DecodeField(host, &h.host) || !DecodeField(addr, &h.addr))
     return Error{"a hello with a badly encoded host or address"};
   auto r = ParseCompactRanks(ranks, 1 << 24, kMaxHelloRanks);
@@ -87,8 +90,45 @@ Result<Hello> DecodeHello(const std::string& text) {
   if (!r.ok() || !s.ok()) return Error{"a hello with a bad rank or size"};
   h.ranks = std::move(*r);
   h.size = static_cast<int>(*s);
-  h.token = token == "-" ? "" : token;
   return h;
+}
+
+std::string EncodeChallenge(const std::string& nonce) {
+  return std::string(kHelloMagic) + " challenge " + nonce;
+}
+
+Result<std::string> DecodeChallenge(const std::string& text) {
+  std::istringstream in(text);
+  std::string magic, word, nonce;
+  if (!(in >> magic >> word >> nonce) || magic != kHelloMagic || word != "challenge")
+    return Error{"not an aml-shim preflight door (of this version)"};
+  return nonce;
+}
+
+std::string HelloProof(const std::string& token, const std::string& challenge,
+                       const std::string& nonce, const std::vector<int>& ranks) {
+  return ConnectionProof(token, "preflight", ProofDirection::kUp, challenge, nonce,
+                         CompactRanks(ranks));
+}
+
+std::string EncodeGreeting() { return std::string(kHelloMagic) + " hi"; }
+
+Status SayHelloTo(int fd, Hello h, const std::string& token, Deadline deadline) {
+  // A greeting at once, before the challenge can arrive: a door crowded
+  // with strangers that say nothing never takes this seat first.
+  Status greeted = SendFrame(fd, EncodeGreeting(), deadline);
+  if (!greeted.ok()) return greeted;
+  return AnswerChallenge(fd, std::move(h), token, deadline);
+}
+
+Status AnswerChallenge(int fd, Hello h, const std::string& token, Deadline deadline) {
+  auto frame = RecvFrame(fd, 256, deadline);
+  if (!frame.ok()) return frame.error();
+  auto challenge = DecodeChallenge(*frame);
+  if (!challenge.ok()) return challenge.error();
+  h.nonce = NewNonce();
+  h.proof = HelloProof(token, *challenge, h.nonce, h.ranks);
+  return SendFrame(fd, EncodeHello(h), deadline);
 }
 
 HelloGate::HelloGate(int listen_fd, int size, std::string token, GateLimits limits)
@@ -112,16 +152,29 @@ void HelloGate::Accept(Deadline now) {
       if (p.peer.empty()) p.peer = "?";
       p.until = now + limits_.hello_timeout;
       p.since = now;
-      // A shim's hello is usually there already: read it before anyone
+      // A fresh challenge for each connection (a whole small frame: a new
+      // socket's buffer takes it at once).
+      p.challenge = NewNonce();
+      const std::string challenge = EncodeChallenge(p.challenge);
+      const uint32_t len = htonl(static_cast<uint32_t>(challenge.size()));
+      std::string out(reinterpret_cast<const char*>(&len), 4);
+      out += challenge;
+      if (send(c, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+          static_cast<ssize_t>(out.size())) {
+        ++garbled_;
+        continue;
+      }
+      // A shim's greeting is usually there already: read it before anyone
       // can take this seat.
       if (Read(p)) continue;
       if (pending_.size() >= limits_.max_pending) {
         std::vector<DoorSeat> seats;
         for (const Pending& q : pending_)
           seats.push_back(
-              {q.buf.size(), std::chrono::duration<double>(q.since.time_since_epoch()).count()});
+              {q.sent + q.buf.size(),
+               std::chrono::duration<double>(q.since.time_since_epoch()).count()});
         const size_t freed = SeatToFree(seats);
-        crowd_.GaveUp(pending_[freed].buf.size());
+        crowd_.GaveUp(pending_[freed].sent + pending_[freed].buf.size());
         pending_.erase(pending_.begin() + static_cast<long>(freed));
       }
       pending_.push_back(std::move(p));
@@ -159,7 +212,15 @@ bool HelloGate::Read(Pending& p) {
       ++oversized_;
       return true;
     }
-    if (p.buf.size() == 4 + FrameLength(p.buf)) break;
+    if (p.buf.size() < 4 + FrameLength(p.buf)) continue;
+    // The greeting comes first; then the hello.
+    if (!p.greeted && p.buf.substr(4) == EncodeGreeting()) {
+      p.greeted = true;
+      p.sent += p.buf.size();
+      p.buf.clear();
+      continue;
+    }
+    break;
   }
   const uint32_t len = FrameLength(p.buf);
   auto h = DecodeHello(p.buf.substr(4, len));
@@ -167,7 +228,7 @@ bool HelloGate::Read(Pending& p) {
     ++garbled_;
     return true;
   }
-  if (h->token != token_) {
+  if (!SameProof(h->proof, HelloProof(token_, p.challenge, h->nonce, h->ranks))) {
     ++bad_token_;
     if (static_cast<int>(bad_token_from_.size()) < kMaxListed) bad_token_from_.push_back(p.peer);
     return true;

@@ -5,8 +5,11 @@
 // a node that its local rank 0 gathered (node_fan_in.h). Each connection has
 // its own deadline and a small cap on its hello; connections that have not
 // said hello are capped too, and past the cap a newcomer takes the seat of
-// the one that has sent least (shim/net/crowded_door.h). A hello must carry the job's token
-// when there is one, so a stranger cannot pass as a rank; nothing a peer
+// the one that has sent least (shim/net/crowded_door.h). The door sends each
+// connection a challenge as it accepts it, and a hello must answer it with a
+// proof under the job's token when there is one (shim/base/proof.h), so a
+// stranger cannot pass as a rank, not even with a hello it saw on the
+// network; nothing a peer
 // sends can stall, bloat or outwait the real ranks, and what is reported
 // about strangers is a few counted lines.
 #pragma once
@@ -21,7 +24,7 @@
 
 namespace aml {
 
-inline constexpr char kHelloMagic[] = "aml-shim-preflight-2";
+inline constexpr char kHelloMagic[] = "aml-shim-preflight-3";
 
 // Ranks one hello may speak for (a node's).
 inline constexpr size_t kMaxHelloRanks = 2048;
@@ -29,13 +32,32 @@ inline constexpr size_t kMaxHelloRanks = 2048;
 struct Hello {
   std::vector<int> ranks;  // sorted; one, or a node's
   int size = -1;
-  std::string host, addr, token;
+  std::string host, addr;
+  std::string nonce;  // the sender's
+  std::string proof;  // HelloProof, "-" without a token
 };
 
-// "MAGIC RANKS SIZE HOST ADDR TOKEN": RANKS as "3" or "0-3,8"; "-" for no
-// token; fields capped.
+// "MAGIC RANKS SIZE HOST ADDR NONCE PROOF": RANKS as "3" or "0-3,8"; fields
+// capped.
 std::string EncodeHello(const Hello& h);
 Result<Hello> DecodeHello(const std::string& text);
+
+// What a rank sends at once, "MAGIC hi", before the challenge arrives.
+std::string EncodeGreeting();
+
+// The door's challenge, "MAGIC challenge NONCE", sent as it accepts.
+std::string EncodeChallenge(const std::string& nonce);
+Result<std::string> DecodeChallenge(const std::string& text);
+
+// The hello's proof: the challenge and its nonce, under the job's token,
+// for the ranks it speaks for ("-" when the token is "").
+std::string HelloProof(const std::string& token, const std::string& challenge,
+                       const std::string& nonce, const std::vector<int>& ranks);
+
+// Sends the greeting on `fd`, then AnswerChallenge: what a rank does.
+Status SayHelloTo(int fd, Hello h, const std::string& token, Deadline deadline);
+// Reads the door's challenge on `fd` and sends `h` with its nonce and proof.
+Status AnswerChallenge(int fd, Hello h, const std::string& token, Deadline deadline);
 
 struct GateLimits {
   size_t max_hello = 16 << 10;  // bytes of one hello (a node's rank list fits)
@@ -72,6 +94,9 @@ class HelloGate {
  private:
   struct Pending {
     Fd fd;
+    std::string challenge;  // the nonce sent to it
+    bool greeted = false;   // its greeting (EncodeGreeting) was read
+    size_t sent = 0;        // bytes of frames read before buf
     std::string buf;
     std::string peer;
     Deadline until;

@@ -15,16 +15,34 @@ Fd Connect(int port) {
   return fd.ok() ? std::move(*fd) : Fd();
 }
 
-void SayHello(const Fd& fd, int rank, int size, const std::string& token,
-              const std::string& host = "node") {
-  Hello h;
-  h.ranks = {rank};
-  h.size = size;
-  h.host = host;
-  h.addr = "127.0.0.1";
-  h.token = token;
-  ASSERT_TRUE(SendFrame(fd.get(), EncodeHello(h), Clock::now() + milliseconds(2000)).ok());
-}
+// Each client answers the door's challenge from a thread of its own: the
+// gate sends it only once its Run accepts the connection.
+struct Clients {
+  std::vector<std::thread> threads;
+  ~Clients() { Join(); }
+  void Join() {
+    for (auto& t : threads) t.join();
+    threads.clear();
+  }
+  // The greeting now (a rank sends it as it connects), the rest once the
+  // gate's challenge comes.
+  void Say(const Fd& fd, Hello h, const std::string& token) {
+    const int f = fd.get();
+    EXPECT_TRUE(SendFrame(f, EncodeGreeting(), Clock::now() + milliseconds(2000)).ok());
+    threads.emplace_back([f, h, token] {
+      (void)AnswerChallenge(f, h, token, Clock::now() + milliseconds(5000));
+    });
+  }
+  void SayHello(const Fd& fd, int rank, int size, const std::string& token,
+                const std::string& host = "node") {
+    Hello h;
+    h.ranks = {rank};
+    h.size = size;
+    h.host = host;
+    h.addr = "127.0.0.1";
+    Say(fd, h, token);
+  }
+};
 
 class Gate : public ::testing::Test {
  protected:
@@ -42,14 +60,19 @@ TEST(HelloWire, RoundTripsAndCapsFields) {
   h.size = 8;
   h.host = std::string(1000, 'h');
   h.addr = "10.0.0.3";
-  h.token = "abc";
+  h.nonce = "n1";
+  h.proof = "abc";
   auto back = DecodeHello(EncodeHello(h));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->ranks, std::vector<int>{3});
   EXPECT_EQ(back->size, 8);
   EXPECT_EQ(back->host.size(), 258u);  // 255 and "..."
-  EXPECT_EQ(back->token, "abc");
+  EXPECT_EQ(back->nonce, "n1");
+  EXPECT_EQ(back->proof, "abc");
   EXPECT_FALSE(DecodeHello("aml-shim-preflight-1 1 2 evil-host 6.6.6.6").ok());
+  EXPECT_FALSE(DecodeHello("aml-shim-preflight-2 1 2 evil-host 6.6.6.6 -").ok());
+  EXPECT_EQ(*DecodeChallenge(EncodeChallenge("abc123")), "abc123");
+  EXPECT_FALSE(DecodeChallenge("aml-shim-preflight-2 challenge abc").ok());
 }
 
 TEST(HelloWire, AHostNameWithSpacesOrAnyByteRoundTrips) {
@@ -65,22 +88,25 @@ TEST(HelloWire, AHostNameWithSpacesOrAnyByteRoundTrips) {
     ASSERT_TRUE(back.ok()) << back.error().message;
     EXPECT_EQ(back->host, host);
     EXPECT_EQ(back->addr, "10.0.0.1");
-    EXPECT_EQ(back->token, "");
+    EXPECT_EQ(back->proof, "-");
   }
-  EXPECT_FALSE(DecodeHello("aml-shim-preflight-2 1 2 bad%4 10.0.0.1 -").ok());
-  EXPECT_FALSE(DecodeHello("aml-shim-preflight-2 1 2 bad%zz 10.0.0.1 -").ok());
+  EXPECT_FALSE(DecodeHello("aml-shim-preflight-3 1 2 bad%4 10.0.0.1 n -").ok());
+  EXPECT_FALSE(DecodeHello("aml-shim-preflight-3 1 2 bad%zz 10.0.0.1 n -").ok());
 }
 
 TEST_F(Gate, AStrangerWithoutTheTokenIsRefusedAndTheRealRankCounts) {
   HelloGate gate(listener_.fd.get(), 2, "job-secret");
+  Clients c;
   Fd stranger = Connect(listener_.port);
-  SayHello(stranger, 1, 2, "", "evil-host");
+  c.SayHello(stranger, 1, 2, "", "evil-host");
   Fd forger = Connect(listener_.port);
-  SayHello(forger, 1, 2, "guess", "evil-host");
+  c.SayHello(forger, 1, 2, "guess", "evil-host");
+  gate.Run(Clock::now() + milliseconds(500));  // the strangers first
+  c.Join();
   Fd rank0 = Connect(listener_.port);
-  SayHello(rank0, 0, 2, "job-secret");
+  c.SayHello(rank0, 0, 2, "job-secret");
   Fd rank1 = Connect(listener_.port);
-  SayHello(rank1, 1, 2, "job-secret", "real-host");
+  c.SayHello(rank1, 1, 2, "job-secret", "real-host");
   gate.Run(Clock::now() + milliseconds(5000));
   EXPECT_EQ(gate.arrived_count(), 2);
   EXPECT_EQ(gate.who()[1], "real-host (127.0.0.1)");
@@ -88,6 +114,36 @@ TEST_F(Gate, AStrangerWithoutTheTokenIsRefusedAndTheRealRankCounts) {
   ASSERT_EQ(gate.Notes().size(), 1u);
   EXPECT_EQ(gate.Notes()[0],
             "2 connection(s) without this job's token were refused (from 127.0.0.1, 127.0.0.1)");
+}
+
+// A hello seen on the network, sent again on another connection, answers
+// that connection's challenge, not this one's: refused.
+TEST_F(Gate, AReplayedHelloIsRefused) {
+  HelloGate gate(listener_.fd.get(), 1, "job-secret");
+  Fd real = Connect(listener_.port), stranger = Connect(listener_.port);
+  std::thread replay([&] {
+    auto frame = RecvFrame(real.get(), 256, Clock::now() + milliseconds(5000));
+    ASSERT_TRUE(frame.ok());
+    Hello h;
+    h.ranks = {0};
+    h.size = 1;
+    h.host = "real-host";
+    h.addr = "127.0.0.1";
+    h.nonce = "n1";
+    h.proof = HelloProof("job-secret", *DecodeChallenge(*frame), h.nonce, h.ranks);
+    // What the real rank sends, as seen on the wire, goes out on the
+    // stranger's connection first (its own challenge unread).
+    ASSERT_TRUE(SendFrame(stranger.get(), EncodeHello(h), Clock::now() + milliseconds(2000)).ok());
+    std::this_thread::sleep_for(milliseconds(300));
+    ASSERT_TRUE(SendFrame(real.get(), EncodeHello(h), Clock::now() + milliseconds(2000)).ok());
+  });
+  gate.Run(Clock::now() + milliseconds(5000));
+  replay.join();
+  EXPECT_EQ(gate.arrived_count(), 1);
+  EXPECT_EQ(gate.mismatch(), "");
+  ASSERT_EQ(gate.Notes().size(), 1u);
+  EXPECT_EQ(gate.Notes()[0],
+            "1 connection(s) without this job's token were refused (from 127.0.0.1)");
 }
 
 TEST_F(Gate, IdleAndOversizedConnectionsDoNotKeepTheRealRanksOut) {
@@ -102,13 +158,15 @@ TEST_F(Gate, IdleAndOversizedConnectionsDoNotKeepTheRealRanksOut) {
   // Only the length header goes out: the gate stops at it.
   (void)SendFrame(big.get(), huge, Clock::now() + milliseconds(50));
   Fd rank0 = Connect(listener_.port);
-  SayHello(rank0, 0, 1, "");
+  Clients c;
+  c.SayHello(rank0, 0, 1, "");
   gate.Run(Clock::now() + milliseconds(10000));
   EXPECT_EQ(gate.arrived_count(), 1);
-  // The door stayed open: each of the last 6 silent ones took the seat of
-  // an older one (issue 23, item 5: before, rank 0 waited in the backlog
-  // until 4 at a time had each used up their time).
-  EXPECT_EQ(gate.FloodNote().rfind("MASTER_PORT is flooded: 6 connection(s) that had sent nothing", 0),
+  // The door stayed open: the silent ones took each other's seats, never
+  // rank 0's, which had sent its greeting (10 silent and rank 0 in 4 seats:
+  // 7 closed; issue 23, item 5: before, rank 0 waited in the backlog until
+  // 4 at a time had each used up their time).
+  EXPECT_EQ(gate.FloodNote().rfind("MASTER_PORT is flooded: 7 connection(s) that had sent nothing", 0),
             0u) << gate.FloodNote();
   auto notes = gate.Notes();
   ASSERT_EQ(notes.size(), 2u);
@@ -117,11 +175,13 @@ TEST_F(Gate, IdleAndOversizedConnectionsDoNotKeepTheRealRanksOut) {
 
 TEST_F(Gate, TwoClaimsForOneRankAreNamed) {
   HelloGate gate(listener_.fd.get(), 2, "t");
+  Clients c;
   Fd a = Connect(listener_.port);
-  SayHello(a, 1, 2, "t", "host-a");
+  c.SayHello(a, 1, 2, "t", "host-a");
   gate.Run(Clock::now() + milliseconds(200));  // rank 1 admitted, rank 0 missing
+  c.Join();
   Fd b = Connect(listener_.port);
-  SayHello(b, 1, 2, "t", "host-b");
+  c.SayHello(b, 1, 2, "t", "host-b");
   gate.Run(Clock::now() + milliseconds(500));
   EXPECT_EQ(gate.arrived_count(), 1);
   EXPECT_EQ(gate.mismatch(), " rank 1 arrived twice (host-a (127.0.0.1) and host-b (127.0.0.1))");
@@ -138,12 +198,14 @@ TEST_F(Gate, ANodesHelloCountsEachOfItsRanksOnOneConnection) {
   h.size = 6;
   h.host = "n0";
   h.addr = "10.0.0.1";
-  h.token = "t";
-  ASSERT_TRUE(SendFrame(node0.get(), EncodeHello(h), Clock::now() + milliseconds(2000)).ok());
+  Clients c;
+  c.Say(node0, h, "t");
+  gate.Run(Clock::now() + milliseconds(200));  // node 0 first
+  c.Join();
   Fd node1 = Connect(listener_.port);
   h.ranks = {1, 3, 4};  // 4 again: named, and the others still count
   h.host = "n1";
-  ASSERT_TRUE(SendFrame(node1.get(), EncodeHello(h), Clock::now() + milliseconds(2000)).ok());
+  c.Say(node1, h, "t");
   gate.Run(Clock::now() + milliseconds(500));
   EXPECT_EQ(gate.arrived_count(), 5);
   EXPECT_EQ(gate.connections().size(), 2u);

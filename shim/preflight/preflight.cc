@@ -204,15 +204,16 @@ std::chrono::milliseconds VerdictWait(const PreflightRequest& req) {
   return wait;
 }
 
-// This shim's hello, for `ranks`, from `addr`.
-std::string HelloFor(const PreflightRequest& req, std::vector<int> ranks, std::string addr) {
+// This shim's hello on `fd`, for `ranks`, from `addr`: the answer to the
+// door's challenge.
+Status SayHello(int fd, const PreflightRequest& req, std::vector<int> ranks, std::string addr,
+                Deadline deadline) {
   Hello h;
   h.ranks = std::move(ranks);
   h.size = req.size;
   h.host = req.host;
   h.addr = std::move(addr);
-  h.token = req.token;
-  return EncodeHello(h);
+  return SayHelloTo(fd, std::move(h), req.token, deadline);
 }
 
 // Connects to rank 0, retrying until `deadline` (rank 0 may not listen
@@ -263,8 +264,7 @@ Result<std::string> AskRankZero(const PreflightRequest& req, const std::vector<i
     auto connected = ConnectToRankZero(req, deadline, target, start, me);
     if (!connected.ok()) return connected.error();
     fd = std::move(*connected);
-    Status sent = SendFrame(fd.get(), HelloFor(req, ranks, LocalAddress(fd.get())),
-                            deadline + kFrameTimeout);
+    Status sent = SayHello(fd.get(), req, ranks, LocalAddress(fd.get()), deadline + kFrameTimeout);
     if (sent.ok() && req.gpu) {
       if (!gpu_hello) gpu_hello = EncodeGpuHello(req.gpu->Ready(Clock::now() + req.timeout));
       sent = SendFrame(fd.get(), *gpu_hello, Clock::now() + kFrameTimeout);
@@ -332,8 +332,8 @@ Status Client(const PreflightRequest& req, Deadline deadline, const std::string&
     auto joined = JoinLeader(name, join_until);
     if (!joined.ok()) LogVerbose("preflight: " + joined.error().message + "; asking rank 0 itself");
     Fd to_leader = joined.ok() ? std::move(*joined) : Fd();
-    if (to_leader.valid() && SendFrame(to_leader.get(), HelloFor(req, {req.rank}, "local"),
-                                       Clock::now() + kFrameTimeout).ok()) {
+    if (to_leader.valid() && SayHello(to_leader.get(), req, {req.rank}, "local",
+                                      Clock::now() + kFrameTimeout).ok()) {
       auto verdict = RecvFrame(to_leader.get(), kMaxFrame, deadline + VerdictWait(req));
       if (verdict.ok()) return Interpret(*verdict, me, target, said);
     }

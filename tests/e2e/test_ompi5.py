@@ -145,7 +145,7 @@ class OpenMpi5(unittest.TestCase):
 
     def test_the_preflight_secret_comes_from_pmix_and_a_stranger_is_refused(self):
         port = free_port()
-        forged = frame(b"aml-shim-preflight-2 1 2 evil-host 6.6.6.6 -")
+        forged = frame(b"aml-shim-preflight-3 1 2 evil-host 6.6.6.6 n1 -")
         shim = (f'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then sleep 1; fi; exec {SHIM} -v '
                 f'--master-addr 127.0.0.1 --master-port {port} --preflight tcp '
                 f'--preflight-timeout 20 -- sh -c "echo ran-\\$RANK"')

@@ -127,8 +127,8 @@ class Door(unittest.TestCase):
 
     def test_a_forged_hello_neither_runs_the_job_without_rank_1_nor_fails_it(self):
         port = free_port()
-        # This protocol's hello and the one before it, each on a connection.
-        forged = [frame(b"aml-shim-preflight-2 1 2 evil-host 6.6.6.6 -"),
+        # This protocol's hello (without a proof) and an older one, each on a connection.
+        forged = [frame(b"aml-shim-preflight-3 1 2 evil-host 6.6.6.6 n1 -"),
                   frame(b"aml-shim-preflight-1 1 2 evil-host 6.6.6.6")]
         self.assert_ran(self.job(port, lambda s: s.sendall(forged.pop()), count=2))
 
@@ -189,7 +189,7 @@ class Door(unittest.TestCase):
         # What the rendezvous's listener answers a stranger is a digest that
         # forges nothing (rendezvous_test.cc's eavesdropper checks that).
         port = free_port()
-        forged = frame(b"aml-shim-preflight-2 1 2 evil-host 6.6.6.6 -")
+        forged = frame(b"aml-shim-preflight-3 1 2 evil-host 6.6.6.6 n1 -")
         r = self.job(port, lambda s: s.sendall(forged), "-v", "--rendezvous", "mpi", count=20,
                      hydra=True)
         self.assert_ran(r)
@@ -198,7 +198,7 @@ class Door(unittest.TestCase):
 
     def test_your_job_secret_is_the_proof_and_a_short_one_is_refused(self):
         port = free_port()
-        forged = frame(b"aml-shim-preflight-2 1 2 evil-host 6.6.6.6 -")
+        forged = frame(b"aml-shim-preflight-3 1 2 evil-host 6.6.6.6 n1 -")
         r = self.job(port, lambda s: s.sendall(forged), "-v", count=2, hydra=True,
                      env=clean_env(AML_SHIM_JOB_SECRET="0123456789abcdef"))
         self.assert_ran(r)

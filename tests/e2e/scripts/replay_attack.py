@@ -44,11 +44,18 @@ def sniff():
             flows[(sport, dport)] = flows.get((sport, dport), b"") + payload
 
 
-def first_frame(data):
-    if len(data) < 4:
-        return None
-    n = struct.unpack("!I", data[:4])[0]
-    return data[:4 + n] if len(data) >= 4 + n else None
+def up_to_hello(data):
+    """The frames of a flow up to and including its hello (a greeting may
+    come first), as they were on the wire; None before a whole hello."""
+    at = 0
+    while len(data) >= at + 4:
+        n = struct.unpack("!I", data[at:at + 4])[0]
+        if len(data) < at + 4 + n:
+            return None
+        at += 4 + n
+        if b'"t":"hello"' in data[at - n:at]:
+            return data[:at]
+    return None
 
 
 sniffer = threading.Thread(target=sniff)
@@ -69,9 +76,9 @@ deadline = time.monotonic() + 30
 while seen is None and time.monotonic() < deadline:
     time.sleep(0.1)
     for (sport, dport), data in list(flows.items()):
-        frame = first_frame(data)
-        # Rank 1's hello to its parent (the first frame it sent there).
-        if frame and b'"t":"hello"' in frame:
+        # Rank 1's hello to its parent, with what it sent before it.
+        frame = up_to_hello(data)
+        if frame:
             seen = (dport, frame)
 report = {"seen": seen is not None}
 if seen:
