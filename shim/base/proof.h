@@ -1,12 +1,13 @@
-// Proof of membership bound to one connection (docs/control-plane.md, "Control
-// plane"; docs/preflight.md, "TCP preflight: limits and strangers"): the listener sends a challenge (a fresh nonce) as it accepts; the
-// connecting side answers with its own nonce and a keyed digest (HMAC-SHA256
-// under the job's secret) of both nonces, the door, the direction and the
-// ranks it speaks for; the listener's answer carries the same digest for the
-// other direction. Someone who sees a proof on the job's network learns
-// nothing they can use: the next connection gets another challenge, so the
-// same bytes are never valid twice, and a proof for one direction, door or
-// rank is none for another.
+// Proof of membership bound to one connection (docs/control-plane.md,
+// "Control plane"; docs/preflight.md, "TCP preflight: limits and
+// strangers"): the listener sends a challenge (a fresh nonce) as it accepts;
+// the connecting side answers with its own nonce and a keyed digest
+// (HMAC-SHA256 under the job's secret) of both nonces, the door, the
+// direction and the ranks it speaks for; the listener's answer carries the
+// same digest for the other direction. Someone who sees a proof on the job's
+// network learns nothing they can use: the next connection gets another
+// challenge, so the same bytes are never valid twice, and a proof for one
+// direction, door or rank is none for another.
 #pragma once
 
 #include <string>
