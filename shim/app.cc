@@ -278,6 +278,7 @@ int Check(const Options& o, const World& world, const Planned& p, const EnvSnaps
   req.master_port = world.master_port.value;
   req.host = host;
   req.token = member.token;
+  req.prover = member.prover();
   LogVerbose(req.token.empty() ? "preflight: " + member.why
                                : "preflight: hellos carry a digest of " + member.why);
   req.timeout = std::chrono::milliseconds(static_cast<long>(o.preflight_timeout_s * 1000));
@@ -343,8 +344,8 @@ Result<std::unique_ptr<ControlPlane>> JoinControlPlane(const Options& o, const W
   c.grace_s = o.grace_s;
   c.run_id = run_id;
   if (c.size > 1) {
-    c.token = member.token;
-    LogVerbose(c.token.empty() ? "control plane: " + member.why
+    c.prover = member.prover();
+    LogVerbose(member.token.empty() ? "control plane: " + member.why
                                : "control plane: links carry a digest of " + member.why);
   }
   auto plane = ControlPlane::Join(c);
@@ -442,12 +443,12 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
   auto world = SettleWorld(env, host, o.tf_config ? resolved->nproc : 0, resolved->world,
                            resolved->master, pmix, &peers, &rendezvous_token);
   if (!world.ok()) return Fail(world.error());
-  Membership shared{rendezvous_token.value, rendezvous_token.why};
+  Membership shared{rendezvous_token.value, rendezvous_token.why, nullptr};
   const bool running = inv->subcommand == Subcommand::kRun;
   if (pmix && running && (o.preflight.tcp || WantsControlPlane(o)) && shared.token.empty()) {
     auto token = ShareJobToken(*pmix);
     if (!token.ok()) return Fail(Error{"PMIx: " + token.error().message});
-    shared = {*token, "rank 0's random token (sent over PMIx only)"};
+    shared = {*token, "rank 0's random token (sent over PMIx only)", nullptr};
   }
   // PMIx_Finalize: the command, exec'd or spawned, connects on its own.
   resolved->pmix.reset();

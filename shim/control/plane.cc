@@ -55,7 +55,7 @@ struct Answer {
   std::string challenge;
   std::string frame;
 };
-Result<Answer> Ask(const std::string& ip, int port,
+Result<Answer> Ask(const std::string& ip, int port, const std::string& kind,
                    const std::function<Msg(const std::string& challenge)>& ask, double connect_s,
                    double answer_s) {
   auto fd = ConnectTcp(ip, port, DeadlineIn(connect_s));
@@ -69,6 +69,10 @@ Result<Answer> Ask(const std::string& ip, int port,
   auto challenge = Msg::Decode(*hi);
   if (!challenge.ok() || challenge->type() != "challenge" || challenge->Str("n").empty())
     return Error{"no challenge: not aml-shim's control plane (of this version)"};
+  if (challenge->Str("kind") != kind)
+    return Error{"it asks for a proof of kind '" + EscapeControl(challenge->Str("kind")) +
+                 "', this shim has '" + kind + "' (is AML_SHIM_JOB_SECRET, or munged, the same "
+                 "on every node?)"};
   Status sent = SendFrame(fd->get(), ask(challenge->Str("n")).Encode(), DeadlineIn(5));
   if (!sent.ok()) return sent.error();
   auto reply = RecvFrame(fd->get(), kMaxHelloFrame, DeadlineIn(answer_s));
@@ -90,15 +94,29 @@ double ControlPlane::Now() const { return MonotonicSeconds(); }
 std::string ControlPlane::Proof(const std::string& door, ProofDirection d,
                                 const std::string& challenge, const std::string& nonce,
                                 int rank) const {
-  return ConnectionProof(c_.token, "control-plane-" + door, d, challenge, nonce,
-                         std::to_string(rank));
+  // A MUNGE credential that cannot be made (munged stopped) is an empty
+  // proof, which proves nothing: the peer refuses, and says why.
+  auto proof = c_.prover.Make("control-plane-" + door, d, challenge, nonce, std::to_string(rank));
+  if (!proof.ok()) {
+    LogVerbose("control plane: " + proof.error().message);
+    return "";
+  }
+  return *proof;
 }
 
 // The first frame of a connection `p` accepted: its proof answers our
 // challenge for the rank it names.
-bool ControlPlane::ProvesUp(const Peer& p, const std::string& door, const Msg& m) const {
-  return SameProof(m.Str("proof"), Proof(door, ProofDirection::kUp, p.challenge, m.Str("nonce"),
-                                         static_cast<int>(m.Int("rank"))));
+bool ControlPlane::ProvesUp(const Peer& p, const std::string& door, const Msg& m,
+                            std::string* why) const {
+  return c_.prover.Check(m.Str("proof"), "control-plane-" + door, ProofDirection::kUp,
+                         p.challenge, m.Str("nonce"), std::to_string(m.Int("rank")), why);
+}
+
+// The door's answer to this shim proves itself for our connection.
+bool ControlPlane::ProvesDown(const std::string& door, const Msg& m, const std::string& challenge,
+                              const std::string& nonce) const {
+  return c_.prover.Check(m.Str("proof"), "control-plane-" + door, ProofDirection::kDown,
+                         challenge, nonce, std::to_string(c_.rank));
 }
 
 Result<std::unique_ptr<ControlPlane>> ControlPlane::Join(const PlaneConfig& config) {
@@ -191,7 +209,8 @@ Status ControlPlane::JoinAsMember() {
         m.Set("proof", Proof("join", ProofDirection::kUp, challenge, nonce, c_.rank));
         return m;
       };
-      auto reply = Ask(ips->front(), c_.master_port, join, std::min(5.0, deadline - Now()),
+      auto reply = Ask(ips->front(), c_.master_port, ProofKindName(c_.prover.kind()), join,
+                       std::min(5.0, deadline - Now()),
                        std::min(10.0, std::max(0.1, deadline - Now())));
       if (!reply.ok()) {
         last = reply.error().message;
@@ -200,9 +219,7 @@ Status ControlPlane::JoinAsMember() {
       } else if (m->type() == "refused") {
         return Error{"control plane: rank 0 (" + target + ") refused this shim: " +
                      m->Str("why")};
-      } else if (m->type() == "place" &&
-                 !SameProof(m->Str("proof"), Proof("join", ProofDirection::kDown,
-                                                   reply->challenge, nonce, c_.rank))) {
+      } else if (m->type() == "place" && !ProvesDown("join", *m, reply->challenge, nonce)) {
         last = "an answer without this job's proof (not this job's rank 0)";
       } else if (m->type() == "place") {
         place = std::move(*m);
@@ -231,12 +248,11 @@ Status ControlPlane::JoinAsMember() {
       m.Set("proof", Proof("tree", ProofDirection::kUp, challenge, nonce, c_.rank));
       return m;
     };
-    auto reply = Ask(paddr, pport, hello, std::min(5.0, deadline - Now()),
+    auto reply = Ask(paddr, pport, ProofKindName(c_.prover.kind()), hello,
+                     std::min(5.0, deadline - Now()),
                      std::max(0.1, deadline - Now()));
     auto m = reply.ok() ? Msg::Decode(reply->frame) : Result<Msg>(reply.error());
-    if (m.ok() && m->type() == "welcome" &&
-        !SameProof(m->Str("proof"),
-                   Proof("tree", ProofDirection::kDown, reply->challenge, nonce, c_.rank))) {
+    if (m.ok() && m->type() == "welcome" && !ProvesDown("tree", *m, reply->challenge, nonce)) {
       m = Error{"a welcome without this job's proof"};
     }
     if (m.ok() && m->type() == "welcome") {
@@ -371,7 +387,10 @@ void ControlPlane::AcceptPending(int listen_fd, std::vector<std::unique_ptr<Peer
     // A fresh challenge for each connection: a proof seen on another one
     // (a replay) answers none of ours.
     p->challenge = NewNonce();
-    p->link->Send(Msg("challenge").Set("n", p->challenge).Encode());
+    p->link->Send(Msg("challenge")
+                      .Set("n", p->challenge)
+                      .Set("kind", std::string(ProofKindName(c_.prover.kind())))
+                      .Encode());
     into->push_back(std::move(p));
   }
 }
@@ -398,7 +417,7 @@ void ControlPlane::ReadDoor(Peer& p, double now) {
     p.rank = -2;
   };
   if (!m.ok() || m->type() != "join" || m->Str("v") != kVersion) return refuse("not a join");
-  if (!ProvesUp(p, "join", *m)) return refuse("without this job's proof");
+  if (std::string why; !ProvesUp(p, "join", *m, &why)) return refuse(why);
   const long long rank = m->Int("rank"), size = m->Int("size"), port = m->Int("port");
   if (size != c_.size)
     return refuse("world size " + std::to_string(size) + ", but rank 0 has " +
@@ -450,7 +469,7 @@ void ControlPlane::ReadChild(Peer& p, double now) {
       // retrying after its first connection broke, asks again once that
       // one's end is read).
       const bool ok = m.ok() && m->type() == "hello" && m->Str("v") == kVersion &&
-                      ProvesUp(p, "tree", *m) && m->Int("size") == c_.size &&
+                      ProvesUp(p, "tree", *m, nullptr) && m->Int("size") == c_.size &&
                       m->Int("rank") > 0 && m->Int("rank") < c_.size &&
                       !Connected(static_cast<int>(m->Int("rank")));
       if (!ok) {

@@ -51,7 +51,7 @@ struct PlaneConfig {
   int world_ranks = 1;     // every shim's children
   std::string master_addr;
   int master_port = 0;
-  std::string token;       // the job's membership token, "" for none
+  Prover prover;           // the job's proof of membership (shim/base/proof.h)
   std::optional<double> hang_timeout_s;
   double join_timeout_s = 60;
   double grace_s = 30;     // --grace: how long a stopped node may take to end
@@ -135,7 +135,9 @@ class ControlPlane : public JobLink {
   // ("join": rank 0's MASTER_PORT; "tree": a parent's port) for `rank`.
   std::string Proof(const std::string& door, ProofDirection d, const std::string& challenge,
                     const std::string& nonce, int rank) const;
-  bool ProvesUp(const Peer& p, const std::string& door, const Msg& m) const;
+  bool ProvesUp(const Peer& p, const std::string& door, const Msg& m, std::string* why) const;
+  bool ProvesDown(const std::string& door, const Msg& m, const std::string& challenge,
+                  const std::string& nonce) const;
 
   // Rank 0's decisions.
   void NoteFailure(FailNote f, double now);

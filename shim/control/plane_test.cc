@@ -16,6 +16,8 @@ namespace {
 
 double Mono() { return MonotonicSeconds(); }
 
+constexpr char kToken[] = "0123456789abcdef0123456789abcdef";
+
 int FreePort() {
   auto l = ListenAny(0);
   return l.ok() ? l->port : 0;
@@ -37,7 +39,7 @@ struct Cluster {
     c.world_ranks = n;
     c.master_addr = "127.0.0.1";
     c.master_port = port;
-    c.token = "0123456789abcdef0123456789abcdef";
+    c.prover = Prover(kToken, nullptr);
     c.join_timeout_s = 20;
     c.run_id = "job-1";
     c.fanout = 2;
@@ -228,7 +230,7 @@ TEST(ControlPlane, StrangersAtTheDoorAreRefusedAndTheJobStillJoins) {
 // not the new one, and is refused.
 TEST(ControlPlane, AReplayedJoinIsRefused) {
   std::string seen_challenge, seen_proof, replayed;
-  const std::string token = Cluster::Config(0, 3, 0).token;
+  const std::string token = kToken;
   Cluster c(3, std::nullopt, [&](int port) {
     for (int i = 0; i < 100 && seen_challenge.empty(); ++i) {
       // The real rank 1's join, as seen on the wire (a valid proof for its

@@ -72,7 +72,7 @@ bool DecodeField(const std::string& in, std::string* out) {
 std::string EncodeHello(const Hello& h) {
   return std::string(kHelloMagic) + " " + CompactRanks(h.ranks) + " " + std::to_string(h.size) +
           " " + EncodeField(Cap(h.host, 255)) + " " + EncodeField(Cap(h.addr, 255)) +
-         " " + EncodeField(Cap(h.nonce, 64)) + " " + (h.proof.empty() ? "-" : Cap(h.proof, 64));
+         " " + EncodeField(Cap(h.nonce, 64)) + " " + (h.proof.empty() ? "-" : Cap(h.proof, 1024));
 }
 
 Result<Hello> DecodeHello(const std::string& text) {
@@ -93,46 +93,53 @@ Result<Hello> DecodeHello(const std::string& text) {
   return h;
 }
 
-std::string EncodeChallenge(const std::string& nonce) {
-  return std::string(kHelloMagic) + " challenge " + nonce;
+std::string EncodeChallenge(const std::string& nonce, ProofKind kind) {
+  return std::string(kHelloMagic) + " challenge " + nonce + " " + ProofKindName(kind);
 }
 
-Result<std::string> DecodeChallenge(const std::string& text) {
+Result<Challenge> DecodeChallenge(const std::string& text) {
   std::istringstream in(text);
-  std::string magic, word, nonce;
-  if (!(in >> magic >> word >> nonce) || magic != kHelloMagic || word != "challenge")
+  std::string magic, word;
+  Challenge c;
+  if (!(in >> magic >> word >> c.nonce >> c.kind) || magic != kHelloMagic || word != "challenge")
     return Error{"not an aml-shim preflight door (of this version)"};
-  return nonce;
+  return c;
 }
 
-std::string HelloProof(const std::string& token, const std::string& challenge,
-                       const std::string& nonce, const std::vector<int>& ranks) {
-  return ConnectionProof(token, "preflight", ProofDirection::kUp, challenge, nonce,
-                         CompactRanks(ranks));
+Result<std::string> HelloProof(const Prover& prover, const std::string& challenge,
+                               const std::string& nonce, const std::vector<int>& ranks) {
+  return prover.Make("preflight", ProofDirection::kUp, challenge, nonce, CompactRanks(ranks));
 }
 
 std::string EncodeGreeting() { return std::string(kHelloMagic) + " hi"; }
 
-Status SayHelloTo(int fd, Hello h, const std::string& token, Deadline deadline) {
+Status SayHelloTo(int fd, Hello h, const Prover& prover, Deadline deadline) {
   // A greeting at once, before the challenge can arrive: a door crowded
   // with strangers that say nothing never takes this seat first.
   Status greeted = SendFrame(fd, EncodeGreeting(), deadline);
   if (!greeted.ok()) return greeted;
-  return AnswerChallenge(fd, std::move(h), token, deadline);
+  return AnswerChallenge(fd, std::move(h), prover, deadline);
 }
 
-Status AnswerChallenge(int fd, Hello h, const std::string& token, Deadline deadline) {
+Status AnswerChallenge(int fd, Hello h, const Prover& prover, Deadline deadline) {
   auto frame = RecvFrame(fd, 256, deadline);
   if (!frame.ok()) return frame.error();
   auto challenge = DecodeChallenge(*frame);
   if (!challenge.ok()) return challenge.error();
+  const std::string mine = ProofKindName(prover.kind());
+  if (challenge->kind != mine)
+    return Error{"rank 0 asks for a proof of kind '" + EscapeControl(challenge->kind) +
+                 "', this rank has '" + mine + "' (is AML_SHIM_JOB_SECRET, or munged, the "
+                 "same on every node?)"};
   h.nonce = NewNonce();
-  h.proof = HelloProof(token, *challenge, h.nonce, h.ranks);
+  auto proof = HelloProof(prover, challenge->nonce, h.nonce, h.ranks);
+  if (!proof.ok()) return proof.error();
+  h.proof = *proof;
   return SendFrame(fd, EncodeHello(h), deadline);
 }
 
-HelloGate::HelloGate(int listen_fd, int size, std::string token, GateLimits limits)
-    : listen_fd_(listen_fd), size_(size), token_(std::move(token)), limits_(limits),
+HelloGate::HelloGate(int listen_fd, int size, Prover prover, GateLimits limits)
+    : listen_fd_(listen_fd), size_(size), prover_(std::move(prover)), limits_(limits),
       who_(static_cast<size_t>(size)),
       hosts_(static_cast<size_t>(size)), conn_of_(static_cast<size_t>(size), -1) {
   fcntl(listen_fd_, F_SETFL, fcntl(listen_fd_, F_GETFL) | O_NONBLOCK);
@@ -155,7 +162,7 @@ void HelloGate::Accept(Deadline now) {
       // A fresh challenge for each connection (a whole small frame: a new
       // socket's buffer takes it at once).
       p.challenge = NewNonce();
-      const std::string challenge = EncodeChallenge(p.challenge);
+      const std::string challenge = EncodeChallenge(p.challenge, prover_.kind());
       const uint32_t len = htonl(static_cast<uint32_t>(challenge.size()));
       std::string out(reinterpret_cast<const char*>(&len), 4);
       out += challenge;
@@ -228,7 +235,8 @@ bool HelloGate::Read(Pending& p) {
     ++garbled_;
     return true;
   }
-  if (!SameProof(h->proof, HelloProof(token_, p.challenge, h->nonce, h->ranks))) {
+  if (!prover_.Check(h->proof, "preflight", ProofDirection::kUp, p.challenge, h->nonce,
+                     CompactRanks(h->ranks))) {
     ++bad_token_;
     if (static_cast<int>(bad_token_from_.size()) < kMaxListed) bad_token_from_.push_back(p.peer);
     return true;

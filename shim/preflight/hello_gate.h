@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "shim/base/proof.h"
 #include "shim/base/result.h"
 #include "shim/net/crowded_door.h"
 #include "shim/net/tcp.h"
@@ -34,7 +35,7 @@ struct Hello {
   int size = -1;
   std::string host, addr;
   std::string nonce;  // the sender's
-  std::string proof;  // HelloProof, "-" without a token
+  std::string proof;  // HelloProof: "-" without a proof
 };
 
 // "MAGIC RANKS SIZE HOST ADDR NONCE PROOF": RANKS as "3" or "0-3,8"; fields
@@ -45,19 +46,23 @@ Result<Hello> DecodeHello(const std::string& text);
 // What a rank sends at once, "MAGIC hi", before the challenge arrives.
 std::string EncodeGreeting();
 
-// The door's challenge, "MAGIC challenge NONCE", sent as it accepts.
-std::string EncodeChallenge(const std::string& nonce);
-Result<std::string> DecodeChallenge(const std::string& text);
+// The door's challenge, "MAGIC challenge NONCE KIND", sent as it accepts:
+// its nonce and the kind of proof it asks for (shim/base/proof.h).
+struct Challenge {
+  std::string nonce, kind;
+};
+std::string EncodeChallenge(const std::string& nonce, ProofKind kind);
+Result<Challenge> DecodeChallenge(const std::string& text);
 
-// The hello's proof: the challenge and its nonce, under the job's token,
-// for the ranks it speaks for ("-" when the token is "").
-std::string HelloProof(const std::string& token, const std::string& challenge,
-                       const std::string& nonce, const std::vector<int>& ranks);
+// The hello's proof: the challenge and its nonce for the ranks it speaks
+// for ("-" without a proof).
+Result<std::string> HelloProof(const Prover& prover, const std::string& challenge,
+                               const std::string& nonce, const std::vector<int>& ranks);
 
 // Sends the greeting on `fd`, then AnswerChallenge: what a rank does.
-Status SayHelloTo(int fd, Hello h, const std::string& token, Deadline deadline);
+Status SayHelloTo(int fd, Hello h, const Prover& prover, Deadline deadline);
 // Reads the door's challenge on `fd` and sends `h` with its nonce and proof.
-Status AnswerChallenge(int fd, Hello h, const std::string& token, Deadline deadline);
+Status AnswerChallenge(int fd, Hello h, const Prover& prover, Deadline deadline);
 
 struct GateLimits {
   size_t max_hello = 16 << 10;  // bytes of one hello (a node's rank list fits)
@@ -69,7 +74,7 @@ struct GateLimits {
 
 class HelloGate {
  public:
-  HelloGate(int listen_fd, int size, std::string token, GateLimits limits = {});
+  HelloGate(int listen_fd, int size, Prover prover, GateLimits limits = {});
   // Until every rank said hello (or `want` of them, when given), or `deadline`.
   void Run(Deadline deadline, int want = -1);
   // Closes the connections that have not said hello yet.
@@ -109,7 +114,7 @@ class HelloGate {
 
   int listen_fd_;
   int size_;
-  std::string token_;
+  Prover prover_;
   GateLimits limits_;
   std::vector<Pending> pending_;
   std::vector<std::string> who_, hosts_;

@@ -9,6 +9,8 @@ namespace {
 
 using std::chrono::milliseconds;
 
+Prover Secret(const std::string& token) { return Prover(token, nullptr); }
+
 Fd Connect(int port) {
   auto fd = ConnectTcp("127.0.0.1", port, Clock::now() + milliseconds(2000));
   EXPECT_TRUE(fd.ok());
@@ -30,7 +32,7 @@ struct Clients {
     const int f = fd.get();
     EXPECT_TRUE(SendFrame(f, EncodeGreeting(), Clock::now() + milliseconds(2000)).ok());
     threads.emplace_back([f, h, token] {
-      (void)AnswerChallenge(f, h, token, Clock::now() + milliseconds(5000));
+      (void)AnswerChallenge(f, h, Secret(token), Clock::now() + milliseconds(5000));
     });
   }
   void SayHello(const Fd& fd, int rank, int size, const std::string& token,
@@ -71,7 +73,10 @@ TEST(HelloWire, RoundTripsAndCapsFields) {
   EXPECT_EQ(back->proof, "abc");
   EXPECT_FALSE(DecodeHello("aml-shim-preflight-1 1 2 evil-host 6.6.6.6").ok());
   EXPECT_FALSE(DecodeHello("aml-shim-preflight-2 1 2 evil-host 6.6.6.6 -").ok());
-  EXPECT_EQ(*DecodeChallenge(EncodeChallenge("abc123")), "abc123");
+  auto c = DecodeChallenge(EncodeChallenge("abc123", ProofKind::kMunge));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->nonce, "abc123");
+  EXPECT_EQ(c->kind, "munge");
   EXPECT_FALSE(DecodeChallenge("aml-shim-preflight-2 challenge abc").ok());
 }
 
@@ -95,14 +100,26 @@ TEST(HelloWire, AHostNameWithSpacesOrAnyByteRoundTrips) {
 }
 
 TEST_F(Gate, AStrangerWithoutTheTokenIsRefusedAndTheRealRankCounts) {
-  HelloGate gate(listener_.fd.get(), 2, "job-secret");
+  HelloGate gate(listener_.fd.get(), 2, Secret("job-secret"));
   Clients c;
   Fd stranger = Connect(listener_.port);
-  c.SayHello(stranger, 1, 2, "", "evil-host");
+  // No proof at all: it reads the challenge and says hello with "-".
+  std::thread no_proof([&] {
+    auto frame = RecvFrame(stranger.get(), 256, Clock::now() + milliseconds(5000));
+    ASSERT_TRUE(frame.ok());
+    Hello h;
+    h.ranks = {1};
+    h.size = 2;
+    h.host = "evil-host";
+    h.nonce = "n1";
+    h.proof = "-";
+    ASSERT_TRUE(SendFrame(stranger.get(), EncodeHello(h), Clock::now() + milliseconds(2000)).ok());
+  });
   Fd forger = Connect(listener_.port);
   c.SayHello(forger, 1, 2, "guess", "evil-host");
   gate.Run(Clock::now() + milliseconds(500));  // the strangers first
   c.Join();
+  no_proof.join();
   Fd rank0 = Connect(listener_.port);
   c.SayHello(rank0, 0, 2, "job-secret");
   Fd rank1 = Connect(listener_.port);
@@ -119,7 +136,7 @@ TEST_F(Gate, AStrangerWithoutTheTokenIsRefusedAndTheRealRankCounts) {
 // A hello seen on the network, sent again on another connection, answers
 // that connection's challenge, not this one's: refused.
 TEST_F(Gate, AReplayedHelloIsRefused) {
-  HelloGate gate(listener_.fd.get(), 1, "job-secret");
+  HelloGate gate(listener_.fd.get(), 1, Secret("job-secret"));
   Fd real = Connect(listener_.port), stranger = Connect(listener_.port);
   std::thread replay([&] {
     auto frame = RecvFrame(real.get(), 256, Clock::now() + milliseconds(5000));
@@ -130,7 +147,7 @@ TEST_F(Gate, AReplayedHelloIsRefused) {
     h.host = "real-host";
     h.addr = "127.0.0.1";
     h.nonce = "n1";
-    h.proof = HelloProof("job-secret", *DecodeChallenge(*frame), h.nonce, h.ranks);
+    h.proof = *HelloProof(Secret("job-secret"), DecodeChallenge(*frame)->nonce, h.nonce, h.ranks);
     // What the real rank sends, as seen on the wire, goes out on the
     // stranger's connection first (its own challenge unread).
     ASSERT_TRUE(SendFrame(stranger.get(), EncodeHello(h), Clock::now() + milliseconds(2000)).ok());
@@ -150,7 +167,7 @@ TEST_F(Gate, IdleAndOversizedConnectionsDoNotKeepTheRealRanksOut) {
   GateLimits limits;
   limits.max_pending = 4;  // fewer than the idle ones
   limits.hello_timeout = milliseconds(60000);  // none of them expires
-  HelloGate gate(listener_.fd.get(), 1, "", limits);
+  HelloGate gate(listener_.fd.get(), 1, Secret(""), limits);
   std::vector<Fd> idle;
   for (int i = 0; i < 10; ++i) idle.push_back(Connect(listener_.port));
   Fd big = Connect(listener_.port);
@@ -174,7 +191,7 @@ TEST_F(Gate, IdleAndOversizedConnectionsDoNotKeepTheRealRanksOut) {
 }
 
 TEST_F(Gate, TwoClaimsForOneRankAreNamed) {
-  HelloGate gate(listener_.fd.get(), 2, "t");
+  HelloGate gate(listener_.fd.get(), 2, Secret("t"));
   Clients c;
   Fd a = Connect(listener_.port);
   c.SayHello(a, 1, 2, "t", "host-a");
@@ -191,7 +208,7 @@ TEST_F(Gate, TwoClaimsForOneRankAreNamed) {
 }
 
 TEST_F(Gate, ANodesHelloCountsEachOfItsRanksOnOneConnection) {
-  HelloGate gate(listener_.fd.get(), 6, "t");
+  HelloGate gate(listener_.fd.get(), 6, Secret("t"));
   Fd node0 = Connect(listener_.port);
   Hello h;
   h.ranks = {0, 2, 4};

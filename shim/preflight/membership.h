@@ -9,19 +9,29 @@
 //     exchange's, or the MPI rendezvous's (its listener answers only a digest
 //     of it).
 // Otherwise (Hydra without the rendezvous, Slurm without PMIx, a plain
-// environment) no proof is asked for, and `why` says what that allows.
+// environment) a MUNGE credential is the proof where munged answers
+// (shim/base/munge.h); else no proof is asked for, and `why` says what that
+// allows.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "shim/base/env_snapshot.h"
+#include "shim/base/proof.h"
 #include "shim/base/result.h"
 
 namespace aml {
 
 struct Membership {
+  Membership() = default;
+  Membership(std::string t, std::string w, std::shared_ptr<const Munge> m = nullptr)
+      : token(std::move(t)), why(std::move(w)), munge(std::move(m)) {}
   std::string token;  // "" when there is no secret
   std::string why;    // where the secret comes from, or why there is none
+  std::shared_ptr<const Munge> munge;  // no token, and munged answers
+  Prover prover() const { return Prover(token, munge); }
 };
 
 inline constexpr char kJobSecretVar[] = "AML_SHIM_JOB_SECRET";

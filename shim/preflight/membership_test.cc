@@ -9,12 +9,19 @@ namespace {
 
 EnvSnapshot Env(std::map<std::string, std::string> vars) { return EnvSnapshot(std::move(vars)); }
 
-TEST(Membership, NoSecretNoProof) {
-  auto m = MembershipToken(Env({{"SLURM_JOB_ID", "7"}}), {});
+// No secret and no munged (here: a library that is not libmunge): no proof,
+// and why says what that allows. (With munged: tests/e2e/test_replay.py.)
+TEST(Membership, NoSecretNoMungeNoProof) {
+  auto m = MembershipToken(Env({{"SLURM_JOB_ID", "7"}, {"AML_SHIM_LIBMUNGE", "libm.so.6"}}), {});
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(m->token, "");
+  EXPECT_EQ(m->munge, nullptr);
+  EXPECT_EQ(m->prover().kind(), ProofKind::kNone);
   EXPECT_EQ(m->why.rfind("no job secret (no AML_SHIM_JOB_SECRET, none from the launcher, no "
-                         "PMIx): a process outside the job", 0),
+                         "PMIx) and no MUNGE (libm.so.6 is not libmunge (the MUNGE client "
+                         "library): it lacks munge_encode, munge_decode, munge_strerror): a "
+                         "process outside the job",
+                         0),
             0u)
       << m->why;
 }

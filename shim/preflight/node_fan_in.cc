@@ -36,14 +36,14 @@ std::string NodeSocketName(const std::string& master_addr, int master_port, int 
   return "aml-shim-preflight-" + SecretDigest("node", job).substr(0, 40);
 }
 
-NodeLeader::NodeLeader(Fd listener, int size, const std::string& token)
-    : listener_(std::move(listener)), gate_(listener_.get(), size, token, MemberLimits()) {}
+NodeLeader::NodeLeader(Fd listener, int size, const Prover& prover)
+    : listener_(std::move(listener)), gate_(listener_.get(), size, prover, MemberLimits()) {}
 
 std::unique_ptr<NodeLeader> NodeLeader::Start(const std::string& name, int size,
-                                              const std::string& token) {
+                                              const Prover& prover) {
   auto l = ListenLocal(name);
   if (!l.ok()) return nullptr;
-  return std::unique_ptr<NodeLeader>(new NodeLeader(std::move(*l), size, token));
+  return std::unique_ptr<NodeLeader>(new NodeLeader(std::move(*l), size, prover));
 }
 
 std::vector<int> NodeLeader::Gather(int want, Deadline until) {

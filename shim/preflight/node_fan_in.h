@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "shim/base/result.h"
+#include "shim/base/proof.h"
 #include "shim/preflight/hello_gate.h"
 
 namespace aml {
@@ -33,7 +34,7 @@ class NodeLeader {
   // Null when the name is taken (by a shim that thinks it leads this node,
   // or by anyone else): this shim then speaks for itself only.
   static std::unique_ptr<NodeLeader> Start(const std::string& name, int size,
-                                           const std::string& token);
+                                           const Prover& prover);
   // The ranks of the members whose hellos came, once `want` came or at
   // `until`; then it stops listening (later members go to rank 0).
   std::vector<int> Gather(int want, Deadline until);
@@ -41,7 +42,7 @@ class NodeLeader {
   void Relay(const std::string& verdict, Deadline by);
 
  private:
-  NodeLeader(Fd listener, int size, const std::string& token);
+  NodeLeader(Fd listener, int size, const Prover& prover);
   Fd listener_;
   HelloGate gate_;
 };

@@ -58,7 +58,7 @@ TEST(NodeFanIn, NoLeaderByTheDeadlineSaysSo) {
 
 TEST(NodeFanIn, ALeaderOfThisUserIsJoined) {
   const std::string name = "aml-shim-test-lead-" + std::to_string(getpid());
-  auto leader = NodeLeader::Start(name, 2, "");
+  auto leader = NodeLeader::Start(name, 2, Prover());
   ASSERT_NE(leader, nullptr);
   auto joined = JoinLeader(name, Clock::now() + std::chrono::seconds(5));
   ASSERT_TRUE(joined.ok()) << joined.error().message;

@@ -45,7 +45,7 @@ double SecondsSince(Clock::time_point t) {
 class PreflightServer {
  public:
   PreflightServer(Listener l, const PreflightRequest& req)
-      : listener_(std::move(l)), req_(req), gate_(listener_.fd.get(), req.size, req.token) {}
+      : listener_(std::move(l)), req_(req), gate_(listener_.fd.get(), req.size, req.prover) {}
 
   void Run(Deadline deadline, const std::string& target) {
     gate_.Run(deadline);
@@ -213,7 +213,7 @@ Status SayHello(int fd, const PreflightRequest& req, std::vector<int> ranks, std
   h.size = req.size;
   h.host = req.host;
   h.addr = std::move(addr);
-  return SayHelloTo(fd, std::move(h), req.token, deadline);
+  return SayHelloTo(fd, std::move(h), req.prover, deadline);
 }
 
 // Connects to rank 0, retrying until `deadline` (rank 0 may not listen
@@ -327,7 +327,7 @@ Status Client(const PreflightRequest& req, Deadline deadline, const std::string&
   std::string me = "rank " + std::to_string(req.rank) + " on " + req.host;
   // A would-be leader that finds the name held joins as a member.
   std::unique_ptr<NodeLeader> leader;
-  if (fan_in && req.local_rank == 0) leader = NodeLeader::Start(name, req.size, req.token);
+  if (fan_in && req.local_rank == 0) leader = NodeLeader::Start(name, req.size, req.prover);
   if (fan_in && !leader) {
     auto joined = JoinLeader(name, join_until);
     if (!joined.ok()) LogVerbose("preflight: " + joined.error().message + "; asking rank 0 itself");

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "shim/base/proof.h"
 #include "shim/base/result.h"
 
 namespace aml {
@@ -31,7 +32,8 @@ struct PreflightRequest {
   int master_port = 0;
   std::string host;  // this shim's host name, for reports
   // Proof of membership every hello carries (membership.h); "" for none.
-  std::string token;
+  std::string token;  // the membership token ("" for none): names the node socket
+  Prover prover;      // the hellos' proof (shim/base/proof.h)
   // Each stage's bound: connecting, the GPUs' start, the all-reduces.
   std::chrono::milliseconds timeout{60000};
   // Rank 0 gives its verdict this long after the others give up, so that

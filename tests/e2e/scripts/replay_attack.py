@@ -5,7 +5,8 @@ shims with a job secret join the control plane; a sniffer on loopback
 its parent's port; the stranger then connects to that port, sends the hello
 it saw, and a forged "lost" message. Prints one JSON object: whether the
 shims still ran 3 s later, their exit codes and stderr.
-Usage: replay_attack.py SHIM"""
+Usage: replay_attack.py SHIM [secret|none] (none: no job secret; with munged
+running, MUNGE credentials are the proof)."""
 import json
 import os
 import signal
@@ -17,6 +18,7 @@ import threading
 import time
 
 SHIM = sys.argv[1]
+SECRET = len(sys.argv) < 3 or sys.argv[2] == "secret"
 subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
 
 flows = {}  # (src port, dst port) -> payload bytes, in order
@@ -66,10 +68,11 @@ env = {k: v for k, v in os.environ.items()
 procs = []
 for rank in range(2):
     procs.append(subprocess.Popen(
-        [SHIM, "--fail-fast", "job", "--", "sleep", "60"],
+        [SHIM, "-v", "--fail-fast", "job", "--", "sleep", "60"],
         env=dict(env, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1",
                  NODE_RANK=str(rank), MASTER_ADDR="127.0.0.1", MASTER_PORT="29555",
-                 AML_SHIM_JOB_SECRET="0123456789abcdef0123456789abcdef"),
+                 **({"AML_SHIM_JOB_SECRET": "0123456789abcdef0123456789abcdef"} if SECRET
+                    else {})),
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
 seen = None
 deadline = time.monotonic() + 30
