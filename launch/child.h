@@ -1,4 +1,5 @@
-// The one place aml-shim starts a process: posix_spawn with default signal
+// The one place aml-shim starts a process: vfork and exec (as posix_spawn
+// does, without its 128 sigaction calls per child), with default signal
 // dispositions and an empty signal mask, optionally in a process group of its
 // own, with stdout/stderr inherited, sent to pipes the caller reads, or
 // stdout folded into stderr, and one extra descriptor passed at a fixed number.
@@ -17,7 +18,7 @@ namespace aml {
 struct SpawnSpec {
   std::vector<std::string> argv;
   EnvSnapshot env;
-  bool search_path = true;        // argv[0] looked up in PATH (posix_spawnp)
+  bool search_path = true;        // argv[0] looked up in PATH (execvpe)
   bool own_process_group = true;  // its pid is also its process group id
   bool pipe_output = false;       // stdout/stderr to non-blocking pipes
   bool stdout_to_stderr = false;  // its stdout is the caller's stderr

@@ -41,7 +41,17 @@ std::optional<RecordedError> ReadErrorFile(const std::string& path) {
 }
 
 std::string ErrorDirName(const std::string& tmp_dir) {
-  return (tmp_dir.empty() ? "/tmp" : tmp_dir) + "/aml-shim-errors-" + RandomToken();
+  std::string base = tmp_dir;
+  if (base.empty()) {
+    // A tmpfs when there is one: the directory is made and removed on every
+    // run, and most runs write nothing in it (on a disk file system that
+    // cost 0.25 ms of a 3.6 ms start of 4 ranks).
+    struct stat st {};
+    const bool shm = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) &&
+                     (st.st_mode & S_ISVTX) && access("/dev/shm", W_OK | X_OK) == 0;
+    base = shm ? "/dev/shm" : "/tmp";
+  }
+  return base + "/aml-shim-errors-" + RandomToken();
 }
 
 bool MakeErrorDir(const std::string& dir) { return mkdir(dir.c_str(), 0700) == 0; }

@@ -22,7 +22,8 @@ std::string ErrorFilePath(const std::string& dir, int rank);
 std::optional<RecordedError> ReadErrorFile(const std::string& path);
 
 // The error files live in a private directory (0700) under `tmp_dir`
-// ($TMPDIR; "" for /tmp), never in --log-dir, which another user may be able
+// ($TMPDIR; "" for /dev/shm, a sticky directory this user can write, else
+// /tmp), never in --log-dir, which another user may be able
 // to write (a link planted there would be followed by torch's @record); they
 // are copied into --log-dir (launch/log_dir.h). ErrorDirName picks a name
 // nobody can guess (128 random bits), so that the keeper can be told it

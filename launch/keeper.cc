@@ -184,6 +184,19 @@ void Keeper::Send(int value) {
 }
 
 void Keeper::Watch(pid_t pgid) { Send(pgid); }
+
+void Keeper::Watch(const std::vector<pid_t>& pgids) {
+  if (fd_ < 0) return;
+  // Writes of at most PIPE_BUF bytes to a pipe are whole: values never split.
+  constexpr size_t kPerWrite = PIPE_BUF / sizeof(int);
+  for (size_t at = 0; at < pgids.size(); at += kPerWrite) {
+    std::vector<int> values(pgids.begin() + static_cast<long>(at),
+                            pgids.begin() + static_cast<long>(std::min(pgids.size(), at + kPerWrite)));
+    const size_t bytes = values.size() * sizeof(int);
+    while (write(fd_, values.data(), bytes) < 0 && errno == EINTR) {
+    }
+  }
+}
 void Keeper::TermSent(bool sent) { Send(sent ? kTermSent : kTermCleared); }
 void Keeper::Forget(pid_t pgid) { Send(-pgid); }
 

@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "launch/proc_start.h"
 #include "shim/base/result.h"
@@ -48,6 +49,10 @@ class Keeper {
   pid_t pid() const { return pid_; }
   // The shim's child `pgid` leads a group the keeper must end with the shim.
   void Watch(pid_t pgid);
+  // The same for several, in one write (one wake-up of the keeper): the
+  // children of an attempt, named once all are started (one that the shim
+  // started before it died unnamed carries its tag: found all the same).
+  void Watch(const std::vector<pid_t>& pgids);
   // Every group got the shim's SIGTERM (true), or a new attempt started
   // (false): if the shim dies now, the groups get SIGKILL at once, not a
   // second SIGTERM and a grace.

@@ -1,5 +1,6 @@
 #include "launch/supervisor.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -41,6 +42,8 @@ constexpr double kPartialFlushS = 1.0;        // a held partial line waits at mo
 constexpr size_t kTailBytes = 16 * 1024;      // stderr kept for the summary
 constexpr double kAfterKillS = 5.0;           // wait after SIGKILL before giving up
 constexpr size_t kQueueCap = 4 << 20;         // output queued for a slow reader
+constexpr ssize_t kDefaultPipe = 64 << 10;    // a pipe's size, unless enlarged
+constexpr int kLargePipe = 1 << 20;           // a chatty rank's
 constexpr double kFinalFlushS = 5.0;          // the reader's last chance at the end
 constexpr double kKeeperGraceS = 10.0;        // SIGTERM to SIGKILL when the shim died
 constexpr double kProbeS = 10.0;  // every stack reader at once (py-spy, gdb)
@@ -71,6 +74,7 @@ struct Stream {
   std::unique_ptr<LineTagger> tagger;
   double partial_since = 0;
   std::string* tail = nullptr;  // stderr only
+  bool enlarged = false;        // its pipe was made kLargePipe
 
   void KeepTail(std::string_view data) {
     if (!tail) return;
@@ -235,6 +239,13 @@ int Supervisor::Prepare() {
 
 bool Supervisor::Start() {
   a_.children.resize(config_.children.size());
+  // Named to the keeper once all are started, in one write.
+  std::vector<pid_t> watched;
+  struct Named {
+    Keeper& keeper;
+    std::vector<pid_t>& pids;
+    ~Named() { keeper.Watch(pids); }
+  } named{keeper_, watched};
   for (size_t i = 0; i < a_.children.size(); ++i) {
     Child& c = a_.children[i];
     c.launch = config_.children[i];
@@ -262,7 +273,7 @@ bool Supervisor::Start() {
       return false;
     }
     c.pid = spawned->pid;
-    keeper_.Watch(c.pid);
+    watched.push_back(c.pid);
     c.running = true;
     c.start = Now();
     std::string prefix = "[rank " + std::to_string(c.launch.rank) + "] ";
@@ -494,6 +505,12 @@ void Supervisor::ReadStream(Stream& s, double now) {
   static char buf[256 * 1024];
   ssize_t n = read(s.fd, buf, sizeof buf);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  // A pipe found full (its default 64 KiB) holds a chatty rank: a larger
+  // one means fewer wake-ups (best effort; quiet ranks never pay for it).
+  if (n >= kDefaultPipe && !s.enlarged) {
+    s.enlarged = true;
+    fcntl(s.fd, F_SETPIPE_SZ, kLargePipe);
+  }
   if (n <= 0) {
     CloseStream(s);
     return;
