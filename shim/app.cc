@@ -343,6 +343,7 @@ Result<std::unique_ptr<ControlPlane>> JoinControlPlane(const Options& o, const W
   c.join_timeout_s = o.preflight_timeout_s;
   c.grace_s = o.grace_s;
   c.run_id = run_id;
+  if (o.log_dir) c.log_dir = *o.log_dir;
   if (c.size > 1) {
     c.prover = member.prover();
     LogVerbose(member.token.empty() ? "control plane: " + member.why

@@ -1025,6 +1025,7 @@ void ControlPlane::FinishCollect(double now) {
   facts.world_size = c_.world_ranks;
   facts.reports = reports_;
   facts.missing = ShimsNotIn(reported_);
+  facts.log_dir = c_.log_dir;
   Msg stop("stop");
   stop.Set("kind", std::string("hang")).Set("code", 124).SetNumber("silent", hang_silent_s_);
   stop.Set("by", c_.host);

@@ -56,6 +56,7 @@ struct PlaneConfig {
   double join_timeout_s = 60;
   double grace_s = 30;     // --grace: how long a stopped node may take to end
   std::string run_id;      // failure.json's "run"
+  std::string log_dir;     // --log-dir ("" when none), for the roll-call's words
   int max_restarts = 0;    // --max-restarts: restart rounds (docs/control-plane.md, "Restarts")
   int fanout = 32;
 };

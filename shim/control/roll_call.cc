@@ -77,8 +77,18 @@ std::string FormatRollCall(const HangFacts& f) {
   if (!f.missing.empty())
     out += "aml-shim:   no stacks from " + JoinCapped(f.missing, 8) +
            " (gone, or no answer in time)\n";
-  out += "aml-shim: every rank's full stack is in rank-R.stack under --log-dir (a Python "
-         "rank's also in its stderr above); ending the job (exit 124)\n";
+  // Where the full stacks are: a Python rank's faulthandler dump ("Fatal
+  // Python error: Aborted", after the SIGABRT that asked for it) is in its
+  // stderr either way.
+  if (!f.log_dir.empty())
+    out += "aml-shim: every rank's full stack is in rank-R.stack under --log-dir " +
+           EscapeControl(f.log_dir) +
+           " on its node; a Python rank's faulthandler dump (\"Fatal Python error: Aborted\") "
+           "is also in its stderr above; ending the job (exit 124)\n";
+  else
+    out += "aml-shim: each Python rank's full stack is its faulthandler dump in its stderr above "
+           "(\"Fatal Python error: Aborted\": aml-shim sent SIGABRT to ask for it; --log-dir "
+           "would keep every rank's in rank-R.stack); ending the job (exit 124)\n";
   return out;
 }
 

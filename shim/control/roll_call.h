@@ -23,6 +23,7 @@ struct HangFacts {
   int world_size = 0;    // ranks (children) in the job
   std::vector<RankReport> reports;
   std::vector<std::string> missing;  // shims that sent no stacks: "rank 4's shim on h"
+  std::string log_dir;  // rank 0's --log-dir ("" when none): where the stacks are kept
 };
 
 // The roll-call's lines, each starting "aml-shim: ".

@@ -31,8 +31,16 @@ TEST(RollCall, TheOddRankOutStandsOut) {
                 "aml-shim:   rank 2 [node 1, host b] in " +
                 kSleep +
                 "\n"
-                "aml-shim: every rank's full stack is in rank-R.stack under --log-dir (a Python "
-                "rank's also in its stderr above); ending the job (exit 124)\n");
+                "aml-shim: each Python rank's full stack is its faulthandler dump in its stderr "
+                "above (\"Fatal Python error: Aborted\": aml-shim sent SIGABRT to ask for it; "
+                "--log-dir would keep every rank's in rank-R.stack); ending the job (exit 124)\n");
+  HangFacts kept = FourRanks();
+  kept.log_dir = "/scratch/logs";
+  const std::string with = FormatRollCall(kept);
+  EXPECT_NE(with.find("aml-shim: every rank's full stack is in rank-R.stack under --log-dir "
+                      "/scratch/logs on its node; a Python rank's faulthandler dump"),
+            std::string::npos)
+      << with;
 }
 
 TEST(RollCall, ACrowdIsCountedAndTheMissingAreNamed) {
