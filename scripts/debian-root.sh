@@ -25,15 +25,28 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 fail() { echo "debian-root: $1 (last lines of its log below)" >&2; tail -20 "$log" >&2; exit 1; }
 command -v debootstrap >/dev/null || { echo "debian-root: debootstrap is not installed: run scripts/setup.sh --tests" >&2; exit 1; }
-echo "debian-root: making the Debian $suite root in $root (once; a few minutes)"
+# A line per stage, with how long it took: these take minutes.
+t0=$SECONDS
+stage() { echo "debian-root: $1"; }
+took() { echo "debian-root:   done in $((SECONDS - t0)) s ($(du -sh "$root" 2>/dev/null | cut -f1) so far)"; t0=$SECONDS; }
+stage "making the Debian $suite root in $root (once; a few minutes; kept for later runs)"
 rm -rf "$root"
 mkdir -p "$root"
+stage "1/2 debootstrap --variant=minbase $suite from $(mirror) (about 30 s)"
 debootstrap --variant=minbase "$suite" "$root" "$(mirror)" >"$log" 2>&1 || fail "debootstrap $suite failed"
+took
 echo "deb $(mirror) $suite main" >"$root/etc/apt/sources.list"
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
 if [ $# -gt 0 ]; then
-  chroot "$root" sh -c 'export DEBIAN_FRONTEND=noninteractive; apt-get update -qq &&
-    apt-get install -y -qq --no-install-recommends "$@" && apt-get clean' sh "$@" >"$log" 2>&1 ||
+  stage "2/2 apt-get install in the root: $*"
+  # apt's own summary (how much it downloads) is shown; its progress lines go to the log.
+  # (pipefail: the pipeline fails when the chroot's apt does.)
+  if ! chroot "$root" sh -c 'export DEBIAN_FRONTEND=noninteractive; apt-get update -qq &&
+      apt-get install -y --no-install-recommends "$@" && apt-get clean' sh "$@" 2>&1 |
+      tee "$log" | { grep -E "^(Need to get|After this operation)" | sed "s/^/debian-root:   /"; true; }; then
     fail "installing $* in the $suite root failed"
+  fi
+  took
 fi
 echo "$stamp" >"$root/.aml-root"
+echo "debian-root: the $suite root is ready: $(du -sh "$root" | cut -f1) in $root"

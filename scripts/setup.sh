@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs what aml-shim needs from Debian's packages. Idempotent and quiet:
-# packages already present are skipped.
+# Installs what aml-shim needs from Debian's packages. Idempotent: packages
+# already present are skipped; apt shows what it downloads and its progress.
 #   scripts/setup.sh          to build aml-shim (compiler, CMake, Boost, GoogleTest)
 #   scripts/setup.sh --demo   and to run the demo (Open MPI, PyTorch)
 #   scripts/setup.sh --tests  and to run every test (MPICH, Slurm, PMIx, rdma-core,
@@ -44,8 +44,13 @@ SUDO=""
 if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 echo "setup: installing ${#missing[@]} packages: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+start=$SECONDS
+echo "setup: apt-get update"
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# apt's own lines: what it downloads ("Need to get ..."), the disk it takes,
+# and a line per package as it is unpacked and set up.
+$SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+echo "setup: packages installed in $((SECONDS - start)) s"
 # MPICH brings its own mpirun alternative: Open MPI's stays the default
 # (the tests call MPICH as mpiexec.hydra).
 if [[ -e /usr/bin/mpirun.openmpi ]] && ! mpirun --version 2>&1 | grep -q "Open MPI"; then

@@ -24,9 +24,10 @@ munge_up() {
   # A munged already running is used only if it answers on the default
   # socket with this machine's key (another one may belong to someone else).
   if ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
-    if pgrep -x munged >/dev/null; then
-      echo "slurm: a munged is running but does not answer on /run/munge (another setup's?);" \
-        "stop it or point this script at a machine without one" >&2
+    if pid=$(pgrep -x munged | head -1) && [[ -n $pid ]]; then
+      echo "slurm: a munged (pid $pid, $(ps -o user= -p "$pid" 2>/dev/null || echo '?')) is running" \
+        "but does not answer on /run/munge with this machine's key (another setup's?);" \
+        "stop it (kill $pid) or point this script at a machine without one" >&2
       return 1
     fi
     runuser -u munge -- /usr/sbin/munged
