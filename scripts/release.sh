@@ -11,16 +11,32 @@
 # newer than GLIBC_2.17 (checked here with objdump). Needs root (chroot).
 # <version> is `git describe` of the checkout: 0.1.0 at tag v0.1.0, else
 # 0.1.0+<commits>.g<hash> (+dirty for uncommitted changes).
+#
+# Its prerequisites (root, debootstrap, dpkg-deb, objdump, a mount
+# namespace, disk for the root) are checked before any work; each one
+# missing is one line saying what to do.
+#
+#   scripts/release.sh --local   needs none of that: from this checkout's own
+#     build (scripts/build.sh), dist/ gets the stripped binary and the wheel
+#     for this machine's glibc (aml-shim-<version>-linux-x86_64-glibc2.36,
+#     aml_shim-<version>-py3-none-manylinux_2_36_x86_64.whl on Debian 12):
+#     they run where glibc is as new, not on older systems.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
 ROOT=${AML_RELEASE_ROOT:-/var/cache/aml-shim/bullseye-amd64}
 MAX_GLIBC=2.17
+NEED_MB=1500   # the Debian 11 build root (771 MB) and the build in it
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 step() { echo "release: $*"; }
 fail() { echo "release: $1 (log: last lines below)" >&2; tail -20 "$log" >&2; exit 1; }
-[ "$(id -u)" = 0 ] || { echo "release: needs root (debootstrap, chroot); run it with sudo" >&2; exit 1; }
+local_build=0
+case "${1:-}" in
+  "") ;;
+  --local) local_build=1 ;;
+  *) echo "usage: scripts/release.sh [--local]" >&2; exit 2 ;;
+esac
 
 base=$(sed -n 's/^project(aml-shim VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
 desc=$(git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null ||
@@ -31,6 +47,54 @@ if [[ $version =~ ^([0-9.]+)-([0-9]+)-(g[0-9a-f]+)(.*)$ ]]; then
   version="${BASH_REMATCH[1]}+${BASH_REMATCH[2]}.${BASH_REMATCH[3]}${BASH_REMATCH[4]}"
 fi
 name=aml-shim-$version-linux-x86_64
+
+# ---- --local: this checkout's build, for this machine's glibc.
+if [ "$local_build" = 1 ]; then
+  for tool in objdump strip python3; do
+    command -v "$tool" >/dev/null || { echo "release: $tool is missing: scripts/setup.sh installs it" >&2; exit 1; }
+  done
+  step "building with scripts/build.sh (this machine's compiler and glibc)"
+  scripts/build.sh >"$log" 2>&1 || fail "scripts/build.sh failed"
+  glibc=$(objdump -T build/aml-shim | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' |
+          sort -t. -k1,1n -k2,2n -u | tail -1)
+  local_name=$name-glibc$glibc
+  mkdir -p dist
+  rm -f "dist/$local_name" "dist/$local_name.sha256" dist/aml_shim-*manylinux_*.whl
+  strip --strip-unneeded -o "dist/$local_name" build/aml-shim
+  (cd dist && sha256sum "$local_name" >"$local_name.sha256")
+  wheel=$(python3 scripts/wheel.py "dist/$local_name" "$version" build/aml-shim.1 dist) ||
+    { echo "release: the wheel could not be made" >&2; exit 1; }
+  step "dist/$local_name (needs GLIBC_$glibc: runs where glibc is $glibc or newer)"
+  step "$wheel"
+  step "for every glibc since 2.17, and the .deb: sudo scripts/release.sh (a Debian 11 build root)"
+  exit 0
+fi
+
+# ---- Prerequisites, all checked before any work: one line for each missing.
+missing=0
+need() { echo "release: $*" >&2; missing=1; }
+[ "$(id -u)" = 0 ] ||
+  need "needs root (debootstrap and chroot make the Debian 11 build root): run it with sudo;" \
+       "or scripts/release.sh --local (no root) for this machine's glibc"
+tools=()
+for tool in debootstrap dpkg-deb objdump python3 unshare chroot; do
+  command -v "$tool" >/dev/null || tools+=("$tool")
+done
+[ ${#tools[@]} = 0 ] || need "${tools[*]} not found: sudo scripts/setup.sh --tests installs them"
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
+  why=$(unshare --mount --fork true 2>&1) ||
+    need "cannot make a mount namespace here (unshare: ${why##*: }): run it as root on a" \
+         "machine or VM, not in a chroot or an unprivileged container; or scripts/release.sh --local"
+fi
+if [ ! -f "$ROOT/.aml-root" ]; then
+  parent=$ROOT
+  while [ ! -d "$parent" ]; do parent=$(dirname "$parent"); done
+  free_mb=$(( $(df --output=avail -k "$parent" | tail -1) / 1024 ))
+  [ "$free_mb" -ge "$NEED_MB" ] ||
+    need "$free_mb MB free at $parent, the Debian 11 build root needs about $NEED_MB MB:" \
+         "free some, or set AML_RELEASE_ROOT to a disk with room"
+fi
+[ "$missing" = 0 ] || exit 1
 
 # ---- The Debian 11 build root, made once (scripts/debian-root.sh).
 # (python3-venv: tests/e2e/test_release.py installs the wheel there.)

@@ -3,20 +3,34 @@
 
     wheel.py BINARY VERSION MANPAGE OUTDIR
 
-writes OUTDIR/aml_shim-<version>-py3-none-manylinux2014_x86_64.whl, which
-`pip install` turns into <prefix>/bin/aml-shim and
+writes OUTDIR/aml_shim-<version>-py3-none-<platform>.whl, which `pip
+install` turns into <prefix>/bin/aml-shim and
 <prefix>/share/man/man1/aml-shim.1 (as ninja's, cmake's and ruff's wheels
-ship their binaries). manylinux2014 promises GLIBC_2.17 at most, which the
-release checks. <version> is release.sh's, made PEP 440 ("+dirty" becomes
-".dirty" in the local part). Standard library only."""
+ship their binaries). The platform tag says the newest glibc the binary
+needs (its GLIBC_ symbol versions, read with objdump): manylinux2014 for
+GLIBC_2.17 at most (the release, checked there), else manylinux_2_NN (a
+local build: Debian 12's needs 2.34 or so, and pip installs it only on a
+glibc at least as new). <version> is release.sh's, made PEP 440 ("+dirty"
+becomes ".dirty" in the local part). Standard library and objdump only."""
 import base64
 import hashlib
 import os
 import re
+import subprocess
 import sys
 import zipfile
 
-TAG = "py3-none-manylinux2014_x86_64"
+def needed_glibc(binary):
+    """The newest GLIBC_x.y version the binary's dynamic symbols need."""
+    out = subprocess.run(["objdump", "-T", binary], capture_output=True, text=True, check=True)
+    found = {tuple(int(p) for p in v.split(".")) for v in re.findall(r"GLIBC_(\d+\.\d+)", out.stdout)}
+    return max(found, default=(2, 17))
+
+
+def platform_tag(glibc):
+    if glibc <= (2, 17):
+        return "py3-none-manylinux2014_x86_64"
+    return f"py3-none-manylinux_{glibc[0]}_{glibc[1]}_x86_64"
 
 
 def pep440(version):
@@ -34,6 +48,8 @@ def record_line(name, data):
 
 def main(binary, version, manpage, outdir):
     version = pep440(version)
+    glibc = needed_glibc(binary)
+    TAG = platform_tag(glibc)
     dist = f"aml_shim-{version}"
     with open(binary, "rb") as f:
         exe = f.read()
@@ -48,7 +64,8 @@ def main(binary, version, manpage, outdir):
         "Requires-Python: >=3\n"
         "Description-Content-Type: text/plain\n"
         "\n"
-        "The aml-shim binary (static C++ runtime, GLIBC_2.17 or newer), installed on PATH.\n"
+        f"The aml-shim binary (static C++ runtime, GLIBC_{glibc[0]}.{glibc[1]} or newer), "
+        "installed on PATH.\n"
         "See `man aml-shim` and the project's README.\n").encode()
     wheel = ("Wheel-Version: 1.0\n"
              "Generator: aml-shim scripts/wheel.py\n"

@@ -3,7 +3,9 @@ Debian 11 root, it needs nothing newer than GLIBC_2.17, starts there, fans
 out, runs as PID 1 of a fresh PID namespace with that root (a container
 ENTRYPOINT, and under podman as a Debian 11 image's ENTRYPOINT), its .deb
 installs there with exactly what `cmake --install` installs, and its wheel
-installs with pip there and on bookworm."""
+installs with pip there and on bookworm. Without root or namespaces,
+`release.sh --local` makes a wheel for this machine's glibc, and what a full
+release lacks is said before any work."""
 import glob
 import json
 import os
@@ -47,6 +49,46 @@ def release():
         if r.returncode != 0:
             raise AssertionError("scripts/release.sh failed:\n" + r.stdout + r.stderr)
         _released.append(True)
+
+
+class LocalRelease(unittest.TestCase):
+    """The ways a newcomer makes release files without a Debian 11 root."""
+
+    def test_a_local_wheel_needs_neither_root_nor_namespaces(self):
+        # scripts/release.sh --local with neither /usr/sbin nor /sbin on PATH
+        # (no debootstrap, no chroot): this checkout's build, for this
+        # machine's glibc, in a wheel pip installs here.
+        env = dict(os.environ, PATH="/usr/local/bin:/usr/bin:/bin")
+        r = run([os.path.join(SRC, "scripts", "release.sh"), "--local"], env=env, timeout=900)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        here = tuple(int(x) for x in os.confstr("CS_GNU_LIBC_VERSION").split()[1].split("."))
+        wheels = glob.glob(os.path.join(SRC, "dist", "aml_shim-*-py3-none-manylinux_2_*_x86_64.whl"))
+        self.assertEqual(len(wheels), 1, wheels)
+        tag = tuple(int(x) for x in re.search(r"manylinux_(\d+)_(\d+)_", wheels[0]).groups())
+        binary = [b for b in glob.glob(os.path.join(SRC, "dist", "aml-shim-*-linux-x86_64-glibc*"))
+                  if not b.endswith(".sha256")][0]
+        self.assertEqual(tag, glibc_versions(binary)[-1])  # what it needs, said in its tag
+        self.assertLessEqual(tag, here)
+        self.assertIn(f"release: {os.path.relpath(wheels[0], SRC)}", r.stdout)
+        with tempfile.TemporaryDirectory() as venv:
+            for cmd in (["python3", "-m", "venv", venv],
+                        [f"{venv}/bin/pip", "install", "--no-index", "--no-cache-dir", wheels[0]]):
+                r = run(cmd, env=env, timeout=300)
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            r = run([f"{venv}/bin/aml-shim", "--nproc-per-node", "2", "--", "sh", "-c",
+                     "echo rank $RANK"], env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(sorted(r.stdout.split("\n")[:2]), ["[rank 0] rank 0", "[rank 1] rank 1"])
+
+    def test_what_the_release_lacks_is_said_before_any_work(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = os.path.join(tmp, "root")
+            r = run([os.path.join(SRC, "scripts", "release.sh")],
+                    env=dict(os.environ, PATH="/usr/bin:/bin", AML_RELEASE_ROOT=root))
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertIn("release: debootstrap chroot not found: sudo scripts/setup.sh --tests "
+                          "installs them\n", r.stderr)
+            self.assertFalse(os.path.exists(root), "work began")
 
 
 class Release(unittest.TestCase):
