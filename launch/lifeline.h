@@ -1,4 +1,4 @@
-// The launcher's lifeline (docs/supervision.md, "When the launcher dies"): a
+// The launcher's lifeline (docs/supervision.md, "Per-node launch and supervision"): a
 // shim started by a launcher (mpirun or its daemon, slurmstepd, Hydra's
 // proxy) ends its ranks when that launcher is gone, as Open MPI's daemons do
 // when their lifeline to mpirun breaks and as slurmstepd does for its step.

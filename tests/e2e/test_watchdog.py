@@ -253,14 +253,24 @@ class SideBySide(unittest.TestCase):
             self.addCleanup(kill_group, p)
             import socket
             import struct
-            forged = (b'{"t":"join","v":"aml-shim-control-1","rank":1,"size":2,"port":9,'
-                      b'"host":"x","proof":"-"}')
+            # As a shim would: a greeting, the door's challenge, then a join
+            # whose proof answers nothing.
+            hi = b'{"t":"hi"}'
+            forged = (b'{"t":"join","v":"aml-shim-control-2","rank":1,"size":2,"port":9,'
+                      b'"host":"x","nonce":"n1","proof":"-"}')
+
+            def frame(s):
+                head = s.recv(4, socket.MSG_WAITALL)
+                return s.recv(struct.unpack(">I", head)[0], socket.MSG_WAITALL)
+
             answer = b""
             for _ in range(100):
                 try:
                     with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+                        s.sendall(struct.pack(">I", len(hi)) + hi)
+                        self.assertIn(b'"t":"challenge"', frame(s))
                         s.sendall(struct.pack(">I", len(forged)) + forged)
-                        answer = s.recv(4096)
+                        answer = frame(s)
                         break
                 except OSError:
                     time.sleep(0.05)
