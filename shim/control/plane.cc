@@ -32,6 +32,10 @@ constexpr double kStopWaitS = 30;            // a node waits for rank 0 after it
 constexpr double kEndingS = 30;              // past --grace, for every shim to end its ranks
 constexpr auto kRetry = std::chrono::milliseconds(100);
 constexpr size_t kMaxSignature = 512;
+constexpr double kMinSilenceS = 5;           // a steady link's allowance, at least
+constexpr double kMaxSilenceS = 30;          // and at most (and at start-up)
+constexpr double kGapFactor = 4;             // times its longest recent gap
+constexpr double kGapDecay = 0.9;            // per frame: a past spike fades
 constexpr char kRootNode[] = "rank 0's node";
 
 Deadline DeadlineIn(double s) {
@@ -83,7 +87,7 @@ Result<Answer> Ask(const std::string& ip, int port, const std::string& kind,
 }  // namespace
 
 ControlPlane::ControlPlane(const PlaneConfig& c) : c_(c) {
-  if (c_.hang_timeout_s) beat_s_ = std::clamp(*c_.hang_timeout_s / 10, 0.25, 2.0);
+  if (c_.hang_timeout_s) beat_s_ = std::clamp(*c_.hang_timeout_s / 10, 0.25, 1.0);
   my_output_ = MonotonicSeconds();
 }
 
@@ -134,6 +138,7 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::Join(const PlaneConfig& conf
   p->attempt_wall_ = WallSeconds();
   p->my_output_ = now;
   p->next_beat_ = now + p->beat_s_;
+  p->go_at_ = now;
   for (auto& child : p->children_) child->last_heard = child->output_time = now;
   if (p->parent_) p->parent_->last_heard = now;
   return p;
@@ -480,6 +485,7 @@ void ControlPlane::ReadChild(Peer& p, double now) {
       p.rank = static_cast<int>(m->Int("rank"));
       p.host = m->Str("host");
       p.last_heard = p.output_time = now;
+      p.max_gap = 0;
       p.link->set_max_frame(kMaxFrame);
       p.link->Send(Msg("welcome")
                        .Set("proof", Proof("tree", ProofDirection::kDown, p.challenge,
@@ -492,7 +498,7 @@ void ControlPlane::ReadChild(Peer& p, double now) {
       PeerGone(p, "sent a garbled message (" + m.error().message + ")", now);
       return;
     }
-    p.last_heard = now;
+    Heard(p, now);
     OnChildMsg(p, f, *m, now);
     if (p.done) return;
   }
@@ -550,7 +556,7 @@ void ControlPlane::ReadParent(double now) {
       ParentGone("it sent a garbled message", now);
       return;
     }
-    parent_->last_heard = now;
+    Heard(*parent_, now);
     OnParentMsg(f, *m, now);
   }
   if (parent_ && parent_->link->broken()) ParentGone(parent_->link->why(), now);
@@ -688,6 +694,18 @@ double ControlPlane::SubtreeOutput() const {
   return t;
 }
 
+// A frame from `p`: its gap since the last one feeds its allowance.
+void ControlPlane::Heard(Peer& p, double now) {
+  if (p.last_heard > 0) p.max_gap = std::max(now - p.last_heard, p.max_gap * kGapDecay);
+  p.last_heard = now;
+}
+
+// How long `p` may stay silent before it is lost (see plane.h).
+double ControlPlane::Allowance(const Peer& p, double now) const {
+  if (now < go_at_ + c_.startup_s) return kMaxSilenceS;
+  return std::clamp(kGapFactor * p.max_gap, kMinSilenceS, kMaxSilenceS);
+}
+
 void ControlPlane::Beat(double now) {
   next_beat_ = now + beat_s_;
   if (parent_ && !parent_lost_)
@@ -706,9 +724,12 @@ double ControlPlane::NextDeadline(double now) const {
   // counts only while ahead: the loop never spins.)
   for (const auto& p : children_) {
     if (p->rank == -1) next = std::min(next, p->hello_until);
-    else if (p->rank >= 0 && go_) next = std::min(next, p->last_heard + lost_after_s_);
+    else if (p->rank >= 0 && go_) next = std::min(next, p->last_heard + Allowance(*p, now));
   }
-  if (parent_ && !parent_lost_ && go_) next = std::min(next, parent_->last_heard + lost_after_s_);
+  if (parent_ && !parent_lost_ && go_)
+    next = std::min(next, parent_->last_heard + Allowance(*parent_, now));
+  // The allowances shrink when start-up is over: look again then.
+  if (go_) ahead(go_at_ + c_.startup_s);
   if (fail_window_until_ > 0) next = std::min(next, fail_window_until_);
   if (failed_at_ > 0 && !stopped_) ahead(failed_at_ + kVerdictWaitS);
   if (stop_at_ > 0) ahead(stop_at_ + kFlushS);
@@ -737,12 +758,12 @@ void ControlPlane::OnTimer(double now) {
     if (p->rank == -1 && now >= p->hello_until) {
       p->rank = -2;
       ++refused_;
-    } else if (p->rank >= 0 && go_ && now >= p->last_heard + lost_after_s_) {
-      PeerGone(*p, "silent for " + FormatRate(lost_after_s_) + " s", now);
+    } else if (p->rank >= 0 && go_ && now >= p->last_heard + Allowance(*p, now)) {
+      PeerGone(*p, "silent for " + FormatNumber(now - p->last_heard, "%.1f") + " s", now);
     }
   }
-  if (parent_ && !parent_lost_ && go_ && now >= parent_->last_heard + lost_after_s_)
-    ParentGone("silent for " + FormatRate(lost_after_s_) + " s", now);
+  if (parent_ && !parent_lost_ && go_ && now >= parent_->last_heard + Allowance(*parent_, now))
+    ParentGone("silent for " + FormatNumber(now - parent_->last_heard, "%.1f") + " s", now);
   if (now >= next_beat_) Beat(now);
   if (fail_window_until_ > 0 && now >= fail_window_until_) DecideFailure();
   if (c_.rank == 0 && collecting_ && !stopped_ && !ending_ && now >= collect_until_)

@@ -15,9 +15,13 @@
 // the same way; a rank already connected is not taken twice. At most 64
 // connections wait at a door for their proof, the rest in the listen backlog.
 //
-// Running: each shim sends its parent a heartbeat every beat (0.25 s to 2 s)
+// Running: each shim sends its parent a heartbeat every beat (0.25 s to 1 s)
 // with how long ago its part of the job last wrote output; parents beat down.
-// A link that closes, breaks or stays silent for 30 s is a lost shim. Rank 0
+// A link that closes or breaks is a lost shim, and so is one silent for
+// longer than its allowance: 30 s for the first 30 s after go (start-up:
+// thousands of shims starting ranks on a few cores are slow to beat), then
+// 4 times the longest recent gap between its frames, from 5 s to 30 s (a
+// frozen shim or a cut link is found within 5 s of a steady job). Rank 0
 // decides, and every node obeys: the job's first failure (by the time each
 // node saw it, within a 0.1 s window), a lost shim, a hang.
 //
@@ -59,6 +63,10 @@ struct PlaneConfig {
   std::string log_dir;     // --log-dir ("" when none), for the roll-call's words
   int max_restarts = 0;    // --max-restarts: restart rounds (docs/control-plane.md, "Restarts")
   int fanout = 32;
+  // The first seconds after go, when a silent link is given kMaxSilenceS
+  // (thousands of shims starting ranks on a few cores); then 4 times its
+  // longest recent gap, at least kMinSilenceS.
+  double startup_s = 30;
 };
 
 class ControlPlane : public JobLink {
@@ -94,6 +102,7 @@ class ControlPlane : public JobLink {
     double hello_until = 0; // pending: say hello by then
     double accepted_at = 0;
     double last_heard = 0;
+    double max_gap = 0;     // the longest recent gap between its frames (decays)
     double output_time = 0; // its subtree's last output (our clock)
     bool done = false;      // left in order (done, or stopped): not lost
     std::string challenge;  // the nonce this side sent it (shim/base/proof.h)
@@ -129,6 +138,8 @@ class ControlPlane : public JobLink {
   void PeerGone(Peer& p, const std::string& why, double now);
   void ParentGone(const std::string& why, double now);
   void Beat(double now);
+  void Heard(Peer& p, double now);
+  double Allowance(const Peer& p, double now) const;
   double SubtreeOutput() const;
   void MaybeSendDone(double now);
   void ForgetGoneChildren(double now);
@@ -169,7 +180,8 @@ class ControlPlane : public JobLink {
   int PickPort() const;
 
   PlaneConfig c_;
-  double beat_s_ = 2, lost_after_s_ = 30;
+  double beat_s_ = 1;
+  double go_at_ = 0;            // when the job started (rank 0 said go)
   Fd listener_;                 // children connect here
   int listen_port_ = 0;
   Fd door_;                     // rank 0, while joining: MASTER_PORT

@@ -47,7 +47,8 @@ struct Cluster {
   }
 
   explicit Cluster(int n, std::optional<double> hang = std::nullopt,
-                   std::function<void(int port)> meanwhile = nullptr, int max_restarts = 0) {
+                   std::function<void(int port)> meanwhile = nullptr, int max_restarts = 0,
+                   double startup_s = 30) {
     const int port = FreePort();
     planes.resize(static_cast<size_t>(n));
     orders.resize(static_cast<size_t>(n));
@@ -57,6 +58,7 @@ struct Cluster {
         PlaneConfig c = Config(r, n, port);
         c.hang_timeout_s = hang;
         c.max_restarts = max_restarts;
+        c.startup_s = startup_s;
         auto p = ControlPlane::Join(c);
         if (p.ok()) planes[static_cast<size_t>(r)] = std::move(*p);
         else ADD_FAILURE() << "rank " << r << ": " << p.error().message;
@@ -402,6 +404,35 @@ TEST(ControlPlane, TheSameFailureTwiceWithoutOutputIsNotRestartedAgain) {
                                             "without progress"),
             std::string::npos)
       << c.orders[0].back().why_not;
+}
+
+// A shim that stops answering (SIGSTOP, a hung node) keeps its sockets open:
+// only its silence tells. After start-up, a steady link's allowance is 4
+// times its longest recent gap, at least 5 s: found in seconds, not 30.
+TEST(ControlPlane, AFrozenShimOfASteadyJobIsFoundInSeconds) {
+  Cluster c(3, std::nullopt, nullptr, 0, /*startup_s=*/1);
+  c.Pump(3, [] { return false; });  // steady: beats every second
+  std::unique_ptr<ControlPlane> frozen = std::move(c.planes[2]);  // served no more
+  // Within 12 s (the old rule waited 30 s of silence).
+  ASSERT_TRUE(c.Pump(12, [&] {
+    return !c.orders[0].empty() && c.orders[0].back().kind == LinkOrder::Kind::kStop;
+  }));
+  EXPECT_EQ(c.orders[0].back().exit_code, 125);
+  EXPECT_NE(c.orders[0].back().message.find("the control plane lost rank 2's shim on h2 (silent "
+                                            "for "),
+            std::string::npos)
+      << c.orders[0].back().message;
+}
+
+// At start-up every link is given 30 s: thousands of shims starting their
+// ranks on a few cores beat late, and that is no loss.
+TEST(ControlPlane, AtStartUpASlowShimIsNotLost) {
+  Cluster c(3, std::nullopt, nullptr, 0, /*startup_s=*/30);
+  std::unique_ptr<ControlPlane> slow = std::move(c.planes[2]);
+  c.Pump(8, [] { return false; });  // 8 s without a word from shim 2
+  c.planes[2] = std::move(slow);
+  c.Pump(2, [] { return false; });
+  for (const auto& o : c.orders) EXPECT_TRUE(o.empty());
 }
 
 TEST(ControlPlane, AShimThatDiesDuringARestartRoundEndsTheJob) {

@@ -1,11 +1,17 @@
 #include "shim/pmix/client.h"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <thread>
+
 
 #include "shim/base/units.h"
 
@@ -66,27 +72,47 @@ Result<std::unique_ptr<PmixClient>> PmixClient::Open(const EnvSnapshot& env, dou
   // that never returns is left blocked (the library stays loaded; nothing of
   // it is used again): the process goes on without PMIx, and the thread ends
   // with the exec or the exit.
+  // Its end is an eventfd the thread writes (a descriptor of its own: this
+  // side may have closed its copy), waited for with poll: no condition
+  // variable, whose timed wait needs GLIBC_2.30 (the release needs 2.17).
   struct InitCall {
-    std::mutex m;
-    std::condition_variable cv;
-    bool done = false;
+    std::atomic<bool> done{false};
     int rc = 0;
     pmix::Proc self{};
   };
   auto call = std::make_shared<InitCall>();
+  const int ended = eventfd(0, EFD_CLOEXEC);
+  const int told = ended >= 0 ? fcntl(ended, F_DUPFD_CLOEXEC, 0) : -1;
+  if (told < 0) {
+    const int e = errno;
+    if (ended >= 0) close(ended);
+    return Error{std::string("PMIx_Init: eventfd: ") + std::strerror(e)};
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{ended};
   if (reached_server) *reached_server = true;
-  std::thread([call, init = c->init_] {
+  std::thread([call, told, init = c->init_] {
     pmix::Proc self{};
     const int rc = init(&self, nullptr, 0);
-    std::lock_guard<std::mutex> lock(call->m);
     call->rc = rc;
     call->self = self;
-    call->done = true;
-    call->cv.notify_all();
+    call->done.store(true, std::memory_order_release);
+    const uint64_t one = 1;
+    (void)!write(told, &one, sizeof one);
+    close(told);
   }).detach();
-  std::unique_lock<std::mutex> lock(call->m);
-  if (!call->cv.wait_for(lock, std::chrono::milliseconds(static_cast<long>(init_s * 1000)),
-                         [&] { return call->done; }))
+  pollfd p{ended, POLLIN, 0};
+  const auto until = std::chrono::steady_clock::now() +
+                     std::chrono::milliseconds(static_cast<long>(init_s * 1000));
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+    if (call->done.load(std::memory_order_acquire) || left.count() <= 0) break;
+    poll(&p, 1, static_cast<int>(left.count()) + 1);
+  }
+  if (!call->done.load(std::memory_order_acquire))
     return Error{"PMIx_Init in " + c->library_ + " did not return within " +
                  FormatRate(init_s) + " s: the PMIx server at " + PmixServerNamed(env) +
                  " did not answer (a stale URI, whose port another service took?)"};
