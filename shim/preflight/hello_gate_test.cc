@@ -11,6 +11,16 @@ using std::chrono::milliseconds;
 
 Prover Secret(const std::string& token) { return Prover(token, nullptr); }
 
+// One rank's hello from `host` (its nonce and proof are the caller's).
+Hello OneRank(int rank, int size, const std::string& host) {
+  Hello h;
+  h.ranks = {rank};
+  h.size = size;
+  h.host = host;
+  h.addr = "127.0.0.1";
+  return h;
+}
+
 Fd Connect(int port) {
   auto fd = ConnectTcp("127.0.0.1", port, Clock::now() + milliseconds(2000));
   EXPECT_TRUE(fd.ok());
@@ -37,12 +47,7 @@ struct Clients {
   }
   void SayHello(const Fd& fd, int rank, int size, const std::string& token,
                 const std::string& host = "node") {
-    Hello h;
-    h.ranks = {rank};
-    h.size = size;
-    h.host = host;
-    h.addr = "127.0.0.1";
-    Say(fd, h, token);
+    Say(fd, OneRank(rank, size, host), token);
   }
 };
 
@@ -107,10 +112,7 @@ TEST_F(Gate, AStrangerWithoutTheTokenIsRefusedAndTheRealRankCounts) {
   std::thread no_proof([&] {
     auto frame = RecvFrame(stranger.get(), 256, Clock::now() + milliseconds(5000));
     ASSERT_TRUE(frame.ok());
-    Hello h;
-    h.ranks = {1};
-    h.size = 2;
-    h.host = "evil-host";
+    Hello h = OneRank(1, 2, "evil-host");
     h.nonce = "n1";
     h.proof = "-";
     ASSERT_TRUE(SendFrame(stranger.get(), EncodeHello(h), Clock::now() + milliseconds(2000)).ok());
@@ -141,11 +143,7 @@ TEST_F(Gate, AReplayedHelloIsRefused) {
   std::thread replay([&] {
     auto frame = RecvFrame(real.get(), 256, Clock::now() + milliseconds(5000));
     ASSERT_TRUE(frame.ok());
-    Hello h;
-    h.ranks = {0};
-    h.size = 1;
-    h.host = "real-host";
-    h.addr = "127.0.0.1";
+    Hello h = OneRank(0, 1, "real-host");
     h.nonce = "n1";
     h.proof = *HelloProof(Secret("job-secret"), DecodeChallenge(*frame)->nonce, h.nonce, h.ranks);
     // What the real rank sends, as seen on the wire, goes out on the
