@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
 #include <thread>
 
 namespace aml {
@@ -178,11 +179,15 @@ TEST_F(Gate, IdleAndOversizedConnectionsDoNotKeepTheRealRanksOut) {
   gate.Run(Clock::now() + milliseconds(10000));
   EXPECT_EQ(gate.arrived_count(), 1);
   // The door stayed open: the silent ones took each other's seats, never
-  // rank 0's, which had sent its greeting (10 silent and rank 0 in 4 seats:
-  // 7 closed; issue 23, item 5: before, rank 0 waited in the backlog until
-  // 4 at a time had each used up their time).
-  EXPECT_EQ(gate.FloodNote().rfind("MASTER_PORT is flooded: 7 connection(s) that had sent nothing", 0),
-            0u) << gate.FloodNote();
+  // rank 0's, which had sent its greeting (issue 23, item 5: before, rank 0
+  // waited in the backlog until 4 at a time had each used up their time).
+  // 10 silent in 4 seats: 6 closed; a 7th when rank 0 took a seat, which it
+  // does unless its hello answered the challenge before the gate's read at
+  // accept (then it is admitted at once): the two threads race for that.
+  EXPECT_TRUE(std::regex_search(
+      gate.FloodNote(),
+      std::regex("^MASTER_PORT is flooded: [67] connection\\(s\\) that had sent nothing")))
+      << gate.FloodNote();
   auto notes = gate.Notes();
   ASSERT_EQ(notes.size(), 2u);
   EXPECT_NE(notes[1].find("1 oversized hello(s)"), std::string::npos) << notes[1];
