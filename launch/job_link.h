@@ -89,9 +89,10 @@ class JobLink {
   virtual void OnStacks(const std::vector<RankStack>& stacks) = 0;
   // Every child of this node ended (in this attempt).
   virtual void OnChildrenDone(const NodeOutcome& o) = 0;
-  // aml-shim got terminating signal `sig` (the launcher stops the job): the
-  // other shims stop with it; leave, wait no more.
-  virtual void OnShimSignalled(int sig) = 0;
+  // aml-shim got terminating signal `sig` (the launcher stops the job), or
+  // its launcher is gone (`why` says so; "" for a signal): the other shims
+  // stop with it, with status 128+sig; leave, wait no more.
+  virtual void OnShimSignalled(int sig, const std::string& why = "") = 0;
   // The supervisor may return: nothing more is owed to the job.
   virtual bool MayExit() const = 0;
   // True when this node prints its own first failure's summary; otherwise

@@ -134,7 +134,7 @@ class Supervisor {
   void NoticeStopped();
   void Signal(int sig, pid_t sender);
   void LauncherGone();
-  void StopRequested(int sig, pid_t sender, double now);
+  void StopRequested(int sig, pid_t sender, double now, const std::string& why = "");
   void BeginTeardown(double now);
   void KillAll(int sig);
   void ReadStream(Stream& s, double now);
@@ -463,13 +463,13 @@ void Supervisor::Signal(int sig, pid_t sender) {
 
 // The launcher stops the job (its signal, or it is gone): every child is
 // ended (SIGTERM, SIGKILL after --grace) and no attempt starts after it.
-void Supervisor::StopRequested(int sig, pid_t sender, double now) {
+void Supervisor::StopRequested(int sig, pid_t sender, double now, const std::string& why) {
     // No attempt starts after the launcher's signal, whatever was ordered.
     restart_.reset();
     shim_signal_ = sig;
     shim_signal_sender_ = sender;
     shim_signal_at_ = now;
-    if (link_) link_->OnShimSignalled(sig);
+    if (link_) link_->OnShimSignalled(sig, why);
     if (!a_.teardown) {
       a_.teardown = true;
       a_.kill_at = now + config_.grace_s;
@@ -482,7 +482,7 @@ void Supervisor::LauncherGone() {
   launcher_gone_ = true;
   LogVerbose(config_.lifeline->What() + ": ending every child");
   if (shim_signal_) return;
-  StopRequested(SIGTERM, 0, Now());
+  StopRequested(SIGTERM, 0, Now(), config_.lifeline->What());
   KillAll(SIGTERM);
 }
 

@@ -873,7 +873,7 @@ void ControlPlane::OnChildrenDone(const NodeOutcome& o) {
   MaybeSendDone(Now());
 }
 
-void ControlPlane::OnShimSignalled(int sig) {
+void ControlPlane::OnShimSignalled(int sig, const std::string& why) {
   if (signalled_) return;
   signalled_ = true;
   stop_at_ = Now();
@@ -881,8 +881,9 @@ void ControlPlane::OnShimSignalled(int sig) {
   // The others stop with it, as they would if the launcher had signalled
   // them too (it usually has), with the same status.
   Msg bye("bye");
-  bye.Set("what", Who(c_.rank, c_.host) + " was stopped by its launcher (" +
-                      SignalName(sig) + ")");
+  bye.Set("what", Who(c_.rank, c_.host) +
+                      (why.empty() ? " was stopped by its launcher (" + SignalName(sig) + ")"
+                                   : " ended its ranks: " + why));
   bye.Set("code", 128 + sig);
   SendUp(bye.Encode());
   SendDown(bye.Encode());

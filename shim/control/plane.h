@@ -84,7 +84,7 @@ class ControlPlane : public JobLink {
   void OnChildFailed(const LocalFailure& f) override;
   void OnStacks(const std::vector<RankStack>& stacks) override;
   void OnChildrenDone(const NodeOutcome& o) override;
-  void OnShimSignalled(int sig) override;
+  void OnShimSignalled(int sig, const std::string& why = "") override;
   bool MayExit() const override;
   bool PrintsOwnFailure() const override;
   bool WritesJobRecord() const override { return c_.rank == 0; }

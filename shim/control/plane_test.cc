@@ -214,6 +214,20 @@ TEST(ControlPlane, AShimStoppedByItsLauncherStopsTheOthersWithItsStatus) {
   EXPECT_TRUE(c.orders[2].empty());  // it stops on its own signal
 }
 
+// A shim whose launcher is gone (launch/lifeline.h) says so to the others:
+// not "stopped by its launcher", which nobody did.
+TEST(ControlPlane, AShimWhoseLauncherIsGoneSaysSoToTheOthers) {
+  Cluster c(3);
+  c.planes[1]->OnShimSignalled(15, "the launcher (mpirun, pid 4711) is gone");
+  ASSERT_TRUE(c.Pump(10, [&] { return !c.orders[0].empty() && !c.orders[2].empty(); }));
+  for (size_t i : {0u, 2u}) {
+    EXPECT_EQ(c.orders[i][0].exit_code, 143);
+    EXPECT_EQ(c.orders[i][0].message,
+              "aml-shim: stopped: rank 1's shim on h1 ended its ranks: the launcher (mpirun, pid "
+              "4711) is gone\n");
+  }
+}
+
 TEST(ControlPlane, StrangersAtTheDoorAreRefusedAndTheJobStillJoins) {
   std::string answer;
   Cluster c(3, std::nullopt, [&](int port) {
