@@ -1,4 +1,4 @@
-// CPU affinity for --numa-bind. A child started with posix_spawn inherits the
+// CPU affinity for --numa-bind. A child started with vfork and exec inherits the
 // spawning thread's mask, so the supervisor sets the child's CPUs around the
 // spawn and restores its own afterwards; exec mode sets them before exec.
 #pragma once

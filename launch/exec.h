@@ -17,7 +17,7 @@ int ExecCommand(const std::vector<std::string>& argv, const EnvSnapshot& env,
 // The exit code and message for an exec failure with errno `err`.
 int ExecFailureCode(int err, const std::string& command, std::string* message);
 
-// Holds argv/envp as C arrays for exec and posix_spawn.
+// Holds argv/envp as C arrays for exec.
 struct CArgs {
   explicit CArgs(const std::vector<std::string>& strings);
   char* const* data() { return ptrs.data(); }

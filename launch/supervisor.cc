@@ -464,16 +464,16 @@ void Supervisor::Signal(int sig, pid_t sender) {
 // The launcher stops the job (its signal, or it is gone): every child is
 // ended (SIGTERM, SIGKILL after --grace) and no attempt starts after it.
 void Supervisor::StopRequested(int sig, pid_t sender, double now, const std::string& why) {
-    // No attempt starts after the launcher's signal, whatever was ordered.
-    restart_.reset();
-    shim_signal_ = sig;
-    shim_signal_sender_ = sender;
-    shim_signal_at_ = now;
-    if (link_) link_->OnShimSignalled(sig, why);
-    if (!a_.teardown) {
-      a_.teardown = true;
-      a_.kill_at = now + config_.grace_s;
-    }
+  // No attempt starts after the launcher's signal, whatever was ordered.
+  restart_.reset();
+  shim_signal_ = sig;
+  shim_signal_sender_ = sender;
+  shim_signal_at_ = now;
+  if (link_) link_->OnShimSignalled(sig, why);
+  if (!a_.teardown) {
+    a_.teardown = true;
+    a_.kill_at = now + config_.grace_s;
+  }
 }
 
 // The launcher died without a word (SIGKILL, a crash): as if it had sent
