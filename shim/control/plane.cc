@@ -108,6 +108,18 @@ std::string ControlPlane::Proof(const std::string& door, ProofDirection d,
   return *proof;
 }
 
+// This shim's first frame at a door: a join (rank 0's MASTER_PORT) or a
+// hello (its parent's port), answering that connection's challenge.
+Msg ControlPlane::Introduce(const std::string& type, const std::string& challenge,
+                            const std::string& nonce) const {
+  Msg m(type);
+  m.Set("v", std::string(kVersion)).Set("rank", c_.rank).Set("size", c_.size);
+  m.Set("host", c_.host).Set("nonce", nonce);
+  m.Set("proof", Proof(type == "join" ? "join" : "tree", ProofDirection::kUp, challenge, nonce,
+                       c_.rank));
+  return m;
+}
+
 // The first frame of a connection `p` accepted: its proof answers our
 // challenge for the rank it names.
 bool ControlPlane::ProvesUp(const Peer& p, const std::string& door, const Msg& m,
@@ -208,11 +220,7 @@ Status ControlPlane::JoinAsMember() {
     } else {
       const std::string nonce = NewNonce();
       auto join = [&](const std::string& challenge) {
-        Msg m("join");
-        m.Set("v", std::string(kVersion)).Set("rank", c_.rank).Set("size", c_.size);
-        m.Set("host", c_.host).Set("port", listen_port_).Set("nonce", nonce);
-        m.Set("proof", Proof("join", ProofDirection::kUp, challenge, nonce, c_.rank));
-        return m;
+        return Introduce("join", challenge, nonce).Set("port", listen_port_);
       };
       auto reply = Ask(ips->front(), c_.master_port, ProofKindName(c_.prover.kind()), join,
                        std::min(5.0, deadline - Now()),
@@ -247,11 +255,7 @@ Status ControlPlane::JoinAsMember() {
   while (!parent_ && Now() < deadline) {
     const std::string nonce = NewNonce();
     auto hello = [&](const std::string& challenge) {
-      Msg m("hello");
-      m.Set("v", std::string(kVersion)).Set("rank", c_.rank).Set("size", c_.size);
-      m.Set("host", c_.host).Set("nonce", nonce);
-      m.Set("proof", Proof("tree", ProofDirection::kUp, challenge, nonce, c_.rank));
-      return m;
+      return Introduce("hello", challenge, nonce);
     };
     auto reply = Ask(paddr, pport, ProofKindName(c_.prover.kind()), hello,
                      std::min(5.0, deadline - Now()),

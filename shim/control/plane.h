@@ -147,6 +147,8 @@ class ControlPlane : public JobLink {
   // ("join": rank 0's MASTER_PORT; "tree": a parent's port) for `rank`.
   std::string Proof(const std::string& door, ProofDirection d, const std::string& challenge,
                     const std::string& nonce, int rank) const;
+  Msg Introduce(const std::string& type, const std::string& challenge,
+                const std::string& nonce) const;
   bool ProvesUp(const Peer& p, const std::string& door, const Msg& m, std::string* why) const;
   bool ProvesDown(const std::string& door, const Msg& m, const std::string& challenge,
                   const std::string& nonce) const;
