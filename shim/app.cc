@@ -220,10 +220,11 @@ Result<Planned> Plan(const Invocation& inv, const Resolved& r, const World& worl
   if (fabric || o.numa_bind) gpus = ReadGpuTopology(env, o.proc_root, o.sysfs_root);
   req.gpus = &gpus;
   // exec in place unless there is something to supervise: several children,
-  // output to tag or log, or zombies to reap as PID 1.
+  // output to tag or log, zombies to reap as PID 1, or a PMIx client to hold
+  // until the children end (PmixClient).
   p.pid1 = getpid() == 1;
   p.supervise = r.nproc > 1 || p.pid1 || o.log_dir || o.tag_output.value_or(false) ||
-                WantsControlPlane(o);
+                WantsControlPlane(o) || r.pmix != nullptr;
   p.tag = o.tag_output.value_or(r.nproc > 1);
   // The hang watchdog and the restart rule judge by the ranks' output: it
   // must pass through aml-shim (untagged for one child unless asked).
@@ -451,8 +452,10 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
     if (!token.ok()) return Fail(Error{"PMIx: " + token.error().message});
     shared = {*token, "rank 0's random token (sent over PMIx only)", nullptr};
   }
-  // PMIx_Finalize: the command, exec'd or spawned, connects on its own.
-  resolved->pmix.reset();
+  // The PMIx client is held until the ranks' commands end (PmixClient's
+  // destructor, at return): a command's own PMIx_Init connects as the same
+  // rank beside it, and this rank never finalizes and initialises again.
+  if (!running) resolved->pmix.reset();
   if (running)
     for (const auto& w : world->warnings) LogWarning(w);
   auto planned = Plan(*inv, *resolved, *world, peers, env);

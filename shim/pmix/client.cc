@@ -1,18 +1,12 @@
 #include "shim/pmix/client.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <cerrno>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
+#include <memory>
 
-
+#include "shim/base/bounded_call.h"
+#include "shim/base/descriptors.h"
+#include "shim/base/log.h"
 #include "shim/base/units.h"
 
 namespace aml {
@@ -70,49 +64,19 @@ Result<std::unique_ptr<PmixClient>> PmixClient::Open(const EnvSnapshot& env, dou
   if (!bound.ok()) return bound.error();
   // PMIx_Init runs in a thread of its own, waited for at most init_s. One
   // that never returns is left blocked (the library stays loaded; nothing of
-  // it is used again): the process goes on without PMIx, and the thread ends
-  // with the exec or the exit.
-  // Its end is an eventfd the thread writes (a descriptor of its own: this
-  // side may have closed its copy), waited for with poll: no condition
-  // variable, whose timed wait needs GLIBC_2.30 (the release needs 2.17).
+  // it is used again): the process goes on without PMIx. The library's
+  // progress thread, started from there, blocks every signal.
   struct InitCall {
-    std::atomic<bool> done{false};
     int rc = 0;
     pmix::Proc self{};
   };
   auto call = std::make_shared<InitCall>();
-  const int ended = eventfd(0, EFD_CLOEXEC);
-  const int told = ended >= 0 ? fcntl(ended, F_DUPFD_CLOEXEC, 0) : -1;
-  if (told < 0) {
-    const int e = errno;
-    if (ended >= 0) close(ended);
-    return Error{std::string("PMIx_Init: eventfd: ") + std::strerror(e)};
-  }
-  struct Closer {
-    int fd;
-    ~Closer() { close(fd); }
-  } closer{ended};
   if (reached_server) *reached_server = true;
-  std::thread([call, told, init = c->init_] {
-    pmix::Proc self{};
-    const int rc = init(&self, nullptr, 0);
-    call->rc = rc;
-    call->self = self;
-    call->done.store(true, std::memory_order_release);
-    const uint64_t one = 1;
-    (void)!write(told, &one, sizeof one);
-    close(told);
-  }).detach();
-  pollfd p{ended, POLLIN, 0};
-  const auto until = std::chrono::steady_clock::now() +
-                     std::chrono::milliseconds(static_cast<long>(init_s * 1000));
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        until - std::chrono::steady_clock::now());
-    if (call->done.load(std::memory_order_acquire) || left.count() <= 0) break;
-    poll(&p, 1, static_cast<int>(left.count()) + 1);
-  }
-  if (!call->done.load(std::memory_order_acquire))
+  const std::vector<int> before = OpenDescriptors();
+  const bool returned = CallWithin(init_s, [call, init = c->init_] {
+    call->rc = init(&call->self, nullptr, 0);
+  });
+  if (!returned)
     return Error{"PMIx_Init in " + c->library_ + " did not return within " +
                  FormatRate(init_s) + " s: the PMIx server at " + PmixServerNamed(env) +
                  " did not answer (a stale URI, whose port another service took?)"};
@@ -120,11 +84,19 @@ Result<std::unique_ptr<PmixClient>> PmixClient::Open(const EnvSnapshot& env, dou
     return Error{c->Why("PMIx_Init", call->rc) + " (the server at " + PmixServerNamed(env) + ")"};
   c->self_ = call->self;
   c->initialised_ = true;
+  // Its socket to the server and its shared-memory files are libpmix's,
+  // opened without close-on-exec: the commands must not inherit them.
+  CloseOnExecSince(before);
   return c;
 }
 
 PmixClient::~PmixClient() {
-  if (initialised_) finalize_(nullptr, 0);
+  if (!initialised_) return;
+  // A server that never answers must not keep this process (and the
+  // launcher's job) alive: the call is left behind, as PMIx_Init's is.
+  if (!CallWithin(kFinalizeS, [fin = finalize_] { fin(nullptr, 0); }))
+    LogWarning("PMIx_Finalize in " + library_ + " did not return within " +
+               FormatRate(kFinalizeS) + " s; leaving without it");
 }
 
 std::string PmixClient::Why(const char* call, int status) const {

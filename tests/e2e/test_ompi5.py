@@ -96,12 +96,9 @@ class OpenMpi5(unittest.TestCase):
     def test_an_mpi4py_command_runs_across_nodes_after_the_rendezvous(self):
         # Nothing names the master: the rendezvous runs, over PMIx. Before,
         # it ran over MPI and the command's MPI_Init was handed its endpoints.
-        # One placement: now and then (4 runs in 178 with both cores loaded)
-        # the command hangs in MPI_Init or MPI_Finalize after aml-shim's PMIx
-        # client of the same rank: PMIx 5.0.7's server bug with a client that
-        # initialises again (openpmix#3931, fixed upstream after 5.0.7; see
-        # docs/world.md, "How the world is resolved"); the placements
-        # themselves are test_every_placement_...'s.
+        # aml-shim holds its PMIx client until the command ends: after its
+        # PMIx_Finalize, PMIx 5.0.7's server (openpmix#4113) left the
+        # command's MPI_Init hanging in 7 of 80 loaded runs (docs/world.md).
         for hosts in ({1: 2, 2: 2},):
             with self.subTest(hosts=hosts):
                 n = sum(hosts.values())
@@ -114,6 +111,17 @@ class OpenMpi5(unittest.TestCase):
                                         for i in range(n)))
                 self.assertIn(f"PMIx rendezvous: rank 0's address reached by all {n} ranks: "
                               f"{NET}.1:", r.stderr)
+
+    def test_the_command_inherits_no_descriptor_of_aml_shims_pmix_client(self):
+        # libpmix opens its socket and shared-memory files without
+        # close-on-exec; the command gets what it would get from mpirun.
+        fds = ("import os; os.write(1, ('\\nfds ' + ' '.join(sorted(f for f in os.listdir('/proc/self/fd') "
+               "if os.path.exists('/proc/self/fd/' + f) and int(f) > 2)) + '\\n').encode())")
+        bare = self.inroot(mpirun5(2, PY, "-c", fds, hosts={1: 1, 2: 1}))
+        self.assertEqual(bare.returncode, 0, bare.stderr)
+        r = self.inroot(mpirun5(2, SHIM, "--", PY, "-c", fds, hosts={1: 1, 2: 1}))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(lines(r.stdout, "fds"), lines(bare.stdout, "fds"))
 
     # --- item 2: exact NODE_RANK for any placement -----------------------------
 
