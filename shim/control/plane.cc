@@ -24,18 +24,7 @@ constexpr size_t kMaxHelloFrame = 4 << 10;   // a join or a hello
 constexpr size_t kMaxFrame = 1 << 20;        // anything after it
 constexpr size_t kMaxPending = 64;           // strangers waiting at a door
 constexpr double kHelloS = 5;                // from accept to hello
-constexpr double kFailWindowS = 0.1;         // failures that count as first
-constexpr double kVerdictWaitS = 5;          // a failing node waits for rank 0's word
-constexpr double kFlushS = 1;                // last words before exit
-constexpr double kCollectS = 20;             // rank 0 waits for stacks (readers 10 s, SIGABRT 5 s)
-constexpr double kStopWaitS = 30;            // a node waits for rank 0 after its stacks
-constexpr double kEndingS = 30;              // past --grace, for every shim to end its ranks
 constexpr auto kRetry = std::chrono::milliseconds(100);
-constexpr size_t kMaxSignature = 512;
-constexpr double kMinSilenceS = 5;           // a steady link's allowance, at least
-constexpr double kMaxSilenceS = 30;          // and at most (and at start-up)
-constexpr double kGapFactor = 4;             // times its longest recent gap
-constexpr double kGapDecay = 0.9;            // per frame: a past spike fades
 constexpr char kRootNode[] = "rank 0's node";
 
 Deadline DeadlineIn(double s) {
@@ -86,7 +75,23 @@ Result<Answer> Ask(const std::string& ip, int port, const std::string& kind,
 
 }  // namespace
 
-ControlPlane::ControlPlane(const PlaneConfig& c) : c_(c) {
+JobConfig ControlPlane::MachineConfig(const PlaneConfig& c) {
+  JobConfig j;
+  j.rank = c.rank;
+  j.size = c.size;
+  j.node = c.node;
+  j.host = c.host;
+  j.ranks = c.ranks;
+  j.world_ranks = c.world_ranks;
+  j.hang_timeout_s = c.hang_timeout_s;
+  j.grace_s = c.grace_s;
+  j.run_id = c.run_id;
+  j.log_dir = c.log_dir;
+  j.max_restarts = c.max_restarts;
+  return j;
+}
+
+ControlPlane::ControlPlane(const PlaneConfig& c) : c_(c), machine_(MachineConfig(c), this) {
   if (c_.hang_timeout_s) beat_s_ = std::clamp(*c_.hang_timeout_s / 10, 0.25, 1.0);
   my_output_ = MonotonicSeconds();
 }
@@ -147,12 +152,15 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::Join(const PlaneConfig& conf
   }
   p->go_ = true;
   const double now = p->Now();
-  p->attempt_wall_ = WallSeconds();
   p->my_output_ = now;
   p->next_beat_ = now + p->beat_s_;
   p->go_at_ = now;
-  for (auto& child : p->children_) child->last_heard = child->output_time = now;
-  if (p->parent_) p->parent_->last_heard = now;
+  for (auto& child : p->children_) {
+    child->live.Start(now);
+    child->output_time = now;
+  }
+  if (p->parent_) p->parent_->live.Start(now);
+  p->machine_.Start(now);
   return p;
 }
 
@@ -167,7 +175,6 @@ Status ControlPlane::JoinAsRoot() {
   door_ = std::move(door->fd);
   // Shims on rank 0's host learn its address from their join connection.
   planner_ = std::make_unique<TreePlanner>(c_.fanout, kRootNode, "", listen_port_);
-  shim_hosts_[0] = c_.host;
   const double deadline = Now() + c_.join_timeout_s;
   Status st = RunUntilGo(deadline);
   door_.reset();
@@ -440,7 +447,7 @@ void ControlPlane::ReadDoor(Peer& p, double now) {
   TreePlace place = planner_->Assign(static_cast<int>(rank), node, addr, static_cast<int>(port));
   // Rank 0's own address, as this shim reached it.
   if (place.parent == 0) place.addr = LocalAddress(p.link->fd());
-  shim_hosts_[static_cast<int>(rank)] = host;
+  machine_.NoteHost(static_cast<int>(rank), host);
   Msg reply("place");
   reply.Set("parent", place.parent).Set("addr", place.addr).Set("port", place.port);
   reply.Set("depth", place.depth);
@@ -488,8 +495,8 @@ void ControlPlane::ReadChild(Peer& p, double now) {
       }
       p.rank = static_cast<int>(m->Int("rank"));
       p.host = m->Str("host");
-      p.last_heard = p.output_time = now;
-      p.max_gap = 0;
+      p.live.Start(now);
+      p.output_time = now;
       p.link->set_max_frame(kMaxFrame);
       p.link->Send(Msg("welcome")
                        .Set("proof", Proof("tree", ProofDirection::kDown, p.challenge,
@@ -502,53 +509,32 @@ void ControlPlane::ReadChild(Peer& p, double now) {
       PeerGone(p, "sent a garbled message (" + m.error().message + ")", now);
       return;
     }
-    Heard(p, now);
+    p.live.Heard(now);
     OnChildMsg(p, f, *m, now);
     if (p.done) return;
   }
   if (p.link->broken() && p.rank >= 0 && !p.done) PeerGone(p, p.link->why(), now);
 }
 
+// Beats and the join's words are the overlay's; the rest is the job's.
 void ControlPlane::OnChildMsg(Peer& p, const std::string& frame, const Msg& m, double now) {
   const std::string& t = m.type();
   if (t == "beat") {
     const double age = m.Number("age", 0);
     if (age >= 0) p.output_time = std::max(p.output_time, now - age);
-  } else if (t == "up") {
+    return;
+  }
+  if (t == "up") {
     if (c_.rank == 0) up_.insert(static_cast<int>(m.Int("rank")));
     else SendUp(frame);
-  } else if (t == "bye") {
-    // Its launcher stopped it: the job stops with it, with its status.
+    return;
+  }
+  if (LeavesInOrder(m)) {
+    // Done, or stopped by its launcher: it closes, and is not lost.
     p.done = true;
     p.rank = -2;
-    OnBye(frame, m, now);
-  } else if (t == "done") {
-    // Its part of the job ended well.
-    p.done = true;
-    p.rank = -2;  // closed after this round
-    done_below_ += static_cast<int>(std::max<int64_t>(1, m.Int("n", 1)));
-    MaybeSendDone(now);
-  } else if (c_.rank != 0) {
-    if (t == "fail" || t == "lost" || t == "stacks" || t == "ended") SendUp(frame);
-  } else if (t == "ended") {
-    NoteEnded(static_cast<int>(m.Int("shim", -1)), m.Number("out", 0), now);
-  } else if (t == "fail") {
-    FailNote f;
-    f.wall_time = m.Number("time");
-    f.rank = static_cast<int>(m.Int("rank"));
-    f.node = static_cast<int>(m.Int("node"));
-    f.code = static_cast<int>(m.Int("code", 1));
-    f.host = m.Str("host");
-    f.status = m.Str("status");
-    f.summary = m.Str("summary");
-    f.json = m.Str("json");
-    NoteFailure(std::move(f), now);
-  } else if (t == "lost") {
-    if (stopped_ || signalled_) return;
-    StopAsLost(m.Str("what"));
-  } else if (t == "stacks") {
-    NoteStacks(m);
   }
+  machine_.OnFromChild(frame, m, now);
 }
 
 void ControlPlane::ReadParent(double now) {
@@ -560,7 +546,7 @@ void ControlPlane::ReadParent(double now) {
       ParentGone("it sent a garbled message", now);
       return;
     }
-    Heard(*parent_, now);
+    parent_->live.Heard(now);
     OnParentMsg(f, *m, now);
   }
   if (parent_ && parent_->link->broken()) ParentGone(parent_->link->why(), now);
@@ -573,56 +559,15 @@ void ControlPlane::OnParentMsg(const std::string& frame, const Msg& m, double no
     go_ = true;
     SayTreeCrowd();
     SendDown(frame);
-  } else if (t == "abort") {
+    return;
+  }
+  if (t == "abort") {
     abort_ = m.Str("why");
     SendDown(frame);
-  } else if (t == "collect") {
-    SendDown(frame);
-    if (!collecting_ && !stopped_) {
-      collecting_ = true;
-      orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kCollectStacks));
-      stop_wait_until_ = now + kStopWaitS;
-    }
-  } else if (t == "end") {
-    // Rank 0 restarts the job: end this node's ranks, say so, wait.
-    SendDown(frame);
-    if (stopped_ || signalled_ || ending_) return;
-    ending_ = true;
-    orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));
-    MaybeSendEnded();
-  } else if (t == "restart") {
-    SendDown(frame);
-    if (stopped_ || signalled_) return;
-    LinkOrder o = LinkOrder::Of(LinkOrder::Kind::kRestart);
-    o.restart = static_cast<int>(m.Int("n"));
-    o.master_port = static_cast<int>(m.Int("port"));
-    o.line = m.Str("line");
-    restarts_ = o.restart;
-    ResetRound(now);
-    orders_.push_back(std::move(o));
-  } else if (t == "stop") {
-    SendDown(frame);
-    if (stopped_) return;
-    ending_ = false;
-    stopped_ = true;
-    stop_at_ = now;
-    orders_.push_back(
-        LinkOrder::Stop(static_cast<int>(m.Int("code", 1)), StopLine(m), ""));
-  } else if (t == "bye") {
-    parent_lost_ = true;  // it goes; not a loss to report
-    OnBye(frame, m, now);
+    return;
   }
-}
-
-// A shim whose launcher stopped it said so: pass it on, everywhere, once.
-void ControlPlane::OnBye(const std::string& frame, const Msg& m, double now) {
-  if (stopped_ || signalled_) return;
-  stopped_ = true;
-  stop_at_ = now;
-  SendUp(frame);
-  SendDown(frame);
-  orders_.push_back(LinkOrder::Stop(static_cast<int>(m.Int("code", 143)),
-                              "aml-shim: stopped: " + EscapeControl(m.Str("what")) + "\n", ""));
+  if (LeavesInOrder(m)) parent_lost_ = true;  // it goes; not a loss to report
+  machine_.OnFromParent(frame, m, now);
 }
 
 // ---- Sending
@@ -639,18 +584,13 @@ void ControlPlane::SendDown(const std::string& frame) {
 // ---- Loss
 
 void ControlPlane::PeerGone(Peer& p, const std::string& why, double now) {
-  (void)now;
   const int rank = p.rank;
   p.done = true;
   p.rank = -2;
-  if (stopped_ || signalled_ || !go_) return;
-  const std::string what = "the control plane lost " + Who(rank, p.host) + " (" +
-                           EscapeControl(why) + ")";
-  if (c_.rank == 0) {
-    StopAsLost(what);
-  } else {
-    SendUp(Msg("lost").Set("what", what).Encode());
-  }
+  if (!go_) return;
+  machine_.OnShimLost("the control plane lost " + Who(rank, p.host) + " (" + EscapeControl(why) +
+                          ")",
+                      now);
 }
 
 void ControlPlane::ParentGone(const std::string& why, double now) {
@@ -660,18 +600,10 @@ void ControlPlane::ParentGone(const std::string& why, double now) {
     abort_ = "control plane: lost its parent, " + Who(parent_rank_, "") + " (" + why + ")";
     return;
   }
-  if (stopped_ || signalled_ || done_sent_) return;
-  // Cut off from rank 0: this node cannot hear the job's verdicts, so it
-  // ends its part (the launcher ends the rest, or they learn it the same way).
-  stopped_ = true;
-  stop_at_ = now;
-  SendDown(Msg("stop").Set("kind", std::string("lost")).Set("code", 125)
-               .Set("what", "the control plane lost " + Who(c_.rank, c_.host) + "'s parent")
-               .Encode());
-  orders_.push_back(LinkOrder::Stop(125,
-      "aml-shim: lost the control plane: the link to its parent, " + Who(parent_rank_, "") +
-          " at " + parent_->addr + ", " + EscapeControl(why) + "; ending this node's ranks\n",
-      ""));
+  machine_.OnParentLost("aml-shim: lost the control plane: the link to its parent, " +
+                            Who(parent_rank_, "") + " at " + parent_->addr + ", " +
+                            EscapeControl(why) + "; ending this node's ranks\n",
+                        now);
 }
 
 // ---- Time
@@ -698,16 +630,40 @@ double ControlPlane::SubtreeOutput() const {
   return t;
 }
 
-// A frame from `p`: its gap since the last one feeds its allowance.
-void ControlPlane::Heard(Peer& p, double now) {
-  if (p.last_heard > 0) p.max_gap = std::max(now - p.last_heard, p.max_gap * kGapDecay);
-  p.last_heard = now;
+void ControlPlane::ResetOutput(double now) {
+  my_output_ = departed_output_ = now;
+  for (auto& ch : children_) ch->output_time = now;
 }
 
-// How long `p` may stay silent before it is lost (see plane.h).
-double ControlPlane::Allowance(const Peer& p, double now) const {
-  if (now < go_at_ + c_.startup_s) return kMaxSilenceS;
-  return std::clamp(kGapFactor * p.max_gap, kMinSilenceS, kMaxSilenceS);
+bool ControlPlane::ChildrenAllDone() const {
+  for (const auto& ch : children_)
+    if (ch->rank >= 0 && !ch->done) return false;
+  return true;
+}
+
+bool ControlPlane::ChildrenLinked() const {
+  for (const auto& ch : children_)
+    if (ch->rank >= 0 && !ch->link->broken()) return true;
+  return false;
+}
+
+bool ControlPlane::Flushed() const {
+  if (parent_ && !parent_lost_ && parent_->link->wants_write()) return false;
+  for (const auto& ch : children_)
+    if (ch->rank >= 0 && ch->link->wants_write()) return false;
+  return true;
+}
+
+bool ControlPlane::ParentClosed() const { return parent_ && parent_->link->broken(); }
+
+double ControlPlane::WallNow() const { return WallSeconds(); }
+
+// The next attempt's MASTER_PORT: one the kernel has free now (the last
+// attempt's store may still hold its port, or its connections linger in
+// TIME_WAIT); rank 0's ranks run where this shim runs.
+int ControlPlane::FreePort() const {
+  auto l = ListenAny(0);
+  return l.ok() ? l->port : c_.master_port;
 }
 
 void ControlPlane::Beat(double now) {
@@ -719,36 +675,24 @@ void ControlPlane::Beat(double now) {
 
 double ControlPlane::NextDeadline(double now) const {
   double next = std::min(now + 3600, next_beat_);
-  // Moments that only let MayExit say yes count while they are ahead.
-  auto ahead = [&](double t) {
-    if (t > now) next = std::min(next, t);
-  };
+  const double startup_until = go_at_ + c_.startup_s;
   for (const auto& p : door_pending_) next = std::min(next, p->hello_until);
   // (Every deadline below is cleared or moved by OnTimer once it passes, or
   // counts only while ahead: the loop never spins.)
   for (const auto& p : children_) {
     if (p->rank == -1) next = std::min(next, p->hello_until);
-    else if (p->rank >= 0 && go_) next = std::min(next, p->last_heard + Allowance(*p, now));
+    else if (p->rank >= 0 && go_) next = std::min(next, p->live.LostAt(now, startup_until));
   }
   if (parent_ && !parent_lost_ && go_)
-    next = std::min(next, parent_->last_heard + Allowance(*parent_, now));
+    next = std::min(next, parent_->live.LostAt(now, startup_until));
   // The allowances shrink when start-up is over: look again then.
-  if (go_) ahead(go_at_ + c_.startup_s);
-  if (fail_window_until_ > 0) next = std::min(next, fail_window_until_);
-  if (failed_at_ > 0 && !stopped_) ahead(failed_at_ + kVerdictWaitS);
-  if (stop_at_ > 0) ahead(stop_at_ + kFlushS);
-  if (stop_at_ > 0) ahead(stop_at_ + c_.grace_s + kFlushS);
-  if (done_sent_) ahead(done_at_ + kFlushS);
-  if (c_.rank == 0 && collecting_ && !stopped_ && !ending_) next = std::min(next, collect_until_);
-  if (c_.rank != 0 && collecting_ && !stopped_ && !ending_) next = std::min(next, stop_wait_until_);
-  if (c_.rank == 0 && ending_ && !stopped_)
-    next = std::min(next, backoff_ ? backoff_until_ : ending_until_);
-  if (c_.rank == 0 && go_ && c_.hang_timeout_s && !collecting_ && !stopped_ && !ending_)
-    next = std::min(next, SubtreeOutput() + *c_.hang_timeout_s + beat_s_ * depth_);
+  if (go_ && startup_until > now) next = std::min(next, startup_until);
+  if (go_) next = std::min(next, machine_.NextDeadline(now));
   return std::max(next, now);
 }
 
 void ControlPlane::OnTimer(double now) {
+  const double startup_until = go_at_ + c_.startup_s;
   // Joins answered (kept until the shim closes, so that TIME_WAIT lands on
   // its side, not on MASTER_PORT) or silent past their 5 s.
   for (auto& p : door_pending_)
@@ -762,431 +706,37 @@ void ControlPlane::OnTimer(double now) {
     if (p->rank == -1 && now >= p->hello_until) {
       p->rank = -2;
       ++refused_;
-    } else if (p->rank >= 0 && go_ && now >= p->last_heard + Allowance(*p, now)) {
-      PeerGone(*p, "silent for " + FormatNumber(now - p->last_heard, "%.1f") + " s", now);
+    } else if (p->rank >= 0 && go_ && now >= p->live.LostAt(now, startup_until)) {
+      PeerGone(*p, "silent for " + FormatNumber(now - p->live.last_heard, "%.1f") + " s", now);
     }
   }
-  if (parent_ && !parent_lost_ && go_ && now >= parent_->last_heard + Allowance(*parent_, now))
-    ParentGone("silent for " + FormatNumber(now - parent_->last_heard, "%.1f") + " s", now);
+  if (parent_ && !parent_lost_ && go_ && now >= parent_->live.LostAt(now, startup_until))
+    ParentGone("silent for " + FormatNumber(now - parent_->live.last_heard, "%.1f") + " s", now);
   if (now >= next_beat_) Beat(now);
-  if (fail_window_until_ > 0 && now >= fail_window_until_) DecideFailure();
-  if (c_.rank == 0 && collecting_ && !stopped_ && !ending_ && now >= collect_until_)
-    FinishCollect(now);
-  if (c_.rank == 0 && backoff_ && !stopped_ && !signalled_ && now >= backoff_until_)
-    SendRestart(now);
-  if (c_.rank == 0 && ending_ && !backoff_ && !stopped_ && now >= ending_until_) {
-    ending_ = false;
-    StopAsLost("cannot restart: " + JoinCapped(ShimsNotIn(ended_), 8) +
-               " did not end its ranks within " + FormatRate(c_.grace_s + kEndingS) + " s");
-  }
-  if (c_.rank != 0 && collecting_ && !stopped_ && !ending_ && now >= stop_wait_until_) {
-    stopped_ = true;
-    stop_at_ = now;
-    orders_.push_back(LinkOrder::Stop(124,
-                                "aml-shim: stopped: the job was judged hung, and rank 0's shim "
-                                "said nothing more within " + FormatRate(kStopWaitS) + " s\n",
-                                ""));
-  }
-  if (c_.rank == 0 && go_ && c_.hang_timeout_s && !collecting_ && !stopped_ && !ending_) {
-    const double silent = now - SubtreeOutput();
-    if (silent >= *c_.hang_timeout_s + beat_s_ * depth_) {
-      hang_silent_s_ = silent;
-      StartCollect(now);
-    }
-  }
   ForgetGoneChildren(now);
-  MaybeSendDone(now);
+  if (go_) machine_.OnTimer(now);
 }
 
-// This shim's part of the job ended well and every shim below it said so:
-// it tells its parent, which then closes the link; the shim may go.
-void ControlPlane::MaybeSendDone(double now) {
-  // Ranks ended by the hang's SIGABRT are not a part of the job that ended well.
-  if (c_.rank == 0 || done_sent_ || !children_done_ || stopped_ || signalled_ || parent_lost_ ||
-      failed_at_ > 0 || collecting_ || ending_ || outcome_.code != 0)
-    return;
-  for (const auto& ch : children_)
-    if (ch->rank >= 0 && !ch->done) return;
-  done_sent_ = true;
-  done_at_ = now;
-  SendUp(Msg("done").Set("n", 1 + done_below_).Encode());
-}
-
-// ---- What this node sees
+// ---- What this node sees: the job's state machine decides
 
 void ControlPlane::OnOutput(double now) { my_output_ = now; }
 
-void ControlPlane::OnChildFailed(const LocalFailure& f) {
-  const double now = Now();
-  if (failed_at_ == 0) failed_at_ = now;
-  if (stopped_ || signalled_ || collecting_ || ending_) return;
-  FailNote n;
-  n.wall_time = f.wall_time;
-  n.rank = f.rank;
-  n.node = c_.node;
-  n.code = f.exit_code;
-  n.host = c_.host;
-  n.status = f.status;
-  n.summary = f.summary;
-  n.json = f.failure_json;
-  n.local = true;
-  if (c_.rank == 0) {
-    NoteFailure(std::move(n), now);
-    return;
-  }
-  Msg m("fail");
-  m.SetNumber("time", n.wall_time).Set("rank", n.rank).Set("node", n.node).Set("code", n.code);
-  m.Set("host", n.host).Set("status", n.status);
-  // The summary travels whole but bounded (its stderr tail is 16 KiB at most).
-  m.Set("summary", n.summary.substr(0, 64 << 10)).Set("json", n.json.substr(0, 64 << 10));
-  SendUp(m.Encode());
-}
+void ControlPlane::OnChildFailed(const LocalFailure& f) { machine_.OnChildFailed(f, Now()); }
 
 void ControlPlane::OnStacks(const std::vector<RankStack>& stacks) {
-  if (c_.rank == 0) {
-    for (const RankStack& s : stacks) {
-      const auto lines = SplitLines(s.text);
-      reports_.push_back({s.rank, c_.node, c_.host, s.signature.substr(0, kMaxSignature),
-                          s.signature.empty() && !lines.empty() ? lines[0] : ""});
-    }
-    reported_.insert(0);
-    if (static_cast<int>(reported_.size()) == c_.size) FinishCollect(Now());
-    return;
-  }
-  std::string list = "[";
-  for (const RankStack& s : stacks) {
-    if (list.size() > 1) list += ",";
-    const auto lines = SplitLines(s.text);
-    Msg one("s");
-    one.Set("rank", s.rank).Set("sig", s.signature.substr(0, kMaxSignature));
-    one.Set("why", s.signature.empty() && !lines.empty() ? lines[0].substr(0, 300) : "");
-    list += one.Encode();
-  }
-  list += "]";
-  Msg m("stacks");
-  m.Set("shim", c_.rank).Set("node", c_.node).Set("host", c_.host).SetRaw("stacks", list);
-  SendUp(m.Encode());
+  machine_.OnStacks(stacks, Now());
 }
 
-void ControlPlane::OnChildrenDone(const NodeOutcome& o) {
-  outcome_ = o;
-  children_done_ = true;
-  if (c_.rank == 0 && o.code == 0 && !ending_ && !collecting_ && failed_at_ == 0)
-    own_done_well_ = true;
-  MaybeSendEnded();
-  MaybeSendDone(Now());
-}
+void ControlPlane::OnChildrenDone(const NodeOutcome& o) { machine_.OnChildrenDone(o, Now()); }
 
 void ControlPlane::OnShimSignalled(int sig, const std::string& why) {
-  if (signalled_) return;
-  signalled_ = true;
-  stop_at_ = Now();
-  if (stopped_) return;
-  // The others stop with it, as they would if the launcher had signalled
-  // them too (it usually has), with the same status.
-  Msg bye("bye");
-  bye.Set("what", Who(c_.rank, c_.host) +
-                      (why.empty() ? " was stopped by its launcher (" + SignalName(sig) + ")"
-                                   : " ended its ranks: " + why));
-  bye.Set("code", 128 + sig);
-  SendUp(bye.Encode());
-  SendDown(bye.Encode());
+  machine_.OnShimSignalled(sig, why, Now());
 }
 
-bool ControlPlane::MayExit() const {
-  auto flushed = [&] {
-    if (parent_ && !parent_lost_ && parent_->link->wants_write()) return false;
-    for (const auto& ch : children_)
-      if (ch->rank >= 0 && ch->link->wants_write()) return false;
-    return true;
-  };
-  const double now = MonotonicSeconds();
-  // The launcher stopped this shim: in every phase (a restart under way, a
-  // failure waiting for its verdict, a roll-call) it goes once its last
-  // words are sent (its bye, at most kFlushS).
-  if (signalled_) return flushed() || now >= stop_at_ + kFlushS;
-  if (!orders_.empty() || (collecting_ && !stopped_)) return false;
-  if (ending_ && !stopped_) return false;  // a restart is under way
-  // A failure waits for the verdict while restarts remain.
-  if (c_.size == 1) return !(failed_at_ > 0 && !stopped_ && c_.max_restarts > 0);
-  if (stopped_ || parent_lost_) {
-    // The shims below end first (their teardown takes up to --grace), so
-    // that a launcher which ends the job when rank 0 exits cuts no one short.
-    for (const auto& ch : children_)
-      if (ch->rank >= 0 && !ch->link->broken() && now < stop_at_ + c_.grace_s + kFlushS)
-        return false;
-    return flushed() || now >= stop_at_ + kFlushS;
-  }
-  if (!children_done_) return false;
-  // A failing node waits a moment for rank 0's verdict (the line it prints);
-  // while restarts remain, for the verdict itself (or the loss of its parent).
-  if (failed_at_ > 0) return restarts_ >= c_.max_restarts && now >= failed_at_ + kVerdictWaitS;
-  if (c_.rank == 0) {
-    for (const auto& ch : children_)
-      if (ch->rank >= 0 && !ch->done) return false;  // the job is not over
-    return true;
-  }
-  // Gone once its parent heard "done" (the parent closes), or a moment after.
-  return done_sent_ && (parent_->link->broken() || now >= done_at_ + kFlushS);
-}
+bool ControlPlane::MayExit() const { return machine_.MayExit(MonotonicSeconds()); }
 
-bool ControlPlane::PrintsOwnFailure() const { return c_.rank == 0 || parent_lost_; }
+bool ControlPlane::PrintsOwnFailure() const { return machine_.PrintsOwnFailure(); }
 
-std::optional<LinkOrder> ControlPlane::TakeOrder() {
-  if (orders_.empty()) return std::nullopt;
-  LinkOrder o = std::move(orders_.front());
-  orders_.pop_front();
-  return o;
-}
-
-// ---- Rank 0's decisions
-
-void ControlPlane::NoteFailure(FailNote f, double now) {
-  if (stopped_ || signalled_ || collecting_ || ending_) return;
-  // One shim sees its failures in order: no other node's to wait for.
-  if (fails_.empty()) fail_window_until_ = now + (c_.size == 1 ? 0 : kFailWindowS);
-  fails_.push_back(std::move(f));
-}
-
-void ControlPlane::DecideFailure() {
-  fail_window_until_ = 0;
-  if (fails_.empty() || stopped_) return;
-  const FailNote* first = &fails_[0];
-  for (const FailNote& f : fails_)
-    if (f.wall_time < first->wall_time) first = &f;
-  Msg stop("stop");
-  stop.Set("kind", std::string("fail")).Set("code", first->code).Set("rank", first->rank);
-  stop.Set("node", first->node).Set("host", first->host).Set("status", first->status);
-  stop.Set("by", c_.host);
-  LinkOrder own = LinkOrder::Stop(first->code, "", "");
-  if (!first->local) {
-    own.message = first->summary;
-    own.failure_json = first->json;
-  }
-  AttemptRecord a = NewAttempt(first->wall_time);
-  a.exit_code = first->code;
-  a.rank = first->rank;
-  a.what = "rank " + std::to_string(first->rank) + " failed (" + EscapeControl(first->status) + ")";
-  EndAttempt(std::move(a), stop, std::move(own), first->local ? "" : first->summary,
-             first->local);
-}
-
-// A shim lost (or one that never answered): every shim exits 125.
-void ControlPlane::StopAsLost(const std::string& what) {
-  StopJob(Msg("stop").Set("kind", std::string("lost")).Set("code", 125).Set("what", what),
-          LinkOrder::Stop(125, "aml-shim: " + EscapeControl(what) + ": ending the job\n", ""));
-}
-
-// Rank 0: every shim not in `heard`, by rank and host.
-std::vector<std::string> ControlPlane::ShimsNotIn(const std::set<int>& heard) const {
-  std::vector<std::string> out;
-  for (int s = 0; s < c_.size; ++s)
-    if (!heard.count(s)) {
-      auto it = shim_hosts_.find(s);
-      out.push_back(Who(s, it == shim_hosts_.end() ? "" : it->second));
-    }
-  return out;
-}
-
-void ControlPlane::StopJob(const Msg& stop, LinkOrder own) {
-  if (stopped_) return;
-  stopped_ = true;
-  stop_at_ = Now();
-  SendDown(stop.Encode());
-  orders_.push_back(std::move(own));
-}
-
-std::string ControlPlane::StopLine(const Msg& m) const {
-  const std::string kind = m.Str("kind");
-  const std::string by = EscapeControl(m.Str("by"));
-  if (kind == "fail") {
-    const int rank = static_cast<int>(m.Int("rank"));
-    const std::string status = EscapeControl(m.Str("status"));
-    if (std::find(c_.ranks.begin(), c_.ranks.end(), rank) != c_.ranks.end())
-      return "aml-shim: rank " + std::to_string(rank) + " failed (" + status +
-             "): the job's first failure; rank 0's shim (on " + by + ") printed its summary\n";
-    return "aml-shim: stopped: rank " + std::to_string(rank) + " on node " +
-           std::to_string(m.Int("node")) + " (host " + EscapeControl(m.Str("host")) +
-           ") failed first (" + status + ")\n";
-  }
-  if (kind == "hang")
-    return "aml-shim: stopped: the job was hung (no output for " +
-           FormatNumber(m.Number("silent"), "%.0f") + " s); rank 0's shim (on " + by +
-           ") printed the roll-call\n";
-  return "aml-shim: stopped: " + EscapeControl(m.Str("what")) + "\n";
-}
-
-void ControlPlane::StartCollect(double now) {
-  collecting_ = true;
-  collect_until_ = now + kCollectS;
-  SendDown(Msg("collect").Encode());
-  orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kCollectStacks));
-}
-
-void ControlPlane::NoteStacks(const Msg& m) {
-  if (!collecting_ || stopped_) return;
-  const int shim = static_cast<int>(m.Int("shim"));
-  if (shim <= 0 || shim >= c_.size || reported_.count(shim)) return;
-  reported_.insert(shim);
-  const JsonValue* list = m.Raw("stacks");
-  if (list && list->kind == JsonValue::Kind::kArray) {
-    for (const JsonValue& v : list->items) {
-      const JsonValue* r = v.Find("rank");
-      const JsonValue* sig = v.Find("sig");
-      const JsonValue* why = v.Find("why");
-      if (!r || r->kind != JsonValue::Kind::kNumber) continue;
-      reports_.push_back({std::atoi(r->text.c_str()), static_cast<int>(m.Int("node")),
-                          m.Str("host"), sig ? sig->text : "", why ? why->text : ""});
-    }
-  }
-  if (static_cast<int>(reported_.size()) == c_.size) FinishCollect(MonotonicSeconds());
-}
-
-void ControlPlane::FinishCollect(double now) {
-  (void)now;
-  if (stopped_) return;
-  HangFacts facts;
-  facts.timeout_s = *c_.hang_timeout_s;
-  facts.silent_s = hang_silent_s_;
-  facts.world_size = c_.world_ranks;
-  facts.reports = reports_;
-  facts.missing = ShimsNotIn(reported_);
-  facts.log_dir = c_.log_dir;
-  Msg stop("stop");
-  stop.Set("kind", std::string("hang")).Set("code", 124).SetNumber("silent", hang_silent_s_);
-  stop.Set("by", c_.host);
-  AttemptRecord a = NewAttempt(WallSeconds());
-  a.exit_code = 124;
-  a.hang = true;
-  a.what = "the job was hung (no output for " + FormatNumber(hang_silent_s_, "%.0f") + " s)";
-  const std::string roll_call = FormatRollCall(facts);
-  EndAttempt(std::move(a), stop,
-             LinkOrder::Stop(124, roll_call, HangJson(c_.run_id, facts)),
-             roll_call, false);
-}
-
-// ---- Restarts (rank 0 decides; every shim obeys)
-
-// The attempt under way, ended by a failure at `failure_wall` (CLOCK_REALTIME).
-AttemptRecord ControlPlane::NewAttempt(double failure_wall) const {
-  AttemptRecord a;
-  a.number = restarts_ + 1;
-  a.failure_wall = failure_wall;
-  a.duration_s = std::max(0.0, failure_wall - attempt_wall_);
-  return a;
-}
-
-// The attempt failed: end it everywhere and wait for every shim's word, or
-// stop the job now when no restart may follow whatever they say.
-void ControlPlane::EndAttempt(AttemptRecord a, const Msg& stop, LinkOrder own,
-                              std::string message, bool print_own) {
-  if (stopped_) return;
-  a.shims_ended_well = done_below_ + (own_done_well_ ? 1 : 0);
-  current_ = std::move(a);
-  // Output not yet known: only what needs no output is decided here.
-  RestartVerdict v = DecideRestart(current_, attempts_.empty() ? nullptr : &attempts_.back(),
-                                   restarts_, c_.max_restarts);
-  if (!v.restart) {
-    attempts_.push_back(current_);
-    FinalStop(stop.Encode(), std::move(own), v.why_not);
-    return;
-  }
-  ending_ = true;
-  ending_until_ = Now() + c_.grace_s + kEndingS;
-  ended_.clear();
-  ended_output_ = 0;
-  ending_plan_ = Ending{stop.Encode(), std::move(own), std::move(message), print_own};
-  SendDown(Msg("end").Encode());
-  orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));
-  MaybeSendEnded();
-}
-
-void ControlPlane::FinalStop(const std::string& stop, LinkOrder own, const std::string& why_not) {
-  ending_ = false;
-  if (c_.max_restarts > 0) {
-    own.trailer = AttemptsText(attempts_, c_.max_restarts, why_not);
-    own.attempts_json = AttemptsJson(attempts_);
-    own.why_not = why_not;
-  }
-  if (stopped_) return;
-  stopped_ = true;
-  stop_at_ = Now();
-  SendDown(stop);
-  orders_.push_back(std::move(own));
-}
-
-// This node's ranks all ended after rank 0 said "end": say so (once).
-void ControlPlane::MaybeSendEnded() {
-  if (!ending_ || !children_done_ || ended_sent_) return;
-  ended_sent_ = true;
-  if (c_.rank == 0) {
-    NoteEnded(0, outcome_.first_output_wall, Now());
-    return;
-  }
-  SendUp(Msg("ended").Set("shim", c_.rank).SetNumber("out", outcome_.first_output_wall).Encode());
-}
-
-void ControlPlane::NoteEnded(int shim, double first_output_wall, double now) {
-  if (!ending_ || stopped_ || shim < 0 || shim >= c_.size || ended_.count(shim)) return;
-  ended_.insert(shim);
-  if (first_output_wall > 0 && (ended_output_ == 0 || first_output_wall < ended_output_))
-    ended_output_ = first_output_wall;
-  if (static_cast<int>(ended_.size()) < c_.size) return;
-  // Every shim's ranks ended: restart, unless it failed at start.
-  current_.first_output_wall = ended_output_;
-  current_.outputs_known = true;
-  RestartVerdict v = DecideRestart(current_, attempts_.empty() ? nullptr : &attempts_.back(),
-                                   restarts_, c_.max_restarts);
-  attempts_.push_back(current_);
-  if (!v.restart) {
-    FinalStop(ending_plan_.stop, std::move(ending_plan_.own), v.why_not);
-    return;
-  }
-  ++restarts_;
-  LinkOrder o = LinkOrder::Of(LinkOrder::Kind::kRestart);
-  o.restart = restarts_;
-  const double backoff = BackoffS(attempts_);
-  o.line = RestartLine(current_, restarts_, c_.max_restarts, backoff);
-  o.message = ending_plan_.message;
-  o.print_own_failure = ending_plan_.print_own;
-  backoff_ = std::move(o);
-  backoff_until_ = now + backoff;
-  if (backoff <= 0) SendRestart(now);
-}
-
-// The back-off is over (or there was none): every shim starts its ranks.
-void ControlPlane::SendRestart(double now) {
-  LinkOrder o = std::move(*backoff_);
-  backoff_.reset();
-  o.master_port = PickPort();
-  SendDown(Msg("restart").Set("n", o.restart).Set("port", o.master_port).Set("line", o.line)
-               .Encode());
-  ResetRound(now);
-  orders_.push_back(std::move(o));
-}
-
-// A new attempt: nothing of the last one counts (its failures, its stacks,
-// its silence).
-void ControlPlane::ResetRound(double now) {
-  ending_ = ended_sent_ = children_done_ = collecting_ = false;
-  failed_at_ = 0;
-  fails_.clear();
-  fail_window_until_ = 0;
-  reports_.clear();
-  reported_.clear();
-  hang_silent_s_ = 0;
-  my_output_ = departed_output_ = now;
-  for (auto& ch : children_) ch->output_time = now;
-  attempt_wall_ = WallSeconds();
-  outcome_ = NodeOutcome{};
-}
-
-// The next attempt's MASTER_PORT: one the kernel has free now (the last
-// attempt's store may still hold its port, or its connections linger in
-// TIME_WAIT); rank 0's ranks run where this shim runs.
-int ControlPlane::PickPort() const {
-  auto l = ListenAny(0);
-  return l.ok() ? l->port : c_.master_port;
-}
+std::optional<LinkOrder> ControlPlane::TakeOrder() { return machine_.TakeOrder(); }
 
 }  // namespace aml

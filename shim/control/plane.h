@@ -21,9 +21,13 @@
 // longer than its allowance: 30 s for the first 30 s after go (start-up:
 // thousands of shims starting ranks on a few cores are slow to beat), then
 // 4 times the longest recent gap between its frames, from 5 s to 30 s (a
-// frozen shim or a cut link is found within 5 s of a steady job). Rank 0
-// decides, and every node obeys: the job's first failure (by the time each
-// node saw it, within a 0.1 s window), a lost shim, a hang.
+// frozen shim or a cut link is found within 5 s of a steady job).
+//
+// This class is the overlay: the tree, its doors, proofs, framing, links,
+// heartbeats and losses. What the job's shims decide together (a failure's
+// verdict, a hang's roll-call, restarts, who exits when) is the job's state
+// machine (job_machine.h), which this overlay drives and whose frames it
+// carries.
 //
 // One shim alone (size 1) has no network part: the watchdog runs locally.
 #pragma once
@@ -40,7 +44,8 @@
 #include "launch/restart_policy.h"
 #include "shim/base/proof.h"
 #include "shim/base/result.h"
-#include "shim/control/roll_call.h"
+#include "shim/control/job_machine.h"
+#include "shim/control/liveness.h"
 #include "shim/control/tree_plan.h"
 #include "shim/control/wire.h"
 #include "shim/net/crowded_door.h"
@@ -69,7 +74,7 @@ struct PlaneConfig {
   double startup_s = 30;
 };
 
-class ControlPlane : public JobLink {
+class ControlPlane : public JobLink, private JobPorts {
  public:
   // Joins the plane; returns once rank 0 said go. The error is why the job
   // cannot start (every shim exits 125).
@@ -92,6 +97,7 @@ class ControlPlane : public JobLink {
 
   // For -v and the bench: the tree's depth and this shim's connections.
   int depth() const { return depth_; }
+  JobState state() const { return machine_.state(); }
   size_t links() const { return children_.size() + (parent_ ? 1 : 0); }
 
  private:
@@ -101,20 +107,12 @@ class ControlPlane : public JobLink {
     std::string host, addr;
     double hello_until = 0; // pending: say hello by then
     double accepted_at = 0;
-    double last_heard = 0;
-    double max_gap = 0;     // the longest recent gap between its frames (decays)
+    Liveness live;          // when it was last heard, and its allowance
     double output_time = 0; // its subtree's last output (our clock)
     bool done = false;      // left in order (done, or stopped): not lost
     std::string challenge;  // the nonce this side sent it (shim/base/proof.h)
     bool greeted = false;   // its first frame, a greeting, was read
   };
-  struct FailNote {
-    double wall_time = 0;
-    int rank = 0, node = 0, code = 0;
-    std::string host, status, summary, json;
-    bool local = false;
-  };
-
   explicit ControlPlane(const PlaneConfig& c);
   Status JoinAsRoot();
   Status JoinAsMember();
@@ -132,17 +130,23 @@ class ControlPlane : public JobLink {
   void ReadParent(double now);
   void OnChildMsg(Peer& p, const std::string& frame, const Msg& m, double now);
   void OnParentMsg(const std::string& frame, const Msg& m, double now);
-  void OnBye(const std::string& frame, const Msg& m, double now);
-  void SendUp(const std::string& frame);
-  void SendDown(const std::string& frame);
   void PeerGone(Peer& p, const std::string& why, double now);
   void ParentGone(const std::string& why, double now);
   void Beat(double now);
-  void Heard(Peer& p, double now);
-  double Allowance(const Peer& p, double now) const;
-  double SubtreeOutput() const;
-  void MaybeSendDone(double now);
+  static JobConfig MachineConfig(const PlaneConfig& c);
   void ForgetGoneChildren(double now);
+  // JobPorts: what the job's state machine needs of this overlay.
+  void SendUp(const std::string& frame) override;
+  void SendDown(const std::string& frame) override;
+  double SubtreeOutput() const override;
+  void ResetOutput(double now) override;
+  double HangSlackS() const override { return beat_s_ * depth_; }
+  bool ChildrenAllDone() const override;
+  bool ChildrenLinked() const override;
+  bool Flushed() const override;
+  bool ParentClosed() const override;
+  double WallNow() const override;
+  int FreePort() const override;
   // The proof bound to one connection (shim/base/proof.h) at `door`
   // ("join": rank 0's MASTER_PORT; "tree": a parent's port) for `rank`.
   std::string Proof(const std::string& door, ProofDirection d, const std::string& challenge,
@@ -152,34 +156,6 @@ class ControlPlane : public JobLink {
   bool ProvesUp(const Peer& p, const std::string& door, const Msg& m, std::string* why) const;
   bool ProvesDown(const std::string& door, const Msg& m, const std::string& challenge,
                   const std::string& nonce) const;
-
-  // Rank 0's decisions.
-  void NoteFailure(FailNote f, double now);
-  void DecideFailure();
-  void StopJob(const Msg& stop, LinkOrder own);
-  void StopAsLost(const std::string& what);
-  std::vector<std::string> ShimsNotIn(const std::set<int>& heard) const;
-  void StartCollect(double now);
-  void NoteStacks(const Msg& m);
-  void FinishCollect(double now);
-  std::string StopLine(const Msg& stop) const;
-  // Restarts: end the attempt everywhere, wait for every shim to say its
-  // ranks ended, then restart or stop.
-  struct Ending {
-    std::string stop;     // the stop frame if the job is not restarted
-    LinkOrder own;        // and this shim's order then
-    std::string message;  // printed before the restart line (rank 0)
-    bool print_own = false;
-  };
-  AttemptRecord NewAttempt(double failure_wall) const;
-  void EndAttempt(AttemptRecord a, const Msg& stop, LinkOrder own, std::string message,
-                  bool print_own);
-  void FinalStop(const std::string& stop, LinkOrder own, const std::string& why_not);
-  void MaybeSendEnded();
-  void NoteEnded(int shim, double first_output_wall, double now);
-  void SendRestart(double now);
-  void ResetRound(double now);
-  int PickPort() const;
 
   PlaneConfig c_;
   double beat_s_ = 1;
@@ -198,38 +174,12 @@ class ControlPlane : public JobLink {
   double next_beat_ = 0;
   double my_output_ = 0;        // this node's last output
   double departed_output_ = 0;  // children gone: their last output
-  std::deque<LinkOrder> orders_;
-  bool stopped_ = false, signalled_ = false, children_done_ = false, done_sent_ = false;
-  bool parent_lost_ = false;
-  double failed_at_ = 0;        // this node's first failure (waits for the verdict)
-  double stop_at_ = 0, done_at_ = 0;
-  std::vector<FailNote> fails_; // rank 0: the failures in the window
-  double fail_window_until_ = 0;
-  bool collecting_ = false;
-  double collect_until_ = 0, hang_silent_s_ = 0, stop_wait_until_ = 0;
-  std::vector<RankReport> reports_;
-  std::set<int> reported_;      // shims whose stacks arrived
-  std::map<int, std::string> shim_hosts_;  // rank 0: every shim's host
+  bool parent_lost_ = false;    // the link to the parent is closed (lost, or it left)
   int refused_ = 0;             // strangers refused (for -v)
   // Seats given up (crowded_door.h) at rank 0's MASTER_PORT while joining,
   // and at this shim's own listener for the tree.
   DoorCrowd door_crowd_, tree_crowd_;
-  // Restarts.
-  int restarts_ = 0;            // made so far (every shim)
-  bool ending_ = false;         // the attempt is being ended for a restart
-  bool ended_sent_ = false;     // this shim said its ranks ended
-  NodeOutcome outcome_;         // this node's, when its children all ended
-  int done_below_ = 0;          // shims below that ended well ("done")
-  bool own_done_well_ = false;  // rank 0: its own ranks ended well
-  double attempt_wall_ = 0;     // rank 0: when the attempt started (CLOCK_REALTIME)
-  std::vector<AttemptRecord> attempts_;
-  AttemptRecord current_;       // rank 0: the attempt being ended
-  Ending ending_plan_;
-  std::set<int> ended_;         // rank 0: shims whose ranks ended this round
-  double ended_output_ = 0;     // their earliest first output
-  double ending_until_ = 0;
-  std::optional<LinkOrder> backoff_;  // rank 0: the restart, sent at backoff_until_
-  double backoff_until_ = 0;
+  JobMachine machine_;          // the job's protocol
 };
 
 }  // namespace aml

@@ -1,0 +1,600 @@
+#include "shim/control/job_machine.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "launch/wait_status.h"
+#include "shim/base/log.h"
+#include "shim/base/text_list.h"
+#include "shim/base/units.h"
+
+namespace aml {
+namespace {
+
+constexpr size_t kMaxSignature = 512;
+
+std::string Who(int rank, const std::string& host) {
+  return "rank " + std::to_string(rank) + "'s shim" +
+         (host.empty() ? "" : " on " + EscapeControl(host));
+}
+
+}  // namespace
+
+const char* JobStateName(JobState s) {
+  switch (s) {
+    case JobState::kRunning: return "running";
+    case JobState::kFailed: return "failed";
+    case JobState::kDeciding: return "deciding";
+    case JobState::kCollecting: return "collecting";
+    case JobState::kEnding: return "ending";
+    case JobState::kBackingOff: return "backing_off";
+    case JobState::kDone: return "done";
+    case JobState::kStopped: return "stopped";
+    case JobState::kSignalled: return "signalled";
+  }
+  return "?";
+}
+
+bool LeavesInOrder(const Msg& m) { return m.type() == "done" || m.type() == "bye"; }
+
+JobMachine::JobMachine(const JobConfig& c, JobPorts* ports) : c_(c), ports_(ports) {
+  shim_hosts_[0] = c_.host;
+}
+
+void JobMachine::Start(double now) {
+  attempt_wall_ = ports_->WallNow();
+  Enter(JobState::kRunning, now);
+}
+
+void JobMachine::Enter(JobState s, double now) {
+  state_ = s;
+  entered_ = now;
+  if (s == JobState::kStopped || s == JobState::kSignalled) stop_at_ = now;
+}
+
+bool JobMachine::Busy() const {
+  return state_ == JobState::kCollecting || state_ == JobState::kEnding ||
+         state_ == JobState::kBackingOff;
+}
+
+// ---- What this node sees
+
+void JobMachine::OnChildFailed(const LocalFailure& f, double now) {
+  if (failed_at_ == 0) failed_at_ = now;
+  if (Over() || Busy()) return;
+  FailNote n;
+  n.wall_time = f.wall_time;
+  n.rank = f.rank;
+  n.node = c_.node;
+  n.code = f.exit_code;
+  n.host = c_.host;
+  n.status = f.status;
+  n.summary = f.summary;
+  n.json = f.failure_json;
+  n.local = true;
+  if (c_.rank == 0) {
+    NoteFailure(std::move(n), now);
+    return;
+  }
+  if (state_ == JobState::kRunning) Enter(JobState::kFailed, now);
+  Msg m("fail");
+  m.SetNumber("time", n.wall_time).Set("rank", n.rank).Set("node", n.node).Set("code", n.code);
+  m.Set("host", n.host).Set("status", n.status);
+  // The summary travels whole but bounded (its stderr tail is 16 KiB at most).
+  m.Set("summary", n.summary.substr(0, 64 << 10)).Set("json", n.json.substr(0, 64 << 10));
+  ports_->SendUp(m.Encode());
+}
+
+void JobMachine::OnStacks(const std::vector<RankStack>& stacks, double now) {
+  if (c_.rank == 0) {
+    for (const RankStack& s : stacks) {
+      const auto lines = SplitLines(s.text);
+      reports_.push_back({s.rank, c_.node, c_.host, s.signature.substr(0, kMaxSignature),
+                          s.signature.empty() && !lines.empty() ? lines[0] : ""});
+    }
+    reported_.insert(0);
+    if (static_cast<int>(reported_.size()) == c_.size) FinishCollect(now);
+    return;
+  }
+  std::string list = "[";
+  for (const RankStack& s : stacks) {
+    if (list.size() > 1) list += ",";
+    const auto lines = SplitLines(s.text);
+    Msg one("s");
+    one.Set("rank", s.rank).Set("sig", s.signature.substr(0, kMaxSignature));
+    one.Set("why", s.signature.empty() && !lines.empty() ? lines[0].substr(0, 300) : "");
+    list += one.Encode();
+  }
+  list += "]";
+  Msg m("stacks");
+  m.Set("shim", c_.rank).Set("node", c_.node).Set("host", c_.host).SetRaw("stacks", list);
+  ports_->SendUp(m.Encode());
+}
+
+void JobMachine::OnChildrenDone(const NodeOutcome& o, double now) {
+  outcome_ = o;
+  children_done_ = true;
+  if (c_.rank == 0 && o.code == 0 && !Busy() && failed_at_ == 0)
+    own_done_well_ = true;
+  MaybeSendEnded(now);
+  MaybeSendDone(now);
+}
+
+void JobMachine::OnShimSignalled(int sig, const std::string& why, double now) {
+  if (state_ == JobState::kSignalled) return;
+  const bool was_stopped = state_ == JobState::kStopped;
+  Enter(JobState::kSignalled, now);
+  if (was_stopped) return;
+  // The others stop with it, as they would if the launcher had signalled
+  // them too (it usually has), with the same status.
+  Msg bye("bye");
+  bye.Set("what", Who(c_.rank, c_.host) +
+                      (why.empty() ? " was stopped by its launcher (" + SignalName(sig) + ")"
+                                   : " ended its ranks: " + why));
+  bye.Set("code", 128 + sig);
+  ports_->SendUp(bye.Encode());
+  ports_->SendDown(bye.Encode());
+}
+
+// ---- Frames from the tree
+
+void JobMachine::OnFromChild(const std::string& frame, const Msg& m, double now) {
+  const std::string& t = m.type();
+  if (t == "bye") {
+    // Its launcher stopped it: the job stops with it, with its status.
+    OnBye(frame, m, now);
+  } else if (t == "done") {
+    // Its part of the job ended well.
+    done_below_ += static_cast<int>(std::max<int64_t>(1, m.Int("n", 1)));
+    MaybeSendDone(now);
+  } else if (c_.rank != 0) {
+    if (t == "fail" || t == "lost" || t == "stacks" || t == "ended") ports_->SendUp(frame);
+  } else if (t == "ended") {
+    NoteEnded(static_cast<int>(m.Int("shim", -1)), m.Number("out", 0), now);
+  } else if (t == "fail") {
+    FailNote f;
+    f.wall_time = m.Number("time");
+    f.rank = static_cast<int>(m.Int("rank"));
+    f.node = static_cast<int>(m.Int("node"));
+    f.code = static_cast<int>(m.Int("code", 1));
+    f.host = m.Str("host");
+    f.status = m.Str("status");
+    f.summary = m.Str("summary");
+    f.json = m.Str("json");
+    NoteFailure(std::move(f), now);
+  } else if (t == "lost") {
+    if (Over()) return;
+    StopAsLost(m.Str("what"), now);
+  } else if (t == "stacks") {
+    NoteStacks(m, now);
+  }
+}
+
+void JobMachine::OnFromParent(const std::string& frame, const Msg& m, double now) {
+  const std::string& t = m.type();
+  if (t == "collect") {
+    ports_->SendDown(frame);
+    if (Over() || Busy()) return;
+    Enter(JobState::kCollecting, now);
+    orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kCollectStacks));
+  } else if (t == "end") {
+    // Rank 0 restarts the job: end this node's ranks, say so, wait.
+    ports_->SendDown(frame);
+    if (Over() || state_ == JobState::kEnding) return;
+    Enter(JobState::kEnding, now);
+    orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));
+    MaybeSendEnded(now);
+  } else if (t == "restart") {
+    ports_->SendDown(frame);
+    if (Over()) return;
+    LinkOrder o = LinkOrder::Of(LinkOrder::Kind::kRestart);
+    o.restart = static_cast<int>(m.Int("n"));
+    o.master_port = static_cast<int>(m.Int("port"));
+    o.line = m.Str("line");
+    restarts_ = o.restart;
+    ResetRound(now);
+    orders_.push_back(std::move(o));
+  } else if (t == "stop") {
+    ports_->SendDown(frame);
+    if (Over()) return;
+    Stop(LinkOrder::Stop(static_cast<int>(m.Int("code", 1)), StopLine(m), ""), now);
+  } else if (t == "bye") {
+    cut_off_ = true;  // it goes; not a loss to report
+    OnBye(frame, m, now);
+  }
+}
+
+// A shim whose launcher stopped it said so: pass it on, everywhere, once.
+void JobMachine::OnBye(const std::string& frame, const Msg& m, double now) {
+  if (Over()) return;
+  ports_->SendUp(frame);
+  ports_->SendDown(frame);
+  Stop(LinkOrder::Stop(static_cast<int>(m.Int("code", 143)),
+                       "aml-shim: stopped: " + EscapeControl(m.Str("what")) + "\n", ""),
+       now);
+}
+
+void JobMachine::OnShimLost(const std::string& what, double now) {
+  if (Over()) return;
+  if (c_.rank == 0) StopAsLost(what, now);
+  else ports_->SendUp(Msg("lost").Set("what", what).Encode());
+}
+
+void JobMachine::OnParentLost(const std::string& line, double now) {
+  if (cut_off_) return;
+  cut_off_ = true;
+  if (Over() || state_ == JobState::kDone) return;
+  // Cut off from rank 0: this node cannot hear the job's verdicts, so it
+  // ends its part (the launcher ends the rest, or they learn it the same way).
+  ports_->SendDown(Msg("stop").Set("kind", std::string("lost")).Set("code", 125)
+                       .Set("what", "the control plane lost " + Who(c_.rank, c_.host) +
+                                        "'s parent")
+                       .Encode());
+  Stop(LinkOrder::Stop(125, line, ""), now);
+}
+
+void JobMachine::Stop(LinkOrder own, double now) {
+  Enter(JobState::kStopped, now);
+  orders_.push_back(std::move(own));
+}
+
+// ---- Time
+
+double JobMachine::NextDeadline(double now) const {
+  double next = now + 3600;
+  // Moments that only let MayExit say yes count while they are ahead.
+  auto ahead = [&](double t) {
+    if (t > now) next = std::min(next, t);
+  };
+  const bool root = c_.rank == 0;
+  switch (state_) {
+    case JobState::kRunning:
+      if (root && c_.hang_timeout_s)
+        next = std::min(next, ports_->SubtreeOutput() + *c_.hang_timeout_s + ports_->HangSlackS());
+      break;
+    case JobState::kDeciding:
+      next = std::min(next, entered_ + (c_.size == 1 ? 0 : kFailWindowS));
+      break;
+    case JobState::kCollecting:
+      next = std::min(next, entered_ + (root ? kCollectS : kStopWaitS));
+      break;
+    case JobState::kEnding:
+      if (root) next = std::min(next, entered_ + c_.grace_s + kEndingS);
+      break;
+    case JobState::kBackingOff:
+      next = std::min(next, backoff_until_);
+      break;
+    case JobState::kDone:
+      ahead(entered_ + kFlushS);
+      break;
+    case JobState::kStopped:
+    case JobState::kSignalled:
+      ahead(stop_at_ + kFlushS);
+      ahead(stop_at_ + c_.grace_s + kFlushS);
+      break;
+    case JobState::kFailed:
+      break;
+  }
+  if (failed_at_ > 0 && !Over()) ahead(failed_at_ + kVerdictWaitS);
+  return std::max(next, now);
+}
+
+void JobMachine::OnTimer(double now) {
+  const bool root = c_.rank == 0;
+  switch (state_) {
+    case JobState::kDeciding:
+      if (now >= entered_ + (c_.size == 1 ? 0 : kFailWindowS)) DecideFailure(now);
+      break;
+    case JobState::kCollecting:
+      if (root && now >= entered_ + kCollectS) FinishCollect(now);
+      if (!root && now >= entered_ + kStopWaitS)
+        Stop(LinkOrder::Stop(124,
+                             "aml-shim: stopped: the job was judged hung, and rank 0's shim "
+                             "said nothing more within " + FormatRate(kStopWaitS) + " s\n",
+                             ""),
+             now);
+      break;
+    case JobState::kBackingOff:
+      if (now >= backoff_until_) SendRestart(now);
+      break;
+    case JobState::kEnding:
+      if (root && now >= entered_ + c_.grace_s + kEndingS)
+        StopAsLost("cannot restart: " + JoinCapped(ShimsNotIn(ended_), 8) +
+                       " did not end its ranks within " + FormatRate(c_.grace_s + kEndingS) +
+                       " s",
+                   now);
+      break;
+    case JobState::kRunning:
+      if (root && c_.hang_timeout_s) {
+        const double silent = now - ports_->SubtreeOutput();
+        if (silent >= *c_.hang_timeout_s + ports_->HangSlackS()) {
+          hang_silent_s_ = silent;
+          StartCollect(now);
+        }
+      }
+      break;
+    default:
+      break;
+  }
+  MaybeSendDone(now);
+}
+
+// This shim's part of the job ended well and every shim below it said so:
+// it tells its parent, which then closes the link; the shim may go.
+void JobMachine::MaybeSendDone(double now) {
+  // Ranks ended by the hang's SIGABRT are not a part of the job that ended well.
+  if (c_.rank == 0 || state_ != JobState::kRunning || !children_done_ || cut_off_ ||
+      failed_at_ > 0 || outcome_.code != 0 || !ports_->ChildrenAllDone())
+    return;
+  Enter(JobState::kDone, now);
+  ports_->SendUp(Msg("done").Set("n", 1 + done_below_).Encode());
+}
+
+bool JobMachine::MayExit(double now) const {
+  // The launcher stopped this shim: in every phase (a restart under way, a
+  // failure waiting for its verdict, a roll-call) it goes once its last
+  // words are sent (its bye, at most kFlushS).
+  if (state_ == JobState::kSignalled) return ports_->Flushed() || now >= stop_at_ + kFlushS;
+  if (!orders_.empty() || Busy()) return false;
+  const bool stopped = state_ == JobState::kStopped;
+  // A failure waits for the verdict while restarts remain.
+  if (c_.size == 1) return !(failed_at_ > 0 && !stopped && c_.max_restarts > 0);
+  if (stopped || cut_off_) {
+    // The shims below end first (their teardown takes up to --grace), so
+    // that a launcher which ends the job when rank 0 exits cuts no one short.
+    if (ports_->ChildrenLinked() && now < stop_at_ + c_.grace_s + kFlushS) return false;
+    return ports_->Flushed() || now >= stop_at_ + kFlushS;
+  }
+  if (!children_done_) return false;
+  // A failing node waits a moment for rank 0's verdict (the line it prints);
+  // while restarts remain, for the verdict itself (or the loss of its parent).
+  if (failed_at_ > 0) return restarts_ >= c_.max_restarts && now >= failed_at_ + kVerdictWaitS;
+  if (c_.rank == 0) return ports_->ChildrenAllDone();  // else the job is not over
+  // Gone once its parent heard "done" (the parent closes), or a moment after.
+  return state_ == JobState::kDone && (ports_->ParentClosed() || now >= entered_ + kFlushS);
+}
+
+std::optional<LinkOrder> JobMachine::TakeOrder() {
+  if (orders_.empty()) return std::nullopt;
+  LinkOrder o = std::move(orders_.front());
+  orders_.pop_front();
+  return o;
+}
+
+// ---- Rank 0's decisions
+
+void JobMachine::NoteFailure(FailNote f, double now) {
+  if (Over() || Busy()) return;
+  if (state_ != JobState::kDeciding) Enter(JobState::kDeciding, now);
+  fails_.push_back(std::move(f));
+}
+
+void JobMachine::DecideFailure(double now) {
+  if (fails_.empty()) return Enter(JobState::kRunning, now);
+  const FailNote* first = &fails_[0];
+  for (const FailNote& f : fails_)
+    if (f.wall_time < first->wall_time) first = &f;
+  Msg stop("stop");
+  stop.Set("kind", std::string("fail")).Set("code", first->code).Set("rank", first->rank);
+  stop.Set("node", first->node).Set("host", first->host).Set("status", first->status);
+  stop.Set("by", c_.host);
+  LinkOrder own = LinkOrder::Stop(first->code, "", "");
+  if (!first->local) {
+    own.message = first->summary;
+    own.failure_json = first->json;
+  }
+  AttemptRecord a = NewAttempt(first->wall_time);
+  a.exit_code = first->code;
+  a.rank = first->rank;
+  a.what = "rank " + std::to_string(first->rank) + " failed (" + EscapeControl(first->status) + ")";
+  const std::string message = first->local ? "" : first->summary;
+  const bool print_own = first->local;
+  fails_.clear();
+  EndAttempt(std::move(a), stop, std::move(own), message, print_own, now);
+}
+
+// A shim lost (or one that never answered): every shim exits 125.
+void JobMachine::StopAsLost(const std::string& what, double now) {
+  StopJob(Msg("stop").Set("kind", std::string("lost")).Set("code", 125).Set("what", what),
+          LinkOrder::Stop(125, "aml-shim: " + EscapeControl(what) + ": ending the job\n", ""),
+          now);
+}
+
+void JobMachine::StopJob(const Msg& stop, LinkOrder own, double now) {
+  if (Over()) return;
+  ports_->SendDown(stop.Encode());
+  Stop(std::move(own), now);
+}
+
+// Rank 0: every shim not in `heard`, by rank and host.
+std::vector<std::string> JobMachine::ShimsNotIn(const std::set<int>& heard) const {
+  std::vector<std::string> out;
+  for (int s = 0; s < c_.size; ++s)
+    if (!heard.count(s)) {
+      auto it = shim_hosts_.find(s);
+      out.push_back(Who(s, it == shim_hosts_.end() ? "" : it->second));
+    }
+  return out;
+}
+
+std::string JobMachine::StopLine(const Msg& m) const {
+  const std::string kind = m.Str("kind");
+  const std::string by = EscapeControl(m.Str("by"));
+  if (kind == "fail") {
+    const int rank = static_cast<int>(m.Int("rank"));
+    const std::string status = EscapeControl(m.Str("status"));
+    if (std::find(c_.ranks.begin(), c_.ranks.end(), rank) != c_.ranks.end())
+      return "aml-shim: rank " + std::to_string(rank) + " failed (" + status +
+             "): the job's first failure; rank 0's shim (on " + by + ") printed its summary\n";
+    return "aml-shim: stopped: rank " + std::to_string(rank) + " on node " +
+           std::to_string(m.Int("node")) + " (host " + EscapeControl(m.Str("host")) +
+           ") failed first (" + status + ")\n";
+  }
+  if (kind == "hang")
+    return "aml-shim: stopped: the job was hung (no output for " +
+           FormatNumber(m.Number("silent"), "%.0f") + " s); rank 0's shim (on " + by +
+           ") printed the roll-call\n";
+  return "aml-shim: stopped: " + EscapeControl(m.Str("what")) + "\n";
+}
+
+void JobMachine::StartCollect(double now) {
+  Enter(JobState::kCollecting, now);
+  ports_->SendDown(Msg("collect").Encode());
+  orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kCollectStacks));
+}
+
+void JobMachine::NoteStacks(const Msg& m, double now) {
+  if (state_ != JobState::kCollecting) return;
+  const int shim = static_cast<int>(m.Int("shim"));
+  if (shim <= 0 || shim >= c_.size || reported_.count(shim)) return;
+  reported_.insert(shim);
+  const JsonValue* list = m.Raw("stacks");
+  if (list && list->kind == JsonValue::Kind::kArray) {
+    for (const JsonValue& v : list->items) {
+      const JsonValue* r = v.Find("rank");
+      const JsonValue* sig = v.Find("sig");
+      const JsonValue* why = v.Find("why");
+      if (!r || r->kind != JsonValue::Kind::kNumber) continue;
+      reports_.push_back({std::atoi(r->text.c_str()), static_cast<int>(m.Int("node")),
+                          m.Str("host"), sig ? sig->text : "", why ? why->text : ""});
+    }
+  }
+  if (static_cast<int>(reported_.size()) == c_.size) FinishCollect(now);
+}
+
+void JobMachine::FinishCollect(double now) {
+  if (state_ != JobState::kCollecting) return;
+  HangFacts facts;
+  facts.timeout_s = *c_.hang_timeout_s;
+  facts.silent_s = hang_silent_s_;
+  facts.world_size = c_.world_ranks;
+  facts.reports = reports_;
+  facts.missing = ShimsNotIn(reported_);
+  facts.log_dir = c_.log_dir;
+  Msg stop("stop");
+  stop.Set("kind", std::string("hang")).Set("code", 124).SetNumber("silent", hang_silent_s_);
+  stop.Set("by", c_.host);
+  AttemptRecord a = NewAttempt(ports_->WallNow());
+  a.exit_code = 124;
+  a.hang = true;
+  a.what = "the job was hung (no output for " + FormatNumber(hang_silent_s_, "%.0f") + " s)";
+  const std::string roll_call = FormatRollCall(facts);
+  EndAttempt(std::move(a), stop, LinkOrder::Stop(124, roll_call, HangJson(c_.run_id, facts)),
+             roll_call, false, now);
+}
+
+// ---- Restarts (rank 0 decides; every shim obeys)
+
+// The attempt under way, ended by a failure at `failure_wall` (CLOCK_REALTIME).
+AttemptRecord JobMachine::NewAttempt(double failure_wall) const {
+  AttemptRecord a;
+  a.number = restarts_ + 1;
+  a.failure_wall = failure_wall;
+  a.duration_s = std::max(0.0, failure_wall - attempt_wall_);
+  return a;
+}
+
+// The attempt failed: end it everywhere and wait for every shim's word, or
+// stop the job now when no restart may follow whatever they say.
+void JobMachine::EndAttempt(AttemptRecord a, const Msg& stop, LinkOrder own,
+                            std::string message, bool print_own, double now) {
+  if (Over()) return;
+  a.shims_ended_well = done_below_ + (own_done_well_ ? 1 : 0);
+  current_ = std::move(a);
+  // Output not yet known: only what needs no output is decided here.
+  RestartVerdict v = DecideRestart(current_, attempts_.empty() ? nullptr : &attempts_.back(),
+                                   restarts_, c_.max_restarts);
+  if (!v.restart) {
+    attempts_.push_back(current_);
+    FinalStop(stop.Encode(), std::move(own), v.why_not, now);
+    return;
+  }
+  Enter(JobState::kEnding, now);
+  ended_.clear();
+  ended_output_ = 0;
+  ending_plan_ = Ending{stop.Encode(), std::move(own), std::move(message), print_own};
+  ports_->SendDown(Msg("end").Encode());
+  orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));
+  MaybeSendEnded(now);
+}
+
+void JobMachine::FinalStop(const std::string& stop, LinkOrder own, const std::string& why_not,
+                           double now) {
+  if (c_.max_restarts > 0) {
+    own.trailer = AttemptsText(attempts_, c_.max_restarts, why_not);
+    own.attempts_json = AttemptsJson(attempts_);
+    own.why_not = why_not;
+  }
+  if (Over()) return;
+  ports_->SendDown(stop);
+  Stop(std::move(own), now);
+}
+
+// This node's ranks all ended after rank 0 said "end": say so (once).
+void JobMachine::MaybeSendEnded(double now) {
+  if (state_ != JobState::kEnding || !children_done_ || ended_sent_) return;
+  ended_sent_ = true;
+  if (c_.rank == 0) {
+    NoteEnded(0, outcome_.first_output_wall, now);
+    return;
+  }
+  ports_->SendUp(
+      Msg("ended").Set("shim", c_.rank).SetNumber("out", outcome_.first_output_wall).Encode());
+}
+
+void JobMachine::NoteEnded(int shim, double first_output_wall, double now) {
+  if (state_ != JobState::kEnding || shim < 0 || shim >= c_.size || ended_.count(shim)) return;
+  ended_.insert(shim);
+  if (first_output_wall > 0 && (ended_output_ == 0 || first_output_wall < ended_output_))
+    ended_output_ = first_output_wall;
+  if (static_cast<int>(ended_.size()) < c_.size) return;
+  // Every shim's ranks ended: restart, unless it failed at start.
+  current_.first_output_wall = ended_output_;
+  current_.outputs_known = true;
+  RestartVerdict v = DecideRestart(current_, attempts_.empty() ? nullptr : &attempts_.back(),
+                                   restarts_, c_.max_restarts);
+  attempts_.push_back(current_);
+  if (!v.restart) {
+    FinalStop(ending_plan_.stop, std::move(ending_plan_.own), v.why_not, now);
+    return;
+  }
+  ++restarts_;
+  LinkOrder o = LinkOrder::Of(LinkOrder::Kind::kRestart);
+  o.restart = restarts_;
+  const double backoff = BackoffS(attempts_);
+  o.line = RestartLine(current_, restarts_, c_.max_restarts, backoff);
+  o.message = ending_plan_.message;
+  o.print_own_failure = ending_plan_.print_own;
+  backoff_ = std::move(o);
+  backoff_until_ = now + backoff;
+  Enter(JobState::kBackingOff, now);
+  if (backoff <= 0) SendRestart(now);
+}
+
+// The back-off is over (or there was none): every shim starts its ranks.
+void JobMachine::SendRestart(double now) {
+  LinkOrder o = std::move(*backoff_);
+  backoff_.reset();
+  o.master_port = ports_->FreePort();
+  ports_->SendDown(Msg("restart").Set("n", o.restart).Set("port", o.master_port)
+                       .Set("line", o.line).Encode());
+  ResetRound(now);
+  orders_.push_back(std::move(o));
+}
+
+// A new attempt: nothing of the last one counts (its failures, its stacks,
+// its silence).
+void JobMachine::ResetRound(double now) {
+  Enter(JobState::kRunning, now);
+  ended_sent_ = children_done_ = false;
+  failed_at_ = 0;
+  fails_.clear();
+  reports_.clear();
+  reported_.clear();
+  hang_silent_s_ = 0;
+  ports_->ResetOutput(now);
+  attempt_wall_ = ports_->WallNow();
+  outcome_ = NodeOutcome{};
+}
+
+}  // namespace aml

@@ -1,0 +1,194 @@
+// The job's protocol on the control plane (docs/control-plane.md, "The job's
+// state machine"): what every shim decides about the job once it runs —
+// the first failure's verdict, stop orders, the hang verdict and its
+// roll-call, restart rounds, and when a shim may exit. It knows nothing of
+// sockets or clocks: the overlay (plane.h, or the simulator's, sim/) hands
+// it events with the time they happen and carries the frames it sends up
+// (towards rank 0) and down (to every shim below). Rank 0's shim decides;
+// every other shim obeys and passes words on.
+//
+// States (one at a time; JobState below), each with a deadline where it waits:
+//   running     an attempt runs, nothing wrong seen here
+//   failed      (not rank 0) a rank here failed; waits for rank 0's verdict
+//   deciding    (rank 0) failures arrive for 0.1 s; then the earliest is the job's
+//   collecting  a hang verdict: every shim reads its ranks' stacks
+//   ending      a restart round: every shim ends its ranks and says so
+//   backing_off (rank 0) every shim ended: the next attempt waits its back-off
+//   done        (not rank 0) this part of the job ended well; told the parent
+//   stopped     the job's verdict is given: the ranks end, the shims below first
+//   signalled   the launcher stopped this shim (or is gone): it leaves at once
+#pragma once
+
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "launch/job_link.h"
+#include "launch/restart_policy.h"
+#include "shim/control/roll_call.h"
+#include "shim/control/wire.h"
+
+namespace aml {
+
+enum class JobState {
+  kRunning, kFailed, kDeciding, kCollecting, kEnding, kBackingOff, kDone, kStopped, kSignalled
+};
+const char* JobStateName(JobState s);
+
+struct JobConfig {
+  int rank = 0, size = 1;  // among the shims
+  int node = 0;            // this shim's NODE_RANK
+  std::string host;
+  std::vector<int> ranks;  // this shim's children's ranks
+  int world_ranks = 1;     // every shim's children
+  std::optional<double> hang_timeout_s;
+  double grace_s = 30;     // --grace
+  std::string run_id;      // failure.json's "run"
+  std::string log_dir;     // --log-dir ("" when none), for the roll-call's words
+  int max_restarts = 0;    // --max-restarts
+};
+
+// What the machine needs of its overlay.
+class JobPorts {
+ public:
+  virtual ~JobPorts() = default;
+  virtual void SendUp(const std::string& frame) = 0;    // to the parent (none at rank 0)
+  virtual void SendDown(const std::string& frame) = 0;  // to every child shim linked
+  // The last output of this node's ranks and of every shim below, as the
+  // heartbeats carry it (the overlay's clock), and its reset for a new attempt.
+  virtual double SubtreeOutput() const = 0;
+  virtual void ResetOutput(double now) = 0;
+  // How stale the subtree's output may look at rank 0 through the tree's
+  // heartbeats (a beat per level): added to --hang-timeout.
+  virtual double HangSlackS() const = 0;
+  virtual bool ChildrenAllDone() const = 0;    // every child shim left in order
+  virtual bool ChildrenLinked() const = 0;     // some child shim is still linked
+  virtual bool Flushed() const = 0;            // nothing waits to be sent
+  virtual bool ParentClosed() const = 0;       // the parent closed its link
+  virtual double WallNow() const = 0;          // CLOCK_REALTIME
+  virtual int FreePort() const = 0;            // the next attempt's MASTER_PORT
+};
+
+bool LeavesInOrder(const Msg& m);
+
+class JobMachine {
+ public:
+  JobMachine(const JobConfig& c, JobPorts* ports);
+
+  // The job started (rank 0 said go) at `now` (the overlay's clock).
+  void Start(double now);
+  // Rank 0: the host each shim named as it joined (for the roll-call).
+  void NoteHost(int shim, const std::string& host) { shim_hosts_[shim] = host; }
+
+  // This node's events.
+  void OnChildFailed(const LocalFailure& f, double now);
+  void OnStacks(const std::vector<RankStack>& stacks, double now);
+  void OnChildrenDone(const NodeOutcome& o, double now);
+  void OnShimSignalled(int sig, const std::string& why, double now);
+  // The overlay's: a frame from a child shim, or from the parent (beats and
+  // the join's words stay in the overlay). Before it hands one on, the
+  // overlay marks a link whose frame LeavesInOrder as closed in order: a
+  // child that is done or gone is not a loss, a parent that said bye is
+  // sent nothing more.
+  void OnFromChild(const std::string& frame, const Msg& m, double now);
+  void OnFromParent(const std::string& frame, const Msg& m, double now);
+  // A shim below was lost (`what` says which and why); the link to the
+  // parent was lost (`what` too: this node's one line).
+  void OnShimLost(const std::string& what, double now);
+  void OnParentLost(const std::string& what, double now);
+
+  double NextDeadline(double now) const;  // now + 3600 when nothing waits
+  void OnTimer(double now);
+
+  bool MayExit(double now) const;
+  bool PrintsOwnFailure() const { return c_.rank == 0 || cut_off_; }
+  std::optional<LinkOrder> TakeOrder();
+
+  JobState state() const { return state_; }
+  int restarts() const { return restarts_; }
+
+ private:
+  struct FailNote {
+    double wall_time = 0;
+    int rank = 0, node = 0, code = 0;
+    std::string host, status, summary, json;
+    bool local = false;
+  };
+  struct Ending {
+    std::string stop;     // the stop frame if the job is not restarted
+    LinkOrder own;        // and this shim's order then
+    std::string message;  // printed before the restart line (rank 0)
+    bool print_own = false;
+  };
+
+  void Enter(JobState s, double now);
+  bool Over() const { return state_ == JobState::kStopped || state_ == JobState::kSignalled; }
+  bool Busy() const;  // collecting, ending or backing off: failures wait for the round
+
+  // Every shim.
+  void Stop(LinkOrder own, double now);
+  void OnBye(const std::string& frame, const Msg& m, double now);
+  void MaybeSendDone(double now);
+  void MaybeSendEnded(double now);
+  void ResetRound(double now);
+  std::string StopLine(const Msg& stop) const;
+
+  // Rank 0's decisions.
+  void NoteFailure(FailNote f, double now);
+  void DecideFailure(double now);
+  void StopAsLost(const std::string& what, double now);
+  void StopJob(const Msg& stop, LinkOrder own, double now);
+  std::vector<std::string> ShimsNotIn(const std::set<int>& heard) const;
+  void StartCollect(double now);
+  void NoteStacks(const Msg& m, double now);
+  void FinishCollect(double now);
+  AttemptRecord NewAttempt(double failure_wall) const;
+  void EndAttempt(AttemptRecord a, const Msg& stop, LinkOrder own, std::string message,
+                  bool print_own, double now);
+  void FinalStop(const std::string& stop, LinkOrder own, const std::string& why_not, double now);
+  void NoteEnded(int shim, double first_output_wall, double now);
+  void SendRestart(double now);
+
+  JobConfig c_;
+  JobPorts* ports_;
+  JobState state_ = JobState::kRunning;
+  double entered_ = 0;          // when state_ began
+  std::deque<LinkOrder> orders_;
+  // Facts of the attempt under way.
+  bool children_done_ = false;  // this node's ranks all ended
+  NodeOutcome outcome_;         // and how
+  double failed_at_ = 0;        // this node's first failure
+  bool ended_sent_ = false;     // ending: this shim said its ranks ended
+  int done_below_ = 0;          // shims below that ended well ("done")
+  bool own_done_well_ = false;  // rank 0: its own ranks ended well
+  bool cut_off_ = false;        // the parent's link was lost, or it left
+  double stop_at_ = 0;          // stopped or signalled at
+  // Rank 0.
+  std::map<int, std::string> shim_hosts_;
+  std::vector<FailNote> fails_;
+  double hang_silent_s_ = 0;
+  std::vector<RankReport> reports_;
+  std::set<int> reported_;
+  int restarts_ = 0;
+  double attempt_wall_ = 0;
+  std::vector<AttemptRecord> attempts_;
+  AttemptRecord current_;
+  Ending ending_plan_;
+  std::set<int> ended_;
+  double ended_output_ = 0;
+  std::optional<LinkOrder> backoff_;
+  double backoff_until_ = 0;
+};
+
+// The fixed waits of the states (docs/control-plane.md has the table).
+constexpr double kFailWindowS = 0.1;    // deciding: failures that count as first
+constexpr double kVerdictWaitS = 5;     // failed: a failing node waits for rank 0's word
+constexpr double kFlushS = 1;           // last words before exit
+constexpr double kCollectS = 20;        // collecting at rank 0 (readers 10 s, SIGABRT 5 s)
+constexpr double kStopWaitS = 30;       // collecting elsewhere: rank 0's word after the stacks
+constexpr double kEndingS = 30;         // ending: past --grace, for every shim to end its ranks
+
+}  // namespace aml

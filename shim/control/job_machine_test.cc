@@ -1,0 +1,237 @@
+#include "shim/control/job_machine.h"
+
+#include <gtest/gtest.h>
+
+namespace aml {
+namespace {
+
+struct FakePorts : JobPorts {
+  std::vector<Msg> up, down;
+  double output = 0;
+  bool children_done = true, linked = false, flushed = true, parent_closed = false;
+  void SendUp(const std::string& f) override { up.push_back(*Msg::Decode(f)); }
+  void SendDown(const std::string& f) override { down.push_back(*Msg::Decode(f)); }
+  double SubtreeOutput() const override { return output; }
+  void ResetOutput(double now) override { output = now; }
+  double HangSlackS() const override { return 1; }
+  bool ChildrenAllDone() const override { return children_done; }
+  bool ChildrenLinked() const override { return linked; }
+  bool Flushed() const override { return flushed; }
+  bool ParentClosed() const override { return parent_closed; }
+  double WallNow() const override { return 1000; }
+  int FreePort() const override { return 4242; }
+};
+
+JobConfig Config(int rank, int size, int max_restarts = 0) {
+  JobConfig c;
+  c.rank = rank;
+  c.size = size;
+  c.node = rank;
+  c.host = "h" + std::to_string(rank);
+  c.ranks = {rank};
+  c.world_ranks = size;
+  c.grace_s = 2;
+  c.max_restarts = max_restarts;
+  return c;
+}
+
+LocalFailure Failure(int rank, double wall) {
+  LocalFailure f;
+  f.rank = rank;
+  f.exit_code = 7;
+  f.status = "exited with status 7";
+  f.wall_time = wall;
+  f.summary = "summary of rank " + std::to_string(rank) + "\n";
+  return f;
+}
+
+// Frames arrive encoded; the machine reads them decoded.
+void FromChild(JobMachine* m, const Msg& msg, double now) {
+  m->OnFromChild(msg.Encode(), *Msg::Decode(msg.Encode()), now);
+}
+void FromParent(JobMachine* m, const Msg& msg, double now) {
+  m->OnFromParent(msg.Encode(), *Msg::Decode(msg.Encode()), now);
+}
+
+Msg FailFrom(int rank, double wall) {
+  Msg m("fail");
+  m.SetNumber("time", wall).Set("rank", rank).Set("node", rank).Set("code", 9);
+  m.Set("host", "h" + std::to_string(rank)).Set("status", "exited with status 9");
+  m.Set("summary", "remote summary\n").Set("json", "{}");
+  return m;
+}
+
+TEST(JobMachine, RankZeroTakesTheEarliestFailureOfItsWindow) {
+  FakePorts ports;
+  JobMachine m(Config(0, 3), &ports);
+  m.Start(10);
+  m.OnChildFailed(Failure(0, 500.2), 10);
+  EXPECT_EQ(m.state(), JobState::kDeciding);
+  FromChild(&m, FailFrom(2, 500.1), 10.05);
+  EXPECT_EQ(m.NextDeadline(10.05), 10 + kFailWindowS);
+  m.OnTimer(10 + kFailWindowS);
+  EXPECT_EQ(m.state(), JobState::kStopped);
+  ASSERT_EQ(ports.down.size(), 1u);
+  EXPECT_EQ(ports.down[0].type(), "stop");
+  EXPECT_EQ(ports.down[0].Int("rank"), 2);
+  auto o = m.TakeOrder();
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->exit_code, 9);
+  EXPECT_EQ(o->message, "remote summary\n");
+}
+
+TEST(JobMachine, AMemberThatFailedWaitsForTheVerdictThenObeysIt) {
+  FakePorts ports;
+  JobMachine m(Config(3, 4), &ports);
+  m.Start(0);
+  m.OnChildFailed(Failure(3, 100), 1);
+  EXPECT_EQ(m.state(), JobState::kFailed);
+  ASSERT_EQ(ports.up.size(), 1u);
+  EXPECT_EQ(ports.up[0].type(), "fail");
+  m.OnChildrenDone({7, 0}, 1.5);
+  EXPECT_FALSE(m.MayExit(2));  // the verdict's line is worth a moment
+  Msg stop("stop");
+  stop.Set("kind", std::string("fail")).Set("code", 7).Set("rank", 3).Set("by", "h0");
+  FromParent(&m, stop, 1.6);
+  EXPECT_EQ(m.state(), JobState::kStopped);
+  auto o = m.TakeOrder();
+  ASSERT_TRUE(o);
+  EXPECT_NE(o->message.find("the job's first failure"), std::string::npos) << o->message;
+  EXPECT_TRUE(m.MayExit(1.7));
+}
+
+// The spin of issue 30, item 2: a SIGTERM in every phase of a restart ends
+// the shim once its bye is sent, and no attempt starts after it.
+TEST(JobMachine, ASignalEndsEveryPhaseOfARestart) {
+  for (int phase = 0; phase < 3; ++phase) {
+    FakePorts ports;
+    JobMachine m(Config(0, 2, 5), &ports);
+    m.Start(0);
+    m.OnChildFailed(Failure(0, 1), 1);
+    m.OnTimer(1 + kFailWindowS);
+    ASSERT_EQ(m.state(), JobState::kEnding);
+    if (phase >= 1) {
+      m.OnChildrenDone({7, 0}, 1.2);
+      Msg ended("ended");
+      ended.Set("shim", 1).SetNumber("out", 0);
+      FromChild(&m, ended, 1.3);
+      EXPECT_EQ(m.state(), JobState::kRunning);
+    }
+    if (phase == 2) {
+      // A second short attempt, failing differently, backs off before the next.
+      LocalFailure f = Failure(0, 3);
+      f.exit_code = 8;
+      m.OnChildFailed(f, 3);
+      m.OnTimer(3 + kFailWindowS);
+      m.OnChildrenDone({7, 0}, 3.2);
+      Msg ended("ended");
+      ended.Set("shim", 1).SetNumber("out", 0);
+      FromChild(&m, ended, 3.3);
+      ASSERT_EQ(m.state(), JobState::kBackingOff);
+    }
+    while (m.TakeOrder()) {
+    }
+    ports.flushed = false;
+    m.OnShimSignalled(15, "", 4);
+    EXPECT_EQ(m.state(), JobState::kSignalled);
+    EXPECT_EQ(ports.down.back().type(), "bye");
+    EXPECT_FALSE(m.MayExit(4.5));
+    EXPECT_TRUE(m.MayExit(4 + kFlushS));
+    m.OnTimer(100);
+    EXPECT_FALSE(m.TakeOrder()) << "phase " << phase;
+  }
+}
+
+TEST(JobMachine, RankZeroJudgesTheJobHungAndCollectsEveryShimsStacks) {
+  FakePorts ports;
+  JobConfig c = Config(0, 2);
+  c.hang_timeout_s = 10;
+  JobMachine m(c, &ports);
+  m.Start(0);
+  EXPECT_EQ(m.NextDeadline(0), 11);  // the timeout and a beat per level
+  m.OnTimer(11);
+  EXPECT_EQ(m.state(), JobState::kCollecting);
+  EXPECT_EQ(ports.down.back().type(), "collect");
+  EXPECT_EQ(m.TakeOrder()->kind, LinkOrder::Kind::kCollectStacks);
+  m.OnStacks({{0, "Thread 1\n  File \"t.py\", line 3", "t.py:3"}}, 12);
+  Msg stacks("stacks");
+  stacks.Set("shim", 1).Set("node", 1).Set("host", "h1").SetRaw("stacks", "[]");
+  FromChild(&m, stacks, 12.5);
+  EXPECT_EQ(m.state(), JobState::kStopped);
+  auto o = m.TakeOrder();
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->exit_code, 124);
+}
+
+TEST(JobMachine, EveryStateThatWaitsHasADeadline) {
+  // Rank 0 collecting with a shim that never answers: the roll-call goes
+  // out without it after kCollectS.
+  FakePorts ports;
+  JobConfig c = Config(0, 3);
+  c.hang_timeout_s = 10;
+  JobMachine m(c, &ports);
+  m.Start(0);
+  m.OnTimer(11);
+  ASSERT_EQ(m.state(), JobState::kCollecting);
+  EXPECT_EQ(m.NextDeadline(11), 11 + kCollectS);
+  m.OnTimer(11 + kCollectS);
+  EXPECT_EQ(m.state(), JobState::kStopped);
+  // A member collecting whose rank 0 says nothing more stops itself.
+  FakePorts p2;
+  JobMachine member(Config(2, 3), &p2);
+  member.Start(0);
+  Msg collect("collect");
+  FromParent(&member, collect, 5);
+  EXPECT_EQ(member.NextDeadline(5), 5 + kStopWaitS);
+  member.OnTimer(5 + kStopWaitS);
+  EXPECT_EQ(member.state(), JobState::kStopped);
+  // Rank 0 ending a round that a shim never finishes: the job ends as lost.
+  FakePorts p3;
+  JobMachine r(Config(0, 2, 3), &p3);
+  r.Start(0);
+  r.OnChildFailed(Failure(0, 1), 1);
+  r.OnTimer(1 + kFailWindowS);
+  ASSERT_EQ(r.state(), JobState::kEnding);
+  const double until = 1 + kFailWindowS + 2 + kEndingS;
+  EXPECT_EQ(r.NextDeadline(7), until);  // (a wake-up at 6 lets MayExit look again)
+  r.OnTimer(until);
+  EXPECT_EQ(r.state(), JobState::kStopped);
+  EXPECT_EQ(p3.down.back().Str("kind"), "lost");
+}
+
+TEST(JobMachine, AShimWhosePartEndedWellSaysDoneOnceItsChildrenDid) {
+  FakePorts ports;
+  ports.children_done = false;
+  JobMachine m(Config(1, 3), &ports);
+  m.Start(0);
+  m.OnChildrenDone({0, 0}, 1);
+  EXPECT_TRUE(ports.up.empty());
+  ports.children_done = true;
+  Msg done("done");
+  done.Set("n", 1);
+  FromChild(&m, done, 2);
+  EXPECT_EQ(m.state(), JobState::kDone);
+  ASSERT_EQ(ports.up.size(), 1u);
+  EXPECT_EQ(ports.up[0].Int("n"), 2);
+  EXPECT_FALSE(m.MayExit(2.5));
+  ports.parent_closed = true;
+  EXPECT_TRUE(m.MayExit(2.5));
+}
+
+TEST(JobMachine, CutOffFromRankZeroANodeEndsItsPartAndTellsThoseBelow) {
+  FakePorts ports;
+  ports.linked = true;
+  JobMachine m(Config(1, 3), &ports);
+  m.Start(0);
+  m.OnParentLost("aml-shim: lost the control plane\n", 8);
+  EXPECT_EQ(m.state(), JobState::kStopped);
+  EXPECT_EQ(ports.down.back().Str("kind"), "lost");
+  EXPECT_TRUE(m.PrintsOwnFailure());
+  EXPECT_EQ(m.TakeOrder()->exit_code, 125);
+  // Those below end first, for --grace at most.
+  EXPECT_FALSE(m.MayExit(9));
+  EXPECT_TRUE(m.MayExit(8 + 2 + kFlushS));
+}
+
+}  // namespace
+}  // namespace aml
