@@ -240,6 +240,12 @@ void JobMachine::Stop(LinkOrder own, double now) {
 
 // ---- Time
 
+// Rank 0 judges the job hung when no rank wrote for --hang-timeout, plus
+// what the tree's beats may delay the news.
+double JobMachine::HangAt() const {
+  return ports_->SubtreeOutput() + *c_.hang_timeout_s + ports_->HangSlackS();
+}
+
 double JobMachine::NextDeadline(double now) const {
   double next = now + 3600;
   // Moments that only let MayExit say yes count while they are ahead.
@@ -250,7 +256,7 @@ double JobMachine::NextDeadline(double now) const {
   switch (state_) {
     case JobState::kRunning:
       if (root && c_.hang_timeout_s)
-        next = std::min(next, ports_->SubtreeOutput() + *c_.hang_timeout_s + ports_->HangSlackS());
+        next = std::min(next, HangAt());
       break;
     case JobState::kDeciding:
       next = std::min(next, entered_ + (c_.size == 1 ? 0 : kFailWindowS));
@@ -305,10 +311,12 @@ void JobMachine::OnTimer(double now) {
                    now);
       break;
     case JobState::kRunning:
-      if (root && c_.hang_timeout_s) {
-        const double silent = now - ports_->SubtreeOutput();
-        if (silent >= *c_.hang_timeout_s + ports_->HangSlackS()) {
-          hang_silent_s_ = silent;
+      // The same sum as NextDeadline's: "now - output >= timeout + slack"
+      // can be false, by a rounding, when the deadline it set has come, and
+      // the loop would spin (found by aml-plane-sim, seed 264).
+      if (root && c_.hang_timeout_s && now >= HangAt()) {
+        {
+          hang_silent_s_ = now - ports_->SubtreeOutput();
           StartCollect(now);
         }
       }
@@ -333,12 +341,13 @@ void JobMachine::MaybeSendDone(double now) {
 bool JobMachine::MayExit(double now) const {
   // The launcher stopped this shim: in every phase (a restart under way, a
   // failure waiting for its verdict, a roll-call) it goes once its last
-  // words are sent (its bye, at most kFlushS).
-  if (state_ == JobState::kSignalled) return ports_->Flushed() || now >= stop_at_ + kFlushS;
-  if (!orders_.empty() || Busy()) return false;
-  const bool stopped = state_ == JobState::kStopped;
+  // words are sent (its bye, at most kFlushS) and the shims below, told by
+  // them, ended their ranks (at most --grace).
+  const bool stopped = state_ == JobState::kStopped || state_ == JobState::kSignalled;
+  if (state_ != JobState::kSignalled && (!orders_.empty() || Busy())) return false;
   // A failure waits for the verdict while restarts remain.
-  if (c_.size == 1) return !(failed_at_ > 0 && !stopped && c_.max_restarts > 0);
+  if (c_.size == 1)
+    return stopped || !(failed_at_ > 0 && c_.max_restarts > 0);
   if (stopped || cut_off_) {
     // The shims below end first (their teardown takes up to --grace), so
     // that a launcher which ends the job when rank 0 exits cuts no one short.
@@ -393,11 +402,26 @@ void JobMachine::DecideFailure(double now) {
   EndAttempt(std::move(a), stop, std::move(own), message, print_own, now);
 }
 
-// A shim lost (or one that never answered): every shim exits 125.
+// A shim lost (or one that never answered): every shim exits 125, never
+// restarted (aml-shim's own failure); with --max-restarts the attempts,
+// this one last, stay in the job's record.
 void JobMachine::StopAsLost(const std::string& what, double now) {
+  if (Over()) return;
+  LinkOrder own = LinkOrder::Stop(125, "aml-shim: " + EscapeControl(what) + ": ending the job\n", "");
+  if (c_.max_restarts > 0) {
+    AttemptRecord a = NewAttempt(ports_->WallNow());
+    if (state_ == JobState::kEnding || state_ == JobState::kBackingOff) a = current_;
+    a.exit_code = 125;
+    if (a.what.empty()) a.what = EscapeControl(what);
+    if (attempts_.empty() || attempts_.back().number != a.number) attempts_.push_back(a);
+    const std::string why_not = "not restarted: the control plane lost a shim (" +
+                                EscapeControl(what) + ")";
+    own.trailer = AttemptsText(attempts_, c_.max_restarts, why_not);
+    own.attempts_json = AttemptsJson(attempts_);
+    own.why_not = why_not;
+  }
   StopJob(Msg("stop").Set("kind", std::string("lost")).Set("code", 125).Set("what", what),
-          LinkOrder::Stop(125, "aml-shim: " + EscapeControl(what) + ": ending the job\n", ""),
-          now);
+          std::move(own), now);
 }
 
 void JobMachine::StopJob(const Msg& stop, LinkOrder own, double now) {

@@ -142,6 +142,7 @@ class JobMachine {
   void StopAsLost(const std::string& what, double now);
   void StopJob(const Msg& stop, LinkOrder own, double now);
   std::vector<std::string> ShimsNotIn(const std::set<int>& heard) const;
+  double HangAt() const;
   void StartCollect(double now);
   void NoteStacks(const Msg& m, double now);
   void FinishCollect(double now);

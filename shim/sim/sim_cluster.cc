@@ -1,0 +1,803 @@
+#include "shim/sim/sim_cluster.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <queue>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "shim/base/clock.h"
+#include "shim/base/json.h"
+#include "shim/base/units.h"
+#include "shim/control/job_machine.h"
+#include "shim/control/liveness.h"
+#include "shim/control/tree_plan.h"
+#include "shim/control/wire.h"
+#include "shim/sim/fault_plan.h"
+
+namespace aml {
+namespace {
+
+constexpr double kWallEpoch = 1.7e9;   // virtual CLOCK_REALTIME = this + virtual time
+constexpr double kTermS = 0.05;        // ranks that take SIGTERM end this long after it
+constexpr double kStartupS = 30;       // PlaneConfig::startup_s
+constexpr double kJoinFrames = 3;      // frames a door handles per joiner (greeting, join, up)
+constexpr double kHealthyRunS = 5;     // a healthy attempt's length
+constexpr double kPastFaultS = 15;     // and past the last fault
+constexpr double kSlowFactor = 20;     // a slow shim's cost per frame
+constexpr int kTerminated = -1;        // ranks ended by their shim (SIGTERM, SIGKILL)
+
+enum class Ev { kFrame, kClosed, kTimer, kFault, kRanksEnd, kJoin, kPlace, kHello, kWelcome };
+
+struct Event {
+  double t;
+  uint64_t seq;
+  Ev kind;
+  int shim;
+  int from;      // the sender (frames, closes), the fault's index, the ranks' attempt
+  std::shared_ptr<const std::string> frame;
+  int code = 0;  // kRanksEnd: their exit code
+};
+struct Later {
+  bool operator()(const Event& a, const Event& b) const {
+    return a.t != b.t ? a.t > b.t : a.seq > b.seq;
+  }
+};
+
+class Cluster;
+
+struct Kid {
+  int id = -1;
+  Liveness live;
+  double output = 0;
+  bool done = false;  // left in order
+  bool gone = false;  // lost, or closed
+};
+
+// One shim: the overlay's running part as plane.cc has it, on the
+// simulated network, around the real JobMachine.
+class Shim : public JobPorts {
+ public:
+  Shim(Cluster* w, int id, const JobConfig& c) : w_(w), id_(id), machine_(c, this) {}
+
+  void SendUp(const std::string& frame) override;
+  void SendDown(const std::string& frame) override;
+  double SubtreeOutput() const override {
+    double t = std::max(my_output, departed_output);
+    for (const Kid& k : kids)
+      if (!k.done && !k.gone) t = std::max(t, k.output);
+    return t;
+  }
+  void ResetOutput(double now) override {
+    my_output = departed_output = now;
+    for (Kid& k : kids) k.output = now;
+  }
+  double HangSlackS() const override { return beat_s * depth; }
+  bool ChildrenAllDone() const override {
+    for (const Kid& k : kids)
+      if (!k.done && !k.gone) return false;
+    return true;
+  }
+  bool ChildrenLinked() const override { return !ChildrenAllDone(); }
+  bool Flushed() const override { return true; }  // frames leave as they are sent
+  bool ParentClosed() const override { return parent_closed; }
+  double WallNow() const override;
+  int FreePort() const override { return 29500 + machine_.restarts() + 1; }
+
+  JobMachine& machine() { return machine_; }
+  const JobMachine& machine() const { return machine_; }
+  int id() const { return id_; }
+
+  // The overlay.
+  int parent = -1, depth = 0;
+  std::vector<Kid> kids;
+  Liveness parent_live;
+  bool parent_lost = false, parent_closed = false;
+  bool go = false;
+  double go_at = 0, next_beat = 0, beat_s = 1;
+  double my_output = 0, departed_output = 0;
+  // The machine the shim runs on.
+  double busy_until = 0, cost_s = 0;
+  bool frozen = false, killed = false, exited = false;
+  double exit_at = -1;
+  int exit_code = 0;
+  uint64_t timer_gen = 0;
+  int spins = 0;
+  double timer_at = -1;
+  // Its ranks.
+  bool ranks_running = false, stubborn = false;
+  int attempt = 0;
+  double first_output_wall = 0;
+  // What it was told.
+  double stop_order_at = -1, restart_order_at = -1, collect_order_at = -1, end_order_at = -1;
+  double signalled_at = -1;
+  bool left_in_order = false;  // exited from state done: its part had ended well
+  int restart_orders = 0;
+  std::string attempts_json;
+  long long handled = 0, bytes = 0;
+
+  Kid* KidOf(int id) {
+    for (Kid& k : kids)
+      if (k.id == id) return &k;
+    return nullptr;
+  }
+
+ private:
+  Cluster* w_;
+  int id_;
+  JobMachine machine_;
+};
+
+class Cluster {
+ public:
+  Cluster(const SimOptions& o, FaultPlan plan) : o_(o), plan_(std::move(plan)) {
+    lat_s_ = o.latency_us * 1e-6;
+    cost_s_ = (o.cost_us > 0 ? o.cost_us : kFrameCostUs) * 1e-6;
+    bytes_per_s_ = o.bandwidth_gbps * 1e9 / 8;
+    hang_s_ = o.hang_timeout_s > 0 ? o.hang_timeout_s : (plan_.quiet ? 30 : 0);
+    double last = 0;
+    for (const Fault& f : plan_.faults) last = std::max(last, f.at_s);
+    run_s_ = plan_.quiet ? 1e9 : plan_.faults.empty() ? kHealthyRunS : last + kPastFaultS;
+  }
+
+  SimResult Run();
+  void Send(int from, int to, const std::string& frame);
+  void SendShared(int from, int to, const std::shared_ptr<const std::string>& frame);
+  double now() const { return now_; }
+
+ private:
+  void Push(Event e) {
+    e.seq = seq_++;
+    q_.push(std::move(e));
+  }
+  double Effective(Shim& s, double t, double cost) {
+    const double start = std::max(t, s.busy_until);
+    s.busy_until = start + cost;
+    return s.busy_until;
+  }
+  bool Alive(const Shim& s) const { return !s.exited && !s.killed && !s.frozen; }
+  bool Cut(int a, int b) const { return cut_.count({std::min(a, b), std::max(a, b)}) > 0; }
+
+  void Build();
+  void OnFrame(Shim& s, int from, const std::string& frame, double now);
+  void OnClosed(Shim& s, int from, double now);
+  void OnTimer(Shim& s, double now);
+  void OnFault(const Fault& f, double now);
+  void Go(Shim& s, double now);
+  void StartRanks(Shim& s, double now);
+  void RanksEnd(Shim& s, int attempt, int code, double now);
+  void EndRanks(Shim& s, double now, bool stopped);
+  void After(Shim& s, double now);
+  void Apply(Shim& s, LinkOrder o, double now);
+  void KidGone(Shim& s, Kid& k, const std::string& why, double now);
+  void Exit(Shim& s, double now);
+  bool PathFaulted(int id) const;
+  void Violate(const std::string& what);
+  void Check(SimResult* r);
+
+  SimOptions o_;
+  FaultPlan plan_;
+  double lat_s_, cost_s_, bytes_per_s_, hang_s_, run_s_;
+  std::vector<std::unique_ptr<Shim>> shims_;
+  std::priority_queue<Event, std::vector<Event>, Later> q_;
+  uint64_t seq_ = 0;
+  double now_ = 0;
+  long long events_ = 0;
+  std::set<std::pair<int, int>> cut_;
+  std::set<int> faulted_;         // frozen, killed, or cut from its parent
+  std::set<int> dead_;            // frozen or killed: never ends by itself
+  int ups_ = 0;
+  double go_all_ = 0;
+  int gone_count_ = 0;
+  double first_fail_ = -1, loss_at_ = -1, sigterm_at_ = -1;
+  std::unique_ptr<TreePlanner> planner_;
+  std::string violation_;
+  friend class Shim;
+};
+
+double Shim::WallNow() const { return kWallEpoch + w_->now(); }
+
+void Shim::SendUp(const std::string& frame) {
+  if (parent >= 0 && !parent_lost) w_->Send(id_, parent, frame);
+}
+
+void Shim::SendDown(const std::string& frame) {
+  auto shared = std::make_shared<const std::string>(frame);
+  for (const Kid& k : kids)
+    if (!k.done && !k.gone) w_->SendShared(id_, k.id, shared);
+}
+
+void Cluster::Send(int from, int to, const std::string& frame) {
+  SendShared(from, to, std::make_shared<const std::string>(frame));
+}
+
+void Cluster::SendShared(int from, int to, const std::shared_ptr<const std::string>& frame) {
+  const Shim& s = *shims_[static_cast<size_t>(from)];
+  if (s.killed || s.exited || Cut(from, to)) return;
+  const double arrive = now_ + lat_s_ + static_cast<double>(frame->size() + 4) / bytes_per_s_;
+  Push({arrive, 0, Ev::kFrame, to, from, frame});
+}
+
+// ---- The join (modelled: its round trips and its cost at each door)
+
+void Cluster::Build() {
+  const int n = o_.shims;
+  for (int i = 0; i < n; ++i) {
+    JobConfig c;
+    c.rank = i;
+    c.size = n;
+    c.node = i;
+    c.host = "n" + std::to_string(i);
+    c.ranks = {i};
+    c.world_ranks = n;
+    if (hang_s_ > 0) c.hang_timeout_s = hang_s_;
+    c.grace_s = o_.grace_s;
+    c.run_id = "sim-" + std::to_string(o_.seed);
+    c.max_restarts = plan_.max_restarts;
+    auto s = std::make_unique<Shim>(this, i, c);
+    s->cost_s = cost_s_;
+    if (hang_s_ > 0) s->beat_s = std::clamp(hang_s_ / 10, 0.25, 1.0);
+    shims_.push_back(std::move(s));
+  }
+  for (const Fault& f : plan_.faults) {
+    if (f.kind == FaultKind::kSlow) shims_[static_cast<size_t>(f.shim)]->cost_s *= kSlowFactor;
+    if (f.kind == FaultKind::kStubbornRanks) shims_[static_cast<size_t>(f.shim)]->stubborn = true;
+  }
+  planner_ = std::make_unique<TreePlanner>(o_.fanout, "n0", "", 1);
+  // Every shim's process starts within the first millisecond; each asks
+  // rank 0 for its place: connect, greeting and challenge take 1.5 round
+  // trips before its join arrives.
+  std::mt19937_64 rng(o_.seed ^ 0x5eed);
+  for (int i = 1; i < n; ++i) {
+    const double start = std::uniform_real_distribution<double>(0, 1e-3)(rng);
+    Push({start + 3 * lat_s_, 0, Ev::kJoin, 0, i, nullptr});
+  }
+  if (n == 1) Push({0, 0, Ev::kJoin, 0, 0, nullptr});
+}
+
+// ---- The overlay's running part, as plane.cc has it
+
+void Cluster::OnFrame(Shim& s, int from, const std::string& frame, double now) {
+  ++s.handled;
+  s.bytes += static_cast<long long>(frame.size());
+  auto m = Msg::Decode(frame);
+  if (!m.ok()) return;
+  const std::string& t = m->type();
+  if (from == s.parent) {
+    if (s.parent_lost) return;
+    s.parent_live.Heard(now);
+    if (t == "beat") return;
+    if (t == "go") {
+      Go(s, now);
+      s.SendDown(frame);
+      return;
+    }
+    if (LeavesInOrder(*m)) s.parent_lost = true;
+    s.machine().OnFromParent(frame, *m, now);
+    return;
+  }
+  Kid* k = s.KidOf(from);
+  if (!k || k->done || k->gone) return;
+  k->live.Heard(now);
+  if (t == "beat") {
+    const double age = m->Number("age", 0);
+    if (age >= 0) k->output = std::max(k->output, now - age);
+    return;
+  }
+  if (t == "up") {
+    if (s.id() == 0) {
+      if (++ups_ == o_.shims - 1) {
+        Go(s, now);
+        s.SendDown(Msg("go").Encode());
+      }
+    } else {
+      s.SendUp(frame);
+    }
+    return;
+  }
+  if (LeavesInOrder(*m)) {
+    k->done = true;
+    s.departed_output = std::max({s.departed_output, k->output, now});
+    // The parent closes a link that left in order.
+    Push({now + lat_s_, 0, Ev::kClosed, k->id, s.id(), nullptr});
+  }
+  s.machine().OnFromChild(frame, *m, now);
+}
+
+void Cluster::KidGone(Shim& s, Kid& k, const std::string& why, double now) {
+  k.gone = true;
+  s.departed_output = std::max(s.departed_output, k.output);
+  if (!s.go) return;
+  s.machine().OnShimLost("the control plane lost rank " + std::to_string(k.id) + "'s shim on n" +
+                             std::to_string(k.id) + " (" + why + ")",
+                         now);
+}
+
+void Cluster::OnClosed(Shim& s, int from, double now) {
+  if (from == s.parent) {
+    s.parent_closed = true;
+    if (s.parent_lost) return;
+    s.parent_lost = true;
+    if (s.go)
+      s.machine().OnParentLost("aml-shim: lost the control plane: the link to its parent, rank " +
+                                   std::to_string(from) + "'s shim, closed; ending this node's ranks\n",
+                               now);
+    return;
+  }
+  Kid* k = s.KidOf(from);
+  if (k && !k->done && !k->gone) KidGone(s, *k, "closed", now);
+}
+
+void Cluster::OnTimer(Shim& s, double now) {
+  if (!s.go) return;
+  const double startup_until = s.go_at + kStartupS;
+  for (Kid& k : s.kids)
+    if (!k.done && !k.gone && now >= k.live.LostAt(now, startup_until))
+      KidGone(s, k, "silent for " + FormatNumber(now - k.live.last_heard, "%.1f") + " s", now);
+  if (s.parent >= 0 && !s.parent_lost && now >= s.parent_live.LostAt(now, startup_until)) {
+    s.parent_lost = true;
+    s.machine().OnParentLost("aml-shim: lost the control plane: the link to its parent, rank " +
+                                 std::to_string(s.parent) + "'s shim, silent for " +
+                                 FormatNumber(now - s.parent_live.last_heard, "%.1f") +
+                                 " s; ending this node's ranks\n",
+                             now);
+  }
+  if (now >= s.next_beat) {
+    s.next_beat = now + s.beat_s;
+    // Ranks that print write at least once a beat.
+    if (s.ranks_running && !plan_.quiet) s.my_output = now;
+    if (s.parent >= 0 && !s.parent_lost)
+      Send(s.id(), s.parent, Msg("beat").SetNumber("age", now - s.SubtreeOutput()).Encode());
+    s.SendDown(Msg("beat").Encode());
+  }
+  s.machine().OnTimer(now);
+}
+
+void Cluster::Go(Shim& s, double now) {
+  s.go = true;
+  s.go_at = now;
+  s.next_beat = now + s.beat_s;
+  s.my_output = now;
+  s.parent_live.Start(now);
+  for (Kid& k : s.kids) {
+    k.live.Start(now);
+    k.output = now;
+  }
+  s.machine().Start(now);
+  go_all_ = std::max(go_all_, now);
+  StartRanks(s, now);
+}
+
+// ---- Ranks
+
+void Cluster::StartRanks(Shim& s, double now) {
+  s.ranks_running = true;
+  const int attempt = s.attempt;
+  s.first_output_wall = plan_.quiet ? 0 : kWallEpoch + now + 0.5;
+  if (plan_.quiet) return;  // hung: they never end by themselves
+  double end = now + run_s_;
+  int code = 0;
+  const bool later = attempt > 0;
+  for (const Fault& f : plan_.faults) {
+    if (f.kind != FaultKind::kFail || f.shim != s.id()) continue;
+    if (later && plan_.restarts_succeed) continue;
+    const double at = later ? now + 1 : shims_[0]->go_at + f.at_s;
+    if (at < end) {
+      end = at;
+      code = 7;
+    }
+  }
+  Push({std::max(end, now), 0, Ev::kRanksEnd, s.id(), attempt, nullptr, code});
+}
+
+void Cluster::RanksEnd(Shim& s, int attempt, int code, double now) {
+  if (!s.ranks_running || attempt != s.attempt) return;
+  s.ranks_running = false;
+  ++s.attempt;
+  if (code > 0) {
+    LocalFailure f;
+    f.rank = s.id();
+    f.exit_code = code;
+    f.status = "exited with status " + std::to_string(code);
+    f.wall_time = kWallEpoch + now;
+    f.summary = "aml-shim: rank " + std::to_string(s.id()) + " " + f.status + "\n";
+    if (first_fail_ < 0) first_fail_ = now;
+    s.machine().OnChildFailed(f, now);
+  }
+  NodeOutcome o;
+  o.code = code == kTerminated ? 143 : code;
+  o.first_output_wall = s.first_output_wall;
+  s.machine().OnChildrenDone(o, now);
+}
+
+// SIGTERM to the ranks: they end soon, or at --grace (SIGKILL) when stubborn.
+void Cluster::EndRanks(Shim& s, double now, bool stopped) {
+  (void)stopped;
+  if (!s.ranks_running) return;
+  Push({now + (s.stubborn ? o_.grace_s : kTermS), 0, Ev::kRanksEnd, s.id(), s.attempt, nullptr,
+        kTerminated});
+}
+
+void Cluster::Apply(Shim& s, LinkOrder o, double now) {
+  switch (o.kind) {
+    case LinkOrder::Kind::kCollectStacks: {
+      if (s.collect_order_at < 0) s.collect_order_at = now;
+      std::vector<RankStack> stacks;
+      stacks.push_back({s.id(), "no Python stack", ""});
+      s.machine().OnStacks(stacks, now);
+      break;
+    }
+    case LinkOrder::Kind::kStop:
+      if (s.stop_order_at < 0) {
+        s.stop_order_at = now;
+        s.exit_code = o.exit_code;
+      }
+      if (!o.attempts_json.empty()) s.attempts_json = o.attempts_json;
+      EndRanks(s, now, true);
+      break;
+    case LinkOrder::Kind::kEndAttempt:
+      if (s.end_order_at < 0) s.end_order_at = now;
+      EndRanks(s, now, false);
+      break;
+    case LinkOrder::Kind::kRestart:
+      ++s.restart_orders;
+      s.restart_order_at = now;
+      if (s.stop_order_at >= 0 || s.signalled_at >= 0)
+        Violate("rank " + std::to_string(s.id()) + " was started after its shim's stop verdict");
+      if (s.restart_orders > plan_.max_restarts)
+        Violate("shim " + std::to_string(s.id()) + " made " + std::to_string(s.restart_orders) +
+                " restarts, over --max-restarts " + std::to_string(plan_.max_restarts));
+      StartRanks(s, now);
+      break;
+  }
+}
+
+// After every event a shim handles: its orders, its exit, its next timer.
+void Cluster::After(Shim& s, double now) {
+  while (auto o = s.machine().TakeOrder()) Apply(s, std::move(*o), now);
+  if (!s.go) return;
+  const JobState st = s.machine().state();
+  const bool waits = st == JobState::kDeciding || st == JobState::kCollecting ||
+                     st == JobState::kBackingOff || (st == JobState::kEnding && s.id() == 0);
+  if (waits && s.machine().NextDeadline(now) >= now + 3600)
+    Violate("shim " + std::to_string(s.id()) + " waits in state " + JobStateName(st) +
+            " without a deadline");
+  if (!s.ranks_running && s.machine().MayExit(now)) return Exit(s, now);
+  double next = std::min(s.next_beat, s.machine().NextDeadline(now));
+  const double startup_until = s.go_at + kStartupS;
+  for (const Kid& k : s.kids)
+    if (!k.done && !k.gone) next = std::min(next, k.live.LostAt(now, startup_until));
+  if (s.parent >= 0 && !s.parent_lost)
+    next = std::min(next, s.parent_live.LostAt(now, startup_until));
+  if (startup_until > now) next = std::min(next, startup_until);
+  next = std::max(next, now);
+  // A shim whose next deadline is always now spins (the loop never sleeps).
+  if (next <= now) {
+    if (++s.spins > 1000) {
+      Violate("shim " + std::to_string(s.id()) + " spins in state " + JobStateName(st) +
+              " (its next deadline is always now)");
+      return;
+    }
+  } else {
+    s.spins = 0;
+  }
+  if (s.timer_at >= now && s.timer_at <= next) return;  // one already comes in time
+  s.timer_at = next;
+  Push({next, 0, Ev::kTimer, s.id(), static_cast<int>(++s.timer_gen), nullptr});
+}
+
+bool Cluster::PathFaulted(int id) const {
+  for (int i = id; i >= 0; i = shims_[static_cast<size_t>(i)]->parent)
+    if (faulted_.count(i)) return true;
+  return false;
+}
+
+void Cluster::Exit(Shim& s, double now) {
+  s.exited = true;
+  s.exit_at = now;
+  s.left_in_order = s.machine().state() == JobState::kDone;
+  if (s.stop_order_at < 0 && s.signalled_at >= 0) s.exit_code = 143;
+  // Nobody exits while a shim below still runs its part, unless lost.
+  const double stopped = s.stop_order_at >= 0 ? s.stop_order_at : s.signalled_at;
+  for (const Kid& k : s.kids) {
+    const Shim& kid = *shims_[static_cast<size_t>(k.id)];
+    if (k.done || k.gone || kid.exited || dead_.count(k.id)) continue;
+    if (kid.machine().state() == JobState::kDone) continue;
+    if (stopped < 0 || now < stopped + o_.grace_s + kFlushS)
+      Violate("shim " + std::to_string(s.id()) + " exited while shim " + std::to_string(k.id) +
+              " below it still ran (in state " + JobStateName(kid.machine().state()) + ")");
+  }
+  // Its links close.
+  if (s.parent >= 0 && !s.parent_lost) Push({now + lat_s_, 0, Ev::kClosed, s.parent, s.id(), nullptr});
+  for (const Kid& k : s.kids)
+    if (!k.done && !k.gone) Push({now + lat_s_, 0, Ev::kClosed, k.id, s.id(), nullptr});
+}
+
+void Cluster::OnFault(const Fault& f, double now) {
+  Shim& s = *shims_[static_cast<size_t>(f.shim)];
+  if (s.exited || s.killed) return;
+  switch (f.kind) {
+    case FaultKind::kFreeze:
+      if (s.frozen) return;
+      s.frozen = true;
+      faulted_.insert(s.id());
+      dead_.insert(s.id());
+      if (loss_at_ < 0) loss_at_ = now;
+      break;
+    case FaultKind::kKill:
+      s.killed = true;
+      faulted_.insert(s.id());
+      dead_.insert(s.id());
+      if (loss_at_ < 0) loss_at_ = now;
+      if (s.parent >= 0) Push({now + lat_s_, 0, Ev::kClosed, s.parent, s.id(), nullptr});
+      for (const Kid& k : s.kids) Push({now + lat_s_, 0, Ev::kClosed, k.id, s.id(), nullptr});
+      break;
+    case FaultKind::kCut:
+      if (s.parent < 0) return;
+      cut_.insert({std::min(s.id(), s.parent), std::max(s.id(), s.parent)});
+      faulted_.insert(s.id());
+      if (loss_at_ < 0) loss_at_ = now;
+      break;
+    case FaultKind::kSigterm:
+      if (s.frozen || s.signalled_at >= 0) return;
+      s.signalled_at = now;
+      if (sigterm_at_ < 0) sigterm_at_ = now;
+      s.machine().OnShimSignalled(15, "", now);
+      EndRanks(s, now, true);
+      After(s, now);
+      break;
+    default:
+      break;  // fail, slow, stubborn: part of the ranks and of the cost
+  }
+}
+
+void Cluster::Violate(const std::string& what) {
+  if (violation_.empty()) violation_ = what;
+}
+
+// ---- The run
+
+SimResult Cluster::Run() {
+  const auto wall0 = std::chrono::steady_clock::now();
+  Build();
+  bool faults_pushed = false;
+  while (!q_.empty()) {
+    Event e = q_.top();
+    q_.pop();
+    now_ = e.t;
+    if (now_ > o_.limit_s) break;
+    ++events_;
+    if (e.kind == Ev::kFault) {
+      OnFault(plan_.faults[static_cast<size_t>(e.from)], now_);
+      continue;
+    }
+    Shim& s = *shims_[static_cast<size_t>(e.shim)];
+    if (s.exited || s.killed || s.frozen) continue;
+    switch (e.kind) {
+      case Ev::kJoin: {
+        // At rank 0's door: the joiner's greeting, join and proof.
+        if (e.from == 0) {  // one shim alone
+          Go(s, now_);
+          break;
+        }
+        const double at = Effective(s, now_, kJoinFrames * s.cost_s);
+        s.handled += 2;
+        Shim& j = *shims_[static_cast<size_t>(e.from)];
+        TreePlace p = planner_->Assign(j.id(), "n" + std::to_string(j.id()), "", 1);
+        j.parent = p.parent;
+        j.depth = p.depth;
+        Push({at + lat_s_, 0, Ev::kPlace, j.id(), 0, nullptr});
+        break;
+      }
+      case Ev::kPlace:
+        // Connect to the parent: 1.5 round trips to its hello.
+        Push({now_ + 3 * lat_s_, 0, Ev::kHello, s.parent, s.id(), nullptr});
+        break;
+      case Ev::kHello: {
+        const double at = Effective(s, now_, 2 * s.cost_s);
+        s.handled += 2;
+        Kid k;
+        k.id = e.from;
+        s.kids.push_back(k);
+        Push({at + lat_s_, 0, Ev::kWelcome, e.from, e.shim, nullptr});
+        break;
+      }
+      case Ev::kWelcome:
+        now_ = Effective(s, now_, s.cost_s);
+        s.SendUp(Msg("up").Set("rank", s.id()).Set("host", "n" + std::to_string(s.id())).Encode());
+        break;
+      case Ev::kFrame: {
+        const double at = Effective(s, now_, s.cost_s);
+        now_ = at;
+        OnFrame(s, e.from, *e.frame, at);
+        After(s, at);
+        break;
+      }
+      case Ev::kClosed: {
+        const double at = Effective(s, now_, s.cost_s);
+        now_ = at;
+        OnClosed(s, e.from, at);
+        After(s, at);
+        break;
+      }
+      case Ev::kTimer: {
+        if (static_cast<uint64_t>(e.from) != s.timer_gen) break;
+        s.timer_at = -1;
+        const double at = Effective(s, now_, 0);
+        now_ = at;
+        OnTimer(s, at);
+        After(s, at);
+        break;
+      }
+      case Ev::kRanksEnd: {
+        const double at = Effective(s, now_, 0);
+        now_ = at;
+        RanksEnd(s, e.from, e.code, at);
+        After(s, at);
+        break;
+      }
+      case Ev::kFault:
+        break;
+    }
+    if (!faults_pushed && go_all_ > 0 && shims_[0]->go) {
+      // Faults count from go.
+      faults_pushed = true;
+      for (size_t i = 0; i < plan_.faults.size(); ++i)
+        Push({go_all_ + plan_.faults[i].at_s, 0, Ev::kFault, -1, static_cast<int>(i), nullptr});
+    }
+  }
+  SimResult r;
+  r.shims = o_.shims;
+  r.seed = o_.seed;
+  r.faults = plan_.name;
+  for (const Fault& f : plan_.faults)
+    r.plan += (r.plan.empty() ? "" : ",") + std::string(FaultKindName(f.kind)) + "@" +
+              FormatNumber(f.at_s, "%.3f") + ":" + std::to_string(f.shim);
+  if (plan_.quiet) r.plan += (r.plan.empty() ? "" : ",") + std::string("hang");
+  if (plan_.max_restarts > 0)
+    r.plan += (r.plan.empty() ? "" : ",") + std::string("restarts=") +
+              std::to_string(plan_.max_restarts) + (plan_.restarts_succeed ? "" : "(failing)");
+  r.events = events_;
+  Check(&r);
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return r;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  const size_t i = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size()))) - 1;
+  return v[std::min(i, v.size() - 1)];
+}
+
+void Cluster::Check(SimResult* r) {
+  const Shim& root = *shims_[0];
+  r->join_s = go_all_;
+  for (const auto& s : shims_) r->depth = std::max(r->depth, s->depth);
+  r->restarts = root.restart_orders;
+  r->rank0_msgs = root.handled;
+  r->rank0_bytes = root.bytes;
+  const bool root_lives = !dead_.count(0);
+  r->exit_code = root.exit_code;
+  std::vector<double> stops;
+  double last_restart = -1, end = 0;
+  for (const auto& sp : shims_) {
+    const Shim& s = *sp;
+    r->msgs_max_per_shim = std::max(r->msgs_max_per_shim, s.handled);
+    if (dead_.count(s.id())) continue;
+    if (!s.exited) {
+      Violate("shim " + std::to_string(s.id()) + " never ended (state " +
+              JobStateName(s.machine().state()) + " at " + FormatNumber(o_.limit_s, "%.0f") +
+              " s)");
+      continue;
+    }
+    end = std::max(end, s.exit_at);
+    const double stopped = std::min(s.stop_order_at < 0 ? 1e18 : s.stop_order_at,
+                                    s.end_order_at < 0 ? 1e18 : s.end_order_at);
+    if (first_fail_ >= 0 && stopped < 1e18) stops.push_back(stopped - first_fail_);
+    if (s.restart_order_at >= 0) last_restart = std::max(last_restart, s.restart_order_at);
+    // The same outcome as rank 0's, but for a shim cut off from it (125)
+    // and one its launcher stopped (143).
+    if (root_lives && root.exited && s.exit_code != root.exit_code &&
+        !(PathFaulted(s.id()) && s.exit_code == 125) && !(sigterm_at_ >= 0 && s.exit_code == 143) &&
+        !(s.left_in_order && s.exit_code == 0 && s.exit_at <= root.stop_order_at))
+      Violate("shim " + std::to_string(s.id()) + " exited " + std::to_string(s.exit_code) +
+              ", rank 0's shim " + std::to_string(root.exit_code));
+    if (!s.attempts_json.empty() && s.id() != 0)
+      Violate("shim " + std::to_string(s.id()) + " was given the job's record (failure.json)");
+    // A SIGTERM ends the job within --grace + 1 s (and the tree's crossing),
+    // when nothing else cuts the tree.
+    if (sigterm_at_ >= 0 && faulted_.empty() && s.exit_at > sigterm_at_ + o_.grace_s + kFlushS + 0.5)
+      Violate("shim " + std::to_string(s.id()) + " exited " +
+              FormatNumber(s.exit_at - sigterm_at_, "%.2f") + " s after the launcher's SIGTERM");
+  }
+  if (root_lives && root.exited && plan_.max_restarts > 0 && root.exit_code != 0 &&
+      root.exit_code != 143 && root.attempts_json.empty())
+    Violate("rank 0's shim did not write the job's attempts (failure.json)");
+  r->end_s = end;
+  r->stop_p99_s = Percentile(stops, 0.99);
+  r->stop_max_s = stops.empty() ? -1 : *std::max_element(stops.begin(), stops.end());
+  if (loss_at_ >= 0 && root.stop_order_at >= loss_at_) r->lost_detect_s = root.stop_order_at - loss_at_;
+  // The roll-call is printed with the stop (or, restarts left, the end) it orders.
+  if (root.collect_order_at >= 0) {
+    double printed = 1e18;
+    for (double t : {root.stop_order_at, root.end_order_at})
+      if (t >= root.collect_order_at) printed = std::min(printed, t);
+    if (printed < 1e18) r->rollcall_s = printed - root.collect_order_at;
+  }
+  if (first_fail_ >= 0 && last_restart >= 0) r->restart_round_s = last_restart - first_fail_;
+  if (!violation_.empty())
+    r->invariants = violation_ + " (replay: aml-plane-sim --shims " + std::to_string(o_.shims) +
+                    " --seed " + std::to_string(o_.seed) + " --faults " + plan_.name +
+                    (o_.grace_s != 2 ? " --grace " + FormatNumber(o_.grace_s, "%g") : "") + ")";
+}
+
+}  // namespace
+
+std::string SimResult::Json() const {
+  auto num = [](double x) { return x < 0 ? std::string("null") : FormatNumber(x, "%.6g"); };
+  std::string j = "{";
+  j += "\"shims\":" + std::to_string(shims);
+  j += ",\"seed\":" + std::to_string(seed);
+  j += ",\"faults\":" + JsonQuote(faults);
+  j += ",\"plan\":" + JsonQuote(plan);
+  j += ",\"depth\":" + std::to_string(depth);
+  j += ",\"join_s\":" + num(join_s);
+  j += ",\"stop_p99_s\":" + num(stop_p99_s);
+  j += ",\"stop_max_s\":" + num(stop_max_s);
+  j += ",\"lost_detect_s\":" + num(lost_detect_s);
+  j += ",\"rollcall_s\":" + num(rollcall_s);
+  j += ",\"restart_round_s\":" + num(restart_round_s);
+  j += ",\"end_s\":" + num(end_s);
+  j += ",\"exit_code\":" + std::to_string(exit_code);
+  j += ",\"restarts\":" + std::to_string(restarts);
+  j += ",\"msgs_max_per_shim\":" + std::to_string(msgs_max_per_shim);
+  j += ",\"rank0_msgs\":" + std::to_string(rank0_msgs);
+  j += ",\"rank0_bytes\":" + std::to_string(rank0_bytes);
+  j += ",\"events\":" + std::to_string(events);
+  j += ",\"wall_s\":" + FormatNumber(wall_s, "%.3f");
+  j += ",\"invariants\":" + JsonQuote(invariants);
+  return j + "}";
+}
+
+// A frame's cost, measured on this machine: a heartbeat sent and received
+// over a local socket pair, decoded, and the child's liveness noted.
+double MeasureFrameCostUs() {
+  int sv[2] = {-1, -1};
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0) return -1;
+  FrameLink a{Fd(sv[0]), 1 << 20}, b{Fd(sv[1]), 1 << 20};
+  Liveness live;
+  live.Start(1);
+  constexpr int kN = 20000;
+  std::vector<std::string> frames;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < kN; ++i) {
+    a.Send(Msg("beat").SetNumber("age", 0.25 * i).Encode());
+    frames.clear();
+    b.Read(&frames);
+    for (const std::string& f : frames) {
+      auto m = Msg::Decode(f);
+      if (m.ok()) live.Heard(1 + m->Number("age"));
+    }
+  }
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+         kN;
+}
+
+Result<SimResult> RunSim(const SimOptions& o) {
+  if (o.shims < 1) return Error{"--shims " + std::to_string(o.shims) + ": at least 1"};
+  std::mt19937_64 rng(o.seed);
+  auto plan = MakeFaultPlan(o.faults, o.shims, &rng);
+  if (!plan.ok()) return plan.error();
+  Cluster c(o, std::move(*plan));
+  return c.Run();
+}
+
+}  // namespace aml
