@@ -13,12 +13,13 @@ namespace {
 
 constexpr size_t kMaxSignature = 512;
 
-std::string Who(int rank, const std::string& host) {
+
+}  // namespace
+
+std::string ShimName(int rank, const std::string& host) {
   return "rank " + std::to_string(rank) + "'s shim" +
          (host.empty() ? "" : " on " + EscapeControl(host));
 }
-
-}  // namespace
 
 const char* JobStateName(JobState s) {
   switch (s) {
@@ -123,12 +124,13 @@ void JobMachine::OnChildrenDone(const NodeOutcome& o, double now) {
 void JobMachine::OnShimSignalled(int sig, const std::string& why, double now) {
   if (state_ == JobState::kSignalled) return;
   const bool was_stopped = state_ == JobState::kStopped;
+  signalled_in_ = state_;
   Enter(JobState::kSignalled, now);
   if (was_stopped) return;
   // The others stop with it, as they would if the launcher had signalled
   // them too (it usually has), with the same status.
   Msg bye("bye");
-  bye.Set("what", Who(c_.rank, c_.host) +
+  bye.Set("what", ShimName(c_.rank, c_.host) +
                       (why.empty() ? " was stopped by its launcher (" + SignalName(sig) + ")"
                                    : " ended its ranks: " + why));
   bye.Set("code", 128 + sig);
@@ -227,7 +229,7 @@ void JobMachine::OnParentLost(const std::string& line, double now) {
   // Cut off from rank 0: this node cannot hear the job's verdicts, so it
   // ends its part (the launcher ends the rest, or they learn it the same way).
   ports_->SendDown(Msg("stop").Set("kind", std::string("lost")).Set("code", 125)
-                       .Set("what", "the control plane lost " + Who(c_.rank, c_.host) +
+                       .Set("what", "the control plane lost " + ShimName(c_.rank, c_.host) +
                                         "'s parent")
                        .Encode());
   Stop(LinkOrder::Stop(125, line, ""), now);
@@ -436,7 +438,7 @@ std::vector<std::string> JobMachine::ShimsNotIn(const std::set<int>& heard) cons
   for (int s = 0; s < c_.size; ++s)
     if (!heard.count(s)) {
       auto it = shim_hosts_.find(s);
-      out.push_back(Who(s, it == shim_hosts_.end() ? "" : it->second));
+      out.push_back(ShimName(s, it == shim_hosts_.end() ? "" : it->second));
     }
   return out;
 }
@@ -468,7 +470,9 @@ void JobMachine::StartCollect(double now) {
 }
 
 void JobMachine::NoteStacks(const Msg& m, double now) {
-  if (state_ != JobState::kCollecting) return;
+  if (state_ != JobState::kCollecting &&
+      !(state_ == JobState::kSignalled && signalled_in_ == JobState::kCollecting))
+    return;
   const int shim = static_cast<int>(m.Int("shim"));
   if (shim <= 0 || shim >= c_.size || reported_.count(shim)) return;
   reported_.insert(shim);
@@ -487,7 +491,11 @@ void JobMachine::NoteStacks(const Msg& m, double now) {
 }
 
 void JobMachine::FinishCollect(double now) {
-  if (state_ != JobState::kCollecting) return;
+  // A roll-call under way when the launcher's signal came is still printed:
+  // the verdict came first (the signal may have come from the hang itself).
+  const bool after_signal =
+      state_ == JobState::kSignalled && signalled_in_ == JobState::kCollecting;
+  if (state_ != JobState::kCollecting && !after_signal) return;
   HangFacts facts;
   facts.timeout_s = *c_.hang_timeout_s;
   facts.silent_s = hang_silent_s_;
@@ -503,6 +511,18 @@ void JobMachine::FinishCollect(double now) {
   a.hang = true;
   a.what = "the job was hung (no output for " + FormatNumber(hang_silent_s_, "%.0f") + " s)";
   const std::string roll_call = FormatRollCall(facts);
+  if (after_signal) {
+    signalled_in_ = JobState::kSignalled;  // once
+    attempts_.push_back(a);
+    LinkOrder own = LinkOrder::Stop(124, roll_call, HangJson(c_.run_id, facts));
+    if (c_.max_restarts > 0) {
+      own.trailer = AttemptsText(attempts_, c_.max_restarts, "not restarted: the launcher "
+                                                            "stopped the job");
+      own.attempts_json = AttemptsJson(attempts_);
+    }
+    orders_.push_back(std::move(own));
+    return;
+  }
   EndAttempt(std::move(a), stop, LinkOrder::Stop(124, roll_call, HangJson(c_.run_id, facts)),
              roll_call, false, now);
 }

@@ -38,6 +38,9 @@ enum class JobState {
 };
 const char* JobStateName(JobState s);
 
+// "rank 3's shim on gpu002": how every message names a shim.
+std::string ShimName(int rank, const std::string& host);
+
 struct JobConfig {
   int rank = 0, size = 1;  // among the shims
   int node = 0;            // this shim's NODE_RANK
@@ -167,6 +170,7 @@ class JobMachine {
   bool own_done_well_ = false;  // rank 0: its own ranks ended well
   bool cut_off_ = false;        // the parent's link was lost, or it left
   double stop_at_ = 0;          // stopped or signalled at
+  JobState signalled_in_ = JobState::kRunning;  // the state a signal came in
   // Rank 0.
   std::map<int, std::string> shim_hosts_;
   std::vector<FailNote> fails_;

@@ -163,6 +163,25 @@ TEST(JobMachine, RankZeroJudgesTheJobHungAndCollectsEveryShimsStacks) {
   EXPECT_EQ(o->exit_code, 124);
 }
 
+TEST(JobMachine, ARollCallUnderWayWhenTheSignalComesIsStillPrinted) {
+  FakePorts ports;
+  JobConfig c = Config(0, 1);
+  c.hang_timeout_s = 2;
+  JobMachine m(c, &ports);
+  m.Start(0);
+  m.OnTimer(3);
+  ASSERT_EQ(m.state(), JobState::kCollecting);
+  while (m.TakeOrder()) {
+  }
+  m.OnShimSignalled(15, "", 4);
+  m.OnStacks({{0, "#0 after_the_term_handler", "after_the_term_handler"}}, 5);
+  auto o = m.TakeOrder();
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->exit_code, 124);
+  EXPECT_NE(o->message.find("after_the_term_handler"), std::string::npos) << o->message;
+  EXPECT_TRUE(m.MayExit(5));
+}
+
 TEST(JobMachine, EveryStateThatWaitsHasADeadline) {
   // Rank 0 collecting with a shim that never answers: the roll-call goes
   // out without it after kCollectS.

@@ -1,4 +1,4 @@
-// When a silent link is a lost shim (docs/control-plane.md, "Losses"): the
+// When a silent link is a lost shim (docs/control-plane.md, "Control plane"): the
 // rule the overlay applies to its parent and to each child, the same in the
 // real overlay (plane.h) and in the simulator's (sim/).
 //

@@ -19,59 +19,7 @@
 namespace aml {
 namespace {
 
-constexpr char kVersion[] = "aml-shim-control-2";
-constexpr size_t kMaxHelloFrame = 4 << 10;   // a join or a hello
-constexpr size_t kMaxFrame = 1 << 20;        // anything after it
-constexpr size_t kMaxPending = 64;           // strangers waiting at a door
-constexpr double kHelloS = 5;                // from accept to hello
-constexpr auto kRetry = std::chrono::milliseconds(100);
-constexpr char kRootNode[] = "rank 0's node";
 
-Deadline DeadlineIn(double s) {
-  return Clock::now() + std::chrono::milliseconds(static_cast<long>(std::max(0.0, s) * 1000));
-}
-
-std::string Who(int rank, const std::string& host) {
-  return "rank " + std::to_string(rank) + "'s shim" +
-         (host.empty() ? "" : " on " + EscapeControl(host));
-}
-
-int Accept(int listen_fd) {
-  return accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-}
-
-// Connects to ip:port, reads the listener's challenge, sends what `ask`
-// makes of it, and returns the connection, the challenge and the frame that
-// answers: connecting waits at most `connect_s`, each answer `answer_s`.
-struct Answer {
-  Fd fd;
-  std::string challenge;
-  std::string frame;
-};
-Result<Answer> Ask(const std::string& ip, int port, const std::string& kind,
-                   const std::function<Msg(const std::string& challenge)>& ask, double connect_s,
-                   double answer_s) {
-  auto fd = ConnectTcp(ip, port, DeadlineIn(connect_s));
-  if (!fd.ok()) return fd.error();
-  // A greeting at once, before the challenge arrives: a door crowded with
-  // strangers that say nothing never takes this seat first.
-  Status greeted = SendFrame(fd->get(), Msg("hi").Encode(), DeadlineIn(5));
-  if (!greeted.ok()) return greeted.error();
-  auto hi = RecvFrame(fd->get(), kMaxHelloFrame, DeadlineIn(answer_s));
-  if (!hi.ok()) return hi.error();
-  auto challenge = Msg::Decode(*hi);
-  if (!challenge.ok() || challenge->type() != "challenge" || challenge->Str("n").empty())
-    return Error{"no challenge: not aml-shim's control plane (of this version)"};
-  if (challenge->Str("kind") != kind)
-    return Error{"it asks for a proof of kind '" + EscapeControl(challenge->Str("kind")) +
-                 "', this shim has '" + kind + "' (is AML_SHIM_JOB_SECRET, or munged, the same "
-                 "on every node?)"};
-  Status sent = SendFrame(fd->get(), ask(challenge->Str("n")).Encode(), DeadlineIn(5));
-  if (!sent.ok()) return sent.error();
-  auto reply = RecvFrame(fd->get(), kMaxHelloFrame, DeadlineIn(answer_s));
-  if (!reply.ok()) return reply.error();
-  return Answer{std::move(*fd), challenge->Str("n"), std::move(*reply)};
-}
 
 }  // namespace
 
@@ -99,217 +47,6 @@ ControlPlane::ControlPlane(const PlaneConfig& c) : c_(c), machine_(MachineConfig
 ControlPlane::~ControlPlane() = default;
 
 double ControlPlane::Now() const { return MonotonicSeconds(); }
-
-std::string ControlPlane::Proof(const std::string& door, ProofDirection d,
-                                const std::string& challenge, const std::string& nonce,
-                                int rank) const {
-  // A MUNGE credential that cannot be made (munged stopped) is an empty
-  // proof, which proves nothing: the peer refuses, and says why.
-  auto proof = c_.prover.Make("control-plane-" + door, d, challenge, nonce, std::to_string(rank));
-  if (!proof.ok()) {
-    LogVerbose("control plane: " + proof.error().message);
-    return "";
-  }
-  return *proof;
-}
-
-// This shim's first frame at a door: a join (rank 0's MASTER_PORT) or a
-// hello (its parent's port), answering that connection's challenge.
-Msg ControlPlane::Introduce(const std::string& type, const std::string& challenge,
-                            const std::string& nonce) const {
-  Msg m(type);
-  m.Set("v", std::string(kVersion)).Set("rank", c_.rank).Set("size", c_.size);
-  m.Set("host", c_.host).Set("nonce", nonce);
-  m.Set("proof", Proof(type == "join" ? "join" : "tree", ProofDirection::kUp, challenge, nonce,
-                       c_.rank));
-  return m;
-}
-
-// The first frame of a connection `p` accepted: its proof answers our
-// challenge for the rank it names.
-bool ControlPlane::ProvesUp(const Peer& p, const std::string& door, const Msg& m,
-                            std::string* why) const {
-  return c_.prover.Check(m.Str("proof"), "control-plane-" + door, ProofDirection::kUp,
-                         p.challenge, m.Str("nonce"), std::to_string(m.Int("rank")), why);
-}
-
-// The door's answer to this shim proves itself for our connection.
-bool ControlPlane::ProvesDown(const std::string& door, const Msg& m, const std::string& challenge,
-                              const std::string& nonce) const {
-  return c_.prover.Check(m.Str("proof"), "control-plane-" + door, ProofDirection::kDown,
-                         challenge, nonce, std::to_string(c_.rank));
-}
-
-Result<std::unique_ptr<ControlPlane>> ControlPlane::Join(const PlaneConfig& config) {
-  std::unique_ptr<ControlPlane> p(new ControlPlane(config));
-  if (config.size > 1) {
-    auto l = ListenAny(0);
-    if (!l.ok()) return Error{"control plane: cannot listen: " + l.error().message};
-    p->listener_ = std::move(l->fd);
-    p->listen_port_ = l->port;
-    Status st = config.rank == 0 ? p->JoinAsRoot() : p->JoinAsMember();
-    if (!st.ok()) return st.error();
-  }
-  p->go_ = true;
-  const double now = p->Now();
-  p->my_output_ = now;
-  p->next_beat_ = now + p->beat_s_;
-  p->go_at_ = now;
-  for (auto& child : p->children_) {
-    child->live.Start(now);
-    child->output_time = now;
-  }
-  if (p->parent_) p->parent_->live.Start(now);
-  p->machine_.Start(now);
-  return p;
-}
-
-// ---- Joining
-
-Status ControlPlane::JoinAsRoot() {
-  auto door = ListenAny(c_.master_port);
-  if (!door.ok())
-    return Error{"control plane: rank 0 cannot listen on MASTER_PORT " +
-                 std::to_string(c_.master_port) + " for the other shims to join: " +
-                 door.error().message};
-  door_ = std::move(door->fd);
-  // Shims on rank 0's host learn its address from their join connection.
-  planner_ = std::make_unique<TreePlanner>(c_.fanout, kRootNode, "", listen_port_);
-  const double deadline = Now() + c_.join_timeout_s;
-  Status st = RunUntilGo(deadline);
-  door_.reset();
-  door_pending_.clear();
-  const std::string flood = door_crowd_.Note("MASTER_PORT");
-  if (st.ok()) {
-    if (!flood.empty()) LogWarning("control plane: " + flood);
-    SayTreeCrowd();
-    SendDown(Msg("go").Encode());
-    depth_ = planner_->depth();
-    return st;
-  }
-  // Not everyone joined: the ones that did hear why, and nothing starts.
-  std::vector<int> missing;
-  for (int r = 1; r < c_.size; ++r)
-    if (!up_.count(r)) missing.push_back(r);
-  const std::string why = "control plane: " + RankList(missing) + " of " +
-                          std::to_string(c_.size) + " shims did not join rank 0 at " +
-                          c_.master_addr + ":" + std::to_string(c_.master_port) + " within " +
-                          FormatRate(c_.join_timeout_s) + " s (--preflight-timeout)" +
-                          (refused_ ? "; " + std::to_string(refused_) +
-                                          " connection(s) without this job's proof were refused"
-                                    : "") +
-                          (flood.empty() ? "" : "; " + flood);
-  SendDown(Msg("abort").Set("why", why).Encode());
-  const double until = Now() + kFlushS;
-  while (Now() < until) {
-    bool pending = false;
-    for (auto& ch : children_) {
-      ch->link->Flush();
-      pending = pending || ch->link->wants_write();
-    }
-    if (!pending) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return Error{why};
-}
-
-Status ControlPlane::JoinAsMember() {
-  const double deadline = Now() + c_.join_timeout_s;
-  const std::string target = c_.master_addr + ":" + std::to_string(c_.master_port);
-  std::string last = "no answer";
-  std::optional<Msg> place;
-  // 1. Ask rank 0 where to hang in the tree (retried: rank 0 may still be in
-  // its preflight, or answering others).
-  while (!place && Now() < deadline) {
-    auto ips = ResolveHost("MASTER_ADDR", c_.master_addr);
-    if (!ips.ok() || ips->empty()) {
-      last = ips.ok() ? "no address" : ips.error().message;
-    } else {
-      const std::string nonce = NewNonce();
-      auto join = [&](const std::string& challenge) {
-        return Introduce("join", challenge, nonce).Set("port", listen_port_);
-      };
-      auto reply = Ask(ips->front(), c_.master_port, ProofKindName(c_.prover.kind()), join,
-                       std::min(5.0, deadline - Now()),
-                       std::min(10.0, std::max(0.1, deadline - Now())));
-      if (!reply.ok()) {
-        last = reply.error().message;
-      } else if (auto m = Msg::Decode(reply->frame); !m.ok()) {
-        last = "garbled answer: " + m.error().message;
-      } else if (m->type() == "refused") {
-        return Error{"control plane: rank 0 (" + target + ") refused this shim: " +
-                     m->Str("why")};
-      } else if (m->type() == "place" && !ProvesDown("join", *m, reply->challenge, nonce)) {
-        last = "an answer without this job's proof (not this job's rank 0)";
-      } else if (m->type() == "place") {
-        place = std::move(*m);
-        break;
-      } else {
-        last = "unexpected '" + EscapeControl(m->type()) + "'";
-      }
-    }
-    std::this_thread::sleep_for(kRetry);
-  }
-  if (!place)
-    return Error{"control plane: " + Who(c_.rank, c_.host) + " could not join rank 0 at " +
-                 target + ": " + last + " (retried for " + FormatRate(c_.join_timeout_s) + " s)"};
-  // 2. Connect to the parent it named, and say hello.
-  const std::string paddr = place->Str("addr");
-  const int pport = static_cast<int>(place->Int("port"));
-  parent_rank_ = static_cast<int>(place->Int("parent"));
-  depth_ = static_cast<int>(place->Int("depth", 1));
-  const std::string ptarget = paddr + ":" + std::to_string(pport) + " (" + Who(parent_rank_, "") + ")";
-  while (!parent_ && Now() < deadline) {
-    const std::string nonce = NewNonce();
-    auto hello = [&](const std::string& challenge) {
-      return Introduce("hello", challenge, nonce);
-    };
-    auto reply = Ask(paddr, pport, ProofKindName(c_.prover.kind()), hello,
-                     std::min(5.0, deadline - Now()),
-                     std::max(0.1, deadline - Now()));
-    auto m = reply.ok() ? Msg::Decode(reply->frame) : Result<Msg>(reply.error());
-    if (m.ok() && m->type() == "welcome" && !ProvesDown("tree", *m, reply->challenge, nonce)) {
-      m = Error{"a welcome without this job's proof"};
-    }
-    if (m.ok() && m->type() == "welcome") {
-      parent_ = std::make_unique<Peer>();
-      parent_->rank = parent_rank_;
-      parent_->addr = paddr;
-      parent_->link = std::make_unique<FrameLink>(std::move(reply->fd), kMaxFrame);
-      break;
-    }
-    last = m.ok() ? "answered '" + EscapeControl(m->type()) + "'" : m.error().message;
-    std::this_thread::sleep_for(kRetry);
-  }
-  if (!parent_)
-    return Error{"control plane: " + Who(c_.rank, c_.host) + " could not connect to its parent " +
-                 ptarget + ": " + last};
-  SendUp(Msg("up").Set("rank", c_.rank).Set("host", c_.host).Encode());
-  return RunUntilGo(deadline + 5);
-}
-
-// The same loop the supervisor runs later, until rank 0 says go.
-Status ControlPlane::RunUntilGo(double deadline) {
-  for (;;) {
-    if (!abort_.empty()) return Error{abort_};
-    if (c_.rank == 0 && static_cast<int>(up_.size()) == c_.size - 1) return Ok();
-    if (c_.rank != 0 && go_) return Ok();
-    if (parent_lost_) return Error{"control plane: " + Who(c_.rank, c_.host) +
-                                   " lost its parent before the job started"};
-    double now = Now();
-    if (now >= deadline)
-      return Error{c_.rank == 0 ? "" : "control plane: rank 0 did not say go within " +
-                                           FormatRate(c_.join_timeout_s) + " s"};
-    std::vector<pollfd> fds;
-    AddPollFds(&fds);
-    const double next = std::min(deadline, NextDeadline(now));
-    poll(fds.data(), fds.size(), static_cast<int>(std::max(0.0, next - now) * 1000) + 1);
-    now = Now();
-    OnPoll(fds.data(), fds.size(), now);
-    OnTimer(now);
-  }
-}
-
 // ---- Descriptors
 
 void ControlPlane::AddPollFds(std::vector<pollfd>* fds) {
@@ -355,114 +92,6 @@ void ControlPlane::OnPoll(const pollfd* fds, size_t n, double now) {
                                      }),
                       door_pending_.end());
   ForgetGoneChildren(now);
-}
-
-// ---- The doors: rank 0's MASTER_PORT (joining only) and each shim's tree port
-
-// A flood at this shim's own port for the tree, said by the shim that saw it.
-void ControlPlane::SayTreeCrowd() const {
-  const std::string flood =
-      tree_crowd_.Note("rank " + std::to_string(c_.rank) + "'s control-plane port " +
-                       std::to_string(listen_port_) + " (on " + c_.host + ")");
-  if (!flood.empty()) LogWarning("control plane: " + flood);
-}
-
-size_t ControlPlane::Unproven(const std::vector<std::unique_ptr<Peer>>& peers) {
-  size_t n = 0;
-  for (const auto& p : peers)
-    if (p->rank == -1) ++n;
-  return n;
-}
-
-// Past kMaxPending unproven connections a newcomer takes the seat of the
-// one that has sent least (shim/net/crowded_door.h): strangers that connect
-// and say nothing cannot keep the job's shims out. A shim whose connection
-// is closed so asks again.
-void ControlPlane::AcceptPending(int listen_fd, std::vector<std::unique_ptr<Peer>>* into,
-                                 DoorCrowd* crowd, double now) {
-  for (size_t burst = 0; burst < kDoorAcceptBurst; ++burst) {
-    int fd = Accept(listen_fd);
-    if (fd < 0) return;
-    if (Unproven(*into) >= kMaxPending) {
-      std::vector<DoorSeat> seats;
-      std::vector<size_t> at;
-      for (size_t i = 0; i < into->size(); ++i) {
-        const Peer& q = *(*into)[i];
-        if (q.rank != -1) continue;
-        seats.push_back({q.link->received(), q.accepted_at});
-        at.push_back(i);
-      }
-      const size_t freed = at[SeatToFree(seats)];
-      crowd->GaveUp((*into)[freed]->link->received());
-      into->erase(into->begin() + static_cast<long>(freed));
-    }
-    auto p = std::make_unique<Peer>();
-    p->link = std::make_unique<FrameLink>(Fd(fd), kMaxHelloFrame);
-    p->hello_until = now + kHelloS;
-    p->accepted_at = now;
-    // A fresh challenge for each connection: a proof seen on another one
-    // (a replay) answers none of ours.
-    p->challenge = NewNonce();
-    p->link->Send(Msg("challenge")
-                      .Set("n", p->challenge)
-                      .Set("kind", std::string(ProofKindName(c_.prover.kind())))
-                      .Encode());
-    into->push_back(std::move(p));
-  }
-}
-
-void ControlPlane::ReadDoor(Peer& p, double now) {
-  (void)now;
-  p.link->Flush();
-  if (p.rank == -2) {  // answered: wait for the peer to close
-    std::vector<std::string> ignored;
-    p.link->Read(&ignored);
-    return;
-  }
-  std::vector<std::string> frames;
-  p.link->Read(&frames);
-  SkipGreeting(&p, &frames);
-  if (frames.empty()) {
-    if (p.link->broken()) ++refused_;
-    return;
-  }
-  auto m = Msg::Decode(frames[0]);
-  auto refuse = [&](const std::string& why) {
-    ++refused_;
-    p.link->Send(Msg("refused").Set("why", why).Encode());
-    p.rank = -2;
-  };
-  if (!m.ok() || m->type() != "join" || m->Str("v") != kVersion) return refuse("not a join");
-  if (std::string why; !ProvesUp(p, "join", *m, &why)) return refuse(why);
-  const long long rank = m->Int("rank"), size = m->Int("size"), port = m->Int("port");
-  if (size != c_.size)
-    return refuse("world size " + std::to_string(size) + ", but rank 0 has " +
-                  std::to_string(c_.size));
-  if (rank < 1 || rank >= c_.size || port < 1 || port > 65535) return refuse("bad rank or port");
-  const std::string host = m->Str("host");
-  const std::string addr = PeerAddress(p.link->fd());
-  // Shims are grouped by the node they come from: the address rank 0 sees
-  // (host names may be shared, or lie), rank 0's own when they are equal.
-  const std::string node = addr == LocalAddress(p.link->fd()) ? kRootNode : addr;
-  TreePlace place = planner_->Assign(static_cast<int>(rank), node, addr, static_cast<int>(port));
-  // Rank 0's own address, as this shim reached it.
-  if (place.parent == 0) place.addr = LocalAddress(p.link->fd());
-  machine_.NoteHost(static_cast<int>(rank), host);
-  Msg reply("place");
-  reply.Set("parent", place.parent).Set("addr", place.addr).Set("port", place.port);
-  reply.Set("depth", place.depth);
-  reply.Set("proof", Proof("join", ProofDirection::kDown, p.challenge, m->Str("nonce"),
-                           static_cast<int>(rank)));
-  p.link->Send(reply.Encode());
-  p.rank = -2;
-}
-
-// A connection's first frame is its greeting ("hi", sent before the
-// challenge could arrive): nothing to act on.
-void ControlPlane::SkipGreeting(Peer* p, std::vector<std::string>* frames) {
-  if (p->greeted || frames->empty()) return;
-  p->greeted = true;
-  frames->erase(frames->begin());
 }
 
 // ---- Children
@@ -588,7 +217,7 @@ void ControlPlane::PeerGone(Peer& p, const std::string& why, double now) {
   p.done = true;
   p.rank = -2;
   if (!go_) return;
-  machine_.OnShimLost("the control plane lost " + Who(rank, p.host) + " (" + EscapeControl(why) +
+  machine_.OnShimLost("the control plane lost " + ShimName(rank, p.host) + " (" + EscapeControl(why) +
                           ")",
                       now);
 }
@@ -597,11 +226,11 @@ void ControlPlane::ParentGone(const std::string& why, double now) {
   if (parent_lost_) return;
   parent_lost_ = true;
   if (!go_) {
-    abort_ = "control plane: lost its parent, " + Who(parent_rank_, "") + " (" + why + ")";
+    abort_ = "control plane: lost its parent, " + ShimName(parent_rank_, "") + " (" + why + ")";
     return;
   }
   machine_.OnParentLost("aml-shim: lost the control plane: the link to its parent, " +
-                            Who(parent_rank_, "") + " at " + parent_->addr + ", " +
+                            ShimName(parent_rank_, "") + " at " + parent_->addr + ", " +
                             EscapeControl(why) + "; ending this node's ranks\n",
                         now);
 }

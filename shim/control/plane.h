@@ -76,6 +76,11 @@ struct PlaneConfig {
 
 class ControlPlane : public JobLink, private JobPorts {
  public:
+  static constexpr char kVersion[] = "aml-shim-control-2";
+  static constexpr size_t kMaxHelloFrame = 4 << 10;  // a join or a hello
+  static constexpr size_t kMaxFrame = 1 << 20;       // anything after it
+  static constexpr char kRootNode[] = "rank 0's node";
+
   // Joins the plane; returns once rank 0 said go. The error is why the job
   // cannot start (every shim exits 125).
   static Result<std::unique_ptr<ControlPlane>> Join(const PlaneConfig& config);
