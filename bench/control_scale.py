@@ -23,6 +23,8 @@ import sys
 import threading
 import time
 
+from results import write_section
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHIM = os.environ.get("AML_SHIM") or os.path.join(ROOT, "build", "aml-shim")
 HANG_S = 40
@@ -151,15 +153,7 @@ def main():
             "Start-to-exit of one shim with 4 children running `true` (median of 20):\n\n"
             "| control plane | median |\n|---|---:|\n" +
             "\n".join(f"| {k} | {v * 1000:.1f} ms |" for k, v in oo.items()) + "\n")
-    path = os.path.join(ROOT, "bench", "RESULTS.md")
-    with open(path) as f:
-        old = f.read()
-    i = old.find(MARK)
-    if i >= 0:
-        j = old.find("<!-- bench/", i + len(MARK))
-        old = old[:i] + (old[j:] if j >= 0 else "")
-    with open(path, "w") as f:
-        f.write(old.rstrip("\n") + "\n\n" + text)
+    write_section(MARK, text)
     print(text)
 
 

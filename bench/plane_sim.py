@@ -14,6 +14,8 @@ import subprocess
 import sys
 import time
 
+from results import write_section
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIM = os.environ.get("AML_PLANE_SIM") or os.path.join(ROOT, "build", "aml-plane-sim")
 MARK = "<!-- bench/plane_sim.py -->"
@@ -69,15 +71,7 @@ def main():
             "| scenario | " + " | ".join(f"{n:,} shims" for n in sizes) +
             " | target (anchor) |\n|---|" + "---|" * len(sizes) + "---|\n" +
             "\n".join(rows) + "\n")
-    path = os.path.join(ROOT, "bench", "RESULTS.md")
-    with open(path) as f:
-        old = f.read()
-    i = old.find(MARK)
-    if i >= 0:
-        j = old.find("<!-- bench/", i + len(MARK))
-        old = old[:i] + (old[j:] if j >= 0 else "")
-    with open(path, "w") as f:
-        f.write(old.rstrip("\n") + "\n\n" + text)
+    write_section(MARK, text)
     print(text)
 
 

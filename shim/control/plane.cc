@@ -23,23 +23,7 @@ namespace {
 
 }  // namespace
 
-JobConfig ControlPlane::MachineConfig(const PlaneConfig& c) {
-  JobConfig j;
-  j.rank = c.rank;
-  j.size = c.size;
-  j.node = c.node;
-  j.host = c.host;
-  j.ranks = c.ranks;
-  j.world_ranks = c.world_ranks;
-  j.hang_timeout_s = c.hang_timeout_s;
-  j.grace_s = c.grace_s;
-  j.run_id = c.run_id;
-  j.log_dir = c.log_dir;
-  j.max_restarts = c.max_restarts;
-  return j;
-}
-
-ControlPlane::ControlPlane(const PlaneConfig& c) : c_(c), machine_(MachineConfig(c), this) {
+ControlPlane::ControlPlane(const PlaneConfig& c) : c_(c), machine_(c, this) {
   if (c_.hang_timeout_s) beat_s_ = std::clamp(*c_.hang_timeout_s / 10, 0.25, 1.0);
   my_output_ = MonotonicSeconds();
 }

@@ -52,25 +52,17 @@
 
 namespace aml {
 
-struct PlaneConfig {
-  int rank = 0, size = 1;  // among the shims
-  int node = 0;            // this shim's NODE_RANK
-  std::string host;
-  std::vector<int> ranks;  // this shim's children's ranks
-  int world_ranks = 1;     // every shim's children
+// The job's fields (job_machine.h: rank, size, host, ranks, --hang-timeout,
+// --grace, --max-restarts, ...) and the overlay's.
+struct PlaneConfig : JobConfig {
   std::string master_addr;
   int master_port = 0;
   Prover prover;           // the job's proof of membership (shim/base/proof.h)
-  std::optional<double> hang_timeout_s;
   double join_timeout_s = 60;
-  double grace_s = 30;     // --grace: how long a stopped node may take to end
-  std::string run_id;      // failure.json's "run"
-  std::string log_dir;     // --log-dir ("" when none), for the roll-call's words
-  int max_restarts = 0;    // --max-restarts: restart rounds (docs/control-plane.md, "Restarts")
   int fanout = 32;
   // The first seconds after go, when a silent link is given kMaxSilenceS
   // (thousands of shims starting ranks on a few cores); then 4 times its
-  // longest recent gap, at least kMinSilenceS.
+  // longest recent gap, at least kMinSilenceS (liveness.h).
   double startup_s = 30;
 };
 
@@ -138,7 +130,6 @@ class ControlPlane : public JobLink, private JobPorts {
   void PeerGone(Peer& p, const std::string& why, double now);
   void ParentGone(const std::string& why, double now);
   void Beat(double now);
-  static JobConfig MachineConfig(const PlaneConfig& c);
   void ForgetGoneChildren(double now);
   // JobPorts: what the job's state machine needs of this overlay.
   void SendUp(const std::string& frame) override;

@@ -1,0 +1,125 @@
+// The job's state machine (job_machine.h): the restart rounds. Rank 0 ends
+// a failed attempt everywhere, waits for every shim's word that its ranks
+// ended, then restarts (after a back-off) or stops the job; every shim
+// obeys (docs/control-plane.md, "Restarts").
+#include "shim/control/job_machine.h"
+
+#include <algorithm>
+
+namespace aml {
+
+// ---- Restarts (rank 0 decides; every shim obeys)
+
+// The attempt under way, ended by a failure at `failure_wall` (CLOCK_REALTIME).
+AttemptRecord JobMachine::NewAttempt(double failure_wall) const {
+  AttemptRecord a;
+  a.number = restarts_ + 1;
+  a.failure_wall = failure_wall;
+  a.duration_s = std::max(0.0, failure_wall - attempt_wall_);
+  return a;
+}
+
+// The attempt failed: end it everywhere and wait for every shim's word, or
+// stop the job now when no restart may follow whatever they say.
+void JobMachine::EndAttempt(AttemptRecord a, const Msg& stop, LinkOrder own,
+                            std::string message, bool print_own, double now) {
+  if (Over()) return;
+  a.shims_ended_well = done_below_ + (own_done_well_ ? 1 : 0);
+  current_ = std::move(a);
+  // Output not yet known: only what needs no output is decided here.
+  RestartVerdict v = DecideRestart(current_, attempts_.empty() ? nullptr : &attempts_.back(),
+                                   restarts_, c_.max_restarts);
+  if (!v.restart) {
+    attempts_.push_back(current_);
+    FinalStop(stop.Encode(), std::move(own), v.why_not, now);
+    return;
+  }
+  Enter(JobState::kEnding, now);
+  ended_.clear();
+  ended_output_ = 0;
+  ending_plan_ = Ending{stop.Encode(), std::move(own), std::move(message), print_own};
+  ports_->SendDown(Msg("end").Encode());
+  orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));
+  MaybeSendEnded(now);
+}
+
+void JobMachine::FinalStop(const std::string& stop, LinkOrder own, const std::string& why_not,
+                           double now) {
+  if (c_.max_restarts > 0) {
+    own.trailer = AttemptsText(attempts_, c_.max_restarts, why_not);
+    own.attempts_json = AttemptsJson(attempts_);
+    own.why_not = why_not;
+  }
+  if (Over()) return;
+  ports_->SendDown(stop);
+  Stop(std::move(own), now);
+}
+
+// This node's ranks all ended after rank 0 said "end": say so (once).
+void JobMachine::MaybeSendEnded(double now) {
+  if (state_ != JobState::kEnding || !children_done_ || ended_sent_) return;
+  ended_sent_ = true;
+  if (c_.rank == 0) {
+    NoteEnded(0, outcome_.first_output_wall, now);
+    return;
+  }
+  ports_->SendUp(
+      Msg("ended").Set("shim", c_.rank).SetNumber("out", outcome_.first_output_wall).Encode());
+}
+
+void JobMachine::NoteEnded(int shim, double first_output_wall, double now) {
+  if (state_ != JobState::kEnding || shim < 0 || shim >= c_.size || ended_.count(shim)) return;
+  ended_.insert(shim);
+  if (first_output_wall > 0 && (ended_output_ == 0 || first_output_wall < ended_output_))
+    ended_output_ = first_output_wall;
+  if (static_cast<int>(ended_.size()) < c_.size) return;
+  // Every shim's ranks ended: restart, unless it failed at start.
+  current_.first_output_wall = ended_output_;
+  current_.outputs_known = true;
+  RestartVerdict v = DecideRestart(current_, attempts_.empty() ? nullptr : &attempts_.back(),
+                                   restarts_, c_.max_restarts);
+  attempts_.push_back(current_);
+  if (!v.restart) {
+    FinalStop(ending_plan_.stop, std::move(ending_plan_.own), v.why_not, now);
+    return;
+  }
+  ++restarts_;
+  LinkOrder o = LinkOrder::Of(LinkOrder::Kind::kRestart);
+  o.restart = restarts_;
+  const double backoff = BackoffS(attempts_);
+  o.line = RestartLine(current_, restarts_, c_.max_restarts, backoff);
+  o.message = ending_plan_.message;
+  o.print_own_failure = ending_plan_.print_own;
+  backoff_ = std::move(o);
+  backoff_until_ = now + backoff;
+  Enter(JobState::kBackingOff, now);
+  if (backoff <= 0) SendRestart(now);
+}
+
+// The back-off is over (or there was none): every shim starts its ranks.
+void JobMachine::SendRestart(double now) {
+  LinkOrder o = std::move(*backoff_);
+  backoff_.reset();
+  o.master_port = ports_->FreePort();
+  ports_->SendDown(Msg("restart").Set("n", o.restart).Set("port", o.master_port)
+                       .Set("line", o.line).Encode());
+  ResetRound(now);
+  orders_.push_back(std::move(o));
+}
+
+// A new attempt: nothing of the last one counts (its failures, its stacks,
+// its silence).
+void JobMachine::ResetRound(double now) {
+  Enter(JobState::kRunning, now);
+  ended_sent_ = children_done_ = false;
+  failed_at_ = 0;
+  fails_.clear();
+  reports_.clear();
+  reported_.clear();
+  hang_silent_s_ = 0;
+  ports_->ResetOutput(now);
+  attempt_wall_ = ports_->WallNow();
+  outcome_ = NodeOutcome{};
+}
+
+}  // namespace aml
