@@ -703,7 +703,8 @@ void Cluster::Check(SimResult* r) {
     // and one its launcher stopped (143).
     if (root_lives && root.exited && s.exit_code != root.exit_code &&
         !(PathFaulted(s.id()) && s.exit_code == 125) && !(sigterm_at_ >= 0 && s.exit_code == 143) &&
-        !(s.left_in_order && s.exit_code == 0 && s.exit_at <= root.stop_order_at))
+        !(s.left_in_order && s.exit_code == 0 &&
+          (s.exit_at <= root.stop_order_at || PathFaulted(s.id()))))
       Violate("shim " + std::to_string(s.id()) + " exited " + std::to_string(s.exit_code) +
               ", rank 0's shim " + std::to_string(root.exit_code));
     if (!s.attempts_json.empty() && s.id() != 0)
