@@ -28,7 +28,15 @@ ControlPlane::ControlPlane(const PlaneConfig& c) : c_(c), machine_(c, this) {
   my_output_ = MonotonicSeconds();
 }
 
-ControlPlane::~ControlPlane() = default;
+// -v: what this shim's links carried while the job ran (the simulator's
+// "frames" count the same, bench/ and tests/e2e/test_sim_matches.py).
+ControlPlane::~ControlPlane() {
+  if (!go_ || c_.size == 1) return;
+  std::string list;
+  for (const auto& [type, n] : frames_)
+    list += (list.empty() ? "" : " ") + EscapeControl(type) + "=" + std::to_string(n);
+  LogVerbose("control plane: frames handled here: " + list);
+}
 
 double ControlPlane::Now() const { return MonotonicSeconds(); }
 // ---- Descriptors
@@ -123,6 +131,7 @@ void ControlPlane::ReadChild(Peer& p, double now) {
       return;
     }
     p.live.Heard(now);
+    ++frames_[m->type()];
     OnChildMsg(p, f, *m, now);
     if (p.done) return;
   }
@@ -160,6 +169,7 @@ void ControlPlane::ReadParent(double now) {
       return;
     }
     parent_->live.Heard(now);
+    ++frames_[m->type()];
     OnParentMsg(f, *m, now);
   }
   if (parent_ && parent_->link->broken()) ParentGone(parent_->link->why(), now);

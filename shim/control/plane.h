@@ -176,6 +176,7 @@ class ControlPlane : public JobLink, private JobPorts {
   // and at this shim's own listener for the tree.
   DoorCrowd door_crowd_, tree_crowd_;
   JobMachine machine_;          // the job's protocol
+  std::map<std::string, long> frames_;  // handled after the join, by type (-v)
 };
 
 }  // namespace aml

@@ -3,8 +3,9 @@
 // Prints one JSON line per run (docs/control-plane.md, "Simulation").
 //
 //   aml-plane-sim --shims N|A-B (--seed S | --seeds A-B) [--faults KIND|SPEC]
-//                 [--latency-us U] [--cost-us C] [--fanout F] [--grace S]
-//                 [--measure-cost] [--json]
+//                 [--latency-us U] [--cost-us C] [--fanout F] [--per-node K]
+//                 [--grace S] [--frames] [--json]
+//   aml-plane-sim --measure-cost
 //
 // With --seeds every seed runs and one summary line follows: its
 // "invariants" is "ok" only if every seed held. Exit 0 when they held, 1
@@ -26,7 +27,8 @@ int Usage(const std::string& why) {
   std::fprintf(stderr,
                "aml-plane-sim: %s\nusage: aml-plane-sim --shims N (--seed S | --seeds A-B) "
                "[--faults none|fail|freeze|cut|kill|hang|restart|sigterm|random|SPEC] "
-               "[--latency-us U] [--cost-us C] [--fanout F] [--grace S] [--json]\n"
+               "[--latency-us U] [--cost-us C] [--fanout F] [--per-node K] [--grace S] "
+               "[--frames] [--json]\n"
                "       aml-plane-sim --measure-cost\n",
                why.c_str());
   return 125;
@@ -50,6 +52,10 @@ int Main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--json") continue;
+    if (a == "--frames") {
+      o.frames = true;
+      continue;
+    }
     if (a == "--measure-cost") {
       std::printf("{\"frame_cost_us\":%.3f}\n", MeasureFrameCostUs());
       return 0;
@@ -90,6 +96,10 @@ int Main(int argc, char** argv) {
       if (!Number(a, v, &o.cost_us, &why)) return Usage(why);
     } else if (a == "--grace") {
       if (!Number(a, v, &o.grace_s, &why)) return Usage(why);
+    } else if (a == "--per-node") {
+      auto n = ParseInt("--per-node", v, 1, 1000000);
+      if (!n.ok()) return Usage(n.error().message);
+      o.per_node = static_cast<int>(*n);
     } else if (a == "--fanout") {
       auto n = ParseInt("--fanout", v, 2, 1024);
       if (!n.ok()) return Usage(n.error().message);

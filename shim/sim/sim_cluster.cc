@@ -118,6 +118,7 @@ class Shim : public JobPorts {
   int restart_orders = 0;
   std::string attempts_json;
   long long handled = 0, bytes = 0;
+  std::map<std::string, long> frames;  // handled after the join, by type
 
   Kid* KidOf(int id) {
     for (Kid& k : kids)
@@ -173,6 +174,7 @@ class Cluster {
   void After(Shim& s, double now);
   void Apply(Shim& s, LinkOrder o, double now);
   void KidGone(Shim& s, Kid& k, const std::string& why, double now);
+  static bool KidGoneOrDone(Shim& s, int from);
   void Exit(Shim& s, double now);
   bool PathFaulted(int id) const;
   void Violate(const std::string& what);
@@ -266,6 +268,7 @@ void Cluster::OnFrame(Shim& s, int from, const std::string& frame, double now) {
   auto m = Msg::Decode(frame);
   if (!m.ok()) return;
   const std::string& t = m->type();
+  if (!(from == s.parent ? s.parent_lost : KidGoneOrDone(s, from))) ++s.frames[t];
   if (from == s.parent) {
     if (s.parent_lost) return;
     s.parent_live.Heard(now);
@@ -305,6 +308,11 @@ void Cluster::OnFrame(Shim& s, int from, const std::string& frame, double now) {
     Push({now + lat_s_, 0, Ev::kClosed, k->id, s.id(), nullptr});
   }
   s.machine().OnFromChild(frame, *m, now);
+}
+
+bool Cluster::KidGoneOrDone(Shim& s, int from) {
+  Kid* k = s.KidOf(from);
+  return !k || k->done || k->gone;
 }
 
 void Cluster::KidGone(Shim& s, Kid& k, const std::string& why, double now) {
@@ -586,7 +594,7 @@ SimResult Cluster::Run() {
         const double at = Effective(s, now_, kJoinFrames * s.cost_s);
         s.handled += 2;
         Shim& j = *shims_[static_cast<size_t>(e.from)];
-        TreePlace p = planner_->Assign(j.id(), "n" + std::to_string(j.id()), "", 1);
+        TreePlace p = planner_->Assign(j.id(), "n" + std::to_string(j.id() / o_.per_node), "", 1);
         j.parent = p.parent;
         j.depth = p.depth;
         Push({at + lat_s_, 0, Ev::kPlace, j.id(), 0, nullptr});
@@ -661,6 +669,13 @@ SimResult Cluster::Run() {
     r.plan += (r.plan.empty() ? "" : ",") + std::string("restarts=") +
               std::to_string(plan_.max_restarts) + (plan_.restarts_succeed ? "" : "(failing)");
   r.events = events_;
+  if (o_.frames)
+    for (const auto& sp : shims_) {
+      std::string list;
+      for (const auto& [type, n] : sp->frames)
+        list += (list.empty() ? "" : " ") + type + "=" + std::to_string(n);
+      r.frames.push_back(list);
+    }
   Check(&r);
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return r;

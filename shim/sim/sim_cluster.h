@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "shim/base/result.h"
 
@@ -31,6 +32,8 @@ struct SimOptions {
   double grace_s = 2;           // --grace
   double hang_timeout_s = 0;    // --hang-timeout (0: 30 s when the faults hang, else off)
   double limit_s = 600;         // virtual time after which a shim still running is stuck
+  int per_node = 1;             // shims per node (the tree groups a node's shims)
+  bool frames = false;          // report each shim's frames by type
 };
 
 // One run's figures (virtual seconds) and the first broken invariant.
@@ -54,6 +57,9 @@ struct SimResult {
   int restarts = 0;
   double wall_s = 0;
   std::string invariants = "ok";  // or the first broken one, with its replay command
+  // With SimOptions::frames: each shim's frames handled after the join, by
+  // type ("beat=31 go=1 stop=1"), as the real shim's -v prints them.
+  std::vector<std::string> frames;
   std::string Json() const;
 };
 

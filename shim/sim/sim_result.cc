@@ -37,6 +37,11 @@ std::string SimResult::Json() const {
   j += ",\"events\":" + std::to_string(events);
   j += ",\"wall_s\":" + FormatNumber(wall_s, "%.3f");
   j += ",\"invariants\":" + JsonQuote(invariants);
+  if (!frames.empty()) {
+    j += ",\"frames\":[";
+    for (size_t i = 0; i < frames.size(); ++i) j += (i ? "," : "") + JsonQuote(frames[i]);
+    j += "]";
+  }
   return j + "}";
 }
 
