@@ -4,7 +4,7 @@
 //
 //   aml-plane-sim --shims N|A-B (--seed S | --seeds A-B) [--faults KIND|SPEC]
 //                 [--latency-us U] [--cost-us C] [--fanout F] [--per-node K]
-//                 [--grace S] [--frames] [--json]
+//                 [--grace S] [--hang-timeout S] [--frames] [--json]
 //   aml-plane-sim --measure-cost
 //
 // With --seeds every seed runs and one summary line follows: its
@@ -28,7 +28,7 @@ int Usage(const std::string& why) {
                "aml-plane-sim: %s\nusage: aml-plane-sim --shims N (--seed S | --seeds A-B) "
                "[--faults none|fail|freeze|cut|kill|hang|restart|sigterm|random|SPEC] "
                "[--latency-us U] [--cost-us C] [--fanout F] [--per-node K] [--grace S] "
-               "[--frames] [--json]\n"
+               "[--hang-timeout S] [--frames] [--json]\n"
                "       aml-plane-sim --measure-cost\n",
                why.c_str());
   return 125;
@@ -94,6 +94,8 @@ int Main(int argc, char** argv) {
       if (!Number(a, v, &o.latency_us, &why)) return Usage(why);
     } else if (a == "--cost-us") {
       if (!Number(a, v, &o.cost_us, &why)) return Usage(why);
+    } else if (a == "--hang-timeout") {
+      if (!Number(a, v, &o.hang_timeout_s, &why)) return Usage(why);
     } else if (a == "--grace") {
       if (!Number(a, v, &o.grace_s, &why)) return Usage(why);
     } else if (a == "--per-node") {
