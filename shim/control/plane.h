@@ -23,11 +23,13 @@
 // 4 times the longest recent gap between its frames, from 5 s to 30 s (a
 // frozen shim or a cut link is found within 5 s of a steady job).
 //
-// This class is the overlay: the tree, its doors, proofs, framing, links,
-// heartbeats and losses. What the job's shims decide together (a failure's
+// This class is the overlay over TCP: the tree's doors, proofs, framing and
+// connections; the running links (beats, silence, losses, relays) are
+// TreeLinks (tree_links.h) over these connections, the same code the
+// simulator runs. What the job's shims decide together (a failure's
 // verdict, a hang's roll-call, restarts, who exits when) is the job's state
-// machine (job_machine.h), which this overlay drives and whose frames it
-// carries.
+// machine (job_machine.h), which the links drive and whose frames they
+// carry.
 //
 // One shim alone (size 1) has no network part: the watchdog runs locally.
 #pragma once
@@ -45,7 +47,7 @@
 #include "shim/base/proof.h"
 #include "shim/base/result.h"
 #include "shim/control/job_machine.h"
-#include "shim/control/liveness.h"
+#include "shim/control/tree_links.h"
 #include "shim/control/tree_plan.h"
 #include "shim/control/wire.h"
 #include "shim/net/crowded_door.h"
@@ -66,7 +68,7 @@ struct PlaneConfig : JobConfig {
   double startup_s = 30;
 };
 
-class ControlPlane : public JobLink, private JobPorts {
+class ControlPlane : public JobLink, private LinkIo {
  public:
   static constexpr char kVersion[] = "aml-shim-control-2";
   static constexpr size_t kMaxHelloFrame = 4 << 10;  // a join or a hello
@@ -93,20 +95,17 @@ class ControlPlane : public JobLink, private JobPorts {
   std::optional<LinkOrder> TakeOrder() override;
 
   // For -v and the bench: the tree's depth and this shim's connections.
-  int depth() const { return depth_; }
-  JobState state() const { return machine_.state(); }
+  int depth() const { return tree_.depth(); }
+  JobState state() const { return tree_.machine().state(); }
   size_t links() const { return children_.size() + (parent_ ? 1 : 0); }
 
  private:
   struct Peer {
     std::unique_ptr<FrameLink> link;
-    int rank = -1;          // -1 until its hello
+    int rank = -1;          // -1 until its hello; -2 when finished (refused, done, lost)
     std::string host, addr;
     double hello_until = 0; // pending: say hello by then
     double accepted_at = 0;
-    Liveness live;          // when it was last heard, and its allowance
-    double output_time = 0; // its subtree's last output (our clock)
-    bool done = false;      // left in order (done, or stopped): not lost
     std::string challenge;  // the nonce this side sent it (shim/base/proof.h)
     bool greeted = false;   // its first frame, a greeting, was read
   };
@@ -125,22 +124,12 @@ class ControlPlane : public JobLink, private JobPorts {
   bool Connected(int rank) const;
   static void SkipGreeting(Peer* p, std::vector<std::string>* frames);
   void ReadParent(double now);
-  void OnChildMsg(Peer& p, const std::string& frame, const Msg& m, double now);
-  void OnParentMsg(const std::string& frame, const Msg& m, double now);
-  void PeerGone(Peer& p, const std::string& why, double now);
-  void ParentGone(const std::string& why, double now);
-  void Beat(double now);
   void ForgetGoneChildren(double now);
-  // JobPorts: what the job's state machine needs of this overlay.
-  void SendUp(const std::string& frame) override;
-  void SendDown(const std::string& frame) override;
-  double SubtreeOutput() const override;
-  void ResetOutput(double now) override;
-  double HangSlackS() const override { return beat_s_ * depth_; }
-  bool ChildrenAllDone() const override;
-  bool ChildrenLinked() const override;
-  bool Flushed() const override;
-  bool ParentClosed() const override;
+  // LinkIo: the tree's links (tree_links.h) are these connections.
+  Peer* Linked(int peer) const;
+  void Send(int peer, const std::string& frame) override;
+  bool Open(int peer) const override;
+  bool Pending(int peer) const override;
   double WallNow() const override;
   int FreePort() const override;
   // The proof bound to one connection (shim/base/proof.h) at `door`
@@ -154,8 +143,6 @@ class ControlPlane : public JobLink, private JobPorts {
                   const std::string& nonce) const;
 
   PlaneConfig c_;
-  double beat_s_ = 1;
-  double go_at_ = 0;            // when the job started (rank 0 said go)
   Fd listener_;                 // children connect here
   int listen_port_ = 0;
   Fd door_;                     // rank 0, while joining: MASTER_PORT
@@ -163,20 +150,11 @@ class ControlPlane : public JobLink, private JobPorts {
   std::unique_ptr<Peer> parent_;
   int parent_rank_ = -1;
   std::unique_ptr<TreePlanner> planner_;
-  std::set<int> up_;            // rank 0: shims connected and up
-  std::string abort_;           // the join failed: rank 0's words
-  bool go_ = false;
-  int depth_ = 0;
-  double next_beat_ = 0;
-  double my_output_ = 0;        // this node's last output
-  double departed_output_ = 0;  // children gone: their last output
-  bool parent_lost_ = false;    // the link to the parent is closed (lost, or it left)
   int refused_ = 0;             // strangers refused (for -v)
   // Seats given up (crowded_door.h) at rank 0's MASTER_PORT while joining,
   // and at this shim's own listener for the tree.
   DoorCrowd door_crowd_, tree_crowd_;
-  JobMachine machine_;          // the job's protocol
-  std::map<std::string, long> frames_;  // handled after the join, by type (-v)
+  TreeLinks tree_;              // the running links and the job's state machine
 };
 
 }  // namespace aml

@@ -114,17 +114,7 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::Join(const PlaneConfig& conf
     Status st = config.rank == 0 ? p->JoinAsRoot() : p->JoinAsMember();
     if (!st.ok()) return st.error();
   }
-  p->go_ = true;
-  const double now = p->Now();
-  p->my_output_ = now;
-  p->next_beat_ = now + p->beat_s_;
-  p->go_at_ = now;
-  for (auto& child : p->children_) {
-    child->live.Start(now);
-    child->output_time = now;
-  }
-  if (p->parent_) p->parent_->live.Start(now);
-  p->machine_.Start(now);
+  p->tree_.Start(p->Now());
   return p;
 }
 
@@ -147,14 +137,14 @@ Status ControlPlane::JoinAsRoot() {
   if (st.ok()) {
     if (!flood.empty()) LogWarning("control plane: " + flood);
     SayTreeCrowd();
-    SendDown(Msg("go").Encode());
-    depth_ = planner_->depth();
+    tree_.SendDown(Msg("go").Encode());
+    tree_.set_depth(planner_->depth());
     return st;
   }
   // Not everyone joined: the ones that did hear why, and nothing starts.
   std::vector<int> missing;
   for (int r = 1; r < c_.size; ++r)
-    if (!up_.count(r)) missing.push_back(r);
+    if (!tree_.ups().count(r)) missing.push_back(r);
   const std::string why = "control plane: " + RankList(missing) + " of " +
                           std::to_string(c_.size) + " shims did not join rank 0 at " +
                           c_.master_addr + ":" + std::to_string(c_.master_port) + " within " +
@@ -163,7 +153,7 @@ Status ControlPlane::JoinAsRoot() {
                                           " connection(s) without this job's proof were refused"
                                     : "") +
                           (flood.empty() ? "" : "; " + flood);
-  SendDown(Msg("abort").Set("why", why).Encode());
+  tree_.SendDown(Msg("abort").Set("why", why).Encode());
   const double until = Now() + kFlushS;
   while (Now() < until) {
     bool pending = false;
@@ -221,7 +211,7 @@ Status ControlPlane::JoinAsMember() {
   const std::string paddr = place->Str("addr");
   const int pport = static_cast<int>(place->Int("port"));
   parent_rank_ = static_cast<int>(place->Int("parent"));
-  depth_ = static_cast<int>(place->Int("depth", 1));
+  tree_.set_depth(static_cast<int>(place->Int("depth", 1)));
   const std::string ptarget = paddr + ":" + std::to_string(pport) + " (" + ShimName(parent_rank_, "") + ")";
   while (!parent_ && Now() < deadline) {
     const std::string nonce = NewNonce();
@@ -248,17 +238,21 @@ Status ControlPlane::JoinAsMember() {
   if (!parent_)
     return Error{"control plane: " + ShimName(c_.rank, c_.host) + " could not connect to its parent " +
                  ptarget + ": " + last};
-  SendUp(Msg("up").Set("rank", c_.rank).Set("host", c_.host).Encode());
+  tree_.SetParent(parent_rank_, paddr);
+  tree_.SendUp(Msg("up").Set("rank", c_.rank).Set("host", c_.host).Encode());
   return RunUntilGo(deadline + 5);
 }
 
 // The same loop the supervisor runs later, until rank 0 says go.
 Status ControlPlane::RunUntilGo(double deadline) {
   for (;;) {
-    if (!abort_.empty()) return Error{abort_};
-    if (c_.rank == 0 && static_cast<int>(up_.size()) == c_.size - 1) return Ok();
-    if (c_.rank != 0 && go_) return Ok();
-    if (parent_lost_) return Error{"control plane: " + ShimName(c_.rank, c_.host) +
+    if (!tree_.abort().empty()) return Error{tree_.abort()};
+    if (c_.rank == 0 && tree_.all_up()) return Ok();
+    if (c_.rank != 0 && tree_.go()) {
+      SayTreeCrowd();
+      return Ok();
+    }
+    if (tree_.parent_lost()) return Error{"control plane: " + ShimName(c_.rank, c_.host) +
                                    " lost its parent before the job started"};
     double now = Now();
     if (now >= deadline)
@@ -364,7 +358,7 @@ void ControlPlane::ReadDoor(Peer& p, double now) {
   TreePlace place = planner_->Assign(static_cast<int>(rank), node, addr, static_cast<int>(port));
   // Rank 0's own address, as this shim reached it.
   if (place.parent == 0) place.addr = LocalAddress(p.link->fd());
-  machine_.NoteHost(static_cast<int>(rank), host);
+  tree_.machine().NoteHost(static_cast<int>(rank), host);
   Msg reply("place");
   reply.Set("parent", place.parent).Set("addr", place.addr).Set("port", place.port);
   reply.Set("depth", place.depth);

@@ -14,6 +14,7 @@
 #include "shim/base/units.h"
 #include "shim/control/job_machine.h"
 #include "shim/control/liveness.h"
+#include "shim/control/tree_links.h"
 #include "shim/control/tree_plan.h"
 #include "shim/control/wire.h"
 #include "shim/sim/fault_plan.h"
@@ -49,56 +50,30 @@ struct Later {
 
 class Cluster;
 
-struct Kid {
-  int id = -1;
-  Liveness live;
-  double output = 0;
-  bool done = false;  // left in order
-  bool gone = false;  // lost, or closed
-};
-
-// One shim: the overlay's running part as plane.cc has it, on the
-// simulated network, around the real JobMachine.
-class Shim : public JobPorts {
+// One shim: the real overlay's running part and state machine (TreeLinks)
+// over simulated links, and the machine it runs on.
+class Shim : public LinkIo {
  public:
-  Shim(Cluster* w, int id, const JobConfig& c) : w_(w), id_(id), machine_(c, this) {}
+  Shim(Cluster* w, int id, const JobConfig& c, double beat_s)
+      : tree(c, this, beat_s, kStartupS), w_(w), id_(id) {}
 
-  void SendUp(const std::string& frame) override;
-  void SendDown(const std::string& frame) override;
-  double SubtreeOutput() const override {
-    double t = std::max(my_output, departed_output);
-    for (const Kid& k : kids)
-      if (!k.done && !k.gone) t = std::max(t, k.output);
-    return t;
+  void Send(int peer, const std::string& frame) override;
+  bool Open(int peer) const override { return !closed.count(peer); }
+  bool Pending(int peer) const override {
+    (void)peer;
+    return false;  // frames leave as they are sent
   }
-  void ResetOutput(double now) override {
-    my_output = departed_output = now;
-    for (Kid& k : kids) k.output = now;
-  }
-  double HangSlackS() const override { return beat_s * depth; }
-  bool ChildrenAllDone() const override {
-    for (const Kid& k : kids)
-      if (!k.done && !k.gone) return false;
-    return true;
-  }
-  bool ChildrenLinked() const override { return !ChildrenAllDone(); }
-  bool Flushed() const override { return true; }  // frames leave as they are sent
-  bool ParentClosed() const override { return parent_closed; }
   double WallNow() const override;
-  int FreePort() const override { return 29500 + machine_.restarts() + 1; }
+  int FreePort() const override { return 29500 + tree.machine().restarts() + 1; }
 
-  JobMachine& machine() { return machine_; }
-  const JobMachine& machine() const { return machine_; }
+  JobMachine& machine() { return tree.machine(); }
+  const JobMachine& machine() const { return tree.machine(); }
   int id() const { return id_; }
+  int parent() const { return tree.parent(); }
 
-  // The overlay.
-  int parent = -1, depth = 0;
-  std::vector<Kid> kids;
-  Liveness parent_live;
-  bool parent_lost = false, parent_closed = false;
-  bool go = false;
-  double go_at = 0, next_beat = 0, beat_s = 1;
-  double my_output = 0, departed_output = 0;
+  TreeLinks tree;
+  std::set<int> closed;  // peers whose link closed
+  bool started = false;  // go: the job started here
   // The machine the shim runs on.
   double busy_until = 0, cost_s = 0;
   bool frozen = false, killed = false, exited = false;
@@ -118,18 +93,10 @@ class Shim : public JobPorts {
   int restart_orders = 0;
   std::string attempts_json;
   long long handled = 0, bytes = 0;
-  std::map<std::string, long> frames;  // handled after the join, by type
-
-  Kid* KidOf(int id) {
-    for (Kid& k : kids)
-      if (k.id == id) return &k;
-    return nullptr;
-  }
 
  private:
   Cluster* w_;
   int id_;
-  JobMachine machine_;
 };
 
 class Cluster {
@@ -168,13 +135,13 @@ class Cluster {
   void OnTimer(Shim& s, double now);
   void OnFault(const Fault& f, double now);
   void Go(Shim& s, double now);
+  void CloseLink(Shim& s, int peer, double now);
+  void CloseFinished(Shim& s, double now);
   void StartRanks(Shim& s, double now);
   void RanksEnd(Shim& s, int attempt, int code, double now);
   void EndRanks(Shim& s, double now, bool stopped);
   void After(Shim& s, double now);
   void Apply(Shim& s, LinkOrder o, double now);
-  void KidGone(Shim& s, Kid& k, const std::string& why, double now);
-  static bool KidGoneOrDone(Shim& s, int from);
   void Exit(Shim& s, double now);
   bool PathFaulted(int id) const;
   void Violate(const std::string& what);
@@ -191,8 +158,7 @@ class Cluster {
   std::set<std::pair<int, int>> cut_;
   std::set<int> faulted_;         // frozen, killed, or cut from its parent
   std::set<int> dead_;            // frozen or killed: never ends by itself
-  int ups_ = 0;
-  double go_all_ = 0;
+  double go_all_ = 0, root_go_ = 0;
   int gone_count_ = 0;
   double first_fail_ = -1, loss_at_ = -1, sigterm_at_ = -1;
   std::unique_ptr<TreePlanner> planner_;
@@ -202,15 +168,7 @@ class Cluster {
 
 double Shim::WallNow() const { return kWallEpoch + w_->now(); }
 
-void Shim::SendUp(const std::string& frame) {
-  if (parent >= 0 && !parent_lost) w_->Send(id_, parent, frame);
-}
-
-void Shim::SendDown(const std::string& frame) {
-  auto shared = std::make_shared<const std::string>(frame);
-  for (const Kid& k : kids)
-    if (!k.done && !k.gone) w_->SendShared(id_, k.id, shared);
-}
+void Shim::Send(int peer, const std::string& frame) { w_->Send(id_, peer, frame); }
 
 void Cluster::Send(int from, int to, const std::string& frame) {
   SendShared(from, to, std::make_shared<const std::string>(frame));
@@ -239,9 +197,9 @@ void Cluster::Build() {
     c.grace_s = o_.grace_s;
     c.run_id = "sim-" + std::to_string(o_.seed);
     c.max_restarts = plan_.max_restarts;
-    auto s = std::make_unique<Shim>(this, i, c);
+    auto s = std::make_unique<Shim>(this, i, c,
+                                    hang_s_ > 0 ? std::clamp(hang_s_ / 10, 0.25, 1.0) : 1.0);
     s->cost_s = cost_s_;
-    if (hang_s_ > 0) s->beat_s = std::clamp(hang_s_ / 10, 0.25, 1.0);
     shims_.push_back(std::move(s));
   }
   for (const Fault& f : plan_.faults) {
@@ -260,121 +218,55 @@ void Cluster::Build() {
   if (n == 1) Push({0, 0, Ev::kJoin, 0, 0, nullptr});
 }
 
-// ---- The overlay's running part, as plane.cc has it
+// ---- The overlay's running part: plane.cc's TreeLinks
 
 void Cluster::OnFrame(Shim& s, int from, const std::string& frame, double now) {
   ++s.handled;
   s.bytes += static_cast<long long>(frame.size());
-  auto m = Msg::Decode(frame);
-  if (!m.ok()) return;
-  const std::string& t = m->type();
-  if (!(from == s.parent ? s.parent_lost : KidGoneOrDone(s, from))) ++s.frames[t];
-  if (from == s.parent) {
-    if (s.parent_lost) return;
-    s.parent_live.Heard(now);
-    if (t == "beat") return;
-    if (t == "go") {
-      Go(s, now);
-      s.SendDown(frame);
-      return;
-    }
-    if (LeavesInOrder(*m)) s.parent_lost = true;
-    s.machine().OnFromParent(frame, *m, now);
+  if (from == s.parent()) {
+    s.tree.OnParentFrame(frame, now);
+    if (s.tree.go() && !s.started) Go(s, now);
     return;
   }
-  Kid* k = s.KidOf(from);
-  if (!k || k->done || k->gone) return;
-  k->live.Heard(now);
-  if (t == "beat") {
-    const double age = m->Number("age", 0);
-    if (age >= 0) k->output = std::max(k->output, now - age);
-    return;
+  s.tree.OnChildFrame(from, frame, now);
+  // A child done or lost: its link is closed (plane.cc forgets it).
+  if (!s.tree.Keeps(from)) CloseLink(s, from, now);
+  if (s.id() == 0 && !s.started && s.tree.all_up()) {
+    s.tree.set_depth(planner_->depth());
+    s.tree.SendDown(Msg("go").Encode());
+    Go(s, now);
   }
-  if (t == "up") {
-    if (s.id() == 0) {
-      if (++ups_ == o_.shims - 1) {
-        Go(s, now);
-        s.SendDown(Msg("go").Encode());
-      }
-    } else {
-      s.SendUp(frame);
-    }
-    return;
-  }
-  if (LeavesInOrder(*m)) {
-    k->done = true;
-    s.departed_output = std::max({s.departed_output, k->output, now});
-    // The parent closes a link that left in order.
-    Push({now + lat_s_, 0, Ev::kClosed, k->id, s.id(), nullptr});
-  }
-  s.machine().OnFromChild(frame, *m, now);
 }
 
-bool Cluster::KidGoneOrDone(Shim& s, int from) {
-  Kid* k = s.KidOf(from);
-  return !k || k->done || k->gone;
+void Cluster::CloseLink(Shim& s, int peer, double now) {
+  if (s.closed.count(peer)) return;
+  s.closed.insert(peer);
+  if (!Cut(s.id(), peer)) Push({now + lat_s_, 0, Ev::kClosed, peer, s.id(), nullptr});
 }
 
-void Cluster::KidGone(Shim& s, Kid& k, const std::string& why, double now) {
-  k.gone = true;
-  s.departed_output = std::max(s.departed_output, k.output);
-  if (!s.go) return;
-  s.machine().OnShimLost("the control plane lost rank " + std::to_string(k.id) + "'s shim on n" +
-                             std::to_string(k.id) + " (" + why + ")",
-                         now);
+void Cluster::CloseFinished(Shim& s, double now) {
+  for (int c : s.tree.children())
+    if (!s.tree.Keeps(c)) CloseLink(s, c, now);
 }
 
 void Cluster::OnClosed(Shim& s, int from, double now) {
-  if (from == s.parent) {
-    s.parent_closed = true;
-    if (s.parent_lost) return;
-    s.parent_lost = true;
-    if (s.go)
-      s.machine().OnParentLost("aml-shim: lost the control plane: the link to its parent, rank " +
-                                   std::to_string(from) + "'s shim, closed; ending this node's ranks\n",
-                               now);
-    return;
-  }
-  Kid* k = s.KidOf(from);
-  if (k && !k->done && !k->gone) KidGone(s, *k, "closed", now);
+  s.closed.insert(from);
+  if (from == s.parent()) s.tree.OnParentClosed("closed", now);
+  else s.tree.OnChildClosed(from, "closed", now);
 }
 
 void Cluster::OnTimer(Shim& s, double now) {
-  if (!s.go) return;
-  const double startup_until = s.go_at + kStartupS;
-  for (Kid& k : s.kids)
-    if (!k.done && !k.gone && now >= k.live.LostAt(now, startup_until))
-      KidGone(s, k, "silent for " + FormatNumber(now - k.live.last_heard, "%.1f") + " s", now);
-  if (s.parent >= 0 && !s.parent_lost && now >= s.parent_live.LostAt(now, startup_until)) {
-    s.parent_lost = true;
-    s.machine().OnParentLost("aml-shim: lost the control plane: the link to its parent, rank " +
-                                 std::to_string(s.parent) + "'s shim, silent for " +
-                                 FormatNumber(now - s.parent_live.last_heard, "%.1f") +
-                                 " s; ending this node's ranks\n",
-                             now);
-  }
-  if (now >= s.next_beat) {
-    s.next_beat = now + s.beat_s;
-    // Ranks that print write at least once a beat.
-    if (s.ranks_running && !plan_.quiet) s.my_output = now;
-    if (s.parent >= 0 && !s.parent_lost)
-      Send(s.id(), s.parent, Msg("beat").SetNumber("age", now - s.SubtreeOutput()).Encode());
-    s.SendDown(Msg("beat").Encode());
-  }
-  s.machine().OnTimer(now);
+  if (!s.started) return;
+  // Ranks that print write at least once between two of its wake-ups.
+  if (s.ranks_running && !plan_.quiet) s.tree.OnOutput(now);
+  s.tree.OnTimer(now);
+  CloseFinished(s, now);
 }
 
 void Cluster::Go(Shim& s, double now) {
-  s.go = true;
-  s.go_at = now;
-  s.next_beat = now + s.beat_s;
-  s.my_output = now;
-  s.parent_live.Start(now);
-  for (Kid& k : s.kids) {
-    k.live.Start(now);
-    k.output = now;
-  }
-  s.machine().Start(now);
+  s.started = true;
+  if (s.id() == 0) root_go_ = now;
+  s.tree.Start(now);
   go_all_ = std::max(go_all_, now);
   StartRanks(s, now);
 }
@@ -392,7 +284,7 @@ void Cluster::StartRanks(Shim& s, double now) {
   for (const Fault& f : plan_.faults) {
     if (f.kind != FaultKind::kFail || f.shim != s.id()) continue;
     if (later && plan_.restarts_succeed) continue;
-    const double at = later ? now + 1 : shims_[0]->go_at + f.at_s;
+    const double at = later ? now + 1 : root_go_ + f.at_s;
     if (at < end) {
       end = at;
       code = 7;
@@ -466,7 +358,7 @@ void Cluster::Apply(Shim& s, LinkOrder o, double now) {
 // After every event a shim handles: its orders, its exit, its next timer.
 void Cluster::After(Shim& s, double now) {
   while (auto o = s.machine().TakeOrder()) Apply(s, std::move(*o), now);
-  if (!s.go) return;
+  if (!s.started) return;
   const JobState st = s.machine().state();
   const bool waits = st == JobState::kDeciding || st == JobState::kCollecting ||
                      st == JobState::kBackingOff || (st == JobState::kEnding && s.id() == 0);
@@ -474,13 +366,7 @@ void Cluster::After(Shim& s, double now) {
     Violate("shim " + std::to_string(s.id()) + " waits in state " + JobStateName(st) +
             " without a deadline");
   if (!s.ranks_running && s.machine().MayExit(now)) return Exit(s, now);
-  double next = std::min(s.next_beat, s.machine().NextDeadline(now));
-  const double startup_until = s.go_at + kStartupS;
-  for (const Kid& k : s.kids)
-    if (!k.done && !k.gone) next = std::min(next, k.live.LostAt(now, startup_until));
-  if (s.parent >= 0 && !s.parent_lost)
-    next = std::min(next, s.parent_live.LostAt(now, startup_until));
-  if (startup_until > now) next = std::min(next, startup_until);
+  double next = s.tree.NextDeadline(now);
   next = std::max(next, now);
   // A shim whose next deadline is always now spins (the loop never sleeps).
   if (next <= now) {
@@ -498,7 +384,7 @@ void Cluster::After(Shim& s, double now) {
 }
 
 bool Cluster::PathFaulted(int id) const {
-  for (int i = id; i >= 0; i = shims_[static_cast<size_t>(i)]->parent)
+  for (int i = id; i >= 0; i = shims_[static_cast<size_t>(i)]->parent())
     if (faulted_.count(i)) return true;
   return false;
 }
@@ -510,18 +396,18 @@ void Cluster::Exit(Shim& s, double now) {
   if (s.stop_order_at < 0 && s.signalled_at >= 0) s.exit_code = 143;
   // Nobody exits while a shim below still runs its part, unless lost.
   const double stopped = s.stop_order_at >= 0 ? s.stop_order_at : s.signalled_at;
-  for (const Kid& k : s.kids) {
-    const Shim& kid = *shims_[static_cast<size_t>(k.id)];
-    if (k.done || k.gone || kid.exited || dead_.count(k.id)) continue;
+  for (int c : s.tree.children()) {
+    const Shim& kid = *shims_[static_cast<size_t>(c)];
+    if (!s.tree.Keeps(c) || kid.exited || dead_.count(c)) continue;
     if (kid.machine().state() == JobState::kDone) continue;
     if (stopped < 0 || now < stopped + o_.grace_s + kFlushS)
-      Violate("shim " + std::to_string(s.id()) + " exited while shim " + std::to_string(k.id) +
+      Violate("shim " + std::to_string(s.id()) + " exited while shim " + std::to_string(c) +
               " below it still ran (in state " + JobStateName(kid.machine().state()) + ")");
   }
   // Its links close.
-  if (s.parent >= 0 && !s.parent_lost) Push({now + lat_s_, 0, Ev::kClosed, s.parent, s.id(), nullptr});
-  for (const Kid& k : s.kids)
-    if (!k.done && !k.gone) Push({now + lat_s_, 0, Ev::kClosed, k.id, s.id(), nullptr});
+  if (s.parent() >= 0 && !s.tree.parent_lost()) CloseLink(s, s.parent(), now);
+  for (int c : s.tree.children())
+    if (s.tree.Keeps(c)) CloseLink(s, c, now);
 }
 
 void Cluster::OnFault(const Fault& f, double now) {
@@ -540,12 +426,12 @@ void Cluster::OnFault(const Fault& f, double now) {
       faulted_.insert(s.id());
       dead_.insert(s.id());
       if (loss_at_ < 0) loss_at_ = now;
-      if (s.parent >= 0) Push({now + lat_s_, 0, Ev::kClosed, s.parent, s.id(), nullptr});
-      for (const Kid& k : s.kids) Push({now + lat_s_, 0, Ev::kClosed, k.id, s.id(), nullptr});
+      if (s.parent() >= 0) CloseLink(s, s.parent(), now);
+      for (int c : s.tree.children()) CloseLink(s, c, now);
       break;
     case FaultKind::kCut:
-      if (s.parent < 0) return;
-      cut_.insert({std::min(s.id(), s.parent), std::max(s.id(), s.parent)});
+      if (s.parent() < 0) return;
+      cut_.insert({std::min(s.id(), s.parent()), std::max(s.id(), s.parent())});
       faulted_.insert(s.id());
       if (loss_at_ < 0) loss_at_ = now;
       break;
@@ -595,27 +481,25 @@ SimResult Cluster::Run() {
         s.handled += 2;
         Shim& j = *shims_[static_cast<size_t>(e.from)];
         TreePlace p = planner_->Assign(j.id(), "n" + std::to_string(j.id() / o_.per_node), "", 1);
-        j.parent = p.parent;
-        j.depth = p.depth;
+        j.tree.SetParent(p.parent, "n" + std::to_string(p.parent));
+        j.tree.set_depth(p.depth);
         Push({at + lat_s_, 0, Ev::kPlace, j.id(), 0, nullptr});
         break;
       }
       case Ev::kPlace:
         // Connect to the parent: 1.5 round trips to its hello.
-        Push({now_ + 3 * lat_s_, 0, Ev::kHello, s.parent, s.id(), nullptr});
+        Push({now_ + 3 * lat_s_, 0, Ev::kHello, s.parent(), s.id(), nullptr});
         break;
       case Ev::kHello: {
         const double at = Effective(s, now_, 2 * s.cost_s);
         s.handled += 2;
-        Kid k;
-        k.id = e.from;
-        s.kids.push_back(k);
+        s.tree.AddChild(e.from, "n" + std::to_string(e.from), at);
         Push({at + lat_s_, 0, Ev::kWelcome, e.from, e.shim, nullptr});
         break;
       }
       case Ev::kWelcome:
         now_ = Effective(s, now_, s.cost_s);
-        s.SendUp(Msg("up").Set("rank", s.id()).Set("host", "n" + std::to_string(s.id())).Encode());
+        s.tree.SendUp(Msg("up").Set("rank", s.id()).Set("host", "n" + std::to_string(s.id())).Encode());
         break;
       case Ev::kFrame: {
         const double at = Effective(s, now_, s.cost_s);
@@ -650,7 +534,7 @@ SimResult Cluster::Run() {
       case Ev::kFault:
         break;
     }
-    if (!faults_pushed && go_all_ > 0 && shims_[0]->go) {
+    if (!faults_pushed && go_all_ > 0 && shims_[0]->started) {
       // Faults count from go.
       faults_pushed = true;
       for (size_t i = 0; i < plan_.faults.size(); ++i)
@@ -672,7 +556,7 @@ SimResult Cluster::Run() {
   if (o_.frames)
     for (const auto& sp : shims_) {
       std::string list;
-      for (const auto& [type, n] : sp->frames)
+      for (const auto& [type, n] : sp->tree.frames())
         list += (list.empty() ? "" : " ") + type + "=" + std::to_string(n);
       r.frames.push_back(list);
     }
@@ -691,7 +575,7 @@ double Percentile(std::vector<double> v, double p) {
 void Cluster::Check(SimResult* r) {
   const Shim& root = *shims_[0];
   r->join_s = go_all_;
-  for (const auto& s : shims_) r->depth = std::max(r->depth, s->depth);
+  for (const auto& s : shims_) r->depth = std::max(r->depth, s->tree.depth());
   r->restarts = root.restart_orders;
   r->rank0_msgs = root.handled;
   r->rank0_bytes = root.bytes;

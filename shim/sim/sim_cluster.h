@@ -1,8 +1,8 @@
 // The control plane in deterministic simulation (docs/control-plane.md,
 // "Simulation"): N shims in one process on a virtual clock, each running
-// the real job state machine (shim/control/job_machine.h) and the real
-// silence rule (liveness.h) over a simulated overlay: the tree rank 0's real
-// TreePlanner builds, links with a per-hop latency and a bandwidth, a
+// the real running links of the overlay and the real job state machine
+// (shim/control/tree_links.h, job_machine.h) over simulated links: the tree
+// rank 0's real TreePlanner builds, a per-hop latency and a bandwidth, a
 // processing cost per frame on each shim (frames are really encoded and
 // decoded), and local ranks that print, fail, hang or ignore SIGTERM. The
 // same seed gives the same run, event for event.

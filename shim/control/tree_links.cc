@@ -1,0 +1,220 @@
+#include "shim/control/tree_links.h"
+
+#include <algorithm>
+
+#include "shim/base/log.h"
+#include "shim/base/units.h"
+
+namespace aml {
+
+TreeLinks::TreeLinks(const JobConfig& job, LinkIo* io, double beat_s, double startup_s)
+    : job_(job), io_(io), beat_s_(beat_s), startup_s_(startup_s), machine_(job, this) {}
+
+void TreeLinks::SetParent(int rank, const std::string& addr) {
+  parent_ = rank;
+  parent_addr_ = addr;
+}
+
+void TreeLinks::AddChild(int rank, const std::string& host, double now) {
+  // A rank that asks again after its link broke takes its place anew.
+  children_.erase(std::remove_if(children_.begin(), children_.end(),
+                                 [&](const Child& c) { return c.rank == rank; }),
+                  children_.end());
+  Child c;
+  c.rank = rank;
+  c.host = host;
+  c.live.Start(now);
+  c.output = now;
+  children_.push_back(std::move(c));
+}
+
+TreeLinks::Child* TreeLinks::Find(int rank) {
+  for (Child& c : children_)
+    if (c.rank == rank) return &c;
+  return nullptr;
+}
+
+bool TreeLinks::Keeps(int child) const {
+  for (const Child& c : children_)
+    if (c.rank == child) return !c.done && !c.gone;
+  return false;
+}
+
+std::vector<int> TreeLinks::children() const {
+  std::vector<int> out;
+  for (const Child& c : children_) out.push_back(c.rank);
+  return out;
+}
+
+void TreeLinks::Start(double now) {
+  go_ = true;
+  my_output_ = now;
+  next_beat_ = now + beat_s_;
+  go_at_ = now;
+  for (Child& c : children_) {
+    c.live.Start(now);
+    c.output = now;
+  }
+  if (parent_ >= 0) parent_live_.Start(now);
+  machine_.Start(now);
+}
+
+// ---- Frames
+
+// Beats and the join's words are the overlay's; the rest is the job's.
+void TreeLinks::OnChildFrame(int rank, const std::string& frame, double now) {
+  Child* c = Find(rank);
+  if (!c || c->done || c->gone) return;
+  auto m = Msg::Decode(frame);
+  if (!m.ok()) return Lose(*c, "sent a garbled message (" + m.error().message + ")", now);
+  c->live.Heard(now);
+  const std::string& t = m->type();
+  ++frames_[t];
+  if (t == "beat") {
+    const double age = m->Number("age", 0);
+    if (age >= 0) c->output = std::max(c->output, now - age);
+    return;
+  }
+  if (t == "up") {
+    if (job_.rank == 0) up_.insert(static_cast<int>(m->Int("rank")));
+    else SendUp(frame);
+    return;
+  }
+  if (LeavesInOrder(*m)) {
+    // Done, or stopped by its launcher: it closes, and is not lost.
+    c->done = true;
+    departed_output_ = std::max(departed_output_, c->output);
+    if (go_) departed_output_ = std::max(departed_output_, now);
+  }
+  machine_.OnFromChild(frame, *m, now);
+}
+
+void TreeLinks::OnParentFrame(const std::string& frame, double now) {
+  if (parent_ < 0 || parent_lost_) return;
+  auto m = Msg::Decode(frame);
+  if (!m.ok()) return LoseParent("it sent a garbled message", now);
+  parent_live_.Heard(now);
+  const std::string& t = m->type();
+  ++frames_[t];
+  if (t == "beat") return;
+  if (t == "go") {
+    go_ = true;
+    SendDown(frame);
+    return;
+  }
+  if (t == "abort") {
+    abort_ = m->Str("why");
+    SendDown(frame);
+    return;
+  }
+  if (LeavesInOrder(*m)) parent_lost_ = true;  // it goes; not a loss to report
+  machine_.OnFromParent(frame, *m, now);
+}
+
+// ---- Losses
+
+void TreeLinks::OnChildClosed(int rank, const std::string& why, double now) {
+  Child* c = Find(rank);
+  if (c && !c->done && !c->gone) Lose(*c, why, now);
+}
+
+void TreeLinks::Lose(Child& c, const std::string& why, double now) {
+  c.gone = true;
+  departed_output_ = std::max(departed_output_, c.output);
+  if (!go_) return;
+  machine_.OnShimLost("the control plane lost " + ShimName(c.rank, c.host) + " (" +
+                          EscapeControl(why) + ")",
+                      now);
+}
+
+void TreeLinks::OnParentClosed(const std::string& why, double now) { LoseParent(why, now); }
+
+void TreeLinks::LoseParent(const std::string& why, double now) {
+  if (parent_lost_) return;
+  parent_lost_ = true;
+  if (!go_) {
+    abort_ = "control plane: lost its parent, " + ShimName(parent_, "") + " (" + why + ")";
+    return;
+  }
+  machine_.OnParentLost("aml-shim: lost the control plane: the link to its parent, " +
+                            ShimName(parent_, "") + " at " + parent_addr_ + ", " +
+                            EscapeControl(why) + "; ending this node's ranks\n",
+                        now);
+}
+
+// ---- Time
+
+void TreeLinks::Beat(double now) {
+  next_beat_ = now + beat_s_;
+  if (parent_ >= 0 && !parent_lost_)
+    io_->Send(parent_, Msg("beat").SetNumber("age", now - SubtreeOutput()).Encode());
+  SendDown(Msg("beat").Encode());
+}
+
+double TreeLinks::NextDeadline(double now) const {
+  double next = std::min(now + 3600, next_beat_);
+  const double startup_until = go_at_ + startup_s_;
+  for (const Child& c : children_)
+    if (!c.done && !c.gone && go_) next = std::min(next, c.live.LostAt(now, startup_until));
+  if (parent_ >= 0 && !parent_lost_ && go_)
+    next = std::min(next, parent_live_.LostAt(now, startup_until));
+  // The allowances shrink when start-up is over: look again then.
+  if (go_ && startup_until > now) next = std::min(next, startup_until);
+  if (go_) next = std::min(next, machine_.NextDeadline(now));
+  return std::max(next, now);
+}
+
+void TreeLinks::OnTimer(double now) {
+  const double startup_until = go_at_ + startup_s_;
+  for (Child& c : children_)
+    if (!c.done && !c.gone && go_ && now >= c.live.LostAt(now, startup_until))
+      Lose(c, "silent for " + FormatNumber(now - c.live.last_heard, "%.1f") + " s", now);
+  if (parent_ >= 0 && !parent_lost_ && go_ && now >= parent_live_.LostAt(now, startup_until))
+    LoseParent("silent for " + FormatNumber(now - parent_live_.last_heard, "%.1f") + " s", now);
+  if (now >= next_beat_) Beat(now);
+  if (go_) machine_.OnTimer(now);
+}
+
+// ---- JobPorts
+
+void TreeLinks::SendUp(const std::string& frame) {
+  if (parent_ >= 0 && !parent_lost_) io_->Send(parent_, frame);
+}
+
+void TreeLinks::SendDown(const std::string& frame) {
+  for (const Child& c : children_)
+    if (!c.done && !c.gone) io_->Send(c.rank, frame);
+}
+
+double TreeLinks::SubtreeOutput() const {
+  double t = std::max(my_output_, departed_output_);
+  for (const Child& c : children_)
+    if (!c.done && !c.gone) t = std::max(t, c.output);
+  return t;
+}
+
+void TreeLinks::ResetOutput(double now) {
+  my_output_ = departed_output_ = now;
+  for (Child& c : children_) c.output = now;
+}
+
+bool TreeLinks::ChildrenAllDone() const {
+  for (const Child& c : children_)
+    if (!c.done && !c.gone) return false;
+  return true;
+}
+
+bool TreeLinks::ChildrenLinked() const {
+  for (const Child& c : children_)
+    if (!c.done && !c.gone && io_->Open(c.rank)) return true;
+  return false;
+}
+
+bool TreeLinks::Flushed() const {
+  if (parent_ >= 0 && !parent_lost_ && io_->Pending(parent_)) return false;
+  for (const Child& c : children_)
+    if (!c.done && !c.gone && io_->Pending(c.rank)) return false;
+  return true;
+}
+
+}  // namespace aml

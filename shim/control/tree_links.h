@@ -1,0 +1,120 @@
+// The running part of the control plane's overlay (docs/control-plane.md,
+// "The job's state machine"): a shim's links in the tree once each is
+// proven, whatever carries them. It notes every frame as a sign of life
+// (liveness.h) and loses a link that closes or stays silent, beats up and
+// down, carries the subtree's last output in its beats, relays the join's
+// words (up, go, abort), and hands the job's words to the state machine
+// (job_machine.h), which it serves as its JobPorts. The real overlay
+// (plane.h) puts it over TCP links; the simulator (shim/sim) over
+// simulated ones: the same code either way.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "shim/control/job_machine.h"
+#include "shim/control/liveness.h"
+
+namespace aml {
+
+// What carries the links: frames to a peer (a shim, by rank) and the
+// state of its link.
+class LinkIo {
+ public:
+  virtual ~LinkIo() = default;
+  virtual void Send(int peer, const std::string& frame) = 0;
+  virtual bool Open(int peer) const = 0;     // not closed or broken
+  virtual bool Pending(int peer) const = 0;  // frames wait to be written
+  virtual double WallNow() const = 0;        // CLOCK_REALTIME
+  virtual int FreePort() const = 0;          // the next attempt's MASTER_PORT
+};
+
+class TreeLinks : private JobPorts {
+ public:
+  // `startup_s`: the first seconds after go, when a silent link is given
+  // kMaxSilenceS (PlaneConfig::startup_s).
+  TreeLinks(const JobConfig& job, LinkIo* io, double beat_s, double startup_s);
+
+  JobMachine& machine() { return machine_; }
+  const JobMachine& machine() const { return machine_; }
+
+  // The tree, as the join made it.
+  void SetParent(int rank, const std::string& addr);
+  void AddChild(int rank, const std::string& host, double now);
+  void set_depth(int depth) { depth_ = depth; }
+  int depth() const { return depth_; }
+  // The join: go said (by rank 0's word, or at rank 0 every shim up), and
+  // the job started (Start); `abort` is rank 0's word when the join failed.
+  bool go() const { return go_; }
+  bool all_up() const { return static_cast<int>(up_.size()) == job_.size - 1; }
+  const std::string& abort() const { return abort_; }
+  void Start(double now);
+
+  // What the links bring.
+  void OnChildFrame(int rank, const std::string& frame, double now);
+  void OnParentFrame(const std::string& frame, double now);
+  void OnChildClosed(int rank, const std::string& why, double now);
+  void OnParentClosed(const std::string& why, double now);
+  void OnOutput(double now) { my_output_ = now; }
+
+  // A child still part of the job (not done, not lost); the parent lost or gone.
+  bool Keeps(int child) const;
+  bool parent_lost() const { return parent_lost_; }
+  int parent() const { return parent_; }
+  std::vector<int> children() const;  // every child ever added
+
+  double NextDeadline(double now) const;
+  void OnTimer(double now);
+
+  void SendUp(const std::string& frame) override;
+  void SendDown(const std::string& frame) override;
+  const std::set<int>& ups() const { return up_; }
+  // Frames handled after the join, by type (-v; the simulator's "frames").
+  const std::map<std::string, long>& frames() const { return frames_; }
+
+ private:
+  struct Child {
+    int rank = -1;
+    std::string host;
+    Liveness live;
+    double output = 0;   // its subtree's last output (our clock)
+    bool done = false;   // left in order (done, or stopped by its launcher)
+    bool gone = false;   // lost
+  };
+  Child* Find(int rank);
+  void Lose(Child& c, const std::string& why, double now);
+  void LoseParent(const std::string& why, double now);
+  void Beat(double now);
+
+  // JobPorts.
+  double SubtreeOutput() const override;
+  void ResetOutput(double now) override;
+  double HangSlackS() const override { return beat_s_ * depth_; }
+  bool ChildrenAllDone() const override;
+  bool ChildrenLinked() const override;
+  bool Flushed() const override;
+  bool ParentClosed() const override { return parent_ >= 0 && !io_->Open(parent_); }
+  double WallNow() const override { return io_->WallNow(); }
+  int FreePort() const override { return io_->FreePort(); }
+
+  JobConfig job_;
+  LinkIo* io_;
+  double beat_s_, startup_s_;
+  int parent_ = -1;
+  std::string parent_addr_;
+  Liveness parent_live_;
+  bool parent_lost_ = false;
+  std::vector<Child> children_;
+  std::set<int> up_;            // rank 0: shims up
+  std::string abort_;
+  bool go_ = false;
+  int depth_ = 0;
+  double go_at_ = 0, next_beat_ = 0;
+  double my_output_ = 0, departed_output_ = 0;
+  std::map<std::string, long> frames_;
+  JobMachine machine_;
+};
+
+}  // namespace aml
