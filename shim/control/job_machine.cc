@@ -411,16 +411,14 @@ void JobMachine::StopAsLost(const std::string& what, double now) {
   if (Over()) return;
   LinkOrder own = LinkOrder::Stop(125, "aml-shim: " + EscapeControl(what) + ": ending the job\n", "");
   if (c_.max_restarts > 0) {
-    AttemptRecord a = NewAttempt(ports_->WallNow());
-    if (state_ == JobState::kEnding || state_ == JobState::kBackingOff) a = current_;
+    // The attempt being ended (a restart round under way), or the one running.
+    const bool ending = state_ == JobState::kEnding || state_ == JobState::kBackingOff;
+    AttemptRecord a = ending ? current_ : NewAttempt(ports_->WallNow());
     a.exit_code = 125;
     if (a.what.empty()) a.what = EscapeControl(what);
     if (attempts_.empty() || attempts_.back().number != a.number) attempts_.push_back(a);
-    const std::string why_not = "not restarted: the control plane lost a shim (" +
-                                EscapeControl(what) + ")";
-    own.trailer = AttemptsText(attempts_, c_.max_restarts, why_not);
-    own.attempts_json = AttemptsJson(attempts_);
-    own.why_not = why_not;
+    RecordAttempts(&own, "not restarted: the control plane lost a shim (" + EscapeControl(what) +
+                             ")");
   }
   StopJob(Msg("stop").Set("kind", std::string("lost")).Set("code", 125).Set("what", what),
           std::move(own), now);

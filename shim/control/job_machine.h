@@ -152,6 +152,7 @@ class JobMachine {
   AttemptRecord NewAttempt(double failure_wall) const;
   void EndAttempt(AttemptRecord a, const Msg& stop, LinkOrder own, std::string message,
                   bool print_own, double now);
+  void RecordAttempts(LinkOrder* own, const std::string& why_not) const;
   void FinalStop(const std::string& stop, LinkOrder own, const std::string& why_not, double now);
   void NoteEnded(int shim, double first_output_wall, double now);
   void SendRestart(double now);

@@ -43,13 +43,18 @@ void JobMachine::EndAttempt(AttemptRecord a, const Msg& stop, LinkOrder own,
   MaybeSendEnded(now);
 }
 
+// With --max-restarts, the job's final order carries its attempts: the
+// summary's list, failure.json's array, and why no restart followed.
+void JobMachine::RecordAttempts(LinkOrder* own, const std::string& why_not) const {
+  if (c_.max_restarts <= 0) return;
+  own->trailer = AttemptsText(attempts_, c_.max_restarts, why_not);
+  own->attempts_json = AttemptsJson(attempts_);
+  own->why_not = why_not;
+}
+
 void JobMachine::FinalStop(const std::string& stop, LinkOrder own, const std::string& why_not,
                            double now) {
-  if (c_.max_restarts > 0) {
-    own.trailer = AttemptsText(attempts_, c_.max_restarts, why_not);
-    own.attempts_json = AttemptsJson(attempts_);
-    own.why_not = why_not;
-  }
+  RecordAttempts(&own, why_not);
   if (Over()) return;
   ports_->SendDown(stop);
   Stop(std::move(own), now);

@@ -182,15 +182,9 @@ void ControlPlane::ForgetGoneChildren(double now) {
   for (auto it = children_.begin(); it != children_.end();) {
     Peer& p = **it;
     if (p.rank >= 0 && p.link->broken()) tree_.OnChildClosed(p.rank, p.link->why(), now);
-    if (p.rank >= 0 && tree_.Keeps(p.rank) && !p.link->broken()) {
-      ++it;
-      continue;
-    }
-    if (p.rank == -1 && !p.link->broken()) {  // still to say hello
-      ++it;
-      continue;
-    }
-    it = children_.erase(it);
+    // Kept: linked, and still to say hello or still part of the job.
+    const bool keep = !p.link->broken() && (p.rank == -1 || (p.rank >= 0 && tree_.Keeps(p.rank)));
+    it = keep ? it + 1 : children_.erase(it);
   }
 }
 

@@ -34,16 +34,12 @@
 // One shim alone (size 1) has no network part: the watchdog runs locally.
 #pragma once
 
-#include <deque>
-#include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "launch/job_link.h"
-#include "launch/restart_policy.h"
 #include "shim/base/proof.h"
 #include "shim/base/result.h"
 #include "shim/control/job_machine.h"

@@ -16,14 +16,12 @@ double DrawS(std::mt19937_64* rng, double lo, double hi) {
   return std::uniform_real_distribution<double>(lo, hi)(*rng);
 }
 
+// The kind FaultKindName names `s`.
 bool KindOf(const std::string& s, FaultKind* k) {
-  static const std::pair<const char*, FaultKind> kinds[] = {
-      {"fail", FaultKind::kFail},       {"freeze", FaultKind::kFreeze},
-      {"cut", FaultKind::kCut},         {"kill", FaultKind::kKill},
-      {"hang", FaultKind::kHang},       {"sigterm", FaultKind::kSigterm},
-      {"slow", FaultKind::kSlow},       {"stubborn", FaultKind::kStubbornRanks}};
-  for (const auto& [name, kind] : kinds)
-    if (s == name) {
+  for (FaultKind kind : {FaultKind::kFail, FaultKind::kFreeze, FaultKind::kCut, FaultKind::kKill,
+                         FaultKind::kHang, FaultKind::kSigterm, FaultKind::kSlow,
+                         FaultKind::kStubbornRanks})
+    if (s == FaultKindName(kind)) {
       *k = kind;
       return true;
     }

@@ -12,9 +12,10 @@
 // when one broke, 125 on a bad option.
 #include <cmath>
 #include <cstdio>
-#include <random>
 #include <cstdlib>
+#include <random>
 #include <string>
+#include <utility>
 
 #include "shim/base/parse_int.h"
 #include "shim/base/units.h"
@@ -32,6 +33,19 @@ int Usage(const std::string& why) {
                "       aml-plane-sim --measure-cost\n",
                why.c_str());
   return 125;
+}
+
+// "N" or "A-B" (A <= B), each in [min, max].
+Result<std::pair<int64_t, int64_t>> Range(const std::string& flag, const std::string& text,
+                                          int64_t min, int64_t max) {
+  const auto dash = text.find('-');
+  auto lo = ParseInt(flag, text.substr(0, dash), min, max);
+  if (!lo.ok()) return lo.error();
+  auto hi = dash == std::string::npos ? lo : ParseInt(flag, text.substr(dash + 1), min, max);
+  if (!hi.ok()) return hi.error();
+  if (*hi < *lo) return Error{flag + " '" + text + "': " + std::to_string(*hi) +
+                              " comes before " + std::to_string(*lo)};
+  return std::make_pair(*lo, *hi);
 }
 
 bool Number(const std::string& flag, const std::string& text, double* out, std::string* why) {
@@ -65,28 +79,20 @@ int Main(int argc, char** argv) {
     std::string why;
     if (a == "--shims") {
       // N, or A-B: a size drawn for each seed (log-uniform, from the seed).
-      const auto dash = v.find('-');
-      auto lo = ParseInt("--shims", v.substr(0, dash), 1, 1000000);
-      auto hi = dash == std::string::npos ? lo : ParseInt("--shims", v.substr(dash + 1), 1, 1000000);
-      if (!lo.ok()) return Usage(lo.error().message);
-      if (!hi.ok()) return Usage(hi.error().message);
-      if (*hi < *lo) return Usage("--shims '" + v + "': the largest size comes before the smallest");
-      min_shims = static_cast<int>(*lo);
-      max_shims = static_cast<int>(*hi);
+      auto r = Range("--shims", v, 1, 1000000);
+      if (!r.ok()) return Usage(r.error().message);
+      min_shims = static_cast<int>(r->first);
+      max_shims = static_cast<int>(r->second);
     } else if (a == "--seed") {
       auto n = ParseInt("--seed", v, 0, INT64_MAX);
       if (!n.ok()) return Usage(n.error().message);
       first = last = *n;
       have_seed = true;
     } else if (a == "--seeds") {
-      const auto dash = v.find('-');
-      auto lo = ParseInt("--seeds", v.substr(0, dash), 0, INT64_MAX);
-      auto hi = dash == std::string::npos ? lo : ParseInt("--seeds", v.substr(dash + 1), 0, INT64_MAX);
-      if (!lo.ok()) return Usage(lo.error().message);
-      if (!hi.ok()) return Usage(hi.error().message);
-      if (*hi < *lo) return Usage("--seeds '" + v + "': the last seed comes before the first");
-      first = *lo;
-      last = *hi;
+      auto r = Range("--seeds", v, 0, INT64_MAX);
+      if (!r.ok()) return Usage(r.error().message);
+      first = r->first;
+      last = r->second;
       have_seed = true;
     } else if (a == "--faults") {
       o.faults = v;

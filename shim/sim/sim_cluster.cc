@@ -113,7 +113,6 @@ class Cluster {
 
   SimResult Run();
   void Send(int from, int to, const std::string& frame);
-  void SendShared(int from, int to, const std::shared_ptr<const std::string>& frame);
   double now() const { return now_; }
 
  private:
@@ -126,7 +125,6 @@ class Cluster {
     s.busy_until = start + cost;
     return s.busy_until;
   }
-  bool Alive(const Shim& s) const { return !s.exited && !s.killed && !s.frozen; }
   bool Cut(int a, int b) const { return cut_.count({std::min(a, b), std::max(a, b)}) > 0; }
 
   void Build();
@@ -139,7 +137,7 @@ class Cluster {
   void CloseFinished(Shim& s, double now);
   void StartRanks(Shim& s, double now);
   void RanksEnd(Shim& s, int attempt, int code, double now);
-  void EndRanks(Shim& s, double now, bool stopped);
+  void EndRanks(Shim& s, double now);
   void After(Shim& s, double now);
   void Apply(Shim& s, LinkOrder o, double now);
   void Exit(Shim& s, double now);
@@ -159,7 +157,6 @@ class Cluster {
   std::set<int> faulted_;         // frozen, killed, or cut from its parent
   std::set<int> dead_;            // frozen or killed: never ends by itself
   double go_all_ = 0, root_go_ = 0;
-  int gone_count_ = 0;
   double first_fail_ = -1, loss_at_ = -1, sigterm_at_ = -1;
   std::unique_ptr<TreePlanner> planner_;
   std::string violation_;
@@ -171,14 +168,10 @@ double Shim::WallNow() const { return kWallEpoch + w_->now(); }
 void Shim::Send(int peer, const std::string& frame) { w_->Send(id_, peer, frame); }
 
 void Cluster::Send(int from, int to, const std::string& frame) {
-  SendShared(from, to, std::make_shared<const std::string>(frame));
-}
-
-void Cluster::SendShared(int from, int to, const std::shared_ptr<const std::string>& frame) {
   const Shim& s = *shims_[static_cast<size_t>(from)];
   if (s.killed || s.exited || Cut(from, to)) return;
-  const double arrive = now_ + lat_s_ + static_cast<double>(frame->size() + 4) / bytes_per_s_;
-  Push({arrive, 0, Ev::kFrame, to, from, frame});
+  const double arrive = now_ + lat_s_ + static_cast<double>(frame.size() + 4) / bytes_per_s_;
+  Push({arrive, 0, Ev::kFrame, to, from, std::make_shared<const std::string>(frame)});
 }
 
 // ---- The join (modelled: its round trips and its cost at each door)
@@ -314,8 +307,7 @@ void Cluster::RanksEnd(Shim& s, int attempt, int code, double now) {
 }
 
 // SIGTERM to the ranks: they end soon, or at --grace (SIGKILL) when stubborn.
-void Cluster::EndRanks(Shim& s, double now, bool stopped) {
-  (void)stopped;
+void Cluster::EndRanks(Shim& s, double now) {
   if (!s.ranks_running) return;
   Push({now + (s.stubborn ? o_.grace_s : kTermS), 0, Ev::kRanksEnd, s.id(), s.attempt, nullptr,
         kTerminated});
@@ -336,11 +328,11 @@ void Cluster::Apply(Shim& s, LinkOrder o, double now) {
         s.exit_code = o.exit_code;
       }
       if (!o.attempts_json.empty()) s.attempts_json = o.attempts_json;
-      EndRanks(s, now, true);
+      EndRanks(s, now);
       break;
     case LinkOrder::Kind::kEndAttempt:
       if (s.end_order_at < 0) s.end_order_at = now;
-      EndRanks(s, now, false);
+      EndRanks(s, now);
       break;
     case LinkOrder::Kind::kRestart:
       ++s.restart_orders;
@@ -440,7 +432,7 @@ void Cluster::OnFault(const Fault& f, double now) {
       s.signalled_at = now;
       if (sigterm_at_ < 0) sigterm_at_ = now;
       s.machine().OnShimSignalled(15, "", now);
-      EndRanks(s, now, true);
+      EndRanks(s, now);
       After(s, now);
       break;
     default:
