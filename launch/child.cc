@@ -114,7 +114,8 @@ int StartChild(const ChildSteps& steps, pid_t* pid) {
 
 }  // namespace
 
-Result<SpawnedChild> Spawn(const SpawnSpec& spec, int* failure_exit_code) {
+Result<SpawnedChild> Spawn(const std::vector<std::string>& argv, const EnvSnapshot& env,
+                           const SpawnSpec& spec, int* failure_exit_code) {
   *failure_exit_code = kExitShimFailure;
   const bool pipe_output = spec.pipe_output;
   Pipe out, err;
@@ -130,9 +131,9 @@ Result<SpawnedChild> Spawn(const SpawnSpec& spec, int* failure_exit_code) {
   steps.pass_as = spec.pass_as;
   steps.own_process_group = spec.own_process_group;
   steps.search_path = spec.search_path;
-  CArgs args(spec.argv);
-  CArgs envp(spec.env.ToStrings());
-  steps.file = args.ptrs[0];
+  CArgs args(argv);
+  CArgs envp(env, spec.env_sets);
+  steps.file = args.first();
   steps.argv = args.data();
   steps.envp = envp.data();
   pid_t pid = -1;
@@ -144,9 +145,9 @@ Result<SpawnedChild> Spawn(const SpawnSpec& spec, int* failure_exit_code) {
     // An executable file that is no binary and has no "#!": execvp (and so
     // aml-shim's exec in place, env(1) and shells) runs it with /bin/sh;
     // a bare execve does not. The same command runs the same way either way.
-    const std::string file = spec.search_path ? FoundOnPath(spec.argv[0]) : spec.argv[0];
+    const std::string file = spec.search_path ? FoundOnPath(argv[0]) : argv[0];
     std::vector<std::string> sh_argv{"/bin/sh", file};
-    sh_argv.insert(sh_argv.end(), spec.argv.begin() + 1, spec.argv.end());
+    sh_argv.insert(sh_argv.end(), argv.begin() + 1, argv.end());
     CArgs sh_args(sh_argv);
     steps.file = "/bin/sh";
     steps.argv = sh_args.data();
@@ -155,7 +156,7 @@ Result<SpawnedChild> Spawn(const SpawnSpec& spec, int* failure_exit_code) {
   }
   if (rc != 0) {
     std::string message;
-    *failure_exit_code = ExecFailureCode(rc, spec.argv[0], &message);
+    *failure_exit_code = ExecFailureCode(rc, argv[0], &message);
     return Error{message};
   }
   SpawnedChild child;
@@ -174,14 +175,12 @@ Result<SpawnedChild> Spawn(const SpawnSpec& spec, int* failure_exit_code) {
   return child;
 }
 
-Result<SpawnedChild> SpawnChild(const std::vector<std::string>& argv,
-                                const EnvSnapshot& env, bool pipe_output,
-                                int* failure_exit_code) {
+Result<SpawnedChild> SpawnChild(const std::vector<std::string>& argv, const EnvSnapshot& env,
+                                const EnvSets& sets, bool pipe_output, int* failure_exit_code) {
   SpawnSpec spec;
-  spec.argv = argv;
-  spec.env = env;
+  spec.env_sets = sets;
   spec.pipe_output = pipe_output;
-  return Spawn(spec, failure_exit_code);
+  return Spawn(argv, env, spec, failure_exit_code);
 }
 
 }  // namespace aml

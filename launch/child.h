@@ -10,14 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "launch/exec.h"
 #include "shim/base/env_snapshot.h"
 #include "shim/base/result.h"
 
 namespace aml {
 
+// How to start a command (its argv and environment are Spawn's arguments).
 struct SpawnSpec {
-  std::vector<std::string> argv;
-  EnvSnapshot env;
+  EnvSets env_sets;               // set over the environment for this child
   bool search_path = true;        // argv[0] looked up in PATH (execvpe)
   bool own_process_group = true;  // its pid is also its process group id
   bool pipe_output = false;       // stdout/stderr to non-blocking pipes
@@ -39,11 +40,12 @@ std::string FoundOnPath(const std::string& name);
 
 // On failure returns the error, with `*failure_exit_code` set to the exit
 // code to use (126/127 as env(1), else 125).
-Result<SpawnedChild> Spawn(const SpawnSpec& spec, int* failure_exit_code);
+Result<SpawnedChild> Spawn(const std::vector<std::string>& argv, const EnvSnapshot& env,
+                           const SpawnSpec& spec, int* failure_exit_code);
 
-// A child of the supervisor: PATH lookup, its own process group.
-Result<SpawnedChild> SpawnChild(const std::vector<std::string>& argv,
-                                const EnvSnapshot& env, bool pipe_output,
-                                int* failure_exit_code);
+// A child of the supervisor: PATH lookup, its own process group, `sets`
+// over `env`.
+Result<SpawnedChild> SpawnChild(const std::vector<std::string>& argv, const EnvSnapshot& env,
+                                const EnvSets& sets, bool pipe_output, int* failure_exit_code);
 
 }  // namespace aml

@@ -13,7 +13,7 @@ std::vector<pid_t> ListChildren(pid_t except = 0);
 bool HasDescendants(pid_t except = 0);
 // Sends `sig` to every direct child's process group and to the child itself.
 // A direct child cannot be reaped behind our back, so its pid and group id
-// are its own while we signal them.
-void SignalDescendants(int sig, pid_t except = 0);
+// are its own while we signal them. False when there was none.
+bool SignalDescendants(int sig, pid_t except = 0);
 
 }  // namespace aml

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "shim/base/env_snapshot.h"
@@ -17,12 +18,23 @@ int ExecCommand(const std::vector<std::string>& argv, const EnvSnapshot& env,
 // The exit code and message for an exec failure with errno `err`.
 int ExecFailureCode(int err, const std::string& command, std::string* message);
 
-// Holds argv/envp as C arrays for exec.
-struct CArgs {
-  explicit CArgs(const std::vector<std::string>& strings);
-  char* const* data() { return ptrs.data(); }
-  std::vector<std::string> storage;
-  std::vector<char*> ptrs;
-};
+// Names set over an environment for one child: (name, value), later ones
+// winning over earlier ones of the same name.
+using EnvSets = std::vector<std::pair<std::string, std::string>>;
 
+// Holds argv/envp as C arrays for exec, in one buffer (two allocations,
+// whatever the count: a child's 60 variables were 240 before).
+class CArgs {
+ public:
+  explicit CArgs(const std::vector<std::string>& strings);
+  // "NAME=VALUE" for each variable of `env` with `sets` applied, in name order.
+  CArgs(const EnvSnapshot& env, const EnvSets& sets);
+  char* const* data() { return ptrs_.data(); }
+  const char* first() const { return ptrs_[0]; }
+
+ private:
+  void Point(const std::vector<size_t>& starts);
+  std::string buffer_;
+  std::vector<char*> ptrs_;
+};
 }  // namespace aml

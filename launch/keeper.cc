@@ -145,7 +145,9 @@ size_t DropEmpty(int* groups, size_t n) {
 }  // namespace
 
 Keeper::~Keeper() {
+  // Unreleased, the keeper reads end of file: as if the shim had died.
   if (fd_ >= 0) close(fd_);
+  else Dismiss();  // released: reaped
 }
 
 Status Keeper::Start(size_t max_groups, double grace_s, const std::string& remove_dir) {
@@ -185,20 +187,22 @@ void Keeper::Send(int value) {
 
 void Keeper::Watch(pid_t pgid) { Send(pgid); }
 
-void Keeper::Watch(const std::vector<pid_t>& pgids) {
+void Keeper::Watch(const std::vector<pid_t>& pgids) { SendAll(pgids, 1); }
+
+void Keeper::SendAll(const std::vector<pid_t>& pgids, int sign) {
   if (fd_ < 0) return;
   // Writes of at most PIPE_BUF bytes to a pipe are whole: values never split.
   constexpr size_t kPerWrite = PIPE_BUF / sizeof(int);
   for (size_t at = 0; at < pgids.size(); at += kPerWrite) {
-    std::vector<int> values(pgids.begin() + static_cast<long>(at),
-                            pgids.begin() + static_cast<long>(std::min(pgids.size(), at + kPerWrite)));
+    std::vector<int> values;
+    for (size_t i = at; i < std::min(pgids.size(), at + kPerWrite); ++i) values.push_back(sign * pgids[i]);
     const size_t bytes = values.size() * sizeof(int);
     while (write(fd_, values.data(), bytes) < 0 && errno == EINTR) {
     }
   }
 }
 void Keeper::TermSent(bool sent) { Send(sent ? kTermSent : kTermCleared); }
-void Keeper::Forget(pid_t pgid) { Send(-pgid); }
+void Keeper::Forget(const std::vector<pid_t>& pgids) { SendAll(pgids, -1); }
 
 void Keeper::Lost() {
   if (fd_ >= 0) close(fd_);
@@ -206,11 +210,16 @@ void Keeper::Lost() {
   pid_ = -1;
 }
 
-void Keeper::Dismiss() {
-  if (pid_ <= 0) return;
+void Keeper::Release() {
+  if (pid_ <= 0 || fd_ < 0) return;
   Send(kDone);
   close(fd_);
   fd_ = -1;
+}
+
+void Keeper::Dismiss() {
+  Release();
+  if (pid_ <= 0) return;
   while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
   }
   pid_ = -1;

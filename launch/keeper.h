@@ -57,15 +57,20 @@ class Keeper {
   // (false): if the shim dies now, the groups get SIGKILL at once, not a
   // second SIGTERM and a grace.
   void TermSent(bool sent);
-  // The group is empty (its leader reaped, no member left): never signal it.
-  void Forget(pid_t pgid);
-  // Orderly end: the keeper exits without signalling anything; reaps it.
+  // The groups are empty (each leader reaped, no member left): never signal
+  // them (one write: one wake-up of the keeper).
+  void Forget(const std::vector<pid_t>& pgids);
+  // Orderly end: the keeper exits without signalling anything. Release tells
+  // it, and Dismiss (or the destructor) also reaps it: work done in between
+  // overlaps its exit.
+  void Release();
   void Dismiss();
   // The keeper died (reaped by the caller): nothing more to tell it.
   void Lost();
 
  private:
   void Send(int value);
+  void SendAll(const std::vector<pid_t>& pgids, int sign);
   int fd_ = -1;
   pid_t pid_ = -1;
   std::string tag_;

@@ -56,7 +56,7 @@ pid_t StartShim(int report_fd, bool forget, bool dismiss, bool ignore_term = fal
   if (ignore_term) signal(SIGTERM, SIG_IGN);  // inherited by the sleeper's exec
   pid_t sleeper = StartSleeper();
   keeper.Watch(sleeper);
-  if (forget) keeper.Forget(sleeper);
+  if (forget) keeper.Forget({sleeper});
   if (dismiss) keeper.Dismiss();
   if (write(report_fd, &sleeper, sizeof sleeper) != sizeof sleeper) _exit(4);
   raise(SIGKILL);

@@ -159,12 +159,10 @@ void StackProbe::Start(const std::vector<pid_t>& pids, double timeout_s) {
     }
     int code = 0;
     SpawnSpec spec;
-    spec.argv = argv;
-    spec.env = env;
     spec.search_path = false;
     spec.pipe_output = true;
     spec.stdin_null = true;  // never the user's terminal
-    auto spawned = Spawn(spec, &code);
+    auto spawned = Spawn(argv, env, spec, &code);
     if (!spawned.ok()) {
       out_[i].text = "no stack: " + spawned.error().message + "\n";
       continue;

@@ -84,7 +84,8 @@ struct Stream {
 };
 
 struct Child {
-  ChildLaunch launch;
+  const ChildLaunch* launch = nullptr;  // config_.children's
+
   pid_t pid = -1;
   bool running = false;  // started and not yet reaped: its pid is still ours
   int status = 0;
@@ -107,6 +108,7 @@ struct Attempt {
   double drain_until = 0;          // after the last child, wait for its pipes
   double ended_at = 0;             // the last child ended: the reader's 5 s start
   bool stragglers_signalled = false;
+  bool stragglers_left = false;    // processes left when the last child ended
   bool drained = false;            // every child and straggler is gone
   bool collecting = false;         // stacks asked for: exits are expected
   double collect_until = 0;        // SIGABRT sent: the dumps' deadline
@@ -248,24 +250,25 @@ bool Supervisor::Start() {
   } named{keeper_, watched};
   for (size_t i = 0; i < a_.children.size(); ++i) {
     Child& c = a_.children[i];
-    c.launch = config_.children[i];
+    c.launch = &config_.children[i];
+    EnvSets sets = c.launch->env_sets;
     if (restarts_ > 0) {
       // The new attempt's store port: the old one may still be held.
-      c.launch.env.Set("MASTER_PORT", std::to_string(master_port_));
-      c.launch.env.Set("TORCHELASTIC_RESTART_COUNT", std::to_string(restarts_));
+      sets.emplace_back("MASTER_PORT", std::to_string(master_port_));
+      sets.emplace_back("TORCHELASTIC_RESTART_COUNT", std::to_string(restarts_));
     }
     if (!error_dir_.empty())
-      c.launch.env.Set("TORCHELASTIC_ERROR_FILE", ErrorFilePath(error_dir_, c.launch.rank));
+      sets.emplace_back("TORCHELASTIC_ERROR_FILE", ErrorFilePath(error_dir_, c.launch->rank));
     if (keeper_.running()) {
       // After the tags of any shim above this one: each keeper finds all.
-      const std::string above = c.launch.env.GetOr(kKeeperTagVar, "");
-      c.launch.env.Set(kKeeperTagVar, (above.empty() ? "" : above + ":") + keeper_.tag());
+      const std::string above = c.launch->base_env->GetOr(kKeeperTagVar, "");
+      sets.emplace_back(kKeeperTagVar, (above.empty() ? "" : above + ":") + keeper_.tag());
     }
     int code = 0;
     Result<SpawnedChild> spawned = Error{""};
     {
-      ScopedCpuBinding bind(c.launch.cpus);  // inherited by the child
-      spawned = SpawnChild(c.launch.argv, c.launch.env, config_.pipe_output, &code);
+      ScopedCpuBinding bind(c.launch->cpus);  // inherited by the child
+      spawned = SpawnChild(c.launch->argv, *c.launch->base_env, sets, config_.pipe_output, &code);
     }
     if (!spawned.ok()) {
       LogError(spawned.error().message);
@@ -276,7 +279,7 @@ bool Supervisor::Start() {
     watched.push_back(c.pid);
     c.running = true;
     c.start = Now();
-    std::string prefix = "[rank " + std::to_string(c.launch.rank) + "] ";
+    std::string prefix = "[rank " + std::to_string(c.launch->rank) + "] ";
     c.out.child = c.err.child = i;
     c.out.fd = spawned->out_fd;
     c.out.sink = &out_sink_;
@@ -341,9 +344,9 @@ void Supervisor::OnExit(Child& c, int status) {
   c.running = false;
   c.status = status;
   c.end = Now();
-  if (logs_) CopyErrorFile(c.launch.rank);
+  if (logs_) CopyErrorFile(c.launch->rank);
   bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  LogVerbose("rank " + std::to_string(c.launch.rank) + " (pid " + std::to_string(c.pid) +
+  LogVerbose("rank " + std::to_string(c.launch->rank) + " (pid " + std::to_string(c.pid) +
              ") ended: " + DescribeStatus(status));
   if (!failed || a_.collecting) return;
   if (!a_.teardown && !a_.first_failure) {
@@ -352,7 +355,7 @@ void Supervisor::OnExit(Child& c, int status) {
     if (link_) {
       ChildOutcome o = Outcome(c);
       LocalFailure f;
-      f.rank = c.launch.rank;
+      f.rank = c.launch->rank;
       f.exit_code = ExitCodeFor(status);
       f.status = DescribeStatus(status);
       f.wall_time = WallSeconds();
@@ -410,22 +413,24 @@ void Supervisor::NoticeStopped() {
              " the terminal, which only the foreground process group may (each rank has a "
              "process group of its own); give it no terminal (< /dev/null), or run one "
              "process in place";
-    LogWarning("rank " + std::to_string(c->launch.rank) + " (pid " + std::to_string(c->pid) +
+    LogWarning("rank " + std::to_string(c->launch->rank) + " (pid " + std::to_string(c->pid) +
                ") is " + why);
   }
 }
 
 // The keeper must never signal a group id that may have been recycled.
 void Supervisor::ForgetEmptyGroups() {
+  std::vector<pid_t> empty;
   for (size_t i = 0; i < lingering_.size();) {
     if (kill(-lingering_[i], 0) != 0 && errno == ESRCH) {
-      keeper_.Forget(lingering_[i]);
+      empty.push_back(lingering_[i]);
       lingering_[i] = lingering_.back();
       lingering_.pop_back();
     } else {
       ++i;
     }
   }
+  keeper_.Forget(empty);
 }
 
 // `sender`: the pid that sent it (0: the kernel, e.g. ^C on a terminal).
@@ -616,10 +621,12 @@ bool Supervisor::Step(double now) {
     // signalled as each exited; orphans that left the group are ours).
     a_.stragglers_signalled = true;
     a_.ended_at = now;
-    SignalDescendants(SIGTERM, keeper_.pid());
+    // None now is none for good: every child is reaped, so every process
+    // left of the job was reparented here, and would have been listed.
+    a_.stragglers_left = SignalDescendants(SIGTERM, keeper_.pid());
     a_.drain_until = now + std::min(config_.grace_s, 2.0);
   }
-  if (!AnyOpenStream() && !HasDescendants(keeper_.pid())) {
+  if (!AnyOpenStream() && !(a_.stragglers_left && HasDescendants(keeper_.pid()))) {
     a_.drained = true;
     return !Finished();
   }
@@ -716,7 +723,7 @@ void Supervisor::SendStacks() {
   for (Child& c : a_.children) {
     DrainStderr(c);
     RankStack r;
-    r.rank = c.launch.rank;
+    r.rank = c.launch->rank;
     auto dump = ParseFaulthandlerDump(c.err_tail);
     if (!c.probed.frames.empty()) {
       // py-spy or the native frames; faulthandler's dump follows, if any.
@@ -825,8 +832,10 @@ int Supervisor::Run() {
   }
   Loop();
   int code = Finish();
-  keeper_.Dismiss();
+  // The directory first: a shim killed in between leaves the keeper to
+  // remove it. The keeper exits while this one does (reaped at the end).
   if (!error_dir_.empty()) RemoveErrorDir(error_dir_);
+  keeper_.Release();
   return code;
 }
 
@@ -857,7 +866,7 @@ bool Supervisor::Restart(double now) {
       logs_->Append(i, true, "\n" + order.line);
     }
     // A stale error file would be read as the next attempt's.
-    const int rank = a_.children[i].launch.rank;
+    const int rank = a_.children[i].launch->rank;
     if (!error_dir_.empty()) unlink(ErrorFilePath(error_dir_, rank).c_str());
     if (logs_) CopyErrorFile(rank);
   }
@@ -909,16 +918,16 @@ void Supervisor::FlushAtExit() {
 ChildOutcome Supervisor::Outcome(const Child& c) const {
     ChildOutcome o;
     o.run_id = config_.run_id;
-    o.rank = c.launch.rank;
-    o.local_rank = c.launch.local_rank;
+    o.rank = c.launch->rank;
+    o.local_rank = c.launch->local_rank;
     o.node_rank = config_.node_rank;
     o.host = config_.host;
-    o.argv = c.launch.argv;
+    o.argv = c.launch->argv;
     o.wait_status = c.status;
     o.runtime_s = c.end - c.start;
     o.stderr_tail = c.err_tail;
     if (!error_dir_.empty()) {
-      if (auto recorded = ReadErrorFile(ErrorFilePath(error_dir_, c.launch.rank))) {
+      if (auto recorded = ReadErrorFile(ErrorFilePath(error_dir_, c.launch->rank))) {
         o.exception = recorded->message;
         o.traceback = recorded->traceback;
       }
@@ -957,7 +966,7 @@ void Supervisor::Report(int* code) {
                        " and forwarded it to its " + std::to_string(a_.children.size()) +
                        (a_.children.size() == 1 ? " child" : " children");
     if (a_.first_stopped) {
-      line += "; rank " + std::to_string(a_.first_stopped->launch.rank) + " ended first, with " +
+      line += "; rank " + std::to_string(a_.first_stopped->launch->rank) + " ended first, with " +
               DescribeStatus(a_.first_stopped->status);
       *code = ExitCodeFor(a_.first_stopped->status);
     }

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "launch/exec.h"
 #include "launch/job_link.h"
 #include "launch/lifeline.h"
 #include "shim/base/env_snapshot.h"
@@ -24,7 +25,10 @@ namespace aml {
 
 struct ChildLaunch {
   std::vector<std::string> argv;
-  EnvSnapshot env;
+  // Its environment: `env_sets` over the shim's `base_env` (not owned; one
+  // for every child, not a copy each).
+  const EnvSnapshot* base_env = nullptr;
+  EnvSets env_sets;
   int rank = 0;
   int local_rank = 0;
   std::vector<int> cpus;  // --numa-bind: CPUs to bind it to (empty: unbound)

@@ -391,7 +391,9 @@ int Run(const Options& o, const World& world, const Planned& p, const EnvSnapsho
     for (const ChildPlan& plan : p.children) {
       ChildLaunch launch;
       launch.argv = plan.argv;
-      launch.env = ApplyContract(env, plan.vars);
+      launch.base_env = &env;
+      for (const EnvVar& v : plan.vars)
+        if (!v.user_kept) launch.env_sets.emplace_back(v.name, v.value);
       launch.rank = plan.rank;
       launch.local_rank = plan.local_rank;
       launch.cpus = plan.cpus;

@@ -48,8 +48,6 @@ NcclStage::NcclStage(int node, const WorkerSetup& setup, const EnvSnapshot& work
     return;
   }
   SpawnSpec spec;
-  spec.argv = {exe, kNcclWorkerArg, std::to_string(getpid())};
-  spec.env = worker_env;
   spec.search_path = false;
   // Its own group: a ^C meant for the job does not reach a worker the shim
   // is about to kill anyway, and the worker cannot signal the job.
@@ -58,7 +56,8 @@ NcclStage::NcclStage(int node, const WorkerSetup& setup, const EnvSnapshot& work
   spec.pass_fd = theirs.get();
   spec.pass_as = kNcclWorkerFd;
   int unused_code = 0;
-  auto spawned = Spawn(spec, &unused_code);
+  auto spawned =
+      Spawn({exe, kNcclWorkerArg, std::to_string(getpid())}, worker_env, spec, &unused_code);
   if (!spawned.ok()) {
     start_error_ = "cannot start the NCCL worker: " + spawned.error().message;
     return;
