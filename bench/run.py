@@ -52,19 +52,25 @@ def sh(cmd):
     return " ".join(cmd) if isinstance(cmd, list) else cmd
 
 
-def hyperfine(commands, runs, warmup=2, env=None, shell=True):
-    """Median seconds per command name, from one hyperfine run of them all;
-    shell=False runs each command without a shell in between (-N), for
-    timings of a few milliseconds."""
-    with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        args = ["hyperfine", "--style", "none", "--warmup", str(warmup), "--runs", str(runs),
-                "--export-json", out.name] + ([] if shell else ["-N"])
-        for name, cmd in commands.items():
-            args += ["--command-name", name, cmd]
-        subprocess.run(args, check=True, env=env or clean_env(), stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
-        data = json.load(open(out.name))
-    return {r["command"]: r["median"] for r in data["results"]}
+def hyperfine(commands, runs, warmup=2, env=None, shell=True, rounds=1):
+    """Median seconds per command name. shell=False runs each command without
+    a shell in between (-N), for timings of a few milliseconds. rounds > 1
+    splits the runs into that many hyperfine runs of all the commands, one
+    after the other, and takes the median of all their times: a machine whose
+    speed drifts over a minute (a VM) then weighs on every command alike."""
+    times = {name: [] for name in commands}
+    for _ in range(rounds):
+        with tempfile.NamedTemporaryFile(suffix=".json") as out:
+            args = ["hyperfine", "--style", "none", "--warmup", str(warmup), "--runs",
+                    str(max(2, runs // rounds)), "--export-json", out.name] + ([] if shell else ["-N"])
+            for name, cmd in commands.items():
+                args += ["--command-name", name, cmd]
+            subprocess.run(args, check=True, env=env or clean_env(), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+            data = json.load(open(out.name))
+        for r in data["results"]:
+            times[r["command"]] += r["times"]
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def show(cmd):
@@ -101,9 +107,9 @@ def bench_fanout(runs):
     }
     env = clean_env(**SEED_ENV)
     # No shell between hyperfine and each command (-N): it would add its own
-    # start to every row. 50 warm-ups and 25 runs a round: a few ms each.
-    res = hyperfine({k: cmds[k] for k in ("floor", "floor, exec", "aml-shim")}, runs * 25,
-                    warmup=50, env=env, shell=False)
+    # start to every row. 100 runs a round, in 20 rounds: a few ms each.
+    res = hyperfine({k: cmds[k] for k in ("floor", "floor, exec", "aml-shim")}, runs * 100,
+                    warmup=20, env=env, shell=False, rounds=20)
     res.update(hyperfine({k: cmds[k] for k in ("torchrun", "launch.py")}, max(3, runs // 2),
                          warmup=1, env=env))
     return table("Start-to-exit of 4 children running `true`",
@@ -112,7 +118,8 @@ def bench_fanout(runs):
                  "(`/bin/true`) and waits. Goal: aml-shim within 1.25x (a keeper, a private "
                  "directory for the error files, a pipe pair per rank and their reading are "
                  "its own). In dash `true` is a builtin: the first row execs nothing. Measured "
-                 "with `hyperfine -N` (no shell in between).")
+                 "with `hyperfine -N` (no shell in between), in 20 rounds that alternate the "
+                 "commands, median of all runs.")
 
 
 def bench_mpirun(runs):
