@@ -85,7 +85,6 @@ struct Stream {
 
 struct Child {
   const ChildLaunch* launch = nullptr;  // config_.children's
-
   pid_t pid = -1;
   bool running = false;  // started and not yet reaped: its pid is still ours
   int status = 0;
