@@ -73,9 +73,9 @@ int ExecFailureCode(int err, const std::string& command, std::string* message) {
 }
 
 int ExecCommand(const std::vector<std::string>& argv, const EnvSnapshot& env,
-                std::string* message) {
+                const EnvSets& sets, std::string* message) {
   CArgs args(argv);
-  CArgs envp(env, {});
+  CArgs envp(env, sets);
   // execvpe searches the PATH of *this* process, which is the user's. The
   // command gets the file limit aml-shim was started with.
   OriginalFdLimit limit;

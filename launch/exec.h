@@ -2,25 +2,22 @@
 #pragma once
 
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "shim/base/env_snapshot.h"
+#include "shim/base/env_var.h"
 #include "shim/base/exit_code.h"
 
 namespace aml {
 
-// Replaces this process with `argv` in environment `env`. Returns only on
-// failure, with the exit code to use; `message` then says why.
+// Replaces this process with `argv` in environment `env` with `sets`
+// applied. Returns only on failure, with the exit code to use; `message`
+// then says why.
 int ExecCommand(const std::vector<std::string>& argv, const EnvSnapshot& env,
-                std::string* message);
+                const EnvSets& sets, std::string* message);
 
 // The exit code and message for an exec failure with errno `err`.
 int ExecFailureCode(int err, const std::string& command, std::string* message);
-
-// Names set over an environment for one child: (name, value), later ones
-// winning over earlier ones of the same name.
-using EnvSets = std::vector<std::pair<std::string, std::string>>;
 
 // Holds argv/envp as C arrays for exec, in one buffer (two allocations,
 // whatever the count: a child's 60 variables were 240 before).

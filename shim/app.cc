@@ -392,8 +392,7 @@ int Run(const Options& o, const World& world, const Planned& p, const EnvSnapsho
       ChildLaunch launch;
       launch.argv = plan.argv;
       launch.base_env = &env;
-      for (const EnvVar& v : plan.vars)
-        if (!v.user_kept) launch.env_sets.emplace_back(v.name, v.value);
+      launch.env_sets = ContractSets(plan.vars);
       launch.rank = plan.rank;
       launch.local_rank = plan.local_rank;
       launch.cpus = plan.cpus;
@@ -407,7 +406,7 @@ int Run(const Options& o, const World& world, const Planned& p, const EnvSnapsho
     if (!bound.ok()) LogWarning("--numa-bind: " + bound.error().message + "; running unbound");
   }
   std::string why;
-  int code = ExecCommand(only.argv, ApplyContract(env, only.vars), &why);
+  int code = ExecCommand(only.argv, env, ContractSets(only.vars), &why);
   LogError(why);
   return code;
 }

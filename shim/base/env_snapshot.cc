@@ -31,11 +31,4 @@ std::string EnvSnapshot::GetOr(std::string_view name,
   return v ? *v : std::move(fallback);
 }
 
-std::vector<std::string> EnvSnapshot::ToStrings() const {
-  std::vector<std::string> out;
-  out.reserve(vars_.size());
-  for (const auto& [k, v] : vars_) out.push_back(k + "=" + v);
-  return out;
-}
-
 }  // namespace aml

@@ -5,7 +5,6 @@
 #include <map>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace aml {
 
@@ -35,9 +34,6 @@ class EnvSnapshot {
     auto it = vars_.find(name);
     if (it != vars_.end()) vars_.erase(it);
   }
-
-  // "NAME=VALUE" strings, for an exec'd child.
-  std::vector<std::string> ToStrings() const;
 
  private:
   std::map<std::string, std::string, std::less<>> vars_;

@@ -18,11 +18,17 @@ void ContractBuilder::Default(const std::string& name, const std::string& value,
   vars_.push_back({name, value, why, false});
 }
 
+EnvSets ContractSets(const std::vector<EnvVar>& vars) {
+  EnvSets sets;
+  for (const EnvVar& v : vars)
+    if (!v.user_kept) sets.emplace_back(v.name, v.value);
+  return sets;
+}
+
 EnvSnapshot ApplyContract(const EnvSnapshot& env,
                           const std::vector<EnvVar>& vars) {
   EnvSnapshot out = env;
-  for (const EnvVar& v : vars)
-    if (!v.user_kept) out.Set(v.name, v.value);
+  for (auto& [name, value] : ContractSets(vars)) out.Set(std::move(name), std::move(value));
   return out;
 }
 

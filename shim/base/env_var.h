@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "shim/base/env_snapshot.h"
@@ -32,7 +33,14 @@ class ContractBuilder {
   std::vector<EnvVar> vars_;
 };
 
-// `env` with the assignments applied (user-kept ones change nothing).
+// Names set over an environment for one process: (name, value), later ones
+// winning over earlier ones of the same name.
+using EnvSets = std::vector<std::pair<std::string, std::string>>;
+
+// The assignments `vars` make (user-kept ones change nothing).
+EnvSets ContractSets(const std::vector<EnvVar>& vars);
+
+// `env` with the assignments applied.
 EnvSnapshot ApplyContract(const EnvSnapshot& env,
                           const std::vector<EnvVar>& vars);
 
