@@ -232,7 +232,9 @@ class SideBySide(unittest.TestCase):
             procs = self.start(tmp, "--fail-fast", "job",
                                command=[PYTHON, "-c", "import time; time.sleep(300)", token])
             # Both shims joined and started their children.
-            self.assertTrue(wait_for(lambda: len(commands_with(token)) == 4, 60))
+            self.assertTrue(wait_for(lambda: len(commands_with(token)) == 4, 60),
+                            f"commands {commands_with(token)}, shims {[p.poll() for p in procs]}:\n"
+                            + slurp(f"{tmp}/shim-0.err") + slurp(f"{tmp}/shim-1.err"))
             procs[1].send_signal(signal.SIGKILL)
             self.assertEqual(procs[0].wait(timeout=60), 125)
             err0 = slurp(f"{tmp}/shim-0.err")
