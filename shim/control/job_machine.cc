@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 
 #include "launch/wait_status.h"
 #include "shim/base/log.h"
@@ -248,83 +249,74 @@ double JobMachine::HangAt() const {
   return ports_->SubtreeOutput() + *c_.hang_timeout_s + ports_->HangSlackS();
 }
 
+double JobMachine::StateDeadline() const {
+  const bool root = c_.rank == 0;
+  constexpr double kNever = std::numeric_limits<double>::infinity();
+  switch (state_) {
+    case JobState::kRunning:
+      return root && c_.hang_timeout_s ? HangAt() : kNever;
+    case JobState::kDeciding:
+      return entered_ + (c_.size == 1 ? 0 : kFailWindowS);
+    case JobState::kCollecting:
+      return entered_ + (root ? kCollectS : kStopWaitS);
+    case JobState::kEnding:
+      return root ? entered_ + c_.grace_s + kEndingS : kNever;
+    case JobState::kBackingOff:
+      return backoff_until_;
+    default:
+      return kNever;
+  }
+}
+
 double JobMachine::NextDeadline(double now) const {
-  double next = now + 3600;
+  double next = std::min(now + 3600, StateDeadline());
   // Moments that only let MayExit say yes count while they are ahead.
   auto ahead = [&](double t) {
     if (t > now) next = std::min(next, t);
   };
-  const bool root = c_.rank == 0;
-  switch (state_) {
-    case JobState::kRunning:
-      if (root && c_.hang_timeout_s)
-        next = std::min(next, HangAt());
-      break;
-    case JobState::kDeciding:
-      next = std::min(next, entered_ + (c_.size == 1 ? 0 : kFailWindowS));
-      break;
-    case JobState::kCollecting:
-      next = std::min(next, entered_ + (root ? kCollectS : kStopWaitS));
-      break;
-    case JobState::kEnding:
-      if (root) next = std::min(next, entered_ + c_.grace_s + kEndingS);
-      break;
-    case JobState::kBackingOff:
-      next = std::min(next, backoff_until_);
-      break;
-    case JobState::kDone:
-      ahead(entered_ + kFlushS);
-      break;
-    case JobState::kStopped:
-    case JobState::kSignalled:
-      ahead(stop_at_ + kFlushS);
-      ahead(stop_at_ + c_.grace_s + kFlushS);
-      break;
-    case JobState::kFailed:
-      break;
+  if (state_ == JobState::kDone) ahead(entered_ + kFlushS);
+  if (state_ == JobState::kStopped || state_ == JobState::kSignalled) {
+    ahead(stop_at_ + kFlushS);
+    ahead(stop_at_ + c_.grace_s + kFlushS);
   }
   if (failed_at_ > 0 && !Over()) ahead(failed_at_ + kVerdictWaitS);
   return std::max(next, now);
 }
 
 void JobMachine::OnTimer(double now) {
-  const bool root = c_.rank == 0;
-  switch (state_) {
-    case JobState::kDeciding:
-      if (now >= entered_ + (c_.size == 1 ? 0 : kFailWindowS)) DecideFailure(now);
-      break;
-    case JobState::kCollecting:
-      if (root && now >= entered_ + kCollectS) FinishCollect(now);
-      if (!root && now >= entered_ + kStopWaitS)
-        Stop(LinkOrder::Stop(124,
-                             "aml-shim: stopped: the job was judged hung, and rank 0's shim "
-                             "said nothing more within " + FormatRate(kStopWaitS) + " s\n",
-                             ""),
-             now);
-      break;
-    case JobState::kBackingOff:
-      if (now >= backoff_until_) SendRestart(now);
-      break;
-    case JobState::kEnding:
-      if (root && now >= entered_ + c_.grace_s + kEndingS)
+  if (now >= StateDeadline()) {
+    const bool root = c_.rank == 0;
+    switch (state_) {
+      case JobState::kRunning:  // rank 0 with --hang-timeout: no rank wrote
+        hang_silent_s_ = now - ports_->SubtreeOutput();
+        StartCollect(now);
+        break;
+      case JobState::kDeciding:
+        DecideFailure(now);
+        break;
+      case JobState::kCollecting:
+        if (root) {
+          FinishCollect(now);
+        } else {
+          Stop(LinkOrder::Stop(124,
+                               "aml-shim: stopped: the job was judged hung, and rank 0's shim "
+                               "said nothing more within " + FormatRate(kStopWaitS) + " s\n",
+                               ""),
+               now);
+        }
+        break;
+      case JobState::kBackingOff:
+        SendRestart(now);
+        break;
+      case JobState::kEnding:  // rank 0
         StopAsLost("cannot restart: " + JoinCapped(ShimsNotIn(ended_), 8) +
                        " did not end its ranks within " + FormatRate(c_.grace_s + kEndingS) +
                        " s",
                    now);
-      break;
-    case JobState::kRunning:
-      // The same sum as NextDeadline's: "now - output >= timeout + slack"
-      // can be false, by a rounding, when the deadline it set has come, and
-      // the loop would spin (found by aml-plane-sim, seed 264).
-      if (root && c_.hang_timeout_s && now >= HangAt()) {
-        {
-          hang_silent_s_ = now - ports_->SubtreeOutput();
-          StartCollect(now);
-        }
-      }
-      break;
-    default:
-      break;
+        break;
+      default:
+        break;
+    }
   }
   MaybeSendDone(now);
 }

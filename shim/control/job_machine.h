@@ -146,6 +146,10 @@ class JobMachine {
   void StopJob(const Msg& stop, LinkOrder own, double now);
   std::vector<std::string> ShimsNotIn(const std::set<int>& heard) const;
   double HangAt() const;
+  // When the wait of the state this shim is in ends (infinity for a state
+  // that waits on no clock): the one sum NextDeadline sets and OnTimer
+  // acts on, so that the two cannot round apart (aml-plane-sim, seed 264).
+  double StateDeadline() const;
   void StartCollect(double now);
   void NoteStacks(const Msg& m, double now);
   void FinishCollect(double now);
