@@ -85,6 +85,7 @@ class Shim : public LinkIo {
   // Its ranks.
   bool ranks_running = false, stubborn = false;
   int attempt = 0;
+  int failed_code = 0;  // its ranks' failure in the last attempt (0: none)
   double first_output_wall = 0;
   // What it was told.
   double stop_order_at = -1, restart_order_at = -1, collect_order_at = -1, end_order_at = -1;
@@ -290,6 +291,7 @@ void Cluster::RanksEnd(Shim& s, int attempt, int code, double now) {
   if (!s.ranks_running || attempt != s.attempt) return;
   s.ranks_running = false;
   ++s.attempt;
+  s.failed_code = code > 0 ? code : 0;
   if (code > 0) {
     LocalFailure f;
     f.rank = s.id();
@@ -385,7 +387,9 @@ void Cluster::Exit(Shim& s, double now) {
   s.exited = true;
   s.exit_at = now;
   s.left_in_order = s.machine().state() == JobState::kDone;
-  if (s.stop_order_at < 0 && s.signalled_at >= 0) s.exit_code = 143;
+  // As the supervisor's report: a stop's code, else the launcher's signal,
+  // else this node's own failure.
+  if (s.stop_order_at < 0) s.exit_code = s.signalled_at >= 0 ? 143 : s.failed_code;
   // Nobody exits while a shim below still runs its part, unless lost.
   const double stopped = s.stop_order_at >= 0 ? s.stop_order_at : s.signalled_at;
   for (int c : s.tree.children()) {
@@ -590,10 +594,12 @@ void Cluster::Check(SimResult* r) {
                                     s.end_order_at < 0 ? 1e18 : s.end_order_at);
     if (first_fail_ >= 0 && stopped < 1e18) stops.push_back(stopped - first_fail_);
     if (s.restart_order_at >= 0) last_restart = std::max(last_restart, s.restart_order_at);
-    // The same outcome as rank 0's, but for a shim cut off from it (125)
-    // and one its launcher stopped (143).
+    // The same outcome as rank 0's, but for a shim cut off from it (125, or
+    // its own ranks' failure when no verdict reached it) and one its
+    // launcher stopped (143).
     if (root_lives && root.exited && s.exit_code != root.exit_code &&
-        !(PathFaulted(s.id()) && s.exit_code == 125) && !(sigterm_at_ >= 0 && s.exit_code == 143) &&
+        !(PathFaulted(s.id()) && (s.exit_code == 125 || s.exit_code == s.failed_code)) &&
+        !(sigterm_at_ >= 0 && s.exit_code == 143) &&
         !(s.left_in_order && s.exit_code == 0 &&
           (s.exit_at <= root.stop_order_at || PathFaulted(s.id()))))
       Violate("shim " + std::to_string(s.id()) + " exited " + std::to_string(s.exit_code) +
