@@ -26,6 +26,7 @@ const char* JobStateName(JobState s) {
   switch (s) {
     case JobState::kRunning: return "running";
     case JobState::kFailed: return "failed";
+    case JobState::kHalted: return "halted";
     case JobState::kDeciding: return "deciding";
     case JobState::kCollecting: return "collecting";
     case JobState::kEnding: return "ending";
@@ -49,9 +50,11 @@ void JobMachine::Start(double now) {
 }
 
 void JobMachine::Enter(JobState s, double now) {
+  // A shim already stopped keeps its stop's time: a signal after the
+  // verdict does not give the shims below another --grace (seed 3189).
+  if ((s == JobState::kStopped || s == JobState::kSignalled) && !Over()) stop_at_ = now;
   state_ = s;
   entered_ = now;
-  if (s == JobState::kStopped || s == JobState::kSignalled) stop_at_ = now;
 }
 
 bool JobMachine::Busy() const {
@@ -116,7 +119,9 @@ void JobMachine::OnStacks(const std::vector<RankStack>& stacks, double now) {
 void JobMachine::OnChildrenDone(const NodeOutcome& o, double now) {
   outcome_ = o;
   children_done_ = true;
-  if (c_.rank == 0 && o.code == 0 && !Busy() && failed_at_ == 0)
+  // Ranks ended by the halt of a failure elsewhere end with 0 too: only
+  // an attempt still running ended well here.
+  if (c_.rank == 0 && o.code == 0 && state_ == JobState::kRunning && failed_at_ == 0)
     own_done_well_ = true;
   MaybeSendEnded(now);
   MaybeSendDone(now);
@@ -180,6 +185,13 @@ void JobMachine::OnFromParent(const std::string& frame, const Msg& m, double now
     if (Over() || Busy()) return;
     Enter(JobState::kCollecting, now);
     orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kCollectStacks));
+  } else if (t == "halt") {
+    // Rank 0 heard of the job's first failure: end this node's ranks now;
+    // the verdict follows (a stop, or a restart round's end).
+    ports_->SendDown(frame);
+    if (Over() || Busy() || state_ == JobState::kDone) return;
+    if (state_ == JobState::kRunning) Enter(JobState::kHalted, now);
+    orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));
   } else if (t == "end") {
     // Rank 0 restarts the job: end this node's ranks, say so, wait.
     ports_->SendDown(frame);
@@ -218,6 +230,10 @@ void JobMachine::OnBye(const std::string& frame, const Msg& m, double now) {
 }
 
 void JobMachine::OnShimLost(const std::string& what, double now) {
+  // A part of this subtree is gone: it did not end well, whatever the
+  // ranks here did (aml-plane-sim, seed 1313: the parent of a frozen shim
+  // said done and exited 0).
+  lost_below_ = true;
   if (Over()) return;
   if (c_.rank == 0) StopAsLost(what, now);
   else ports_->SendUp(Msg("lost").Set("what", what).Encode());
@@ -326,7 +342,7 @@ void JobMachine::OnTimer(double now) {
 void JobMachine::MaybeSendDone(double now) {
   // Ranks ended by the hang's SIGABRT are not a part of the job that ended well.
   if (c_.rank == 0 || state_ != JobState::kRunning || !children_done_ || cut_off_ ||
-      failed_at_ > 0 || outcome_.code != 0 || !ports_->ChildrenAllDone())
+      lost_below_ || failed_at_ > 0 || outcome_.code != 0 || !ports_->ChildrenAllDone())
     return;
   Enter(JobState::kDone, now);
   ports_->SendUp(Msg("done").Set("n", 1 + done_below_).Encode());
@@ -368,15 +384,36 @@ std::optional<LinkOrder> JobMachine::TakeOrder() {
 
 void JobMachine::NoteFailure(FailNote f, double now) {
   if (Over() || Busy()) return;
-  if (state_ != JobState::kDeciding) Enter(JobState::kDeciding, now);
+  if (state_ != JobState::kDeciding) {
+    // The first failure heard: every rank of the job ends now, whatever
+    // the verdict (a stop, or a restart round, both end them); the window
+    // only decides which failure the verdict names.
+    Enter(JobState::kDeciding, now);
+    ports_->SendDown(Msg("halt").Encode());
+    orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));
+  }
   fails_.push_back(std::move(f));
+}
+
+// The window's failure that happened first (by its node's clock).
+const JobMachine::FailNote& JobMachine::EarliestFailure() const {
+  const FailNote* first = &fails_[0];
+  for (const FailNote& f : fails_)
+    if (f.wall_time < first->wall_time) first = &f;
+  return *first;
+}
+
+AttemptRecord JobMachine::FailedAttempt(const FailNote& first) const {
+  AttemptRecord a = NewAttempt(first.wall_time);
+  a.exit_code = first.code;
+  a.rank = first.rank;
+  a.what = "rank " + std::to_string(first.rank) + " failed (" + EscapeControl(first.status) + ")";
+  return a;
 }
 
 void JobMachine::DecideFailure(double now) {
   if (fails_.empty()) return Enter(JobState::kRunning, now);
-  const FailNote* first = &fails_[0];
-  for (const FailNote& f : fails_)
-    if (f.wall_time < first->wall_time) first = &f;
+  const FailNote* first = &EarliestFailure();
   Msg stop("stop");
   stop.Set("kind", std::string("fail")).Set("code", first->code).Set("rank", first->rank);
   stop.Set("node", first->node).Set("host", first->host).Set("status", first->status);
@@ -386,10 +423,7 @@ void JobMachine::DecideFailure(double now) {
     own.message = first->summary;
     own.failure_json = first->json;
   }
-  AttemptRecord a = NewAttempt(first->wall_time);
-  a.exit_code = first->code;
-  a.rank = first->rank;
-  a.what = "rank " + std::to_string(first->rank) + " failed (" + EscapeControl(first->status) + ")";
+  AttemptRecord a = FailedAttempt(*first);
   const std::string message = first->local ? "" : first->summary;
   const bool print_own = first->local;
   fails_.clear();
@@ -403,11 +437,17 @@ void JobMachine::StopAsLost(const std::string& what, double now) {
   if (Over()) return;
   LinkOrder own = LinkOrder::Stop(125, "aml-shim: " + EscapeControl(what) + ": ending the job\n", "");
   if (c_.max_restarts > 0) {
-    // The attempt being ended (a restart round under way), or the one running.
+    // The attempt being ended (a restart round under way) keeps its own
+    // failure, and so does one whose failure came before the loss (in
+    // the window); the one running ends with the loss.
     const bool ending = state_ == JobState::kEnding || state_ == JobState::kBackingOff;
     AttemptRecord a = ending ? current_ : NewAttempt(ports_->WallNow());
-    a.exit_code = 125;
-    if (a.what.empty()) a.what = EscapeControl(what);
+    if (state_ == JobState::kDeciding && !fails_.empty()) {
+      a = FailedAttempt(EarliestFailure());
+    } else if (!ending) {
+      a.exit_code = 125;
+      a.what = EscapeControl(what);
+    }
     if (attempts_.empty() || attempts_.back().number != a.number) attempts_.push_back(a);
     RecordAttempts(&own, "not restarted: the control plane lost a shim (" + EscapeControl(what) +
                              ")");

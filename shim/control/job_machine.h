@@ -10,7 +10,10 @@
 // States (one at a time; JobState below), each with a deadline where it waits:
 //   running     an attempt runs, nothing wrong seen here
 //   failed      (not rank 0) a rank here failed; waits for rank 0's verdict
-//   deciding    (rank 0) failures arrive for 0.1 s; then the earliest is the job's
+//   halted      (not rank 0) rank 0 heard of a failure and had every shim end its
+//               ranks at once; waits for the verdict that names the job's first
+//   deciding    (rank 0) the ranks end at once; failures arrive for 0.1 s; then
+//               the earliest (by its wall clock) is the job's
 //   collecting  a hang verdict: every shim reads its ranks' stacks
 //   ending      a restart round: every shim ends its ranks and says so
 //   backing_off (rank 0) every shim ended: the next attempt waits its back-off
@@ -34,7 +37,8 @@
 namespace aml {
 
 enum class JobState {
-  kRunning, kFailed, kDeciding, kCollecting, kEnding, kBackingOff, kDone, kStopped, kSignalled
+  kRunning, kFailed, kHalted, kDeciding, kCollecting, kEnding, kBackingOff, kDone, kStopped,
+  kSignalled
 };
 const char* JobStateName(JobState s);
 
@@ -141,6 +145,8 @@ class JobMachine {
 
   // Rank 0's decisions.
   void NoteFailure(FailNote f, double now);
+  const FailNote& EarliestFailure() const;
+  AttemptRecord FailedAttempt(const FailNote& first) const;
   void DecideFailure(double now);
   void StopAsLost(const std::string& what, double now);
   void StopJob(const Msg& stop, LinkOrder own, double now);
@@ -174,6 +180,7 @@ class JobMachine {
   int done_below_ = 0;          // shims below that ended well ("done")
   bool own_done_well_ = false;  // rank 0: its own ranks ended well
   bool cut_off_ = false;        // the parent's link was lost, or it left
+  bool lost_below_ = false;     // a shim below was lost: this part cannot end well
   double stop_at_ = 0;          // stopped or signalled at
   JobState signalled_in_ = JobState::kRunning;  // the state a signal came in
   // Rank 0.

@@ -71,10 +71,16 @@ TEST(JobMachine, RankZeroTakesTheEarliestFailureOfItsWindow) {
   EXPECT_EQ(m.NextDeadline(10.05), 10 + kFailWindowS);
   m.OnTimer(10 + kFailWindowS);
   EXPECT_EQ(m.state(), JobState::kStopped);
-  ASSERT_EQ(ports.down.size(), 1u);
-  EXPECT_EQ(ports.down[0].type(), "stop");
-  EXPECT_EQ(ports.down[0].Int("rank"), 2);
+  // The ranks were halted as the first failure came; the stop names the
+  // earliest of the window.
+  ASSERT_EQ(ports.down.size(), 2u);
+  EXPECT_EQ(ports.down[0].type(), "halt");
+  EXPECT_EQ(ports.down[1].type(), "stop");
+  EXPECT_EQ(ports.down[1].Int("rank"), 2);
   auto o = m.TakeOrder();
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->kind, LinkOrder::Kind::kEndAttempt);
+  o = m.TakeOrder();
   ASSERT_TRUE(o);
   EXPECT_EQ(o->exit_code, 9);
   EXPECT_EQ(o->message, "remote summary\n");

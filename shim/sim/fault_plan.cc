@@ -1,12 +1,19 @@
 #include "shim/sim/fault_plan.h"
 
-#include "shim/base/parse_int.h"
+#include <algorithm>
 #include <cstdlib>
+#include <set>
+
+#include "shim/base/parse_int.h"
+#include "shim/base/units.h"
 
 namespace aml {
 namespace {
 
-constexpr double kSteadyS = 35;  // past the 30 s of start-up: a steady job
+constexpr double kSteadyS = 35;   // past the 30 s of start-up: a steady job
+constexpr double kHealthyRunS = 5;  // a healthy attempt's length
+constexpr double kPastFaultS = 15;  // and past the last fault
+constexpr double kBurstS = 0.05;    // a second failure this close after a first
 
 int Draw(std::mt19937_64* rng, int lo, int hi) {
   return std::uniform_int_distribution<int>(lo, hi)(*rng);
@@ -16,16 +23,190 @@ double DrawS(std::mt19937_64* rng, double lo, double hi) {
   return std::uniform_real_distribution<double>(lo, hi)(*rng);
 }
 
+const FaultKind kKinds[] = {FaultKind::kFail,    FaultKind::kFreeze,   FaultKind::kCut,
+                            FaultKind::kKill,    FaultKind::kHang,     FaultKind::kSigterm,
+                            FaultKind::kSlow,    FaultKind::kStubbornRanks,
+                            FaultKind::kPartition};
+
 // The kind FaultKindName names `s`.
 bool KindOf(const std::string& s, FaultKind* k) {
-  for (FaultKind kind : {FaultKind::kFail, FaultKind::kFreeze, FaultKind::kCut, FaultKind::kKill,
-                         FaultKind::kHang, FaultKind::kSigterm, FaultKind::kSlow,
-                         FaultKind::kStubbornRanks})
+  for (FaultKind kind : kKinds)
     if (s == FaultKindName(kind)) {
       *k = kind;
       return true;
     }
   return false;
+}
+
+bool NeedsTwo(FaultKind k) {
+  return k == FaultKind::kFreeze || k == FaultKind::kCut || k == FaultKind::kKill ||
+         k == FaultKind::kPartition;
+}
+
+// "3-7" or "3+5+9" (or a mix, "1-3+8"): the shims of a partition, each in
+// [1, shims - 1] (rank 0's side is the rest).
+Result<std::vector<int>> ParseGroup(const std::string& item, const std::string& text,
+                                    int shims) {
+  std::set<int> out;
+  size_t from = 0;
+  while (from <= text.size()) {
+    const size_t plus = std::min(text.find('+', from), text.size());
+    const std::string part = text.substr(from, plus - from);
+    from = plus + 1;
+    const size_t dash = part.find('-');
+    auto lo = ParseInt("--faults", part.substr(0, dash), 1, shims - 1);
+    if (!lo.ok()) return Error{lo.error().message + " (a shim of '" + item + "')"};
+    auto hi = dash == std::string::npos
+                  ? lo
+                  : ParseInt("--faults", part.substr(dash + 1), *lo, shims - 1);
+    if (!hi.ok()) return Error{hi.error().message + " (a shim of '" + item + "')"};
+    for (int64_t s = *lo; s <= *hi; ++s) out.insert(static_cast<int>(s));
+  }
+  return std::vector<int>(out.begin(), out.end());
+}
+
+std::string GroupText(const std::vector<int>& g) {
+  std::string out;
+  for (size_t i = 0; i < g.size();) {
+    size_t j = i;
+    while (j + 1 < g.size() && g[j + 1] == g[j] + 1) ++j;
+    out += (out.empty() ? "" : "+") + std::to_string(g[i]) +
+           (j > i ? "-" + std::to_string(g[j]) : "");
+    i = j + 1;
+  }
+  return out;
+}
+
+void SetRun(FaultPlan* p) {
+  double last = 0;
+  for (const Fault& f : p->faults) last = std::max(last, f.at_s);
+  p->run_s = p->quiet ? 1e9 : p->faults.empty() ? kHealthyRunS : last + kPastFaultS;
+}
+
+// --faults random: 1 to 3 faults of any kind, and at times a partition and
+// a second failure a moment after a first (as a job's ranks fail together).
+void DrawRandom(int shims, std::mt19937_64* rng, FaultPlan* p) {
+  auto other = [&] { return Draw(rng, shims > 1 ? 1 : 0, shims - 1); };
+  p->max_restarts = Draw(rng, 0, 3);
+  p->restarts_succeed = Draw(rng, 0, 1) == 1;
+  p->quiet = Draw(rng, 0, 5) == 0;
+  const int n = Draw(rng, 1, 3);
+  for (int i = 0; i < n; ++i) {
+    static const FaultKind any[] = {FaultKind::kFail,    FaultKind::kFreeze,
+                                    FaultKind::kCut,     FaultKind::kKill,
+                                    FaultKind::kSigterm, FaultKind::kSlow,
+                                    FaultKind::kStubbornRanks, FaultKind::kFail};
+    Fault f;
+    f.kind = any[Draw(rng, 0, 7)];
+    if (shims < 2 && NeedsTwo(f.kind)) f.kind = FaultKind::kFail;
+    f.at_s = DrawS(rng, 0, 60);
+    f.shim = f.kind == FaultKind::kFail || f.kind == FaultKind::kSigterm ||
+                     f.kind == FaultKind::kSlow || f.kind == FaultKind::kStubbornRanks
+                 ? Draw(rng, 0, shims - 1)
+                 : other();
+    p->faults.push_back(f);
+  }
+  if (shims >= 3 && Draw(rng, 0, 5) == 0) {
+    // A rack's switch: a range of shims, or shims anywhere (a bad route).
+    Fault f;
+    f.kind = FaultKind::kPartition;
+    f.at_s = DrawS(rng, 0, 60);
+    const int size = Draw(rng, 1, std::max(1, (shims - 1) / 2));
+    if (Draw(rng, 0, 1) == 0) {
+      const int first = Draw(rng, 1, shims - size);
+      for (int s = first; s < first + size; ++s) f.group.push_back(s);
+    } else {
+      std::set<int> g;
+      while (static_cast<int>(g.size()) < size) g.insert(Draw(rng, 1, shims - 1));
+      f.group.assign(g.begin(), g.end());
+    }
+    f.shim = f.group.front();
+    p->faults.push_back(f);
+  }
+  if (shims >= 2 && Draw(rng, 0, 5) == 0) {
+    for (const Fault& first : p->faults) {
+      if (first.kind != FaultKind::kFail) continue;
+      Fault f = first;
+      f.at_s = first.at_s + DrawS(rng, 0, kBurstS);
+      while (f.shim == first.shim) f.shim = Draw(rng, 0, shims - 1);
+      p->faults.push_back(f);
+      break;
+    }
+  }
+}
+
+// KIND[@SECONDS][:SHIM],..., "hang" and "restarts=N[(failing)]": a spec, or
+// what Describe() printed of a drawn plan (so that any run replays as one).
+Status ParseSpec(const std::string& spec, int shims, std::mt19937_64* rng, FaultPlan* p) {
+  auto other = [&] { return Draw(rng, shims > 1 ? 1 : 0, shims - 1); };
+  size_t from = 0;
+  while (from <= spec.size()) {
+    const size_t comma = std::min(spec.find(',', from), spec.size());
+    const std::string item = spec.substr(from, comma - from);
+    from = comma + 1;
+    if (item.rfind("restarts=", 0) == 0) {
+      std::string n = item.substr(9);
+      p->restarts_succeed = true;
+      if (n.size() > 9 && n.compare(n.size() - 9, 9, "(failing)") == 0) {
+        n.resize(n.size() - 9);
+        p->restarts_succeed = false;
+      }
+      auto r = ParseInt("--faults", n, 0, 1000);
+      if (!r.ok()) return Error{r.error().message + " (in '" + item + "')"};
+      p->max_restarts = static_cast<int>(*r);
+      continue;
+    }
+    Fault f;
+    std::string kind = item, at, who;
+    if (auto c = kind.find(':'); c != std::string::npos) {
+      who = kind.substr(c + 1);
+      kind.resize(c);
+    }
+    if (auto a = kind.find('@'); a != std::string::npos) {
+      at = kind.substr(a + 1);
+      kind.resize(a);
+    }
+    if (kind == "restart") {
+      p->max_restarts = std::max(p->max_restarts, 1);
+      p->restarts_succeed = true;
+      kind = "fail";
+    }
+    if (kind == "hang") {
+      p->quiet = true;
+      continue;
+    }
+    if (!KindOf(kind, &f.kind))
+      return Error{"--faults: '" + item + "' names no fault (none, fail, freeze, cut, kill, "
+                   "partition, hang, restart, sigterm, slow, stubborn, random, or "
+                   "KIND[@S][:SHIM],...)"};
+    f.at_s = kSteadyS;
+    if (!at.empty()) {
+      char* end = nullptr;
+      f.at_s = std::strtod(at.c_str(), &end);
+      if (end == at.c_str() || *end || !(f.at_s >= 0))
+        return Error{"--faults: '" + item + "': '" + at + "' is no time in seconds"};
+    }
+    if (NeedsTwo(f.kind) && shims < 2)
+      return Error{"--faults: '" + item + "' needs --shims 2 or more"};
+    if (f.kind == FaultKind::kPartition) {
+      if (who.empty()) who = std::to_string(other());
+      auto g = ParseGroup(item, who, shims);
+      if (!g.ok()) return g.error();
+      f.group = std::move(*g);
+      f.shim = f.group.front();
+    } else if (!who.empty()) {
+      auto n = ParseInt("--faults", who, 0, shims - 1);
+      if (!n.ok()) return Error{n.error().message + " (a shim of '" + item + "')"};
+      f.shim = static_cast<int>(*n);
+      if (NeedsTwo(f.kind) && f.shim == 0)
+        return Error{"--faults: '" + item + "': rank 0's shim cannot be lost (the job's "
+                     "root; see --spares)"};
+    } else {
+      f.shim = f.kind == FaultKind::kFail ? Draw(rng, 0, shims - 1) : other();
+    }
+    p->faults.push_back(f);
+  }
+  return Ok();
 }
 
 }  // namespace
@@ -40,101 +221,59 @@ const char* FaultKindName(FaultKind k) {
     case FaultKind::kSigterm: return "sigterm";
     case FaultKind::kSlow: return "slow";
     case FaultKind::kStubbornRanks: return "stubborn";
+    case FaultKind::kPartition: return "partition";
   }
   return "?";
+}
+
+std::string FaultPlan::Describe() const {
+  std::string out;
+  for (const Fault& f : faults)
+    out += (out.empty() ? "" : ",") + std::string(FaultKindName(f.kind)) + "@" +
+           FormatNumber(f.at_s, "%.3f") + ":" +
+           (f.kind == FaultKind::kPartition ? GroupText(f.group) : std::to_string(f.shim));
+  if (quiet) out += (out.empty() ? "" : ",") + std::string("hang");
+  if (max_restarts > 0)
+    out += (out.empty() ? "" : ",") + std::string("restarts=") + std::to_string(max_restarts) +
+           (restarts_succeed ? "" : "(failing)");
+  return out.empty() ? "none" : out;
 }
 
 Result<FaultPlan> MakeFaultPlan(const std::string& spec, int shims, std::mt19937_64* rng) {
   FaultPlan p;
   p.name = spec;
-  auto shim = [&] { return Draw(rng, shims > 1 ? 1 : 0, shims - 1); };
-  if (spec == "none") return p;
-  if (spec == "fail") {
-    p.faults.push_back({FaultKind::kFail, 3, Draw(rng, 0, shims - 1)});
-  } else if (spec == "freeze" || spec == "cut" || spec == "kill") {
+  auto other = [&] { return Draw(rng, shims > 1 ? 1 : 0, shims - 1); };
+  if (spec == "none") {
+  } else if (spec == "fail") {
+    p.faults.push_back({FaultKind::kFail, 3, Draw(rng, 0, shims - 1), {}});
+  } else if (spec == "freeze" || spec == "cut" || spec == "kill" || spec == "partition") {
     FaultKind k = FaultKind::kFreeze;
     KindOf(spec, &k);
     if (shims < 2) return Error{"--faults " + spec + " needs --shims 2 or more"};
-    p.faults.push_back({k, kSteadyS, shim()});
+    Fault f{k, kSteadyS, other(), {}};
+    if (k == FaultKind::kPartition) {
+      // A tenth of the job (at least one shim), from a random one on.
+      const int size = std::max(1, (shims - 1) / 10);
+      const int first = Draw(rng, 1, shims - size);
+      for (int s = first; s < first + size; ++s) f.group.push_back(s);
+      f.shim = first;
+    }
+    p.faults.push_back(f);
   } else if (spec == "hang") {
     p.quiet = true;
   } else if (spec == "restart") {
     p.max_restarts = 1;
     p.restarts_succeed = true;
-    p.faults.push_back({FaultKind::kFail, 3, Draw(rng, 0, shims - 1)});
+    p.faults.push_back({FaultKind::kFail, 3, Draw(rng, 0, shims - 1), {}});
   } else if (spec == "sigterm") {
-    p.faults.push_back({FaultKind::kSigterm, DrawS(rng, 0.5, 5), Draw(rng, 0, shims - 1)});
+    p.faults.push_back({FaultKind::kSigterm, DrawS(rng, 0.5, 5), Draw(rng, 0, shims - 1), {}});
   } else if (spec == "random") {
-    p.max_restarts = Draw(rng, 0, 3);
-    p.restarts_succeed = Draw(rng, 0, 1) == 1;
-    p.quiet = Draw(rng, 0, 5) == 0;
-    const int n = Draw(rng, 1, 3);
-    for (int i = 0; i < n; ++i) {
-      static const FaultKind any[] = {FaultKind::kFail,    FaultKind::kFreeze,
-                                      FaultKind::kCut,     FaultKind::kKill,
-                                      FaultKind::kSigterm, FaultKind::kSlow,
-                                      FaultKind::kStubbornRanks, FaultKind::kFail};
-      Fault f;
-      f.kind = any[Draw(rng, 0, 7)];
-      if (shims < 2 && (f.kind == FaultKind::kFreeze || f.kind == FaultKind::kCut ||
-                        f.kind == FaultKind::kKill))
-        f.kind = FaultKind::kFail;
-      f.at_s = DrawS(rng, 0, 60);
-      f.shim = f.kind == FaultKind::kFail || f.kind == FaultKind::kSigterm ||
-                       f.kind == FaultKind::kSlow || f.kind == FaultKind::kStubbornRanks
-                   ? Draw(rng, 0, shims - 1)
-                   : shim();
-      p.faults.push_back(f);
-    }
+    DrawRandom(shims, rng, &p);
   } else {
-    // KIND[@SECONDS][:SHIM],...
-    size_t from = 0;
-    while (from <= spec.size()) {
-      const size_t comma = std::min(spec.find(',', from), spec.size());
-      const std::string item = spec.substr(from, comma - from);
-      from = comma + 1;
-      Fault f;
-      std::string kind = item, at, who;
-      if (auto c = kind.find(':'); c != std::string::npos) {
-        who = kind.substr(c + 1);
-        kind.resize(c);
-      }
-      if (auto a = kind.find('@'); a != std::string::npos) {
-        at = kind.substr(a + 1);
-        kind.resize(a);
-      }
-      if (kind == "restart") {
-        p.max_restarts = std::max(p.max_restarts, 1);
-        p.restarts_succeed = true;
-        kind = "fail";
-      }
-      if (kind == "hang") {
-        p.quiet = true;
-        continue;
-      }
-      if (!KindOf(kind, &f.kind))
-        return Error{"--faults: '" + item + "' names no fault (none, fail, freeze, cut, kill, "
-                     "hang, restart, sigterm, slow, stubborn, random, or KIND[@S][:SHIM],...)"};
-      f.at_s = kSteadyS;
-      if (!at.empty()) {
-        char* end = nullptr;
-        f.at_s = std::strtod(at.c_str(), &end);
-        if (end == at.c_str() || *end || f.at_s < 0)
-          return Error{"--faults: '" + item + "': '" + at + "' is no time in seconds"};
-      }
-      if (!who.empty()) {
-        auto n = ParseInt("--faults", who, 0, shims - 1);
-        if (!n.ok()) return Error{n.error().message + " (a shim of '" + item + "')"};
-        f.shim = static_cast<int>(*n);
-      } else {
-        f.shim = f.kind == FaultKind::kFail ? Draw(rng, 0, shims - 1) : shim();
-      }
-      if (shims < 2 && f.shim == 0 &&
-          (f.kind == FaultKind::kFreeze || f.kind == FaultKind::kCut))
-        return Error{"--faults: '" + item + "' needs --shims 2 or more"};
-      p.faults.push_back(f);
-    }
+    Status st = ParseSpec(spec, shims, rng, &p);
+    if (!st.ok()) return st.error();
   }
+  SetRun(&p);
   return p;
 }
 

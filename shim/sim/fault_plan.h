@@ -1,20 +1,23 @@
 // What goes wrong in one simulated run of the control plane (aml-plane-sim,
 // docs/control-plane.md, "Simulation"), drawn from the run's seed so that a
-// seed replays it exactly.
+// seed replays it exactly. The oracle (oracle.h) reads the same plan to say
+// what must happen.
 //
-//   none     a healthy job: every rank ends with 0 a few seconds after go
-//   fail     one rank exits 7 (the job's first failure)
-//   freeze   one shim stops processing (SIGSTOP, a node that stops answering)
-//   cut      the link between one shim and its parent drops every frame
-//   kill     one shim dies (its links close)
-//   hang     no rank writes output: --hang-timeout judges the job hung
-//   restart  one rank fails, --max-restarts 1: the next attempt ends well
-//   sigterm  the launcher SIGTERMs one shim (in any phase)
-//   random   any mix of the above, several at once, at random moments
+//   none      a healthy job: every rank ends with 0 a few seconds after go
+//   fail      one rank exits 7 (the job's first failure)
+//   freeze    one shim stops processing (SIGSTOP, a node that stops answering)
+//   cut       the link between one shim and its parent drops every frame
+//   partition a set of shims is cut off from the rest, both sides alive
+//   kill      one shim dies (its links close)
+//   hang      no rank writes output: --hang-timeout judges the job hung
+//   restart   one rank fails, --max-restarts 1: the next attempt ends well
+//   sigterm   the launcher SIGTERMs one shim (in any phase)
+//   random    any mix of the above, several at once, at random moments
 //
 // A SPEC is a comma-separated list of KIND[@SECONDS][:SHIM], e.g.
-// "fail@12:37,freeze@40:5": the kinds above at a virtual time after go,
-// on a shim (a random one when left out).
+// "fail@12:37,freeze@40:5": the kinds above at a virtual time after rank 0's
+// go, on a shim (a random one when left out); a partition names its shims
+// as a range, "partition@40:5-9".
 #pragma once
 
 #include <cstdint>
@@ -26,13 +29,16 @@
 
 namespace aml {
 
-enum class FaultKind { kFail, kFreeze, kCut, kKill, kHang, kSigterm, kSlow, kStubbornRanks };
+enum class FaultKind {
+  kFail, kFreeze, kCut, kKill, kHang, kSigterm, kSlow, kStubbornRanks, kPartition
+};
 const char* FaultKindName(FaultKind k);
 
 struct Fault {
   FaultKind kind = FaultKind::kFail;
-  double at_s = 0;  // virtual seconds after go
-  int shim = -1;    // -1 until drawn
+  double at_s = 0;         // virtual seconds after rank 0's go
+  int shim = -1;           // -1 until drawn
+  std::vector<int> group;  // kPartition: the shims cut off from the rest
 };
 
 struct FaultPlan {
@@ -41,6 +47,14 @@ struct FaultPlan {
   bool quiet = false;        // no rank writes output (the hang)
   int max_restarts = 0;
   bool restarts_succeed = false;  // attempts after the first end well
+  // How long a healthy attempt runs before its ranks end with 0: a few
+  // seconds, or past the last fault (forever when the ranks hang).
+  double run_s = 5;
+  // In a later attempt, a rank that fails fails this long after its start.
+  static constexpr double kRefailS = 1;
+
+  // "freeze@35.000:12,fail@3.000:7,restarts=1": what was drawn.
+  std::string Describe() const;
 };
 
 // Parses --faults (a name above or a SPEC) and draws what is left to chance

@@ -8,6 +8,7 @@
 #include <queue>
 #include <random>
 #include <set>
+#include <unordered_map>
 #include <vector>
 
 #include "shim/base/clock.h"
@@ -18,6 +19,8 @@
 #include "shim/control/tree_plan.h"
 #include "shim/control/wire.h"
 #include "shim/sim/fault_plan.h"
+#include "shim/sim/oracle.h"
+#include "shim/sim/sim_check.h"
 
 namespace aml {
 namespace {
@@ -26,8 +29,6 @@ constexpr double kWallEpoch = 1.7e9;   // virtual CLOCK_REALTIME = this + virtua
 constexpr double kTermS = 0.05;        // ranks that take SIGTERM end this long after it
 constexpr double kStartupS = 30;       // PlaneConfig::startup_s
 constexpr double kJoinFrames = 3;      // frames a door handles per joiner (greeting, join, up)
-constexpr double kHealthyRunS = 5;     // a healthy attempt's length
-constexpr double kPastFaultS = 15;     // and past the last fault
 constexpr double kSlowFactor = 20;     // a slow shim's cost per frame
 constexpr int kTerminated = -1;        // ranks ended by their shim (SIGTERM, SIGKILL)
 
@@ -107,9 +108,8 @@ class Cluster {
     cost_s_ = (o.cost_us > 0 ? o.cost_us : kFrameCostUs) * 1e-6;
     bytes_per_s_ = o.bandwidth_gbps * 1e9 / 8;
     hang_s_ = o.hang_timeout_s > 0 ? o.hang_timeout_s : (plan_.quiet ? 30 : 0);
-    double last = 0;
-    for (const Fault& f : plan_.faults) last = std::max(last, f.at_s);
-    run_s_ = plan_.quiet ? 1e9 : plan_.faults.empty() ? kHealthyRunS : last + kPastFaultS;
+    run_s_ = plan_.run_s;
+    beat_s_ = hang_s_ > 0 ? std::clamp(hang_s_ / 10, 0.25, 1.0) : 1.0;
   }
 
   SimResult Run();
@@ -121,12 +121,25 @@ class Cluster {
     e.seq = seq_++;
     q_.push(std::move(e));
   }
+  // When a frame of `bytes` sent now from `from` reaches `to`: each
+  // direction of a link is one ordered byte stream (as TCP is), sent at the
+  // link's bandwidth, so a frame never overtakes one sent before it.
+  double Arrival(int from, int to, size_t bytes, double now) {
+    double& free_at = wire_free_[(static_cast<uint64_t>(from) << 32) | static_cast<uint32_t>(to)];
+    free_at = std::max(now, free_at) + static_cast<double>(bytes) / bytes_per_s_;
+    return free_at + lat_s_;
+  }
   double Effective(Shim& s, double t, double cost) {
     const double start = std::max(t, s.busy_until);
     s.busy_until = start + cost;
     return s.busy_until;
   }
-  bool Cut(int a, int b) const { return cut_.count({std::min(a, b), std::max(a, b)}) > 0; }
+  // A link that carries nothing: cut, or across a partition.
+  bool Cut(int a, int b) const {
+    if (!side_.empty() && side_[static_cast<size_t>(a)] != side_[static_cast<size_t>(b)])
+      return true;
+    return cut_.count({std::min(a, b), std::max(a, b)}) > 0;
+  }
 
   void Build();
   void OnFrame(Shim& s, int from, const std::string& frame, double now);
@@ -139,28 +152,33 @@ class Cluster {
   void StartRanks(Shim& s, double now);
   void RanksEnd(Shim& s, int attempt, int code, double now);
   void EndRanks(Shim& s, double now);
-  void After(Shim& s, double now);
+  void After(Shim& s, double now, bool woke_by_timer = false);
   void Apply(Shim& s, LinkOrder o, double now);
   void Exit(Shim& s, double now);
-  bool PathFaulted(int id) const;
+  void NoteVerdict(const std::string& frame);
+  std::string Replay() const;
   void Violate(const std::string& what);
   void Check(SimResult* r);
 
   SimOptions o_;
   FaultPlan plan_;
-  double lat_s_, cost_s_, bytes_per_s_, hang_s_, run_s_;
+  double lat_s_, cost_s_, bytes_per_s_, hang_s_, run_s_, beat_s_;
   std::vector<std::unique_ptr<Shim>> shims_;
   std::priority_queue<Event, std::vector<Event>, Later> q_;
   uint64_t seq_ = 0;
   double now_ = 0;
   long long events_ = 0;
   std::set<std::pair<int, int>> cut_;
+  std::vector<int> side_;          // each shim's side of a partition (empty: none)
+  std::unordered_map<uint64_t, double> wire_free_;  // each direction's sender, busy until
   std::set<int> faulted_;         // frozen, killed, or cut from its parent
   std::set<int> dead_;            // frozen or killed: never ends by itself
   double go_all_ = 0, root_go_ = 0;
   double first_fail_ = -1, loss_at_ = -1, sigterm_at_ = -1;
   std::unique_ptr<TreePlanner> planner_;
   std::string violation_;
+  std::string last_verdict_;
+  RunRecord record_;
   friend class Shim;
 };
 
@@ -170,8 +188,10 @@ void Shim::Send(int peer, const std::string& frame) { w_->Send(id_, peer, frame)
 
 void Cluster::Send(int from, int to, const std::string& frame) {
   const Shim& s = *shims_[static_cast<size_t>(from)];
-  if (s.killed || s.exited || Cut(from, to)) return;
-  const double arrive = now_ + lat_s_ + static_cast<double>(frame.size() + 4) / bytes_per_s_;
+  if (s.killed || s.exited) return;
+  if (from == 0) NoteVerdict(frame);
+  if (Cut(from, to)) return;
+  const double arrive = Arrival(from, to, frame.size() + 4, now_);
   Push({arrive, 0, Ev::kFrame, to, from, std::make_shared<const std::string>(frame)});
 }
 
@@ -192,7 +212,7 @@ void Cluster::Build() {
     c.run_id = "sim-" + std::to_string(o_.seed);
     c.max_restarts = plan_.max_restarts;
     auto s = std::make_unique<Shim>(this, i, c,
-                                    hang_s_ > 0 ? std::clamp(hang_s_ / 10, 0.25, 1.0) : 1.0);
+                                    beat_s_);
     s->cost_s = cost_s_;
     shims_.push_back(std::move(s));
   }
@@ -235,7 +255,8 @@ void Cluster::OnFrame(Shim& s, int from, const std::string& frame, double now) {
 void Cluster::CloseLink(Shim& s, int peer, double now) {
   if (s.closed.count(peer)) return;
   s.closed.insert(peer);
-  if (!Cut(s.id(), peer)) Push({now + lat_s_, 0, Ev::kClosed, peer, s.id(), nullptr});
+  // The close follows what was sent before it on the link.
+  if (!Cut(s.id(), peer)) Push({Arrival(s.id(), peer, 0, now), 0, Ev::kClosed, peer, s.id(), nullptr});
 }
 
 void Cluster::CloseFinished(Shim& s, double now) {
@@ -271,8 +292,8 @@ void Cluster::StartRanks(Shim& s, double now) {
   s.ranks_running = true;
   const int attempt = s.attempt;
   s.first_output_wall = plan_.quiet ? 0 : kWallEpoch + now + 0.5;
-  if (plan_.quiet) return;  // hung: they never end by themselves
-  double end = now + run_s_;
+  // Quiet ranks never end by themselves (the hang), but may fail.
+  double end = plan_.quiet ? 1e18 : now + run_s_;
   int code = 0;
   const bool later = attempt > 0;
   for (const Fault& f : plan_.faults) {
@@ -284,7 +305,7 @@ void Cluster::StartRanks(Shim& s, double now) {
       code = 7;
     }
   }
-  Push({std::max(end, now), 0, Ev::kRanksEnd, s.id(), attempt, nullptr, code});
+  if (end < 1e18) Push({std::max(end, now), 0, Ev::kRanksEnd, s.id(), attempt, nullptr, code});
 }
 
 void Cluster::RanksEnd(Shim& s, int attempt, int code, double now) {
@@ -299,6 +320,7 @@ void Cluster::RanksEnd(Shim& s, int attempt, int code, double now) {
     f.status = "exited with status " + std::to_string(code);
     f.wall_time = kWallEpoch + now;
     f.summary = "aml-shim: rank " + std::to_string(s.id()) + " " + f.status + "\n";
+    f.failure_json = "{\"rank\":" + std::to_string(s.id()) + "}";
     if (first_fail_ < 0) first_fail_ = now;
     s.machine().OnChildFailed(f, now);
   }
@@ -328,6 +350,10 @@ void Cluster::Apply(Shim& s, LinkOrder o, double now) {
       if (s.stop_order_at < 0) {
         s.stop_order_at = now;
         s.exit_code = o.exit_code;
+        if (s.id() == 0) {
+          record_.has_final = true;
+          record_.final_order = o;
+        }
       }
       if (!o.attempts_json.empty()) s.attempts_json = o.attempts_json;
       EndRanks(s, now);
@@ -350,7 +376,7 @@ void Cluster::Apply(Shim& s, LinkOrder o, double now) {
 }
 
 // After every event a shim handles: its orders, its exit, its next timer.
-void Cluster::After(Shim& s, double now) {
+void Cluster::After(Shim& s, double now, bool woke_by_timer) {
   while (auto o = s.machine().TakeOrder()) Apply(s, std::move(*o), now);
   if (!s.started) return;
   const JobState st = s.machine().state();
@@ -362,8 +388,10 @@ void Cluster::After(Shim& s, double now) {
   if (!s.ranks_running && s.machine().MayExit(now)) return Exit(s, now);
   double next = s.tree.NextDeadline(now);
   next = std::max(next, now);
-  // A shim whose next deadline is always now spins (the loop never sleeps).
-  if (next <= now) {
+  // A shim whose next deadline is always now spins: its loop wakes with
+  // nothing to read and finds the deadline still due (a backlog of frames
+  // is work, not a spin: the real loop runs its timers after each read).
+  if (next <= now && woke_by_timer) {
     if (++s.spins > 1000) {
       Violate("shim " + std::to_string(s.id()) + " spins in state " + JobStateName(st) +
               " (its next deadline is always now)");
@@ -377,11 +405,6 @@ void Cluster::After(Shim& s, double now) {
   Push({next, 0, Ev::kTimer, s.id(), static_cast<int>(++s.timer_gen), nullptr});
 }
 
-bool Cluster::PathFaulted(int id) const {
-  for (int i = id; i >= 0; i = shims_[static_cast<size_t>(i)]->parent())
-    if (faulted_.count(i)) return true;
-  return false;
-}
 
 void Cluster::Exit(Shim& s, double now) {
   s.exited = true;
@@ -407,6 +430,16 @@ void Cluster::Exit(Shim& s, double now) {
 }
 
 void Cluster::OnFault(const Fault& f, double now) {
+  if (f.kind == FaultKind::kPartition) {
+    // Its shims keep running and their links stay open; nothing crosses.
+    if (side_.empty()) side_.assign(shims_.size(), 0);
+    for (int g : f.group) {
+      side_[static_cast<size_t>(g)] = static_cast<int>(&f - plan_.faults.data()) + 1;
+      faulted_.insert(g);
+    }
+    if (loss_at_ < 0) loss_at_ = now;
+    return;
+  }
   Shim& s = *shims_[static_cast<size_t>(f.shim)];
   if (s.exited || s.killed) return;
   switch (f.kind) {
@@ -444,6 +477,17 @@ void Cluster::OnFault(const Fault& f, double now) {
   }
 }
 
+// Rank 0's verdicts, each once (it sends each to every child).
+void Cluster::NoteVerdict(const std::string& frame) {
+  if (frame == last_verdict_ || frame.find("\"beat\"") != std::string::npos) return;
+  last_verdict_ = frame;
+  auto m = Msg::Decode(frame);
+  if (!m.ok()) return;
+  const std::string& t = m->type();
+  if (t == "stop" || t == "end" || t == "restart" || t == "halt" || t == "collect" || t == "bye")
+    record_.verdicts.emplace_back(now_ - root_go_, frame);
+}
+
 void Cluster::Violate(const std::string& what) {
   if (violation_.empty()) violation_ = what;
 }
@@ -471,6 +515,7 @@ SimResult Cluster::Run() {
         // At rank 0's door: the joiner's greeting, join and proof.
         if (e.from == 0) {  // one shim alone
           Go(s, now_);
+          After(s, now_);
           break;
         }
         const double at = Effective(s, now_, kJoinFrames * s.cost_s);
@@ -501,6 +546,7 @@ SimResult Cluster::Run() {
         const double at = Effective(s, now_, s.cost_s);
         now_ = at;
         OnFrame(s, e.from, *e.frame, at);
+        OnTimer(s, at);  // as the real loop: its timers after every read
         After(s, at);
         break;
       }
@@ -508,6 +554,7 @@ SimResult Cluster::Run() {
         const double at = Effective(s, now_, s.cost_s);
         now_ = at;
         OnClosed(s, e.from, at);
+        OnTimer(s, at);
         After(s, at);
         break;
       }
@@ -517,7 +564,7 @@ SimResult Cluster::Run() {
         const double at = Effective(s, now_, 0);
         now_ = at;
         OnTimer(s, at);
-        After(s, at);
+        After(s, at, true);
         break;
       }
       case Ev::kRanksEnd: {
@@ -530,24 +577,19 @@ SimResult Cluster::Run() {
       case Ev::kFault:
         break;
     }
-    if (!faults_pushed && go_all_ > 0 && shims_[0]->started) {
-      // Faults count from go.
+    if (!faults_pushed && shims_[0]->started) {
+      // Faults count from rank 0's go (which may be at 0: one shim alone).
       faults_pushed = true;
       for (size_t i = 0; i < plan_.faults.size(); ++i)
-        Push({go_all_ + plan_.faults[i].at_s, 0, Ev::kFault, -1, static_cast<int>(i), nullptr});
+        Push({root_go_ + plan_.faults[i].at_s, 0, Ev::kFault, -1, static_cast<int>(i), nullptr});
     }
   }
   SimResult r;
   r.shims = o_.shims;
+  r.fanout = o_.fanout;
   r.seed = o_.seed;
   r.faults = plan_.name;
-  for (const Fault& f : plan_.faults)
-    r.plan += (r.plan.empty() ? "" : ",") + std::string(FaultKindName(f.kind)) + "@" +
-              FormatNumber(f.at_s, "%.3f") + ":" + std::to_string(f.shim);
-  if (plan_.quiet) r.plan += (r.plan.empty() ? "" : ",") + std::string("hang");
-  if (plan_.max_restarts > 0)
-    r.plan += (r.plan.empty() ? "" : ",") + std::string("restarts=") +
-              std::to_string(plan_.max_restarts) + (plan_.restarts_succeed ? "" : "(failing)");
+  r.plan = plan_.Describe();
   r.events = events_;
   if (o_.frames)
     for (const auto& sp : shims_) {
@@ -575,7 +617,6 @@ void Cluster::Check(SimResult* r) {
   r->restarts = root.restart_orders;
   r->rank0_msgs = root.handled;
   r->rank0_bytes = root.bytes;
-  const bool root_lives = !dead_.count(0);
   r->exit_code = root.exit_code;
   std::vector<double> stops;
   double last_restart = -1, end = 0;
@@ -594,16 +635,6 @@ void Cluster::Check(SimResult* r) {
                                     s.end_order_at < 0 ? 1e18 : s.end_order_at);
     if (first_fail_ >= 0 && stopped < 1e18) stops.push_back(stopped - first_fail_);
     if (s.restart_order_at >= 0) last_restart = std::max(last_restart, s.restart_order_at);
-    // The same outcome as rank 0's, but for a shim cut off from it (125, or
-    // its own ranks' failure when no verdict reached it) and one its
-    // launcher stopped (143).
-    if (root_lives && root.exited && s.exit_code != root.exit_code &&
-        !(PathFaulted(s.id()) && (s.exit_code == 125 || s.exit_code == s.failed_code)) &&
-        !(sigterm_at_ >= 0 && s.exit_code == 143) &&
-        !(s.left_in_order && s.exit_code == 0 &&
-          (s.exit_at <= root.stop_order_at || PathFaulted(s.id()))))
-      Violate("shim " + std::to_string(s.id()) + " exited " + std::to_string(s.exit_code) +
-              ", rank 0's shim " + std::to_string(root.exit_code));
     if (!s.attempts_json.empty() && s.id() != 0)
       Violate("shim " + std::to_string(s.id()) + " was given the job's record (failure.json)");
     // A SIGTERM ends the job within --grace + 1 s (and the tree's crossing),
@@ -612,9 +643,37 @@ void Cluster::Check(SimResult* r) {
       Violate("shim " + std::to_string(s.id()) + " exited " +
               FormatNumber(s.exit_at - sigterm_at_, "%.2f") + " s after the launcher's SIGTERM");
   }
-  if (root_lives && root.exited && plan_.max_restarts > 0 && root.exit_code != 0 &&
-      root.exit_code != 143 && root.attempts_json.empty())
-    Violate("rank 0's shim did not write the job's attempts (failure.json)");
+  // What must have happened (oracle.h), and what did.
+  if (violation_.empty()) {
+    OracleSetup setup;
+    setup.grace_s = o_.grace_s;
+    setup.beat_s = beat_s_;
+    setup.hang_s = hang_s_;
+    setup.startup_s = kStartupS;
+    setup.term_s = kTermS;
+    double cost = 0;
+    for (const auto& sp : shims_) cost = std::max(cost, sp->cost_s);
+    setup.slack_s = 0.2 + 4 * static_cast<double>(shims_.size()) * cost;
+    for (const auto& sp : shims_) {
+      setup.parent.push_back(sp->parent());
+      ShimRecord rec;
+      rec.exited = sp->exited;
+      rec.dead = dead_.count(sp->id()) > 0;
+      rec.code = sp->exit_code;
+      auto rel = [&](double t) { return t < 0 ? -1 : t - root_go_; };
+      rec.exit_at = rel(sp->exit_at);
+      rec.stop_at = rel(std::min(sp->stop_order_at < 0 ? 1e18 : sp->stop_order_at,
+                                 sp->end_order_at < 0 ? 1e18 : sp->end_order_at));
+      if (rec.stop_at > 1e17) rec.stop_at = -1;
+      rec.verdict_at = rel(sp->stop_order_at);
+      rec.signalled_at = rel(sp->signalled_at);
+      record_.shims.push_back(rec);
+    }
+    record_.restarts = root.restart_orders;
+    record_.first_failure_at = first_fail_ < 0 ? -1 : first_fail_ - root_go_;
+    const std::string broken = CheckRun(plan_, setup, record_);
+    if (!broken.empty()) Violate(broken);
+  }
   r->end_s = end;
   r->stop_p99_s = Percentile(stops, 0.99);
   r->stop_max_s = stops.empty() ? -1 : *std::max_element(stops.begin(), stops.end());
@@ -628,9 +687,19 @@ void Cluster::Check(SimResult* r) {
   }
   if (first_fail_ >= 0 && last_restart >= 0) r->restart_round_s = last_restart - first_fail_;
   if (!violation_.empty())
-    r->invariants = violation_ + " (replay: aml-plane-sim --shims " + std::to_string(o_.shims) +
-                    " --seed " + std::to_string(o_.seed) + " --faults " + plan_.name +
-                    (o_.grace_s != 2 ? " --grace " + FormatNumber(o_.grace_s, "%g") : "") + ")";
+    r->invariants = violation_ + " (replay: " + Replay() + ")";
+}
+
+// The command that replays this run: its plan as drawn (so that it
+// replays the same whatever later changes to the random draws), and the
+// seed for the rest (the join's order).
+std::string Cluster::Replay() const {
+  return "aml-plane-sim --shims " + std::to_string(o_.shims) + " --seed " +
+         std::to_string(o_.seed) + " --faults '" + plan_.Describe() + "'" +
+         (o_.fanout != 32 ? " --fanout " + std::to_string(o_.fanout) : "") +
+         (o_.per_node != 1 ? " --per-node " + std::to_string(o_.per_node) : "") +
+         (o_.grace_s != 2 ? " --grace " + FormatNumber(o_.grace_s, "%g") : "") +
+         (o_.hang_timeout_s > 0 ? " --hang-timeout " + FormatNumber(o_.hang_timeout_s, "%g") : "");
 }
 
 }  // namespace

@@ -39,6 +39,7 @@ struct SimOptions {
 // One run's figures (virtual seconds) and the first broken invariant.
 struct SimResult {
   int shims = 0;
+  int fanout = 32;
   uint64_t seed = 0;
   std::string faults;
   std::string plan;           // what was drawn: "freeze@35.000:12,fail@3.000:7,restarts=1"

@@ -19,6 +19,7 @@ std::string SimResult::Json() const {
   std::string j = "{";
   j += "\"shims\":" + std::to_string(shims);
   j += ",\"seed\":" + std::to_string(seed);
+  if (fanout != 32) j += ",\"fanout\":" + std::to_string(fanout);
   j += ",\"faults\":" + JsonQuote(faults);
   j += ",\"plan\":" + JsonQuote(plan);
   j += ",\"depth\":" + std::to_string(depth);

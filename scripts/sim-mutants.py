@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""Plants small bugs, one at a time, in the control plane (shim/control) and
+the node's supervisor (launch/), and reports which of them the simulator
+alone catches (docs/testing.md, "What the simulator proves").
+
+Each bug is the kind a tired developer makes: a comparison turned round, a
+word never sent, a deadline forgotten. For each, the script copies the
+sources into a scratch tree (the checkout is never touched), plants the bug,
+rebuilds build/aml-plane-sim there, and runs the simulator as CI does:
+random faults over many seeds, and each fault kind alone. A bug is caught
+when some run breaks an invariant or the oracle; the first such run is
+printed, with the command that replays it.
+
+Usage: scripts/sim-mutants.py [--seeds N] [--only NAME] [--keep DIR]
+Exit 0 when at least --aim percent (default 90) are caught."""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# (name, file, what is there, what the bug puts there, what it breaks)
+MUTANTS = [
+    ("never-says-ended", "shim/control/job_machine.cc",
+     "    orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));\n    MaybeSendEnded(now);\n  } else if (t == \"restart\") {",
+     "    orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));\n  } else if (t == \"restart\") {",
+     "a shim whose ranks had already ended never says 'ended': every restart round times out as lost"),
+    ("exits-while-restarts-remain", "shim/control/job_machine.cc",
+     "if (failed_at_ > 0) return restarts_ >= c_.max_restarts && now >= failed_at_ + kVerdictWaitS;",
+     "if (failed_at_ > 0) return now >= failed_at_ + kVerdictWaitS;",
+     "a failing shim exits after 5 s although restarts remain"),
+    ("latest-failure-named", "shim/control/job_machine.cc",
+     "if (f.wall_time < first->wall_time) first = &f;",
+     "if (f.wall_time > first->wall_time) first = &f;",
+     "the latest failure of the window is named instead of the earliest"),
+    ("roll-call-one-short", "shim/control/job_machine.cc",
+     "  if (static_cast<int>(reported_.size()) == c_.size) FinishCollect(now);\n}\n\nvoid JobMachine::FinishCollect",
+     "  if (static_cast<int>(reported_.size()) == c_.size - 1) FinishCollect(now);\n}\n\nvoid JobMachine::FinishCollect",
+     "the roll-call is finished one shim short"),
+    ("back-off-skipped", "shim/control/job_restarts.cc",
+     "  backoff_until_ = now + backoff;",
+     "  backoff_until_ = now;",
+     "the back-off is skipped"),
+    ("attempt-not-recorded", "shim/control/job_restarts.cc",
+     "                                   restarts_, c_.max_restarts);\n  attempts_.push_back(current_);",
+     "                                   restarts_, c_.max_restarts);",
+     "a restarted attempt is not recorded"),
+    ("lost-exits-124", "shim/control/job_machine.cc",
+     "LinkOrder own = LinkOrder::Stop(125, \"aml-shim: \" + EscapeControl(what)",
+     "LinkOrder own = LinkOrder::Stop(124, \"aml-shim: \" + EscapeControl(what)",
+     "a lost shim makes rank 0 exit 124"),
+    ("startup-rule-flipped", "shim/control/liveness.cc",
+     "if (now < startup_until) return kMaxSilenceS;",
+     "if (now >= startup_until) return kMaxSilenceS;",
+     "the start-up silence rule is flipped"),
+    ("budget-off-by-one", "launch/restart_policy.cc",
+     "} else if (restarts_done >= max_restarts) {",
+     "} else if (restarts_done > max_restarts) {",
+     "one restart more than --max-restarts"),
+    ("same-failure-any-code", "launch/restart_policy.cc",
+     "         a.exit_code == before.exit_code;",
+     "         a.exit_code != before.exit_code;",
+     "the same-failure rule compares the exit codes the wrong way"),
+    ("no-halt", "shim/control/job_machine.cc",
+     "    ports_->SendDown(Msg(\"halt\").Encode());\n",
+     "",
+     "the ranks elsewhere are not ended until the failure window closes"),
+    ("stop-not-relayed", "shim/control/job_machine.cc",
+     "  } else if (t == \"stop\") {\n    ports_->SendDown(frame);",
+     "  } else if (t == \"stop\") {",
+     "a shim does not pass rank 0's stop down"),
+    ("bye-not-passed-down", "shim/control/job_machine.cc",
+     "  ports_->SendUp(frame);\n  ports_->SendDown(frame);\n  Stop(LinkOrder::Stop(static_cast<int>(m.Int(\"code\", 143)),",
+     "  ports_->SendUp(frame);\n  Stop(LinkOrder::Stop(static_cast<int>(m.Int(\"code\", 143)),",
+     "a launcher's stop is not passed to the shims below"),
+    ("hang-clock-not-reset", "shim/control/job_restarts.cc",
+     "  ports_->ResetOutput(now);\n",
+     "",
+     "the hang watchdog's clock is not reset for a new attempt"),
+    ("cut-off-waits", "shim/control/job_machine.cc",
+     "  cut_off_ = true;\n  if (Over() || state_ == JobState::kDone) return;",
+     "  cut_off_ = true;\n  return;",
+     "a shim cut off from rank 0 does not end its part"),
+    ("slow-loss-detection", "shim/control/liveness.h",
+     "constexpr double kMinSilenceS = 5;",
+     "constexpr double kMinSilenceS = 15;",
+     "a steady link is lost after 15 s of silence, not 5"),
+    ("round-loss-recorded-125", "shim/control/job_machine.cc",
+     "    if (!ending) {\n      a.exit_code = 125;",
+     "    if (true) {\n      a.exit_code = 125;",
+     "a shim lost in a restart round rewrites the failed attempt's record as 125"),
+    ("done-after-a-loss", "shim/control/job_machine.cc",
+     "      lost_below_ || failed_at_ > 0",
+     "      failed_at_ > 0",
+     "a shim whose child was lost says done and exits 0"),
+    ("second-signal-more-grace", "shim/control/job_machine.cc",
+     "&& !Over()) stop_at_ = now;",
+     ") stop_at_ = now;",
+     "a signal after the verdict gives the shims below another --grace"),
+    ("halted-ranks-ended-well", "shim/control/job_machine.cc",
+     "if (c_.rank == 0 && o.code == 0 && state_ == JobState::kRunning && failed_at_ == 0)",
+     "if (c_.rank == 0 && o.code == 0 && failed_at_ == 0)",
+     "rank 0's ranks ended by the halt count as ended well (no restart)"),
+    ("collect-timeout-200s", "shim/control/job_machine.h",
+     "constexpr double kCollectS = 20;",
+     "constexpr double kCollectS = 200;",
+     "the roll-call waits 200 s for a silent shim"),
+    ("ending-never-times-out", "shim/control/job_machine.cc",
+     "      return root ? entered_ + c_.grace_s + kEndingS : kNever;",
+     "      return kNever;",
+     "a restart round that a shim never finishes waits for ever"),
+]
+
+SIM_RUNS = [
+    # (args, label): random faults over many seeds, then each kind alone.
+    (["--shims", "2-500", "--fanout", "2-32", "--faults", "random"], "random"),
+] + [(["--shims", "2-200", "--fanout", "2-32", "--faults", k], k)
+     for k in ["fail", "freeze", "cut", "kill", "partition", "hang", "restart", "sigterm"]]
+
+
+def run(cmd, cwd, timeout=None):
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def scratch_tree(keep):
+    """A copy of the sources and a build directory of its own."""
+    work = keep or tempfile.mkdtemp(prefix="aml-mutants-")
+    src = os.path.join(work, "src")
+    if os.path.isdir(src):
+        shutil.rmtree(src)
+    files = run(["git", "ls-files", "-co", "--exclude-standard"], ROOT).stdout.split("\n")
+    for f in files:
+        if not f or not os.path.isfile(os.path.join(ROOT, f)):
+            continue
+        dst = os.path.join(src, f)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copy2(os.path.join(ROOT, f), dst)
+    build = os.path.join(work, "build")
+    cfg = run(["cmake", "-S", src, "-B", build, "-G", "Ninja", "-DAML_SHIM_TESTS=OFF",
+               "-DAML_SHIM_FUZZ=OFF"], work)
+    if cfg.returncode != 0:
+        sys.exit("cmake failed:\n" + cfg.stdout + cfg.stderr)
+    return work, src, build
+
+
+def build_sim(build):
+    b = run(["ninja", "-C", build, "aml-plane-sim"], build)
+    return b.returncode == 0, b.stdout[-2000:] + b.stderr[-2000:]
+
+
+def caught(build, seeds):
+    """The first run that broke, or None."""
+    sim = os.path.join(build, "aml-plane-sim")
+    for args, label in SIM_RUNS:
+        n = seeds if label == "random" else max(20, seeds // 20)
+        out = run([sim] + args + ["--seeds", f"1-{n}"], build, timeout=1800)
+        for line in out.stdout.splitlines():
+            try:
+                d = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if "seed" in d and d.get("invariants") != "ok":
+                return d["invariants"]
+        if out.returncode not in (0, 1):
+            return f"aml-plane-sim {' '.join(args)} exited {out.returncode}: {out.stderr[-300:]}"
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=2000, help="random seeds per bug")
+    ap.add_argument("--only", help="one bug, by name")
+    ap.add_argument("--keep", help="scratch directory to reuse (default: a new one)")
+    ap.add_argument("--aim", type=float, default=90, help="percent that must be caught")
+    a = ap.parse_args()
+    mutants = [m for m in MUTANTS if not a.only or m[0] == a.only]
+    if not mutants:
+        sys.exit(f"no bug named {a.only!r}; the catalogue: " + ", ".join(m[0] for m in MUTANTS))
+    work, src, build = scratch_tree(a.keep)
+    ok, log = build_sim(build)
+    if not ok:
+        sys.exit("the unchanged sources do not build:\n" + log)
+    broke = caught(build, a.seeds)
+    if broke:
+        sys.exit("the unchanged sources already break the simulator: " + broke)
+    results = []
+    for name, rel, old, new, what in mutants:
+        path = os.path.join(src, rel)
+        text = open(path).read()
+        if text.count(old) != 1:
+            print(f"{name}: STALE (the text to change is in {rel} {text.count(old)} times)")
+            results.append((name, "stale", what, ""))
+            continue
+        t0 = time.time()
+        open(path, "w").write(text.replace(old, new))
+        try:
+            ok, log = build_sim(build)
+            if not ok:
+                verdict, why = "no-build", log.strip().splitlines()[-1] if log.strip() else ""
+            else:
+                broke = caught(build, a.seeds)
+                verdict, why = ("caught", broke) if broke else ("missed", "")
+        finally:
+            open(path, "w").write(text)
+        results.append((name, verdict, what, why))
+        print(f"{name}: {verdict.upper()} ({time.time() - t0:.0f} s) - {what}"
+              + (f"\n    {why[:300]}" if why else ""), flush=True)
+    build_sim(build)  # back to the unchanged sources
+    judged = [r for r in results if r[1] in ("caught", "missed")]
+    n_caught = sum(1 for r in judged if r[1] == "caught")
+    pct = 100.0 * n_caught / len(judged) if judged else 0
+    print(f"\n{n_caught} of {len(judged)} planted bugs caught by the simulator alone "
+          f"({pct:.0f} %); missed: " +
+          (", ".join(r[0] for r in judged if r[1] == "missed") or "none"))
+    if not a.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0 if pct >= a.aim and all(r[1] != "stale" for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,653 @@
+#include "shim/sim/oracle.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "shim/base/units.h"
+
+namespace aml {
+namespace {
+
+// The documented rules (docs/control-plane.md), written here on their own.
+constexpr double kInf = 1e18;
+constexpr double kWindowS = 0.1;      // rank 0 names the earliest failure of this window
+constexpr double kSteadySilenceS = 5; // a steady link is lost after this much silence
+constexpr double kCollectS = 20;      // the roll-call waits this long for stacks
+constexpr double kEndingWaitS = 30;   // past --grace, for every shim to end its ranks
+constexpr double kProgressS = 60;     // an attempt this long made progress
+constexpr double kLastWordsS = 1;     // output in a failure's last second is not progress
+constexpr double kMaxBackoffS = 30;
+constexpr double kFirstOutputS = 0.5; // the simulated ranks print this long after start
+constexpr double kCutOffExitS = 31;   // a shim cut off knows it within 30 s (and a beat)
+
+// Facts of the plan, per shim.
+struct World {
+  int n = 0;
+  std::vector<int> parent;
+  std::vector<std::vector<int>> kids;
+  std::vector<int> height;        // levels below it
+  std::vector<double> dead_at;    // frozen or killed
+  std::vector<double> cut_at;     // the link to its parent stops carrying frames
+  std::vector<double> cutoff;     // its path to rank 0 breaks (a death or a cut above it)
+  std::vector<double> inner;      // the first death or cut strictly below it
+  std::vector<double> signal_at;  // its launcher's SIGTERM
+  std::vector<double> first_fail; // its rank's failure in the first attempt
+  std::vector<bool> fails;        // it has a failing rank (it fails again in later attempts)
+  std::vector<bool> stubborn;
+  bool any_signal = false;
+  int max_depth = 0;
+};
+
+World Facts(const FaultPlan& p, const OracleSetup& o) {
+  World w;
+  w.n = static_cast<int>(o.parent.size());
+  w.parent = o.parent;
+  w.kids.resize(w.n);
+  w.height.assign(w.n, 0);
+  w.dead_at.assign(w.n, kInf);
+  w.cut_at.assign(w.n, kInf);
+  w.cutoff.assign(w.n, kInf);
+  w.inner.assign(w.n, kInf);
+  w.signal_at.assign(w.n, kInf);
+  w.first_fail.assign(w.n, kInf);
+  w.fails.assign(w.n, false);
+  w.stubborn.assign(w.n, false);
+  for (int s = 1; s < w.n; ++s) w.kids[w.parent[s]].push_back(s);
+  for (const Fault& f : p.faults) {
+    switch (f.kind) {
+      case FaultKind::kFreeze:
+      case FaultKind::kKill:
+        w.dead_at[f.shim] = std::min(w.dead_at[f.shim], f.at_s);
+        break;
+      case FaultKind::kCut:
+        w.cut_at[f.shim] = std::min(w.cut_at[f.shim], f.at_s);
+        break;
+      case FaultKind::kPartition: {
+        std::vector<bool> in(w.n, false);
+        for (int s : f.group) in[s] = true;
+        for (int s = 1; s < w.n; ++s)
+          if (in[s] != in[w.parent[s]]) w.cut_at[s] = std::min(w.cut_at[s], f.at_s);
+        break;
+      }
+      case FaultKind::kSigterm:
+        w.signal_at[f.shim] = std::min(w.signal_at[f.shim], f.at_s);
+        w.any_signal = true;
+        break;
+      case FaultKind::kFail:
+        w.first_fail[f.shim] = std::min(w.first_fail[f.shim], f.at_s);
+        w.fails[f.shim] = true;
+        break;
+      case FaultKind::kStubbornRanks:
+        w.stubborn[f.shim] = true;
+        break;
+      default:
+        break;
+    }
+  }
+  // Parents come before their children (the planner hangs a shim under one
+  // that joined earlier): one pass down, one up.
+  std::vector<int> order, depth(w.n, 0);
+  order.push_back(0);
+  for (size_t i = 0; i < order.size(); ++i)
+    for (int c : w.kids[order[i]]) {
+      order.push_back(c);
+      depth[c] = depth[order[i]] + 1;
+      w.max_depth = std::max(w.max_depth, depth[c]);
+    }
+  for (int s : order)
+    if (s != 0)
+      w.cutoff[s] = std::min({w.cutoff[w.parent[s]], w.dead_at[w.parent[s]], w.cut_at[s]});
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const int s = *it;
+    for (int c : w.kids[s]) {
+      w.inner[s] = std::min({w.inner[s], w.dead_at[c], w.cut_at[c], w.inner[c]});
+      w.height[s] = std::max(w.height[s], w.height[c] + 1);
+    }
+  }
+  return w;
+}
+
+enum class Kind {
+  kFail, kLoss, kSignal, kHang, kEnd, kEndingTimeout, kVerdict, kCollected, kRestarted
+};
+
+const char* KindName(Kind k) {
+  switch (k) {
+    case Kind::kFail: return "failure";
+    case Kind::kLoss: return "loss";
+    case Kind::kSignal: return "signal";
+    case Kind::kHang: return "hang";
+    case Kind::kEnd: return "healthy end";
+    case Kind::kEndingTimeout: return "restart round timed out";
+    case Kind::kVerdict: return "verdict";
+    case Kind::kCollected: return "roll-call";
+    case Kind::kRestarted: return "restart";
+  }
+  return "?";
+}
+
+struct Event {
+  Kind kind = Kind::kFail;
+  double lo = 0, hi = 0;  // when rank 0 acts on it
+  double t = 0;           // when it happened (a failure's wall clock)
+  std::set<int> who;      // its shims (a failure's ranks, a loss's lost shims)
+  bool maybe = false;     // it may not reach rank 0 at all
+};
+
+// Where the job stands between two decisive events.
+struct State {
+  int attempt = 1;
+  double t_lo = 0, t_hi = 0;  // the attempt's start at rank 0
+  double now = 0;             // the last decision: nothing before it comes first
+  int restarts = 0;
+  struct Past {
+    int code;
+    bool progress;
+    double duration;
+  };
+  std::vector<Past> past;
+  std::vector<ForeseenAttempt> attempts;
+  std::set<int> dropped;  // maybe-events taken as never reaching rank 0
+  std::string story;
+  // Phases within an attempt's end.
+  enum class Phase { kRunning, kDeciding, kCollecting, kRound, kRoundBlocked } phase = Phase::kRunning;
+  Event pending;  // kCollecting: the roll-call; kRound: the restart
+  int pending_code = 0;
+  bool pending_same = false;  // the round ends the job: the same failure again
+  // kDeciding: the failed attempt, until rank 0's verdict names it.
+  ForeseenAttempt pending_attempt;
+  bool pending_progress = false;
+  double pending_duration = 0;
+  std::vector<double> starts;  // each attempt's start (its earliest)
+  std::set<int> pending_missing_min, pending_missing_max;
+  std::set<int> missing_min, missing_max;  // the roll-call taken
+  std::vector<std::pair<double, double>> halts, restart_times;
+};
+
+class Seer {
+ public:
+  Seer(const FaultPlan& p, const OracleSetup& o) : p_(p), o_(o), w_(Facts(p, o)) {
+    L_ = o.slack_s;
+    for (const Fault& f : p.faults) {
+      const int s = f.shim;
+      if (f.kind == FaultKind::kKill || f.kind == FaultKind::kFreeze || f.kind == FaultKind::kCut) {
+        Event e;
+        e.kind = Kind::kLoss;
+        e.t = f.at_s;
+        e.who = {s};
+        if (f.kind == FaultKind::kKill && w_.cut_at[s] > f.at_s) {
+          e.lo = f.at_s;  // its links close: found at once
+          e.hi = f.at_s + 2 * L_;
+        } else {  // (a kill behind a cut closes nothing that arrives)
+          Silence(f.at_s, &e);
+        }
+        // Found by its parent, which must still reach rank 0.
+        if (w_.cutoff[w_.parent[s]] < e.lo || w_.dead_at[w_.parent[s]] < e.lo) continue;
+        e.maybe = w_.cutoff[w_.parent[s]] < e.hi || w_.dead_at[w_.parent[s]] < e.hi;
+        statics_.push_back(e);
+      } else if (f.kind == FaultKind::kPartition) {
+        Event e;
+        e.kind = Kind::kLoss;
+        e.t = f.at_s;
+        Silence(f.at_s, &e);
+        std::vector<bool> in(w_.n, false);
+        for (int g : f.group) in[g] = true;
+        for (int c = 1; c < w_.n; ++c)
+          if (in[c] && !in[w_.parent[c]] && w_.cutoff[w_.parent[c]] >= e.lo) e.who.insert(c);
+        if (!e.who.empty()) statics_.push_back(e);
+      } else if (f.kind == FaultKind::kSigterm) {
+        if (w_.dead_at[s] <= f.at_s) continue;  // a frozen shim takes no signal
+        Event e;
+        e.kind = Kind::kSignal;
+        e.t = f.at_s;
+        e.lo = f.at_s;
+        e.hi = f.at_s + 2 * L_;
+        e.who = {s};
+        if (s != 0 && w_.cutoff[s] < e.hi) {
+          if (w_.cutoff[s] < e.lo - L_) continue;  // its bye never reaches rank 0
+          e.maybe = true;
+        }
+        statics_.push_back(e);
+      }
+    }
+  }
+
+  std::vector<Foreseen> Run() {
+    State st;
+    st.starts.push_back(0);
+    Step(st);
+    if (out_.empty()) {  // no branch ended: a rule above is incomplete
+      Foreseen f;
+      f.story = "the oracle found no outcome";
+      f.codes.assign(w_.n, 0);
+      out_.push_back(f);
+    }
+    return out_;
+  }
+
+ private:
+  // A silent link (a frozen shim, a cut): lost after 5 s of silence in a
+  // steady job, and not before the 30 s of start-up are over; its last
+  // frame came up to a beat before the fault. Rank 0 hears of it from the
+  // shim that found it, within the tree's latency.
+  void Silence(double t, Event* e) const {
+    e->lo = std::max(t - o_.beat_s + kSteadySilenceS, o_.startup_s) - 0.01;
+    e->hi = std::max(t + kSteadySilenceS, o_.startup_s) + 2 * L_;
+  }
+
+  bool Whole(int s, double by) const { return w_.inner[s] > by; }
+  // Rank 0 alone decides at once.
+  double Window() const { return w_.n == 1 ? 0 : kWindowS; }
+
+  // The attempt's own events at rank 0: its first failure, its hang, or
+  // its healthy end.
+  void AttemptEvents(const State& st, std::vector<Event>* ev) const {
+    if (!p_.quiet) {
+      Event e;
+      e.kind = Kind::kEnd;
+      e.lo = st.t_lo + p_.run_s;
+      e.hi = st.t_hi + p_.run_s + L_ * (w_.height[0] + 2);
+      // Every part of the job must be there to end well (a shim lost before
+      // leaves its ancestors waiting for the loss's verdict).
+      if (Whole(0, e.lo - L_)) ev->push_back(e);
+    } else if (o_.hang_s > 0) {
+      Event e;
+      e.kind = Kind::kHang;
+      e.lo = st.t_lo + o_.hang_s;
+      // Never earlier than --hang-timeout, and up to a beat per level of
+      // the tree later (docs/control-plane.md, "Hang watchdog").
+      e.hi = st.t_hi + o_.hang_s + o_.beat_s * (w_.max_depth + 1) + 2 * L_;
+      ev->push_back(e);
+    }
+    // Failures: the first attempt's at their times, a later one's a second
+    // after its start (unless later attempts succeed).
+    std::vector<Event> fails;
+    for (int s = 0; s < w_.n; ++s) {
+      if (!w_.fails[s]) continue;
+      double lo, hi;
+      if (st.attempt == 1) {
+        lo = hi = w_.first_fail[s];
+        if (lo >= p_.run_s) continue;
+      } else {
+        if (p_.restarts_succeed) continue;
+        lo = st.t_lo + FaultPlan::kRefailS;
+        hi = st.t_hi + FaultPlan::kRefailS + L_;
+      }
+      if (w_.dead_at[s] <= lo || w_.signal_at[s] <= lo) continue;
+      Event e;
+      e.kind = Kind::kFail;
+      e.t = lo;
+      e.lo = lo;
+      e.hi = hi + 2 * L_;
+      e.who = {s};
+      if (s != 0 && w_.cutoff[s] < e.hi) {
+        if (w_.cutoff[s] < lo - L_) continue;  // its word never reaches rank 0
+        e.maybe = true;
+      }
+      if (w_.dead_at[s] < hi || w_.signal_at[s] < hi) e.maybe = true;
+      fails.push_back(e);
+    }
+    if (fails.empty()) return;
+    // The earliest failure is the one named; those that may come in the
+    // same instant (a later attempt's, all a second after their start) too.
+    std::sort(fails.begin(), fails.end(), [](const Event& a, const Event& b) { return a.lo < b.lo; });
+    Event first = fails[0];
+    for (size_t i = 1; i < fails.size(); ++i) {
+      const bool tie = st.attempt == 1 ? fails[i].lo <= first.lo + 1e-9 : fails[i].lo <= first.hi;
+      if (!tie) break;
+      first.who.insert(fails[i].who.begin(), fails[i].who.end());
+      first.maybe = first.maybe && fails[i].maybe;
+    }
+    ev->push_back(first);
+    // A first failure that may never reach rank 0 leaves room for the next.
+    if (first.maybe)
+      for (size_t i = 1; i < fails.size(); ++i)
+        if (!fails[i].maybe || i + 1 == fails.size()) {
+          ev->push_back(fails[i]);
+          break;
+        }
+  }
+
+  void Step(State st) {
+    if (++steps_ > 20000) return;  // a bound on the search
+    std::vector<Event> ev;
+    for (size_t i = 0; i < statics_.size(); ++i) {
+      if (st.dropped.count(static_cast<int>(i))) continue;
+      Event e = statics_[i];
+      if (e.hi < st.now) continue;  // it came, and was not first: no longer decisive
+      e.lo = std::max(e.lo, st.now);
+      e.t = static_cast<double>(i);  // its index, to drop it
+      ev.push_back(e);
+    }
+    using Phase = State::Phase;
+    if (st.phase == Phase::kRunning) {
+      AttemptEvents(st, &ev);
+    } else if (st.phase == Phase::kDeciding || st.phase == Phase::kCollecting ||
+               st.phase == Phase::kRound) {
+      ev.push_back(st.pending);
+    } else if (st.phase == Phase::kRoundBlocked) {
+      ev.push_back(st.pending);
+    }
+    for (Event& e : ev) e.lo = std::max(e.lo, st.now);
+    double min_hi = kInf;
+    for (const Event& e : ev)
+      if (!e.maybe) min_hi = std::min(min_hi, e.hi);
+    bool any = false;
+    for (const Event& e : ev) {
+      if (e.lo > min_hi) continue;
+      any = true;
+      const double hi = std::min(e.hi, min_hi);
+      Take(st, e, e.lo, std::max(hi, e.lo));
+      if (e.maybe && (e.kind == Kind::kLoss || e.kind == Kind::kSignal)) {
+        State without = st;
+        without.dropped.insert(static_cast<int>(e.t));
+        Step(without);
+      }
+    }
+    if (!any) {
+      // Nothing decisive is left that must come: the job waits for ever
+      // (every shim is frozen or cut off from rank 0).
+      Final(st, -1, st.now, st.now, {}, "nothing more reaches rank 0");
+    }
+  }
+
+  // Backoff before the next attempt, from the attempts so far (the docs:
+  // none for the first of a series of short attempts, then 1 s, 2 s, ...).
+  static double Backoff(const std::vector<State::Past>& past) {
+    int short_run = 0;
+    for (auto it = past.rbegin(); it != past.rend() && it->duration < kProgressS; ++it)
+      ++short_run;
+    if (short_run < 2) return 0;
+    double d = 1;
+    for (int i = 2; i < short_run; ++i) d = std::min(2 * d, kMaxBackoffS);
+    return d;
+  }
+
+  void Take(const State& st0, const Event& e, double lo, double hi) {
+    State st = st0;
+    st.story += (st.story.empty() ? "" : "; ") + std::string(KindName(e.kind)) + " at " +
+                FormatNumber(lo, "%.2f") + "-" + FormatNumber(hi, "%.2f") + " s";
+    switch (e.kind) {
+      case Kind::kSignal:
+        return Final(st, 143, lo, hi, {}, "");
+      case Kind::kLoss:
+      case Kind::kEndingTimeout: {
+        // A loss in a restart round keeps the failed attempt's own record;
+        // one while the attempt ran (or its roll-call was taken) ends it.
+        std::set<int> lost = e.who;
+        if (st.phase == State::Phase::kRunning || st.phase == State::Phase::kCollecting) {
+          ForeseenAttempt a;
+          a.code = 125;
+          st.attempts.push_back(a);
+        } else if (st.phase == State::Phase::kDeciding) {
+          st.attempts.push_back(st.pending_attempt);  // the failure heard first
+        }
+        return Final(st, 125, lo, hi, lost, "lost");
+      }
+      case Kind::kEnd:
+        return Final(st, 0, lo, hi, {}, "");
+      case Kind::kFail:
+      case Kind::kHang: {
+        const bool hang = e.kind == Kind::kHang;
+        const double t = hang ? lo : e.lo;
+        if (hang) {
+          // Every shim's stacks, but from those frozen or cut off.
+          std::set<int> mmin, mmax;
+          for (int s = 1; s < w_.n; ++s) {
+            const double gone = std::min(w_.dead_at[s], w_.cutoff[s]);
+            if (gone < lo - L_) mmin.insert(s);
+            if (gone < hi + L_) mmax.insert(s);
+          }
+          st.phase = State::Phase::kCollecting;
+          st.pending = Event{};
+          st.pending.kind = Kind::kCollected;
+          st.pending.lo = mmin.empty() ? lo : lo + kCollectS;
+          st.pending.hi = (mmax.empty() ? hi : hi + kCollectS) + 2 * L_;
+          st.pending_missing_min = mmin;
+          st.pending_missing_max = mmax;
+          st.pending_code = 124;
+          st.now = lo;
+          return Step(st);
+        }
+        // The failure: every rank is ended at once; rank 0 names the
+        // earliest of its window.
+        st.halts.emplace_back(e.lo, e.hi);
+        ForeseenAttempt a;
+        a.code = 7;
+        a.ranks = e.who;
+        const double duration = t - st.t_lo;
+        // Output in its first half second, before the failure's last second.
+        const bool progress = duration >= kProgressS ||
+                              (!p_.quiet && st.t_hi + kFirstOutputS + L_ <= t - kLastWordsS);
+        const bool maybe_progress =
+            !progress && !p_.quiet && st.t_lo + kFirstOutputS <= t - kLastWordsS;
+        std::vector<bool> ways = {progress};
+        if (maybe_progress) ways = {false, true};  // too close to say
+        // Rank 0 decides after its window; a loss or a signal may come
+        // first (the failure is then the attempt's record, not its verdict).
+        st.phase = State::Phase::kDeciding;
+        st.pending = Event{};
+        st.pending.kind = Kind::kVerdict;
+        st.pending.lo = lo + Window();
+        st.pending.hi = hi + Window() + 2 * L_;
+        st.pending_attempt = a;
+        st.pending_duration = duration;
+        st.now = lo;
+        for (bool pr : ways) {
+          st.pending_progress = pr;
+          Step(st);
+        }
+        return;
+      }
+      case Kind::kVerdict:
+        return EndAttempt(st, st.pending_attempt, 7, st.pending_progress, st.pending_duration,
+                          lo, hi);
+      case Kind::kCollected: {
+        ForeseenAttempt a;
+        a.code = 124;
+        a.hang = true;
+        st.missing_min = st.pending_missing_min;
+        st.missing_max = st.pending_missing_max;
+        EndAttempt(st, a, 124, true, hi - st.t_lo, lo, hi);
+        return;
+      }
+      case Kind::kRestarted: {
+        // The round is over: the same failure twice without progress is
+        // not restarted; else the next attempt (the restart line names the
+        // last one's failure).
+        st.attempts.back().announced = true;
+        if (st.pending_same) {
+          st.story += "; not restarted (same)";
+          return Final(st, st.pending_code, lo, hi, {}, "same");
+        }
+        st.phase = State::Phase::kRunning;
+        st.restart_times.emplace_back(lo, hi);
+        st.attempt += 1;
+        st.restarts += 1;
+        st.starts.push_back(lo);
+        st.t_lo = lo;
+        st.t_hi = hi;
+        st.now = lo;
+        return Step(st);
+      }
+    }
+  }
+
+  // The attempt ended with `code`, decided at [lo, hi]: the restart rule.
+  void EndAttempt(State st, ForeseenAttempt a, int code, bool progress, double duration,
+                  double lo, double hi) {
+    const bool same = !st.past.empty() && !st.past.back().progress && !progress &&
+                      st.past.back().code == code;
+    // What needs no output is decided at once; whether the attempts made
+    // progress only once every shim said its ranks ended (the round).
+    std::string refused;
+    if (p_.max_restarts <= 0) refused = "none";
+    else if (st.restarts >= p_.max_restarts) refused = "spent";
+    st.past.push_back({code, progress, duration});
+    if (!refused.empty()) {
+      a.announced = true;  // the stop names it
+      st.attempts.push_back(a);
+      st.story += "; not restarted (" + refused + ")";
+      return Final(st, code, lo, hi, {}, refused == "none" ? "" : refused);
+    }
+    // A restart round: every shim ends its ranks and says so; then the
+    // back-off; then every shim starts them again.
+    st.attempts.push_back(a);
+    // Every shim must answer: one frozen or cut off before the round
+    // blocks it (the round times out as lost, unless its loss is found
+    // first); one lost while the round may already be over may not.
+    bool stubborn = false;
+    double gone = kInf;
+    for (int s = 0; s < w_.n; ++s) {
+      gone = std::min({gone, w_.dead_at[s], w_.cutoff[s]});
+      if (w_.stubborn[s]) stubborn = true;
+    }
+    const double end_s = stubborn ? o_.grace_s : o_.term_s;
+    st.now = lo;
+    if (gone < hi + end_s + 2 * L_) {
+      State blocked = st;
+      blocked.phase = State::Phase::kRoundBlocked;
+      blocked.pending = Event{};
+      blocked.pending.kind = Kind::kEndingTimeout;
+      blocked.pending.lo = lo + o_.grace_s + kEndingWaitS;
+      blocked.pending.hi = hi + o_.grace_s + kEndingWaitS + 2 * L_;
+      blocked.story += "; restart round blocked";
+      Step(blocked);
+      if (gone < lo) return;
+    }
+    const double backoff = same ? 0 : Backoff(st.past);
+    st.phase = State::Phase::kRound;
+    st.pending = Event{};
+    st.pending.kind = Kind::kRestarted;
+    st.pending_same = same;
+    st.pending_code = code;
+    // (The ranks were halted as rank 0 heard of the failure: they may
+    // have ended within the window.)
+    st.pending.lo = lo + backoff;
+    st.pending.hi = hi + end_s + backoff + 4 * L_;
+    st.story += "; back-off " + FormatNumber(backoff, "%.0f") + " s";
+    return Step(st);
+  }
+
+  // The job's last verdict: `code` at rank 0, decided in [lo, hi]; each
+  // shim's own exit follows from what reaches it first.
+  void Final(const State& st, int code, double lo, double hi, const std::set<int>& lost,
+             const std::string& refused) {
+    Foreseen f;
+    f.story = st.story;
+    f.code = code;
+    f.restarts = st.restarts;
+    f.refused = refused;
+    f.lost = lost;
+    f.decided_lo = lo;
+    f.decided_hi = hi;
+    f.halts = st.halts;
+    f.restart_times = st.restart_times;
+    f.ended = st.attempts;
+    if (code != 0 && code != 143 && p_.max_restarts > 0) f.attempts = st.attempts;
+    if (code == 124) {
+      f.missing_min = st.missing_min;
+      f.missing_max = st.missing_max;
+    }
+    // The current attempt's healthy end, where its ranks end with 0.
+    const double end_lo = p_.quiet || st.phase != State::Phase::kRunning ? kInf : st.t_lo + p_.run_s;
+    const double end_hi = end_lo + (st.t_hi - st.t_lo);
+    const uint8_t c = code < 0 ? 0 : ExitBitOf(code);
+    f.codes.assign(w_.n, 0);
+    for (int s = 0; s < w_.n; ++s) {
+      // What may reach this shim first, each in a window: the verdict, its
+      // own signal, its cut from rank 0, or its part's end.
+      struct Way {
+        double lo, hi;
+        uint8_t bits;
+      };
+      std::vector<Way> ways;
+      if (code >= 0) ways.push_back({lo, hi + L_, c});
+      if (w_.signal_at[s] < kInf) ways.push_back({w_.signal_at[s], w_.signal_at[s], kExit143});
+      if (s != 0 && w_.cutoff[s] < kInf) {
+        uint8_t cut = kExit125;
+        // Its own failure, when its rank failed in this attempt and no
+        // verdict reached it; its part's end, when that came first; a
+        // signal within its side.
+        // (A failing shim waits for its verdict while restarts remain.)
+        int seen = -1;
+        for (double t0 : st.starts)
+          if (t0 <= w_.cutoff[s] + L_) ++seen;
+        if (w_.fails[s] && code != 0 && seen >= p_.max_restarts) cut |= kExit7;
+        // (It runs on in the attempt it was cut off in.)
+        double own_end = kInf;
+        for (double t0 : st.starts)
+          if (t0 <= w_.cutoff[s] && !p_.quiet) own_end = t0 + p_.run_s;
+        if (own_end < w_.cutoff[s] + kCutOffExitS) cut |= kExit0;
+        if (w_.any_signal) cut |= kExit143;
+        if (code == 124 || st.pending_code == 124) cut |= kExit124;
+        ways.push_back({w_.cutoff[s], w_.cutoff[s], cut});
+      }
+      if (end_lo < kInf && Whole(s, end_hi + L_ * (w_.height[s] + 1)))
+        ways.push_back({end_lo, end_hi + L_ * (w_.height[s] + 2), kExit0});
+      else if (end_lo < kInf && code == 0)
+        ways.push_back({end_lo, end_hi + L_ * (w_.height[s] + 2), kExit0 | kExit125 | kExit143});
+      double min_hi = kInf;
+      for (const Way& way : ways) min_hi = std::min(min_hi, way.hi);
+      uint8_t bits = 0;
+      double first_lo = kInf;
+      for (const Way& way : ways)
+        if (way.lo <= min_hi) {
+          bits |= way.bits;
+          first_lo = std::min(first_lo, way.lo);
+        }
+      if (ways.empty() || code < 0) bits |= kNoExit;  // nothing reaches it: it waits
+      // Frozen or killed before it could exit: it never does.
+      if (w_.dead_at[s] < kInf) {
+        if (w_.dead_at[s] < first_lo) bits = kNoExit;
+        else bits |= kNoExit;
+      }
+      f.codes[s] = bits;
+    }
+    out_.push_back(std::move(f));
+  }
+
+  const FaultPlan& p_;
+  const OracleSetup& o_;
+  World w_;
+  double L_ = 0.25;
+  std::vector<Event> statics_;  // losses and signals: at fixed times
+  std::vector<Foreseen> out_;
+  int steps_ = 0;
+};
+
+}  // namespace
+
+uint8_t ExitBitOf(int code) {
+  switch (code) {
+    case 0: return kExit0;
+    case 7: return kExit7;
+    case 124: return kExit124;
+    case 125: return kExit125;
+    case 143: return kExit143;
+    default: return 0;
+  }
+}
+
+std::string ExitBitsText(uint8_t bits) {
+  std::string out;
+  const std::pair<uint8_t, const char*> names[] = {{kExit0, "0"},     {kExit7, "7"},
+                                                   {kExit124, "124"}, {kExit125, "125"},
+                                                   {kExit143, "143"}, {kNoExit, "no exit"}};
+  for (const auto& [bit, name] : names)
+    if (bits & bit) out += (out.empty() ? "" : "|") + std::string(name);
+  return out.empty() ? "nothing" : out;
+}
+
+std::vector<Foreseen> Foresee(const FaultPlan& plan, const OracleSetup& setup) {
+  return Seer(plan, setup).Run();
+}
+
+std::vector<double> ReachableUntil(const FaultPlan& plan, const OracleSetup& setup) {
+  const World w = Facts(plan, setup);
+  std::vector<double> out(w.n);
+  for (int s = 0; s < w.n; ++s) out[s] = std::min(w.cutoff[s], w.dead_at[s]);
+  return out;
+}
+
+}  // namespace aml

@@ -1,0 +1,271 @@
+#include "shim/sim/sim_check.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+#include "shim/base/json_read.h"
+#include "shim/base/units.h"
+#include "shim/control/wire.h"
+
+namespace aml {
+namespace {
+
+constexpr double kEps = 0.02;
+
+std::string Num(double x) { return FormatNumber(x, "%.3f"); }
+
+// failure.json's "restart_refused", by its kind.
+std::string RefusedKind(const std::string& why_not) {
+  if (why_not.empty()) return "";
+  if (why_not.find("spent") != std::string::npos) return "spent";
+  if (why_not.find("without progress") != std::string::npos) return "same";
+  if (why_not.find("lost a shim") != std::string::npos) return "lost";
+  return "other: " + why_not;
+}
+
+// "rank 12's shim" in a message: 12 (the first one named after `from`).
+int ShimNamed(const std::string& text, size_t from = 0) {
+  const size_t at = text.find("rank ", from);
+  if (at == std::string::npos) return -1;
+  const size_t end = text.find("'s shim", at);
+  if (end == std::string::npos) return -1;
+  return std::atoi(text.c_str() + at + 5);
+}
+
+std::string SetText(const std::set<int>& s) {
+  std::string out;
+  int shown = 0;
+  for (int x : s) {
+    if (++shown > 8) {
+      out += ", ...";
+      break;
+    }
+    out += (out.empty() ? "" : ", ") + std::to_string(x);
+  }
+  return "{" + out + "}";
+}
+
+// The ways `run` differs from outcome `f` (empty: it is that outcome).
+std::vector<std::string> Differences(const FaultPlan& plan, const Foreseen& f,
+                                     const RunRecord& run) {
+  std::vector<std::string> out;
+  const ShimRecord& root = run.shims[0];
+  for (size_t s = 0; s < run.shims.size(); ++s) {
+    const ShimRecord& r = run.shims[s];
+    const uint8_t bit = r.exited ? ExitBitOf(r.code) : static_cast<uint8_t>(kNoExit);
+    if (!(f.codes[s] & bit)) {
+      out.push_back("shim " + std::to_string(s) + " " +
+                    (r.exited ? "exited " + std::to_string(r.code) : std::string("never exited")) +
+                    "; expected " + ExitBitsText(f.codes[s]));
+      if (out.size() > 3) return out;
+    }
+  }
+  if (root.exited && f.code >= 0 && root.code != f.code)
+    out.push_back("the job (rank 0) exited " + std::to_string(root.code) + ", expected " +
+                  std::to_string(f.code));
+  if (run.restarts != f.restarts)
+    out.push_back(std::to_string(run.restarts) + " restarts, expected " +
+                  std::to_string(f.restarts));
+  if (!root.exited) return out;
+  // When rank 0 gave the last verdict (or its part ended).
+  const double decided = root.verdict_at >= 0   ? root.verdict_at
+                         : root.signalled_at >= 0 ? root.signalled_at
+                                                  : root.exit_at;
+  if (f.code >= 0 && root.code == f.code &&
+      (decided < f.decided_lo - kEps || decided > f.decided_hi + kEps))
+    out.push_back("rank 0 decided at " + Num(decided) + " s, expected within " +
+                  Num(f.decided_lo) + "-" + Num(f.decided_hi) + " s");
+  if (!run.has_final) return out;
+  const LinkOrder& o = run.final_order;
+  // failure.json: the attempts and why no restart followed.
+  if (plan.max_restarts > 0 && root.code != 0 && root.code != 143) {
+    auto j = ParseJson(o.attempts_json.empty() ? "[]" : o.attempts_json);
+    const size_t n = j.ok() ? j->items.size() : 0;
+    if (n != f.attempts.size()) {
+      out.push_back("failure.json lists " + std::to_string(n) + " attempts, expected " +
+                    std::to_string(f.attempts.size()));
+    } else {
+      for (size_t i = 0; i < n; ++i) {
+        const JsonValue& a = j->items[i];
+        const JsonValue* code = a.Find("exit_code");
+        const JsonValue* rank = a.Find("rank");
+        const JsonValue* hang = a.Find("hang");
+        const ForeseenAttempt& e = f.attempts[i];
+        const int c = code ? std::atoi(code->text.c_str()) : -1;
+        if (c != e.code)
+          out.push_back("failure.json's attempt " + std::to_string(i + 1) + " has exit_code " +
+                        std::to_string(c) + ", expected " + std::to_string(e.code));
+        if (!e.ranks.empty() &&
+            (!rank || rank->kind != JsonValue::Kind::kNumber ||
+             !e.ranks.count(std::atoi(rank->text.c_str()))))
+          out.push_back("failure.json's attempt " + std::to_string(i + 1) + " names rank " +
+                        (rank ? rank->text : "none") + ", expected one of " + SetText(e.ranks));
+        if ((hang && hang->text == "true") != e.hang)
+          out.push_back("failure.json's attempt " + std::to_string(i + 1) + " has hang " +
+                        (hang ? hang->text : "none"));
+      }
+    }
+    if (RefusedKind(o.why_not) != f.refused)
+      out.push_back("failure.json's restart_refused is '" + o.why_not + "', expected " +
+                    (f.refused.empty() ? "none" : "'" + f.refused + "'"));
+  }
+  // Each failure's verdict names the earliest failing rank (the stop that
+  // ends the job, or the restart line of a round).
+  std::vector<int> named;
+  for (const auto& [t, frame] : run.verdicts) {
+    (void)t;
+    auto m = Msg::Decode(frame);
+    if (!m.ok()) continue;
+    if (m->type() == "stop" && m->Str("kind") == "fail") named.push_back(static_cast<int>(m->Int("rank")));
+    if (m->type() == "restart") {
+      const std::string line = m->Str("line");
+      const size_t at = line.find(" after rank ");
+      if (at != std::string::npos) named.push_back(std::atoi(line.c_str() + at + 12));
+    }
+  }
+  std::vector<const ForeseenAttempt*> failed;
+  for (const ForeseenAttempt& a : f.ended)
+    if (a.code == 7 && a.announced) failed.push_back(&a);
+  if (run.shims.size() > 1 && named.size() != failed.size()) {
+    out.push_back("rank 0 named " + std::to_string(named.size()) + " failures, expected " +
+                  std::to_string(failed.size()));
+  } else if (run.shims.size() > 1) {
+    for (size_t i = 0; i < named.size(); ++i)
+      if (!failed[i]->ranks.count(named[i])) {
+        out.push_back("rank 0 named rank " + std::to_string(named[i]) + " as failure " +
+                      std::to_string(i + 1) + "'s first, expected one of " +
+                      SetText(failed[i]->ranks));
+        break;
+      }
+  }
+  // The ranks are ended at once on a failure; each restart comes when the
+  // round and its back-off allow.
+  std::vector<double> halts, restarts;
+  for (const auto& [t, frame] : run.verdicts) {
+    const std::string type = Msg::Decode(frame).ok() ? Msg::Decode(frame)->type() : "";
+    if (type == "halt") halts.push_back(t);
+    if (type == "restart") restarts.push_back(t);
+  }
+  if (run.shims.size() > 1) {
+    auto within = [&](const char* what, const std::vector<double>& got,
+                      const std::vector<std::pair<double, double>>& want) {
+      if (got.size() != want.size()) {
+        out.push_back(std::string("rank 0 sent ") + std::to_string(got.size()) + " " + what +
+                      ", expected " + std::to_string(want.size()));
+        return;
+      }
+      for (size_t i = 0; i < got.size(); ++i)
+        if (got[i] < want[i].first - kEps || got[i] > want[i].second + kEps) {
+          out.push_back(std::string(what) + " " + std::to_string(i + 1) + " at " + Num(got[i]) +
+                        " s, expected within " + Num(want[i].first) + "-" +
+                        Num(want[i].second) + " s");
+          return;
+        }
+    };
+    within("halts", halts, f.halts);
+    within("restarts", restarts, f.restart_times);
+  }
+  // A loss names a shim that was lost.
+  if (root.code == 125 && f.code == 125 && !f.lost.empty()) {
+    const int lost = ShimNamed(o.message);
+    if (!f.lost.count(lost))
+      out.push_back("the job's end names rank " + std::to_string(lost) + "'s shim as lost (" +
+                    o.message.substr(0, 160) + "), expected one of " + SetText(f.lost));
+  }
+  // A hang's roll-call names the shims that sent no stacks.
+  if (root.code == 124 && f.code == 124) {
+    auto j = ParseJson(o.failure_json.empty() ? "{}" : o.failure_json);
+    std::set<int> missing;
+    if (j.ok())
+      if (const JsonValue* h = j->Find("hang"))
+        if (const JsonValue* m = h->Find("missing"))
+          for (const JsonValue& v : m->items) missing.insert(ShimNamed(v.text));
+    for (int s : f.missing_min)
+      if (!missing.count(s)) {
+        out.push_back("the roll-call does not name shim " + std::to_string(s) +
+                      " as silent; it names " + SetText(missing));
+        break;
+      }
+    for (int s : missing)
+      if (!f.missing_max.count(s)) {
+        out.push_back("the roll-call names shim " + std::to_string(s) + " as silent; expected " +
+                      "at most " + SetText(f.missing_max));
+        break;
+      }
+  }
+  return out;
+}
+
+}  // namespace
+
+// The timing rules that hold whatever the outcome (docs/control-plane.md):
+// every shim gets rank 0's order to end its ranks within the tree's
+// latency, exits within --grace + 1 s of its stop or its launcher's signal,
+// and the roll-call ends by its deadline.
+std::string Timing(const FaultPlan& plan, const OracleSetup& setup, const RunRecord& run) {
+  const double L = setup.slack_s;
+  const std::vector<double> reach = ReachableUntil(plan, setup);
+  double first_end = -1, collect = -1;
+  for (const auto& [t, frame] : run.verdicts) {
+    auto m = Msg::Decode(frame);
+    if (!m.ok()) continue;
+    const std::string& type = m->type();
+    if (first_end < 0 && (type == "halt" || type == "stop" || type == "end")) first_end = t;
+    if (type == "collect" && collect < 0) collect = t;
+    if (collect >= 0 && (type == "stop" || type == "end") && t >= collect) {
+      if (t > collect + 20 + L)
+        return "the roll-call ended " + Num(t - collect) + " s after rank 0 asked for stacks "
+               "(at most 20 s)";
+      collect = -2;  // checked
+    }
+  }
+  for (size_t s = 1; s < run.shims.size() && first_end >= 0; ++s) {
+    const ShimRecord& r = run.shims[s];
+    if (reach[s] < first_end + L || (r.exited && r.exit_at < first_end + L) ||
+        (r.exited && r.code == 0) || (r.signalled_at >= 0 && r.signalled_at < first_end + L))
+      continue;
+    if (r.stop_at < 0 || r.stop_at > first_end + L)
+      return "shim " + std::to_string(s) + " was told to end its ranks " +
+             (r.stop_at < 0 ? std::string("never") : Num(r.stop_at - first_end) + " s") +
+             " after rank 0 ordered it (at " + Num(first_end) + " s; the tree's latency is " +
+             Num(L) + " s)";
+  }
+  for (size_t s = 0; s < run.shims.size(); ++s) {
+    const ShimRecord& r = run.shims[s];
+    if (!r.exited) continue;
+    double from = 1e18;
+    if (r.verdict_at >= 0) from = r.verdict_at;
+    if (r.signalled_at >= 0) from = std::min(from, r.signalled_at);
+    if (from < 1e18 && r.exit_at > from + setup.grace_s + 1 + L)
+      return "shim " + std::to_string(s) + " exited " + Num(r.exit_at - from) +
+             " s after its stop or its launcher's signal (--grace " +
+             FormatNumber(setup.grace_s, "%g") + " s + 1 s)";
+  }
+  return "";
+}
+
+std::string CheckRun(const FaultPlan& plan, const OracleSetup& setup, const RunRecord& run) {
+  if (std::string t = Timing(plan, setup, run); !t.empty()) return t;
+  const std::vector<Foreseen> ways = Foresee(plan, setup);
+  const Foreseen* nearest = nullptr;
+  std::vector<std::string> nearest_diff;
+  const bool explain = std::getenv("AML_SIM_EXPLAIN") != nullptr;
+  for (const Foreseen& f : ways) {
+    std::vector<std::string> d = Differences(plan, f, run);
+    if (explain) {
+      std::fprintf(stderr, "foreseen: %s\n", f.story.c_str());
+      for (const std::string& x : d) std::fprintf(stderr, "    %s\n", x.c_str());
+    }
+    if (d.empty()) return "";
+    if (!nearest || d.size() < nearest_diff.size()) {
+      nearest = &f;
+      nearest_diff = std::move(d);
+    }
+  }
+  return "oracle: " + nearest_diff[0] + " (the nearest of " + std::to_string(ways.size()) +
+         " foreseen outcomes: " + nearest->story + ")";
+}
+
+}  // namespace aml
