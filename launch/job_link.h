@@ -72,15 +72,11 @@ struct LinkOrder {
   }
 };
 
-class JobLink {
+// What the node's supervisor (node_machine.h) tells the job and asks of it:
+// the job's state machine, through the control plane, or the simulator's.
+class JobChannel {
  public:
-  virtual ~JobLink() = default;
-  // Appends the descriptors to watch; OnPoll gets the same ones back.
-  virtual void AddPollFds(std::vector<pollfd>* fds) = 0;
-  virtual void OnPoll(const pollfd* fds, size_t n, double now) = 0;
-  // When OnTimer must run next (CLOCK_MONOTONIC seconds).
-  virtual double NextDeadline(double now) const = 0;
-  virtual void OnTimer(double now) = 0;
+  virtual ~JobChannel() = default;
   // A child wrote output (called at most once per poll round).
   virtual void OnOutput(double now) = 0;
   // This node's first failure, before its teardown.
@@ -101,6 +97,17 @@ class JobLink {
   // True on rank 0's shim: its failure.json is the job's (launch/log_dir.h).
   virtual bool WritesJobRecord() const = 0;
   virtual std::optional<LinkOrder> TakeOrder() = 0;
+};
+
+// The channel over descriptors that the supervisor serves from its loop.
+class JobLink : public JobChannel {
+ public:
+  // Appends the descriptors to watch; OnPoll gets the same ones back.
+  virtual void AddPollFds(std::vector<pollfd>* fds) = 0;
+  virtual void OnPoll(const pollfd* fds, size_t n, double now) = 0;
+  // When OnTimer must run next (CLOCK_MONOTONIC seconds).
+  virtual double NextDeadline(double now) const = 0;
+  virtual void OnTimer(double now) = 0;
 };
 
 }  // namespace aml

@@ -24,6 +24,7 @@
 #include "launch/tagged_procs.h"
 #include "launch/line_tagger.h"
 #include "launch/log_dir.h"
+#include "launch/node_machine.h"
 #include "launch/output_sink.h"
 #include "launch/restart_policy.h"
 #include "launch/stack_dump.h"
@@ -40,15 +41,12 @@ namespace {
 constexpr size_t kMaxLine = 64 * 1024;        // longer lines are cut
 constexpr double kPartialFlushS = 1.0;        // a held partial line waits at most this
 constexpr size_t kTailBytes = 16 * 1024;      // stderr kept for the summary
-constexpr double kAfterKillS = 5.0;           // wait after SIGKILL before giving up
 constexpr size_t kQueueCap = 4 << 20;         // output queued for a slow reader
 constexpr ssize_t kDefaultPipe = 64 << 10;    // a pipe's size, unless enlarged
 constexpr int kLargePipe = 1 << 20;           // a chatty rank's
 constexpr double kFinalFlushS = 5.0;          // the reader's last chance at the end
 constexpr double kKeeperGraceS = 10.0;        // SIGTERM to SIGKILL when the shim died
 constexpr double kProbeS = 10.0;  // every stack reader at once (py-spy, gdb)
-constexpr double kCollectS = 5.0;             // SIGABRT until the stacks are read
-constexpr double kSameRequestS = 0.1;         // a repeated signal within this is one request
 const int kForwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
 double Now() { return MonotonicSeconds(); }
@@ -83,108 +81,93 @@ struct Stream {
   }
 };
 
+// A child's process and output; its life (running, status, times) is the
+// machine's (node_machine.h).
 struct Child {
   const ChildLaunch* launch = nullptr;  // config_.children's
   pid_t pid = -1;
-  bool running = false;  // started and not yet reaped: its pid is still ours
-  int status = 0;
-  double start = 0, end = 0;
   Stream out, err;
   std::string err_tail;
-  bool ended_before_collect = false;  // had ended when stacks were asked for
-  ProbedStack probed;                 // py-spy's or the native stack, if any
+  ProbedStack probed;  // py-spy's or the native stack, if any
 };
 
-// What one attempt of the job holds; a restart starts from a fresh one.
-struct Attempt {
-  std::vector<Child> children;
-  Child* first_failure = nullptr;  // failed before any teardown began
-  Child* first_stopped = nullptr;  // failed after aml-shim was signalled
-  bool teardown = false;
-  double kill_at = 0;              // SIGKILL deadline during teardown
-  bool killed = false;
-  double give_up_at = 0;           // after SIGKILL, stop waiting
-  double drain_until = 0;          // after the last child, wait for its pipes
-  double ended_at = 0;             // the last child ended: the reader's 5 s start
-  bool stragglers_signalled = false;
-  bool stragglers_left = false;    // processes left when the last child ended
-  bool drained = false;            // every child and straggler is gone
-  bool collecting = false;         // stacks asked for: exits are expected
-  double collect_until = 0;        // SIGABRT sent: the dumps' deadline
-  bool stacks_sent = false;
-  bool told_done = false;          // the control plane knows this node is done
-  double first_output_wall = 0;    // the first output (CLOCK_REALTIME)
-};
-
-class Supervisor {
+// The process table of the node's machine (node_machine.h) over real
+// processes: the one spawn site, signals to process groups, reaping, the
+// keeper, the ranks' output and their stacks. The machine decides; this
+// loop waits in ppoll and tells it what happened.
+class Supervisor : private NodeProcs {
  public:
   explicit Supervisor(const SupervisorConfig& c)
-      : config_(c), out_sink_(STDOUT_FILENO, kQueueCap), err_sink_(STDERR_FILENO, kQueueCap) {}
+      : config_(c),
+        out_sink_(STDOUT_FILENO, kQueueCap),
+        err_sink_(STDERR_FILENO, kQueueCap),
+        machine_(NodeConfig{c.children.size(), c.grace_s}, this, c.link) {}
   int Run();
 
  private:
   int Prepare();
-  bool Start();
   void Loop();
-  bool Step(double now);
   void Poll(double now);
   void Reap();
-  void OnExit(Child& c, int status);
+  void OnExit(size_t i, int status, double now);
   void CopyErrorFile(int rank);
   void ForgetEmptyGroups();
   void NoticeStopped();
   void Signal(int sig, pid_t sender);
   void LauncherGone();
-  void StopRequested(int sig, pid_t sender, double now, const std::string& why = "");
-  void BeginTeardown(double now);
-  void KillAll(int sig);
   void ReadStream(Stream& s, double now);
   void Emit(Stream& s, std::string_view data);
   void CloseStream(Stream& s);
   void FlushStaleParts(double now);
   void CheckSinks(double now);
   double NextDeadline(double now) const;
-  bool AnyRunning() const;
   bool AnyOpenStream() const;
-  Child* Find(pid_t pid);
+  std::optional<size_t> Find(pid_t pid) const;
   int Finish();
-  ChildOutcome Outcome(const Child& c) const;
-  void Report(int* code);
-  void TakeOrders(double now);
-  void CollectStacks();
-  void AbortForStacks();
-  void SendStacks();
+  ChildOutcome Outcome(size_t i) const;
+  void Report();
   void DrainStderr(Child& c);
-  bool Finished();
-  bool Restart(double now);
   void FlushAtExit();
+  void WatchStarted();
+
+  // NodeProcs.
+  bool Start(size_t child, const LinkOrder* restart, int* code) override;
+  void Signal(size_t child, int sig) override;
+  void Abort(size_t child) override;
+  bool SignalStragglers(int sig) override;
+  bool StragglersLeft() override;
+  bool OutputOpen() const override { return AnyOpenStream(); }
+  bool GroupsEmpty() override;
+  void KillGroups() override;
+  void StartProbe() override;
+  bool ProbeRunning() const override { return probe_.running(); }
+  bool ProbeDone(double now) override { return !probe_.running() || probe_.Done(now); }
+  double ProbeDeadline() const override { return probe_.deadline(); }
+  void FinishProbe() override;
+  LocalFailure Failure(size_t child) override;
+  std::vector<RankStack> Stacks() override;
+  double FirstOutputWall() const override { return first_output_wall_; }
+  void TermSent(bool sent) override { keeper_.TermSent(sent); }
+  void BeginRestart(const LinkOrder& restart, bool print_own_failure) override;
 
   const SupervisorConfig& config_;
   OutputSink out_sink_, err_sink_;
   std::unique_ptr<LogDir> logs_;
   std::string error_dir_;        // where TORCHELASTIC_ERROR_FILEs go ("": none)
   Keeper keeper_;
-  Attempt a_;                     // this attempt's children and their state
+  std::vector<Child> children_;   // this attempt's processes and their output
   std::vector<pid_t> lingering_;  // groups of reaped children not yet empty
+  std::vector<pid_t> to_watch_;   // started, not yet named to the keeper
   int sfd_ = -1;
-  int spawn_failure_code_ = 0;
-  int shim_signal_ = 0;             // terminating signal aml-shim received
-  pid_t shim_signal_sender_ = 0;
-  double shim_signal_at_ = 0;
-  bool reader_gone_ = false;        // stdout/stderr's reader left (EPIPE)
-  bool launcher_gone_ = false;      // the lifeline broke (config_.lifeline)
-  bool hurry_ = false;              // a second signal: no more waiting
+  bool reader_gone_ = false;      // stdout/stderr's reader left (EPIPE)
+  bool launcher_gone_ = false;    // the lifeline broke (config_.lifeline)
   std::string out_buf_;  // tagged output, reused across reads
   // The control plane (config_.link), when there is one.
   JobLink* link_ = nullptr;
   bool output_seen_ = false;      // a child wrote in this poll round
+  double first_output_wall_ = 0;  // this attempt's first output (CLOCK_REALTIME)
   StackProbe probe_;              // the readers from outside, before SIGABRT
-  std::optional<LinkOrder> stop_;  // the job was stopped by the control plane
-  // --max-restarts: the restart ordered by the control plane, once every
-  // child's group is empty; the restarts made; the new MASTER_PORT.
-  std::optional<LinkOrder> restart_;
-  double restart_wait_until_ = 0;
-  int restarts_ = 0, master_port_ = 0;
+  NodeMachine machine_;           // what is done when (node_machine.h)
 };
 
 // ---- Start
@@ -235,99 +218,102 @@ int Supervisor::Prepare() {
     }
   }
   if (MakeErrorDir(error_dir)) error_dir_ = error_dir;
+  children_.resize(config_.children.size());
   return 0;
 }
 
-bool Supervisor::Start() {
-  a_.children.resize(config_.children.size());
-  // Named to the keeper once all are started, in one write.
-  std::vector<pid_t> watched;
-  struct Named {
-    Keeper& keeper;
-    std::vector<pid_t>& pids;
-    ~Named() { keeper.Watch(pids); }
-  } named{keeper_, watched};
-  for (size_t i = 0; i < a_.children.size(); ++i) {
-    Child& c = a_.children[i];
-    c.launch = &config_.children[i];
-    EnvSets sets = c.launch->env_sets;
-    if (restarts_ > 0) {
-      // The new attempt's store port: the old one may still be held.
-      sets.emplace_back("MASTER_PORT", std::to_string(master_port_));
-      sets.emplace_back("TORCHELASTIC_RESTART_COUNT", std::to_string(restarts_));
-    }
-    if (!error_dir_.empty())
-      sets.emplace_back("TORCHELASTIC_ERROR_FILE", ErrorFilePath(error_dir_, c.launch->rank));
-    if (keeper_.running()) {
-      // After the tags of any shim above this one: each keeper finds all.
-      const std::string above = c.launch->base_env->GetOr(kKeeperTagVar, "");
-      sets.emplace_back(kKeeperTagVar, (above.empty() ? "" : above + ":") + keeper_.tag());
-    }
-    int code = 0;
-    Result<SpawnedChild> spawned = Error{""};
-    {
-      ScopedCpuBinding bind(c.launch->cpus);  // inherited by the child
-      spawned = SpawnChild(c.launch->argv, *c.launch->base_env, sets, config_.pipe_output, &code);
-    }
-    if (!spawned.ok()) {
-      LogError(spawned.error().message);
-      spawn_failure_code_ = code;
-      return false;
-    }
-    c.pid = spawned->pid;
-    watched.push_back(c.pid);
-    c.running = true;
-    c.start = Now();
-    std::string prefix = "[rank " + std::to_string(c.launch->rank) + "] ";
-    c.out.child = c.err.child = i;
-    c.out.fd = spawned->out_fd;
-    c.out.sink = &out_sink_;
-    c.err.fd = spawned->err_fd;
-    c.err.sink = &err_sink_;
-    c.err.is_stderr = true;
-    c.err.tail = &c.err_tail;
-    if (config_.tag_output) {
-      c.out.tagger = std::make_unique<LineTagger>(prefix, kMaxLine);
-      c.err.tagger = std::make_unique<LineTagger>(prefix, kMaxLine);
-    }
-    if (config_.foreground_tty && i == 0 && isatty(STDIN_FILENO))
-      tcsetpgrp(STDIN_FILENO, c.pid);
+// The children started are named to the keeper together, in one write.
+void Supervisor::WatchStarted() {
+  if (to_watch_.empty()) return;
+  keeper_.Watch(to_watch_);
+  to_watch_.clear();
+}
+
+bool Supervisor::Start(size_t i, const LinkOrder* restart, int* code) {
+  Child& c = children_[i];
+  c = Child{};
+  c.launch = &config_.children[i];
+  EnvSets sets = c.launch->env_sets;
+  if (restart) {
+    // The new attempt's store port: the old one may still be held.
+    sets.emplace_back("MASTER_PORT", std::to_string(restart->master_port));
+    sets.emplace_back("TORCHELASTIC_RESTART_COUNT", std::to_string(restart->restart));
   }
+  if (!error_dir_.empty())
+    sets.emplace_back("TORCHELASTIC_ERROR_FILE", ErrorFilePath(error_dir_, c.launch->rank));
+  if (keeper_.running()) {
+    // After the tags of any shim above this one: each keeper finds all.
+    const std::string above = c.launch->base_env->GetOr(kKeeperTagVar, "");
+    sets.emplace_back(kKeeperTagVar, (above.empty() ? "" : above + ":") + keeper_.tag());
+  }
+  Result<SpawnedChild> spawned = Error{""};
+  {
+    ScopedCpuBinding bind(c.launch->cpus);  // inherited by the child
+    spawned = SpawnChild(c.launch->argv, *c.launch->base_env, sets, config_.pipe_output, code);
+  }
+  if (!spawned.ok()) {
+    LogError(spawned.error().message);
+    WatchStarted();
+    return false;
+  }
+  c.pid = spawned->pid;
+  to_watch_.push_back(c.pid);
+  std::string prefix = "[rank " + std::to_string(c.launch->rank) + "] ";
+  c.out.child = c.err.child = i;
+  c.out.fd = spawned->out_fd;
+  c.out.sink = &out_sink_;
+  c.err.fd = spawned->err_fd;
+  c.err.sink = &err_sink_;
+  c.err.is_stderr = true;
+  c.err.tail = &c.err_tail;
+  if (config_.tag_output) {
+    c.out.tagger = std::make_unique<LineTagger>(prefix, kMaxLine);
+    c.err.tagger = std::make_unique<LineTagger>(prefix, kMaxLine);
+  }
+  if (config_.foreground_tty && i == 0 && isatty(STDIN_FILENO))
+    tcsetpgrp(STDIN_FILENO, c.pid);
+  if (i + 1 == children_.size()) WatchStarted();
   return true;
 }
 
 // ---- Children ending
 
-Child* Supervisor::Find(pid_t pid) {
-  for (Child& c : a_.children)
-    if (c.pid == pid && c.running) return &c;
-  return nullptr;
+std::optional<size_t> Supervisor::Find(pid_t pid) const {
+  for (size_t i = 0; i < children_.size(); ++i)
+    if (children_[i].pid == pid && machine_.running(i)) return i;
+  return std::nullopt;
 }
 
 // A terminating signal is followed by SIGCONT (as systemd does): a stopped
 // rank (SIGSTOP, ^Z, SIGTTIN) would otherwise keep it pending, never run its
 // handler, and be SIGKILLed after --grace.
-void Supervisor::KillAll(int sig) {
+void Supervisor::Signal(size_t i, int sig) {
+  const pid_t pid = children_[i].pid;
   const bool terminating = IsTerminating(sig);
   auto send = [&](pid_t target) {
     kill(target, sig);
     if (terminating) kill(target, SIGCONT);
   };
-  for (Child& c : a_.children) {
-    if (!c.running) continue;
-    send(-c.pid);  // unreaped: the group id is still its own
-    // A rank that moved itself into another group is not in its own: it
-    // gets the signal by its pid (unreaped: still ours).
-    if (getpgid(c.pid) != c.pid) send(c.pid);
-  }
-  if (terminating) keeper_.TermSent(true);
+  send(-pid);  // unreaped: the group id is still its own
+  // A rank that moved itself into another group is not in its own: it
+  // gets the signal by its pid (unreaped: still ours).
+  if (getpgid(pid) != pid) send(pid);
 }
 
-void Supervisor::BeginTeardown(double now) {
-  if (a_.teardown) return;
-  a_.teardown = true;
-  a_.kill_at = now + config_.grace_s;
-  KillAll(SIGTERM);
+void Supervisor::Abort(size_t i) { kill(children_[i].pid, SIGABRT); }
+
+bool Supervisor::SignalStragglers(int sig) { return SignalDescendants(sig, keeper_.pid()); }
+
+bool Supervisor::StragglersLeft() { return HasDescendants(keeper_.pid()); }
+
+bool Supervisor::GroupsEmpty() {
+  ForgetEmptyGroups();
+  return lingering_.empty();
+}
+
+void Supervisor::KillGroups() {
+  ForgetEmptyGroups();
+  for (pid_t g : lingering_) kill(-g, SIGKILL);  // not empty: not recycled
 }
 
 // --log-dir gets a copy of the rank's error file (its own, in the private
@@ -339,32 +325,24 @@ void Supervisor::CopyErrorFile(int rank) {
   if (!st.ok()) LogWarning("--log-dir: " + st.error().message);
 }
 
-void Supervisor::OnExit(Child& c, int status) {
-  c.running = false;
-  c.status = status;
-  c.end = Now();
+void Supervisor::OnExit(size_t i, int status, double now) {
+  Child& c = children_[i];
   if (logs_) CopyErrorFile(c.launch->rank);
-  bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   LogVerbose("rank " + std::to_string(c.launch->rank) + " (pid " + std::to_string(c.pid) +
              ") ended: " + DescribeStatus(status));
-  if (!failed || a_.collecting) return;
-  if (!a_.teardown && !a_.first_failure) {
-    a_.first_failure = &c;
-    BeginTeardown(c.end);
-    if (link_) {
-      ChildOutcome o = Outcome(c);
-      LocalFailure f;
-      f.rank = c.launch->rank;
-      f.exit_code = ExitCodeFor(status);
-      f.status = DescribeStatus(status);
-      f.wall_time = WallSeconds();
-      f.summary = FormatFailureSummary(o);
-      f.failure_json = FailureJson(o);
-      link_->OnChildFailed(f);
-    }
-  } else if (shim_signal_ && !a_.first_failure && !a_.first_stopped) {
-    a_.first_stopped = &c;
-  }
+  machine_.OnExit(i, status, now);
+}
+
+LocalFailure Supervisor::Failure(size_t i) {
+  ChildOutcome o = Outcome(i);
+  LocalFailure f;
+  f.rank = children_[i].launch->rank;
+  f.exit_code = ExitCodeFor(machine_.status(i));
+  f.status = DescribeStatus(machine_.status(i));
+  f.wall_time = WallSeconds();
+  f.summary = FormatFailureSummary(o);
+  f.failure_json = FailureJson(o);
+  return f;
 }
 
 // Peeks at an ended child before reaping it: while its leader is an unreaped
@@ -375,17 +353,17 @@ void Supervisor::Reap() {
     siginfo_t info{};
     if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) break;
     const pid_t pid = info.si_pid;
-    Child* c = Find(pid);
-    if (c) kill(-pid, SIGTERM);
+    const std::optional<size_t> i = Find(pid);
+    if (i) kill(-pid, SIGTERM);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     if (pid == keeper_.pid()) {
       keeper_.Lost();
       LogWarning("the keeper (pid " + std::to_string(pid) + ") ended: " + DescribeStatus(status));
-    } else if (c) {
+    } else if (i) {
       lingering_.push_back(pid);
-      OnExit(*c, status);
+      OnExit(*i, status, Now());
     } else {
       // A stack reader (the probe then does not wait for it), or an orphan
       // reparented to us: reaped, nothing more.
@@ -403,8 +381,9 @@ void Supervisor::NoticeStopped() {
   for (;;) {
     siginfo_t info{};
     if (waitid(P_ALL, 0, &info, WSTOPPED | WNOHANG) != 0 || info.si_pid == 0) break;
-    Child* c = Find(info.si_pid);
-    if (!c) continue;
+    const std::optional<size_t> i = Find(info.si_pid);
+    if (!i) continue;
+    const Child& c = children_[*i];
     const int sig = info.si_status;
     std::string why = "stopped by " + SignalName(sig);
     if (sig == SIGTTIN || sig == SIGTTOU)
@@ -412,7 +391,7 @@ void Supervisor::NoticeStopped() {
              " the terminal, which only the foreground process group may (each rank has a "
              "process group of its own); give it no terminal (< /dev/null), or run one "
              "process in place";
-    LogWarning("rank " + std::to_string(c->launch->rank) + " (pid " + std::to_string(c->pid) +
+    LogWarning("rank " + std::to_string(c.launch->rank) + " (pid " + std::to_string(c.pid) +
                ") is " + why);
   }
 }
@@ -438,56 +417,105 @@ void Supervisor::Signal(int sig, pid_t sender) {
     Reap();
     return;
   }
-  if (IsTerminating(sig)) {
-    const double now = Now();
-    if (shim_signal_) {
-      // One request sent twice in the same instant by the same sender (GNU
-      // timeout signals its child, then the child's whole process group) is
-      // one request; anything else is a second one: no more grace.
-      if (sig == shim_signal_ && sender == shim_signal_sender_ &&
-          now - shim_signal_at_ < kSameRequestS) {
-        LogVerbose("received " + SignalName(sig) + " again from the same sender within " +
-                   FormatNumber(kSameRequestS * 1000, "%.0f") + " ms: the same request");
-        return;
-      }
-      if (!hurry_ && !a_.killed) {
-        LogInfo("second " + SignalName(sig) + ": killing every child now");
-        a_.kill_at = now;
-      }
-      hurry_ = true;
-      return;
-    }
-    LogVerbose("received " + SignalName(sig) + ", forwarding to every child");
-    StopRequested(sig, sender, now);
-  } else {
-    LogVerbose("received " + SignalName(sig) + ", forwarding to every child");
-  }
-  KillAll(sig);
-}
-
-// The launcher stops the job (its signal, or it is gone): every child is
-// ended (SIGTERM, SIGKILL after --grace) and no attempt starts after it.
-void Supervisor::StopRequested(int sig, pid_t sender, double now, const std::string& why) {
-  // No attempt starts after the launcher's signal, whatever was ordered.
-  restart_.reset();
-  shim_signal_ = sig;
-  shim_signal_sender_ = sender;
-  shim_signal_at_ = now;
-  if (link_) link_->OnShimSignalled(sig, why);
-  if (!a_.teardown) {
-    a_.teardown = true;
-    a_.kill_at = now + config_.grace_s;
-  }
+  machine_.OnSignal(sig, sender, Now());
 }
 
 // The launcher died without a word (SIGKILL, a crash): as if it had sent
 // SIGTERM, unless it had (then its grace goes on).
 void Supervisor::LauncherGone() {
   launcher_gone_ = true;
-  LogVerbose(config_.lifeline->What() + ": ending every child");
-  if (shim_signal_) return;
-  StopRequested(SIGTERM, 0, Now(), config_.lifeline->What());
-  KillAll(SIGTERM);
+  machine_.OnLauncherGone(config_.lifeline->What(), Now());
+}
+
+// ---- Stacks (a hang's roll-call)
+
+// The readers from outside, while every rank still stands where it hung.
+// Their output is read by this loop (Poll), which meanwhile goes on
+// forwarding signals, reading the ranks' output and serving the plane.
+void Supervisor::StartProbe() {
+  std::vector<pid_t> pids;
+  for (size_t i = 0; i < children_.size(); ++i)
+    if (machine_.running(i)) pids.push_back(children_[i].pid);
+  probe_.Start(pids, kProbeS);
+}
+
+void Supervisor::FinishProbe() {
+  if (!probe_.running()) return;
+  for (ProbedStack& s : probe_.Finish())
+    for (Child& c : children_)
+      if (c.pid == s.pid) c.probed = std::move(s);
+}
+
+void Supervisor::DrainStderr(Child& c) {
+  while (c.err.fd >= 0) {
+    pollfd p{c.err.fd, POLLIN, 0};
+    if (poll(&p, 1, 0) <= 0) break;
+    ReadStream(c.err, Now());
+  }
+}
+
+// faulthandler (PYTHONFAULTHANDLER=1) printed every thread's stack on
+// SIGABRT, to the rank's stderr, which aml-shim reads.
+std::vector<RankStack> Supervisor::Stacks() {
+  std::vector<RankStack> stacks;
+  for (size_t i = 0; i < children_.size(); ++i) {
+    Child& c = children_[i];
+    DrainStderr(c);
+    RankStack r;
+    r.rank = c.launch->rank;
+    auto dump = ParseFaulthandlerDump(c.err_tail);
+    if (!c.probed.frames.empty()) {
+      // py-spy or the native frames; faulthandler's dump follows, if any.
+      r.text = c.probed.tool + ":\n" + c.probed.text + (dump ? "\n" + dump->text : "");
+      r.signature = StackSignature(c.probed.frames);
+    } else if (dump) {
+      r.text = dump->text;
+      r.signature = StackSignature(dump->main_thread);
+      if (r.signature.empty()) r.signature = "no Python frame in its main thread";
+    } else if (!c.probed.tool.empty() || !c.probed.text.empty()) {
+      r.text = "no stack: " + (c.probed.tool.empty() ? "" : c.probed.tool + " printed no frame of "
+                                                           "the main thread: ") +
+               c.probed.text;
+    } else if (machine_.ended_before_collect(i)) {
+      r.text = "no stack: it had already ended (" + DescribeStatus(machine_.status(i)) + ")\n";
+    } else if (machine_.running(i)) {
+      r.text = "no stack: the rank did not end within " +
+               FormatNumber(NodeMachine::kCollectS, "%.0f") +
+               " s of SIGABRT (blocked in the kernel, or it handles SIGABRT)\n";
+    } else {
+      r.text = "no Python stack: it ended " + DescribeStatus(machine_.status(i)) +
+               " without a faulthandler dump (not Python, or PYTHONFAULTHANDLER was "
+               "turned off)\n";
+    }
+    if (logs_) {
+      Status st = logs_->WriteStack(r.rank, r.text);
+      if (!st.ok()) LogWarning("--log-dir: " + st.error().message);
+    }
+    stacks.push_back(std::move(r));
+  }
+  return stacks;
+}
+
+// ---- Restarts (--max-restarts)
+
+// Every rank, straggler and process group of the attempt is gone: the
+// restart's words, then each log and error file ready for the next attempt.
+void Supervisor::BeginRestart(const LinkOrder& order, bool print_own_failure) {
+  if (print_own_failure)
+    err_sink_.Write(FormatFailureSummary(Outcome(*machine_.first_failure())));
+  err_sink_.Write(order.message + order.line);
+  for (size_t i = 0; i < children_.size(); ++i) {
+    if (logs_) {
+      // Each log keeps every attempt, the next after this line.
+      logs_->Append(i, false, "\n" + order.line);
+      logs_->Append(i, true, "\n" + order.line);
+    }
+    // A stale error file would be read as the next attempt's.
+    const int rank = children_[i].launch->rank;
+    if (!error_dir_.empty()) unlink(ErrorFilePath(error_dir_, rank).c_str());
+    if (logs_) CopyErrorFile(rank);
+  }
+  first_output_wall_ = 0;
 }
 
 // ---- Output
@@ -521,7 +549,7 @@ void Supervisor::ReadStream(Stream& s, double now) {
   }
   std::string_view data(buf, static_cast<size_t>(n));
   output_seen_ = true;
-  if (a_.first_output_wall == 0) a_.first_output_wall = WallSeconds();
+  if (first_output_wall_ == 0) first_output_wall_ = WallSeconds();
   if (logs_) logs_->Append(s.child, s.is_stderr, data);
   s.KeepTail(data);
   if (!s.tagger) {
@@ -536,7 +564,7 @@ void Supervisor::ReadStream(Stream& s, double now) {
 }
 
 void Supervisor::FlushStaleParts(double now) {
-  for (Child& c : a_.children) {
+  for (Child& c : children_) {
     for (Stream* s : {&c.out, &c.err}) {
       if (s->fd < 0 || !s->tagger || !s->tagger->has_partial()) continue;
       if (now - s->partial_since < kPartialFlushS) continue;
@@ -556,203 +584,30 @@ void Supervisor::CheckSinks(double now) {
     const char* which = sink == &out_sink_ ? "stdout" : "stderr";
     if (sink == &out_sink_)
       LogInfo(std::string("the reader of ") + which + " has gone (EPIPE): ending the job");
-    if (!a_.teardown) BeginTeardown(now);
+    machine_.OnReaderGone(now);
     return;
   }
 }
 
 // ---- The loop
 
-bool Supervisor::AnyRunning() const {
-  for (const Child& c : a_.children)
-    if (c.running) return true;
-  return false;
-}
-
 bool Supervisor::AnyOpenStream() const {
-  for (const Child& c : a_.children)
+  for (const Child& c : children_)
     if (c.out.fd >= 0 || c.err.fd >= 0) return true;
   return false;
 }
 
 double Supervisor::NextDeadline(double now) const {
-  double next = now + 3600;
-  if (a_.teardown && !a_.killed) next = std::min(next, a_.kill_at);
-  if (a_.killed) next = std::min(next, a_.give_up_at);
-  if (!AnyRunning() && !a_.drained) next = std::min(next, a_.drain_until);
-  if (restart_) next = std::min(next, now + 0.01);  // groups still emptying
-  if (probe_.running()) next = std::min(next, probe_.deadline());
-  else if (a_.collecting && !a_.stacks_sent) next = std::min(next, a_.collect_until);
+  double next = machine_.NextDeadline(now);
   if (link_) next = std::min(next, link_->NextDeadline(now));
   if (config_.lifeline && config_.lifeline->watching() && config_.lifeline->fd() < 0 &&
       !launcher_gone_)
     next = std::min(next, now + Lifeline::kCheckS);
-  for (const Child& c : a_.children)
+  for (const Child& c : children_)
     for (const Stream* s : {&c.out, &c.err})
       if (s->fd >= 0 && s->tagger && s->tagger->has_partial())
         next = std::min(next, s->partial_since + kPartialFlushS);
   return next;
-}
-
-// Deadlines and endings; false when the loop is done.
-bool Supervisor::Step(double now) {
-  if (probe_.running() && probe_.Done(now)) AbortForStacks();
-  if (a_.collecting && !a_.stacks_sent) SendStacks();
-  if (a_.teardown && !a_.killed && now >= a_.kill_at && AnyRunning()) {
-    KillAll(SIGKILL);
-    a_.killed = true;
-    a_.give_up_at = now + kAfterKillS;
-  }
-  if (AnyRunning()) {
-    if (a_.killed && now >= a_.give_up_at) {
-      LogError("children still alive " + FormatNumber(kAfterKillS, "%.0f") +
-               " s after SIGKILL (uninterruptible sleep?); giving up on them");
-      return false;
-    }
-    return true;
-  }
-  if (a_.drained) {
-    if (Finished()) return false;
-    return !restart_ || Restart(now);
-  }
-  if (!a_.stragglers_signalled) {
-    // Every child is gone; end what they left behind (their groups were
-    // signalled as each exited; orphans that left the group are ours).
-    a_.stragglers_signalled = true;
-    a_.ended_at = now;
-    // None now is none for good: every child is reaped, so every process
-    // left of the job was reparented here, and would have been listed.
-    a_.stragglers_left = SignalDescendants(SIGTERM, keeper_.pid());
-    a_.drain_until = now + std::min(config_.grace_s, 2.0);
-  }
-  if (!AnyOpenStream() && !(a_.stragglers_left && HasDescendants(keeper_.pid()))) {
-    a_.drained = true;
-    return !Finished();
-  }
-  if (now >= a_.drain_until) {
-    SignalDescendants(SIGKILL, keeper_.pid());
-    ForgetEmptyGroups();
-    for (pid_t g : lingering_) kill(-g, SIGKILL);  // not empty: not recycled
-    a_.drained = true;
-    return !Finished();
-  }
-  return true;
-}
-
-// Every child and straggler is gone: done, unless the control plane still
-// owes the job something (this shim relays for other nodes until they end).
-bool Supervisor::Finished() {
-  if (!link_) return true;
-  if (!a_.told_done) {
-    a_.told_done = true;
-    NodeOutcome o;
-    o.code = spawn_failure_code_;
-    if (!o.code && a_.first_failure) o.code = ExitCodeFor(a_.first_failure->status);
-    o.first_output_wall = a_.first_output_wall;
-    link_->OnChildrenDone(o);
-  }
-  TakeOrders(Now());
-  return !restart_ && link_->MayExit();
-}
-
-// ---- The control plane's orders
-
-void Supervisor::TakeOrders(double now) {
-  while (std::optional<LinkOrder> order = link_->TakeOrder()) {
-    if (order->kind == LinkOrder::Kind::kCollectStacks) {
-      if (a_.collecting) continue;
-      a_.collecting = true;
-      CollectStacks();
-      continue;
-    }
-    if (order->kind == LinkOrder::Kind::kEndAttempt) {
-      if (!a_.teardown) BeginTeardown(now);
-      continue;
-    }
-    if (order->kind == LinkOrder::Kind::kRestart) {
-      if (!stop_ && !shim_signal_) {
-        restart_ = std::move(order);
-        restart_wait_until_ = now + kAfterKillS;
-      }
-      continue;
-    }
-    restart_.reset();
-    if (!stop_) stop_ = std::move(order);
-    if (!a_.teardown) BeginTeardown(now);
-  }
-}
-
-// faulthandler (PYTHONFAULTHANDLER=1) prints every thread's stack on SIGABRT,
-// to the rank's stderr, which aml-shim reads; the rank then ends.
-void Supervisor::CollectStacks() {
-  // First from outside, while every rank still stands where it hung. The
-  // readers' output is read by this loop (Poll), which meanwhile goes on
-  // forwarding signals, reading the ranks' output and serving the plane.
-  std::vector<pid_t> pids;
-  for (Child& c : a_.children)
-    if (c.running) pids.push_back(c.pid);
-  probe_.Start(pids, kProbeS);
-  if (probe_.Done(Now())) AbortForStacks();
-}
-
-// The readers are done (or out of time): then SIGABRT for faulthandler.
-void Supervisor::AbortForStacks() {
-  for (ProbedStack& s : probe_.Finish())
-    for (Child& c : a_.children)
-      if (c.pid == s.pid) c.probed = std::move(s);
-  a_.collect_until = Now() + kCollectS;
-  for (Child& c : a_.children) {
-    if (c.running) kill(c.pid, SIGABRT);  // the rank itself, not its helpers
-    else c.ended_before_collect = true;
-  }
-}
-
-void Supervisor::DrainStderr(Child& c) {
-  while (c.err.fd >= 0) {
-    pollfd p{c.err.fd, POLLIN, 0};
-    if (poll(&p, 1, 0) <= 0) break;
-    ReadStream(c.err, Now());
-  }
-}
-
-void Supervisor::SendStacks() {
-  if (probe_.running() || (AnyRunning() && Now() < a_.collect_until)) return;
-  a_.stacks_sent = true;
-  std::vector<RankStack> stacks;
-  for (Child& c : a_.children) {
-    DrainStderr(c);
-    RankStack r;
-    r.rank = c.launch->rank;
-    auto dump = ParseFaulthandlerDump(c.err_tail);
-    if (!c.probed.frames.empty()) {
-      // py-spy or the native frames; faulthandler's dump follows, if any.
-      r.text = c.probed.tool + ":\n" + c.probed.text + (dump ? "\n" + dump->text : "");
-      r.signature = StackSignature(c.probed.frames);
-    } else if (dump) {
-      r.text = dump->text;
-      r.signature = StackSignature(dump->main_thread);
-      if (r.signature.empty()) r.signature = "no Python frame in its main thread";
-    } else if (!c.probed.tool.empty() || !c.probed.text.empty()) {
-      r.text = "no stack: " + (c.probed.tool.empty() ? "" : c.probed.tool + " printed no frame of "
-                                                           "the main thread: ") +
-               c.probed.text;
-    } else if (c.ended_before_collect) {
-      r.text = "no stack: it had already ended (" + DescribeStatus(c.status) + ")\n";
-    } else if (c.running) {
-      r.text = "no stack: the rank did not end within " + FormatNumber(kCollectS, "%.0f") +
-               " s of SIGABRT (blocked in the kernel, or it handles SIGABRT)\n";
-    } else {
-      r.text = "no Python stack: it ended " + DescribeStatus(c.status) +
-               " without a faulthandler dump (not Python, or PYTHONFAULTHANDLER was "
-               "turned off)\n";
-    }
-    if (logs_) {
-      Status st = logs_->WriteStack(r.rank, r.text);
-      if (!st.ok()) LogWarning("--log-dir: " + st.error().message);
-    }
-    stacks.push_back(std::move(r));
-  }
-  link_->OnStacks(stacks);
 }
 
 void Supervisor::Poll(double now) {
@@ -761,7 +616,7 @@ void Supervisor::Poll(double now) {
   for (OutputSink* sink : {&out_sink_, &err_sink_})
     if (sink->pending()) fds.push_back({sink->poll_fd(), POLLOUT, 0});
   const size_t first_stream = fds.size();
-  for (Child& c : a_.children)
+  for (Child& c : children_)
     for (Stream* s : {&c.out, &c.err})
       // A full queue: leave the child's pipe unread, so the child waits on
       // its write as it would on a slow reader of its own.
@@ -779,8 +634,7 @@ void Supervisor::Poll(double now) {
   timespec ts = Timeout(NextDeadline(now) - now);
   if (ppoll(fds.data(), fds.size(), &ts, nullptr) < 0 && errno != EINTR) {
     LogError(std::string("ppoll: ") + std::strerror(errno));
-    a_.kill_at = now;  // nothing sensible left to wait for
-    a_.teardown = true;
+    machine_.OnFatal(now);  // nothing sensible left to wait for
     return;
   }
   now = Now();
@@ -807,14 +661,14 @@ void Supervisor::Poll(double now) {
   CheckSinks(now);
   if (link_) {
     link_->OnTimer(Now());
-    TakeOrders(Now());
+    machine_.TakeOrders(Now());
   }
 }
 
 void Supervisor::Loop() {
   for (;;) {
     double now = Now();
-    if (!Step(now)) return;
+    if (!machine_.Step(now)) return;
     FlushStaleParts(now);
     Poll(now);
   }
@@ -825,10 +679,7 @@ int Supervisor::Run() {
   if (int code = Prepare()) return code;
   g_err_sink = &err_sink_;
   SetLogSink(QueueLogLine);
-  if (!Start()) {
-    BeginTeardown(Now());
-    a_.kill_at = Now();  // children not yet useful: no grace needed
-  }
+  machine_.Start(Now());
   Loop();
   int code = Finish();
   // The directory first: a shim killed in between leaves the keeper to
@@ -838,54 +689,13 @@ int Supervisor::Run() {
   return code;
 }
 
-// ---- Restarts (--max-restarts)
-
-// Every child and straggler of the attempt is gone; once each child's process
-// group is empty too, the next attempt starts. False when it cannot.
-bool Supervisor::Restart(double now) {
-  ForgetEmptyGroups();
-  if (!lingering_.empty()) {
-    if (now < restart_wait_until_) return true;
-    LogError("cannot restart: the process group of an ended rank still has members " +
-             FormatNumber(kAfterKillS, "%.0f") + " s after SIGKILL (uninterruptible sleep?)");
-    spawn_failure_code_ = kExitShimFailure;
-    return false;
-  }
-  LinkOrder order = std::move(*restart_);
-  restart_.reset();
-  if (order.print_own_failure && a_.first_failure)
-    err_sink_.Write(FormatFailureSummary(Outcome(*a_.first_failure)));
-  err_sink_.Write(order.message + order.line);
-  restarts_ = order.restart;
-  master_port_ = order.master_port;
-  for (size_t i = 0; i < a_.children.size(); ++i) {
-    if (logs_) {
-      // Each log keeps every attempt, the next after this line.
-      logs_->Append(i, false, "\n" + order.line);
-      logs_->Append(i, true, "\n" + order.line);
-    }
-    // A stale error file would be read as the next attempt's.
-    const int rank = a_.children[i].launch->rank;
-    if (!error_dir_.empty()) unlink(ErrorFilePath(error_dir_, rank).c_str());
-    if (logs_) CopyErrorFile(rank);
-  }
-  // The attempt's state, afresh.
-  a_ = Attempt{};
-  if (probe_.running()) probe_.Finish();
-  keeper_.TermSent(false);
-  if (!Start()) {
-    BeginTeardown(now);
-    a_.kill_at = now;
-  }
-  return true;
-}
-
 // ---- The end
 
 void Supervisor::FlushAtExit() {
   // The reader's 5 s count from the last child's end, the wait for the
   // pipes' last bytes included (before: that wait's 2 s, then 5 more).
-  const double until = hurry_ ? Now() : (a_.ended_at > 0 ? a_.ended_at : Now()) + kFinalFlushS;
+  const double ended = machine_.ended_at();
+  const double until = machine_.hurry() ? Now() : (ended > 0 ? ended : Now()) + kFinalFlushS;
   for (;;) {
     out_sink_.Flush();
     err_sink_.Flush();
@@ -914,64 +724,62 @@ void Supervisor::FlushAtExit() {
   }
 }
 
-ChildOutcome Supervisor::Outcome(const Child& c) const {
-    ChildOutcome o;
-    o.run_id = config_.run_id;
-    o.rank = c.launch->rank;
-    o.local_rank = c.launch->local_rank;
-    o.node_rank = config_.node_rank;
-    o.host = config_.host;
-    o.argv = c.launch->argv;
-    o.wait_status = c.status;
-    o.runtime_s = c.end - c.start;
-    o.stderr_tail = c.err_tail;
-    if (!error_dir_.empty()) {
-      if (auto recorded = ReadErrorFile(ErrorFilePath(error_dir_, c.launch->rank))) {
-        o.exception = recorded->message;
-        o.traceback = recorded->traceback;
-      }
+ChildOutcome Supervisor::Outcome(size_t i) const {
+  const Child& c = children_[i];
+  ChildOutcome o;
+  o.run_id = config_.run_id;
+  o.rank = c.launch->rank;
+  o.local_rank = c.launch->local_rank;
+  o.node_rank = config_.node_rank;
+  o.host = config_.host;
+  o.argv = c.launch->argv;
+  o.wait_status = machine_.status(i);
+  o.runtime_s = machine_.ended(i) - machine_.started(i);
+  o.stderr_tail = c.err_tail;
+  if (!error_dir_.empty()) {
+    if (auto recorded = ReadErrorFile(ErrorFilePath(error_dir_, c.launch->rank))) {
+      o.exception = recorded->message;
+      o.traceback = recorded->traceback;
     }
-    return o;
+  }
+  return o;
 }
 
-void Supervisor::Report(int* code) {
+// What the job's end says here (aml-shim's exit code is the machine's).
+void Supervisor::Report() {
   // The control plane stopped the job with its words (the job's first
   // failure from another node, the hang's roll-call, or one line saying where
   // they are printed), or this node's own first failure is the job's: its
   // summary, then (with --max-restarts) the attempts.
-  const bool stop_says = stop_ && !stop_->message.empty();
-  if (stop_says || a_.first_failure) {
+  const std::optional<LinkOrder>& stop = machine_.stop();
+  const std::optional<size_t> first = machine_.first_failure();
+  const bool stop_says = stop && !stop->message.empty();
+  if (stop_says || first) {
     std::optional<ChildOutcome> own;
-    if (a_.first_failure) own = Outcome(*a_.first_failure);
-    err_sink_.Write(stop_says ? stop_->message : FormatFailureSummary(*own));
-    std::string json = stop_ ? stop_->failure_json : "";
+    if (first) own = Outcome(*first);
+    err_sink_.Write(stop_says ? stop->message : FormatFailureSummary(*own));
+    std::string json = stop ? stop->failure_json : "";
     if (json.empty() && own) json = FailureJson(*own);
-    if (stop_) {
-      err_sink_.Write(stop_->trailer);
-      json = WithAttempts(json, stop_->attempts_json, stop_->why_not);
+    if (stop) {
+      err_sink_.Write(stop->trailer);
+      json = WithAttempts(json, stop->attempts_json, stop->why_not);
     }
     if (logs_ && !json.empty()) {
       Status st = logs_->WriteFailure(json, !link_ || link_->WritesJobRecord());
       if (!st.ok()) LogWarning("--log-dir: " + st.error().message);
     }
-    *code = stop_says ? stop_->exit_code : ExitCodeFor(a_.first_failure->status);
   } else if (launcher_gone_) {
     LogInfo("stopped: " + config_.lifeline->What());
-    *code = 128 + SIGTERM;
-  } else if (shim_signal_) {
+  } else if (machine_.shim_signal()) {
     // Stopped from outside (mpirun, Slurm, ^C): say so in one line; the
     // rank that failed first, if any, was on another node.
-    std::string line = "stopped: aml-shim received " + SignalName(shim_signal_) +
-                       " and forwarded it to its " + std::to_string(a_.children.size()) +
-                       (a_.children.size() == 1 ? " child" : " children");
-    if (a_.first_stopped) {
-      line += "; rank " + std::to_string(a_.first_stopped->launch->rank) + " ended first, with " +
-              DescribeStatus(a_.first_stopped->status);
-      *code = ExitCodeFor(a_.first_stopped->status);
-    }
+    std::string line = "stopped: aml-shim received " + SignalName(machine_.shim_signal()) +
+                       " and forwarded it to its " + std::to_string(children_.size()) +
+                       (children_.size() == 1 ? " child" : " children");
+    if (const std::optional<size_t> stopped = machine_.first_stopped())
+      line += "; rank " + std::to_string(children_[*stopped].launch->rank) +
+              " ended first, with " + DescribeStatus(machine_.status(*stopped));
     LogInfo(line);
-  } else if (reader_gone_) {
-    *code = 128 + SIGPIPE;
   }
   if (logs_ && !logs_->losses().empty()) {
     std::string all;
@@ -982,7 +790,7 @@ void Supervisor::Report(int* code) {
 
 int Supervisor::Finish() {
   // Drain whatever is still readable, without waiting.
-  for (Child& c : a_.children)
+  for (Child& c : children_)
     for (Stream* s : {&c.out, &c.err}) {
       while (s->fd >= 0) {
         pollfd p{s->fd, POLLIN, 0};
@@ -993,10 +801,9 @@ int Supervisor::Finish() {
         ReadStream(*s, Now());
       }
     }
-  int code = spawn_failure_code_;
-  if (!code) Report(&code);
+  if (!machine_.spawn_failure_code()) Report();
   FlushAtExit();
-  return code;
+  return machine_.ExitCode();
 }
 
 }  // namespace

@@ -114,13 +114,51 @@ MUTANTS = [
      "      return root ? entered_ + c_.grace_s + kEndingS : kNever;",
      "      return kNever;",
      "a restart round that a shim never finishes waits for ever"),
+    # The node's supervisor (launch/node_machine.cc).
+    ("no-grace", "launch/node_machine.cc",
+     "  kill_at_ = now + c_.grace_s;\n  if (AnyRunning()) Enter(NodeState::kTerminating);\n  KillAll(SIGTERM);",
+     "  kill_at_ = now;\n  if (AnyRunning()) Enter(NodeState::kTerminating);\n  KillAll(SIGTERM);",
+     "a failure's teardown sends SIGKILL at once, without --grace"),
+    ("no-sigkill", "launch/node_machine.cc",
+     "  if (teardown_ && state_ == NodeState::kTerminating && now >= kill_at_ && AnyRunning()) {",
+     "  if (false) {",
+     "ranks that ignore SIGTERM are never sent SIGKILL"),
+    ("teardown-exits-are-failures", "launch/node_machine.cc",
+     "  if (!teardown_ && !first_failure_) {",
+     "  if (!first_failure_) {",
+     "a rank ended by the teardown is taken as this node's first failure"),
+    ("stragglers-kept", "launch/node_machine.cc",
+     "        procs_->SignalStragglers(SIGKILL);\n        procs_->KillGroups();\n",
+     "",
+     "what the ranks left is never killed when the drain's time is up"),
+    ("restart-before-groups-empty", "launch/node_machine.cc",
+     "  if (!procs_->GroupsEmpty()) {\n    if (now < restart_wait_until_) return true;",
+     "  if (false) {\n    if (now < restart_wait_until_) return true;",
+     "a restart starts while the last attempt's processes live"),
+    ("signal-between-attempts-exits-0", "launch/node_machine.cc",
+     "      if (!(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0)) return 128 + shim_signal_;",
+     "      if (false) return 128 + shim_signal_;",
+     "a shim stopped by its launcher between two attempts exits 0"),
+    ("stacks-never-sent", "launch/node_machine.cc",
+     "  if (stacks_ == StackPhase::kAborting) SendStacks(now);",
+     "",
+     "the ranks' stacks are never sent to the roll-call"),
+    ("dumps-are-failures", "launch/node_machine.cc",
+     "  if (!failed || stacks_ != StackPhase::kNone) return;",
+     "  if (!failed) return;",
+     "a rank ended by the SIGABRT that asks for its stack is taken as a failure"),
+    ("restart-after-signal", "launch/node_machine.cc",
+     "      case LinkOrder::Kind::kRestart:\n        if (!stop_ && !shim_signal_) {",
+     "      case LinkOrder::Kind::kRestart:\n        if (!stop_) {",
+     "a restart ordered after the launcher's signal starts an attempt"),
 ]
 
 SIM_RUNS = [
     # (args, label): random faults over many seeds, then each kind alone.
     (["--shims", "2-500", "--fanout", "2-32", "--faults", "random"], "random"),
 ] + [(["--shims", "2-200", "--fanout", "2-32", "--faults", k], k)
-     for k in ["fail", "freeze", "cut", "kill", "partition", "hang", "restart", "sigterm"]]
+     for k in ["fail", "freeze", "cut", "kill", "partition", "hang", "restart", "sigterm"]] + [
+    (["--file", os.path.join(ROOT, "tests", "sim", "regressions.txt")], "regressions")]
 
 
 def run(cmd, cwd, timeout=None):
@@ -158,7 +196,8 @@ def caught(build, seeds):
     sim = os.path.join(build, "aml-plane-sim")
     for args, label in SIM_RUNS:
         n = seeds if label == "random" else max(20, seeds // 20)
-        out = run([sim] + args + ["--seeds", f"1-{n}"], build, timeout=1800)
+        seeds_args = [] if label == "regressions" else ["--seeds", f"1-{n}"]
+        out = run([sim] + args + seeds_args, build, timeout=1800)
         for line in out.stdout.splitlines():
             try:
                 d = json.loads(line)

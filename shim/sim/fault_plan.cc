@@ -26,7 +26,7 @@ double DrawS(std::mt19937_64* rng, double lo, double hi) {
 const FaultKind kKinds[] = {FaultKind::kFail,    FaultKind::kFreeze,   FaultKind::kCut,
                             FaultKind::kKill,    FaultKind::kHang,     FaultKind::kSigterm,
                             FaultKind::kSlow,    FaultKind::kStubbornRanks,
-                            FaultKind::kPartition};
+                            FaultKind::kPartition, FaultKind::kStraggler};
 
 // The kind FaultKindName names `s`.
 bool KindOf(const std::string& s, FaultKind* k) {
@@ -123,6 +123,10 @@ void DrawRandom(int shims, std::mt19937_64* rng, FaultPlan* p) {
     f.shim = f.group.front();
     p->faults.push_back(f);
   }
+  if (Draw(rng, 0, 5) == 0) {
+    // Ranks that leave a process behind (a DataLoader worker, a shell's child).
+    p->faults.push_back({FaultKind::kStraggler, DrawS(rng, 0, 60), Draw(rng, 0, shims - 1), {}});
+  }
   if (shims >= 2 && Draw(rng, 0, 5) == 0) {
     for (const Fault& first : p->faults) {
       if (first.kind != FaultKind::kFail) continue;
@@ -177,7 +181,7 @@ Status ParseSpec(const std::string& spec, int shims, std::mt19937_64* rng, Fault
     }
     if (!KindOf(kind, &f.kind))
       return Error{"--faults: '" + item + "' names no fault (none, fail, freeze, cut, kill, "
-                   "partition, hang, restart, sigterm, slow, stubborn, random, or "
+                   "partition, hang, restart, sigterm, slow, stubborn, straggler, random, or "
                    "KIND[@S][:SHIM],...)"};
     f.at_s = kSteadyS;
     if (!at.empty()) {
@@ -222,6 +226,7 @@ const char* FaultKindName(FaultKind k) {
     case FaultKind::kSlow: return "slow";
     case FaultKind::kStubbornRanks: return "stubborn";
     case FaultKind::kPartition: return "partition";
+    case FaultKind::kStraggler: return "straggler";
   }
   return "?";
 }

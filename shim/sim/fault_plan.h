@@ -12,6 +12,9 @@
 //   hang      no rank writes output: --hang-timeout judges the job hung
 //   restart   one rank fails, --max-restarts 1: the next attempt ends well
 //   sigterm   the launcher SIGTERMs one shim (in any phase)
+//   slow      one shim handles each frame 20 times slower
+//   stubborn  one shim's ranks ignore SIGTERM (SIGKILL after --grace ends them)
+//   straggler one shim's ranks leave a process behind that holds their output
 //   random    any mix of the above, several at once, at random moments
 //
 // A SPEC is a comma-separated list of KIND[@SECONDS][:SHIM], e.g.
@@ -30,7 +33,7 @@
 namespace aml {
 
 enum class FaultKind {
-  kFail, kFreeze, kCut, kKill, kHang, kSigterm, kSlow, kStubbornRanks, kPartition
+  kFail, kFreeze, kCut, kKill, kHang, kSigterm, kSlow, kStubbornRanks, kPartition, kStraggler
 };
 const char* FaultKindName(FaultKind k);
 

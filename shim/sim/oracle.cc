@@ -563,7 +563,23 @@ class Seer {
       };
       std::vector<Way> ways;
       if (code >= 0) ways.push_back({lo, hi + L_, c});
-      if (w_.signal_at[s] < kInf) ways.push_back({w_.signal_at[s], w_.signal_at[s], kExit143});
+      // Its own signal: 143 (137 when its ranks ignore SIGTERM and
+      // SIGKILL ends them: the supervisor gives the status of the rank that
+      // ended first after it), or its own rank's failure when one failed
+      // before it (and was not restarted since), or 0 when its ranks had
+      // all ended well.
+      if (w_.signal_at[s] < kInf) {
+        const double sig = w_.signal_at[s];
+        uint8_t bits = kExit143;
+        if (w_.stubborn[s]) bits |= kExit137;
+        bool failed_before = w_.fails[s] && w_.first_fail[s] <= sig + L_;
+        if (w_.fails[s] && !p_.restarts_succeed)
+          for (size_t k = 1; k < st.starts.size(); ++k)
+            if (st.starts[k] + FaultPlan::kRefailS <= sig + L_) failed_before = true;
+        if (failed_before) bits |= kExit7;
+        if (!p_.quiet && st.starts.back() + p_.run_s <= sig + L_) bits |= kExit0;
+        ways.push_back({sig, sig, bits});
+      }
       if (s != 0 && w_.cutoff[s] < kInf) {
         uint8_t cut = kExit125;
         // Its own failure, when its rank failed in this attempt and no
@@ -624,6 +640,7 @@ uint8_t ExitBitOf(int code) {
     case 7: return kExit7;
     case 124: return kExit124;
     case 125: return kExit125;
+    case 137: return kExit137;
     case 143: return kExit143;
     default: return 0;
   }
@@ -633,7 +650,8 @@ std::string ExitBitsText(uint8_t bits) {
   std::string out;
   const std::pair<uint8_t, const char*> names[] = {{kExit0, "0"},     {kExit7, "7"},
                                                    {kExit124, "124"}, {kExit125, "125"},
-                                                   {kExit143, "143"}, {kNoExit, "no exit"}};
+                                                   {kExit137, "137"}, {kExit143, "143"},
+                                                   {kNoExit, "no exit"}};
   for (const auto& [bit, name] : names)
     if (bits & bit) out += (out.empty() ? "" : "|") + std::string(name);
   return out.empty() ? "nothing" : out;

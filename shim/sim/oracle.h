@@ -24,8 +24,8 @@ namespace aml {
 
 // The exit codes a shim may end with, as bits.
 enum ExitBit : uint8_t {
-  kExit0 = 1, kExit7 = 2, kExit124 = 4, kExit125 = 8, kExit143 = 16,
-  kNoExit = 32,  // frozen or killed: it never exits
+  kExit0 = 1, kExit7 = 2, kExit124 = 4, kExit125 = 8, kExit137 = 16, kExit143 = 32,
+  kNoExit = 64,  // frozen or killed: it never exits
 };
 uint8_t ExitBitOf(int code);  // 0 for a code no run may end with
 std::string ExitBitsText(uint8_t bits);  // "0|125"

@@ -1,5 +1,8 @@
 #include "shim/sim/sim_cluster.h"
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -21,27 +24,31 @@
 #include "shim/sim/fault_plan.h"
 #include "shim/sim/oracle.h"
 #include "shim/sim/sim_check.h"
+#include "shim/sim/sim_node.h"
 
 namespace aml {
 namespace {
 
 constexpr double kWallEpoch = 1.7e9;   // virtual CLOCK_REALTIME = this + virtual time
-constexpr double kTermS = 0.05;        // ranks that take SIGTERM end this long after it
 constexpr double kStartupS = 30;       // PlaneConfig::startup_s
 constexpr double kJoinFrames = 3;      // frames a door handles per joiner (greeting, join, up)
 constexpr double kSlowFactor = 20;     // a slow shim's cost per frame
-constexpr int kTerminated = -1;        // ranks ended by their shim (SIGTERM, SIGKILL)
+constexpr pid_t kLauncherPid = 4711;   // who sends the launcher's SIGTERM
 
-enum class Ev { kFrame, kClosed, kTimer, kFault, kRanksEnd, kJoin, kPlace, kHello, kWelcome };
+enum class Ev { kFrame, kClosed, kTimer, kFault, kProc, kJoin, kPlace, kHello, kWelcome };
 
 struct Event {
   double t;
   uint64_t seq;
   Ev kind;
   int shim;
-  int from;      // the sender (frames, closes), the fault's index, the ranks' attempt
+  int from;  // the sender (frames, closes), the fault's index, the timer's generation
   std::shared_ptr<const std::string> frame;
-  int code = 0;  // kRanksEnd: their exit code
+  // kProc: a process of the shim's rank `child` ends with `status`.
+  size_t child = 0;
+  bool straggler = false;
+  uint64_t epoch = 0;
+  int status = 0;
 };
 struct Later {
   bool operator()(const Event& a, const Event& b) const {
@@ -50,29 +57,62 @@ struct Later {
 };
 
 class Cluster;
+void ScheduleProc(Cluster* w, int shim, double at, size_t child, bool straggler, uint64_t epoch,
+                  int status);
 
-// One shim: the real overlay's running part and state machine (TreeLinks)
-// over simulated links, and the machine it runs on.
-class Shim : public LinkIo {
+// One shim: the real overlay's running part and the job's state machine
+// (TreeLinks) over simulated links, the real supervisor's state machine
+// (NodeMachine) over simulated ranks (SimProcs), and the machine it runs on.
+class Shim : public LinkIo, public JobChannel {
  public:
-  Shim(Cluster* w, int id, const JobConfig& c, double beat_s)
-      : tree(c, this, beat_s, kStartupS), w_(w), id_(id) {}
+  Shim(Cluster* w, int id, const JobConfig& c, double beat_s, const RankPlan& ranks)
+      : tree(c, this, beat_s, kStartupS),
+        procs(id, c.ranks.size(), ranks, kWallEpoch,
+              [w, id](double at, size_t child, bool straggler, uint64_t epoch, int status) {
+                ScheduleProc(w, id, at, child, straggler, epoch, status);
+              }),
+        node(NodeConfig{c.ranks.size(), c.grace_s}, &procs, this),
+        w_(w),
+        id_(id) {}
 
+  // LinkIo.
   void Send(int peer, const std::string& frame) override;
   bool Open(int peer) const override { return !closed.count(peer); }
   bool Pending(int peer) const override {
     (void)peer;
     return false;  // frames leave as they are sent
   }
-  double WallNow() const override;
+  double WallNow() const override { return kWallEpoch + now_; }
   int FreePort() const override { return 29500 + tree.machine().restarts() + 1; }
 
+  // JobChannel: the supervisor's machine and the job's talk through it, at
+  // the time of the event the shim handles.
+  void OnOutput(double now) override { tree.OnOutput(now); }
+  void OnChildFailed(const LocalFailure& f) override { machine().OnChildFailed(f, now_); }
+  void OnStacks(const std::vector<RankStack>& stacks) override {
+    machine().OnStacks(stacks, now_);
+  }
+  void OnChildrenDone(const NodeOutcome& o) override { machine().OnChildrenDone(o, now_); }
+  void OnShimSignalled(int sig, const std::string& why) override {
+    machine().OnShimSignalled(sig, why, now_);
+  }
+  bool MayExit() const override { return machine().MayExit(now_); }
+  bool PrintsOwnFailure() const override { return machine().PrintsOwnFailure(); }
+  bool WritesJobRecord() const override { return id_ == 0; }
+  std::optional<LinkOrder> TakeOrder() override;
+
+  void set_now(double t) {
+    now_ = t;
+    procs.set_now(t);
+  }
   JobMachine& machine() { return tree.machine(); }
   const JobMachine& machine() const { return tree.machine(); }
   int id() const { return id_; }
   int parent() const { return tree.parent(); }
 
   TreeLinks tree;
+  SimProcs procs;
+  NodeMachine node;
   std::set<int> closed;  // peers whose link closed
   bool started = false;  // go: the job started here
   // The machine the shim runs on.
@@ -83,23 +123,46 @@ class Shim : public LinkIo {
   uint64_t timer_gen = 0;
   int spins = 0;
   double timer_at = -1;
-  // Its ranks.
-  bool ranks_running = false, stubborn = false;
-  int attempt = 0;
-  int failed_code = 0;  // its ranks' failure in the last attempt (0: none)
-  double first_output_wall = 0;
   // What it was told.
   double stop_order_at = -1, restart_order_at = -1, collect_order_at = -1, end_order_at = -1;
   double signalled_at = -1;
-  bool left_in_order = false;  // exited from state done: its part had ended well
   int restart_orders = 0;
-  std::string attempts_json;
+  bool has_final = false;
+  LinkOrder final_order;  // its stop (rank 0's: the job's record)
   long long handled = 0, bytes = 0;
 
  private:
   Cluster* w_;
   int id_;
+  double now_ = 0;
 };
+
+// The orders the job's machine gives this node's, as they are taken.
+std::optional<LinkOrder> Shim::TakeOrder() {
+  std::optional<LinkOrder> o = machine().TakeOrder();
+  if (!o) return o;
+  switch (o->kind) {
+    case LinkOrder::Kind::kCollectStacks:
+      if (collect_order_at < 0) collect_order_at = now_;
+      break;
+    case LinkOrder::Kind::kEndAttempt:
+      if (end_order_at < 0) end_order_at = now_;
+      break;
+    case LinkOrder::Kind::kRestart:
+      ++restart_orders;
+      restart_order_at = now_;
+      break;
+    case LinkOrder::Kind::kStop:
+      procs.stopped = true;
+      if (stop_order_at < 0) {
+        stop_order_at = now_;
+        has_final = true;
+        final_order = *o;
+      }
+      break;
+  }
+  return o;
+}
 
 class Cluster {
  public:
@@ -108,13 +171,19 @@ class Cluster {
     cost_s_ = (o.cost_us > 0 ? o.cost_us : kFrameCostUs) * 1e-6;
     bytes_per_s_ = o.bandwidth_gbps * 1e9 / 8;
     hang_s_ = o.hang_timeout_s > 0 ? o.hang_timeout_s : (plan_.quiet ? 30 : 0);
-    run_s_ = plan_.run_s;
     beat_s_ = hang_s_ > 0 ? std::clamp(hang_s_ / 10, 0.25, 1.0) : 1.0;
   }
 
   SimResult Run();
   void Send(int from, int to, const std::string& frame);
-  double now() const { return now_; }
+  void Schedule(int shim, double at, size_t child, bool straggler, uint64_t epoch, int status) {
+    Event e{at, 0, Ev::kProc, shim, 0, nullptr};
+    e.child = child;
+    e.straggler = straggler;
+    e.epoch = epoch;
+    e.status = status;
+    Push(std::move(e));
+  }
 
  private:
   void Push(Event e) {
@@ -142,18 +211,15 @@ class Cluster {
   }
 
   void Build();
+  RankPlan RanksOf(int shim) const;
   void OnFrame(Shim& s, int from, const std::string& frame, double now);
   void OnClosed(Shim& s, int from, double now);
-  void OnTimer(Shim& s, double now);
+  void OnProc(Shim& s, const Event& e, double now);
   void OnFault(const Fault& f, double now);
   void Go(Shim& s, double now);
   void CloseLink(Shim& s, int peer, double now);
   void CloseFinished(Shim& s, double now);
-  void StartRanks(Shim& s, double now);
-  void RanksEnd(Shim& s, int attempt, int code, double now);
-  void EndRanks(Shim& s, double now);
-  void After(Shim& s, double now, bool woke_by_timer = false);
-  void Apply(Shim& s, LinkOrder o, double now);
+  void Wake(Shim& s, double now, bool woke_by_timer = false);
   void Exit(Shim& s, double now);
   void NoteVerdict(const std::string& frame);
   std::string Replay() const;
@@ -162,7 +228,7 @@ class Cluster {
 
   SimOptions o_;
   FaultPlan plan_;
-  double lat_s_, cost_s_, bytes_per_s_, hang_s_, run_s_, beat_s_;
+  double lat_s_, cost_s_, bytes_per_s_, hang_s_, beat_s_;
   std::vector<std::unique_ptr<Shim>> shims_;
   std::priority_queue<Event, std::vector<Event>, Later> q_;
   uint64_t seq_ = 0;
@@ -174,15 +240,17 @@ class Cluster {
   std::set<int> faulted_;         // frozen, killed, or cut from its parent
   std::set<int> dead_;            // frozen or killed: never ends by itself
   double go_all_ = 0, root_go_ = 0;
-  double first_fail_ = -1, loss_at_ = -1, sigterm_at_ = -1;
+  double first_fail_ = -1, loss_at_ = -1;
   std::unique_ptr<TreePlanner> planner_;
   std::string violation_;
   std::string last_verdict_;
   RunRecord record_;
-  friend class Shim;
 };
 
-double Shim::WallNow() const { return kWallEpoch + w_->now(); }
+void ScheduleProc(Cluster* w, int shim, double at, size_t child, bool straggler, uint64_t epoch,
+                  int status) {
+  w->Schedule(shim, at, child, straggler, epoch, status);
+}
 
 void Shim::Send(int peer, const std::string& frame) { w_->Send(id_, peer, frame); }
 
@@ -196,6 +264,23 @@ void Cluster::Send(int from, int to, const std::string& frame) {
 }
 
 // ---- The join (modelled: its round trips and its cost at each door)
+
+// What a shim's ranks do, from the plan (fault_plan.h).
+RankPlan Cluster::RanksOf(int shim) const {
+  RankPlan r;
+  r.prints = !plan_.quiet;
+  r.run_s = plan_.run_s;
+  for (const Fault& f : plan_.faults) {
+    if (f.shim != shim) continue;
+    if (f.kind == FaultKind::kFail) {
+      r.first_fail = r.first_fail < 0 ? f.at_s : std::min(r.first_fail, f.at_s);
+      r.refail = !plan_.restarts_succeed;
+    }
+    if (f.kind == FaultKind::kStubbornRanks) r.stubborn = true;
+    if (f.kind == FaultKind::kStraggler) r.straggler = true;
+  }
+  return r;
+}
 
 void Cluster::Build() {
   const int n = o_.shims;
@@ -211,15 +296,12 @@ void Cluster::Build() {
     c.grace_s = o_.grace_s;
     c.run_id = "sim-" + std::to_string(o_.seed);
     c.max_restarts = plan_.max_restarts;
-    auto s = std::make_unique<Shim>(this, i, c,
-                                    beat_s_);
+    auto s = std::make_unique<Shim>(this, i, c, beat_s_, RanksOf(i));
     s->cost_s = cost_s_;
     shims_.push_back(std::move(s));
   }
-  for (const Fault& f : plan_.faults) {
+  for (const Fault& f : plan_.faults)
     if (f.kind == FaultKind::kSlow) shims_[static_cast<size_t>(f.shim)]->cost_s *= kSlowFactor;
-    if (f.kind == FaultKind::kStubbornRanks) shims_[static_cast<size_t>(f.shim)]->stubborn = true;
-  }
   planner_ = std::make_unique<TreePlanner>(o_.fanout, "n0", "", 1);
   // Every shim's process starts within the first millisecond; each asks
   // rank 0 for its place: connect, greeting and challenge take 1.5 round
@@ -270,131 +352,57 @@ void Cluster::OnClosed(Shim& s, int from, double now) {
   else s.tree.OnChildClosed(from, "closed", now);
 }
 
-void Cluster::OnTimer(Shim& s, double now) {
-  if (!s.started) return;
-  // Ranks that print write at least once between two of its wake-ups.
-  if (s.ranks_running && !plan_.quiet) s.tree.OnOutput(now);
-  s.tree.OnTimer(now);
-  CloseFinished(s, now);
-}
-
+// The job starts here: the links' clocks, and the supervisor's first attempt.
 void Cluster::Go(Shim& s, double now) {
   s.started = true;
   if (s.id() == 0) root_go_ = now;
+  s.set_now(now);
   s.tree.Start(now);
   go_all_ = std::max(go_all_, now);
-  StartRanks(s, now);
+  s.procs.set_origin(root_go_);
+  s.node.Start(now);
 }
 
-// ---- Ranks
+// ---- Ranks (sim_node.h): a process's end, as the supervisor reaps it
 
-void Cluster::StartRanks(Shim& s, double now) {
-  s.ranks_running = true;
-  const int attempt = s.attempt;
-  s.first_output_wall = plan_.quiet ? 0 : kWallEpoch + now + 0.5;
-  // Quiet ranks never end by themselves (the hang), but may fail.
-  double end = plan_.quiet ? 1e18 : now + run_s_;
-  int code = 0;
-  const bool later = attempt > 0;
-  for (const Fault& f : plan_.faults) {
-    if (f.kind != FaultKind::kFail || f.shim != s.id()) continue;
-    if (later && plan_.restarts_succeed) continue;
-    const double at = later ? now + 1 : root_go_ + f.at_s;
-    if (at < end) {
-      end = at;
-      code = 7;
-    }
-  }
-  if (end < 1e18) Push({std::max(end, now), 0, Ev::kRanksEnd, s.id(), attempt, nullptr, code});
+void Cluster::OnProc(Shim& s, const Event& e, double now) {
+  int status = 0;
+  if (!s.procs.Fire(e.child, e.straggler, e.epoch, e.status, &status)) return;
+  if (WIFEXITED(status) && WEXITSTATUS(status) != 0 && first_fail_ < 0) first_fail_ = now;
+  s.node.OnExit(e.child, status, now);
 }
 
-void Cluster::RanksEnd(Shim& s, int attempt, int code, double now) {
-  if (!s.ranks_running || attempt != s.attempt) return;
-  s.ranks_running = false;
-  ++s.attempt;
-  s.failed_code = code > 0 ? code : 0;
-  if (code > 0) {
-    LocalFailure f;
-    f.rank = s.id();
-    f.exit_code = code;
-    f.status = "exited with status " + std::to_string(code);
-    f.wall_time = kWallEpoch + now;
-    f.summary = "aml-shim: rank " + std::to_string(s.id()) + " " + f.status + "\n";
-    f.failure_json = "{\"rank\":" + std::to_string(s.id()) + "}";
-    if (first_fail_ < 0) first_fail_ = now;
-    s.machine().OnChildFailed(f, now);
-  }
-  NodeOutcome o;
-  o.code = code == kTerminated ? 143 : code;
-  o.first_output_wall = s.first_output_wall;
-  s.machine().OnChildrenDone(o, now);
-}
-
-// SIGTERM to the ranks: they end soon, or at --grace (SIGKILL) when stubborn.
-void Cluster::EndRanks(Shim& s, double now) {
-  if (!s.ranks_running) return;
-  Push({now + (s.stubborn ? o_.grace_s : kTermS), 0, Ev::kRanksEnd, s.id(), s.attempt, nullptr,
-        kTerminated});
-}
-
-void Cluster::Apply(Shim& s, LinkOrder o, double now) {
-  switch (o.kind) {
-    case LinkOrder::Kind::kCollectStacks: {
-      if (s.collect_order_at < 0) s.collect_order_at = now;
-      std::vector<RankStack> stacks;
-      stacks.push_back({s.id(), "no Python stack", ""});
-      s.machine().OnStacks(stacks, now);
-      break;
-    }
-    case LinkOrder::Kind::kStop:
-      if (s.stop_order_at < 0) {
-        s.stop_order_at = now;
-        s.exit_code = o.exit_code;
-        if (s.id() == 0) {
-          record_.has_final = true;
-          record_.final_order = o;
-        }
-      }
-      if (!o.attempts_json.empty()) s.attempts_json = o.attempts_json;
-      EndRanks(s, now);
-      break;
-    case LinkOrder::Kind::kEndAttempt:
-      if (s.end_order_at < 0) s.end_order_at = now;
-      EndRanks(s, now);
-      break;
-    case LinkOrder::Kind::kRestart:
-      ++s.restart_orders;
-      s.restart_order_at = now;
-      if (s.stop_order_at >= 0 || s.signalled_at >= 0)
-        Violate("rank " + std::to_string(s.id()) + " was started after its shim's stop verdict");
-      if (s.restart_orders > plan_.max_restarts)
-        Violate("shim " + std::to_string(s.id()) + " made " + std::to_string(s.restart_orders) +
-                " restarts, over --max-restarts " + std::to_string(plan_.max_restarts));
-      StartRanks(s, now);
-      break;
-  }
-}
-
-// After every event a shim handles: its orders, its exit, its next timer.
-void Cluster::After(Shim& s, double now, bool woke_by_timer) {
-  while (auto o = s.machine().TakeOrder()) Apply(s, std::move(*o), now);
+// After every event a shim handles, what its real loop does (supervisor.cc):
+// the links' timers, the job's orders, the supervisor's machine's step, and
+// its exit or its next wake-up.
+void Cluster::Wake(Shim& s, double now, bool woke_by_timer) {
   if (!s.started) return;
+  s.set_now(now);
+  // Ranks that print write at least once between two of its wake-ups.
+  if (s.procs.AnyPrinting()) s.tree.OnOutput(now);
+  s.tree.OnTimer(now);
+  CloseFinished(s, now);
+  s.node.TakeOrders(now);
+  if (!s.node.Step(now)) return Exit(s, now);
+  if (!s.procs.violation.empty()) Violate(s.procs.violation);
+  if (s.restart_orders > plan_.max_restarts)
+    Violate("shim " + std::to_string(s.id()) + " made " + std::to_string(s.restart_orders) +
+            " restarts, over --max-restarts " + std::to_string(plan_.max_restarts));
   const JobState st = s.machine().state();
   const bool waits = st == JobState::kDeciding || st == JobState::kCollecting ||
                      st == JobState::kBackingOff || (st == JobState::kEnding && s.id() == 0);
   if (waits && s.machine().NextDeadline(now) >= now + 3600)
     Violate("shim " + std::to_string(s.id()) + " waits in state " + JobStateName(st) +
             " without a deadline");
-  if (!s.ranks_running && s.machine().MayExit(now)) return Exit(s, now);
-  double next = s.tree.NextDeadline(now);
+  double next = std::min(s.tree.NextDeadline(now), s.node.NextDeadline(now));
   next = std::max(next, now);
   // A shim whose next deadline is always now spins: its loop wakes with
   // nothing to read and finds the deadline still due (a backlog of frames
   // is work, not a spin: the real loop runs its timers after each read).
   if (next <= now && woke_by_timer) {
     if (++s.spins > 1000) {
-      Violate("shim " + std::to_string(s.id()) + " spins in state " + JobStateName(st) +
-              " (its next deadline is always now)");
+      Violate("shim " + std::to_string(s.id()) + " spins in state " + JobStateName(st) + "/" +
+              NodeStateName(s.node.state()) + " (its next deadline is always now)");
       return;
     }
   } else {
@@ -405,14 +413,10 @@ void Cluster::After(Shim& s, double now, bool woke_by_timer) {
   Push({next, 0, Ev::kTimer, s.id(), static_cast<int>(++s.timer_gen), nullptr});
 }
 
-
 void Cluster::Exit(Shim& s, double now) {
   s.exited = true;
   s.exit_at = now;
-  s.left_in_order = s.machine().state() == JobState::kDone;
-  // As the supervisor's report: a stop's code, else the launcher's signal,
-  // else this node's own failure.
-  if (s.stop_order_at < 0) s.exit_code = s.signalled_at >= 0 ? 143 : s.failed_code;
+  s.exit_code = s.node.ExitCode();  // the supervisor's own rule
   // Nobody exits while a shim below still runs its part, unless lost.
   const double stopped = s.stop_order_at >= 0 ? s.stop_order_at : s.signalled_at;
   for (int c : s.tree.children()) {
@@ -464,17 +468,23 @@ void Cluster::OnFault(const Fault& f, double now) {
       faulted_.insert(s.id());
       if (loss_at_ < 0) loss_at_ = now;
       break;
-    case FaultKind::kSigterm:
+    case FaultKind::kSigterm: {
       if (s.frozen || s.signalled_at >= 0) return;
       s.signalled_at = now;
-      if (sigterm_at_ < 0) sigterm_at_ = now;
-      s.machine().OnShimSignalled(15, "", now);
-      EndRanks(s, now);
-      After(s, now);
+      s.procs.stopped = true;
+      const double at = Effective(s, now, 0);
+      s.set_now(at);
+      s.node.OnSignal(SIGTERM, kLauncherPid, at);
+      Wake(s, at);
       break;
+    }
     default:
-      break;  // fail, slow, stubborn: part of the ranks and of the cost
+      break;  // fail, slow, stubborn, straggler: part of the ranks and of the cost
   }
+}
+
+void Cluster::Violate(const std::string& what) {
+  if (violation_.empty()) violation_ = what;
 }
 
 // Rank 0's verdicts, each once (it sends each to every child).
@@ -486,10 +496,6 @@ void Cluster::NoteVerdict(const std::string& frame) {
   const std::string& t = m->type();
   if (t == "stop" || t == "end" || t == "restart" || t == "halt" || t == "collect" || t == "bye")
     record_.verdicts.emplace_back(now_ - root_go_, frame);
-}
-
-void Cluster::Violate(const std::string& what) {
-  if (violation_.empty()) violation_ = what;
 }
 
 // ---- The run
@@ -515,7 +521,7 @@ SimResult Cluster::Run() {
         // At rank 0's door: the joiner's greeting, join and proof.
         if (e.from == 0) {  // one shim alone
           Go(s, now_);
-          After(s, now_);
+          Wake(s, now_);
           break;
         }
         const double at = Effective(s, now_, kJoinFrames * s.cost_s);
@@ -545,17 +551,17 @@ SimResult Cluster::Run() {
       case Ev::kFrame: {
         const double at = Effective(s, now_, s.cost_s);
         now_ = at;
+        s.set_now(at);
         OnFrame(s, e.from, *e.frame, at);
-        OnTimer(s, at);  // as the real loop: its timers after every read
-        After(s, at);
+        Wake(s, at);
         break;
       }
       case Ev::kClosed: {
         const double at = Effective(s, now_, s.cost_s);
         now_ = at;
+        s.set_now(at);
         OnClosed(s, e.from, at);
-        OnTimer(s, at);
-        After(s, at);
+        Wake(s, at);
         break;
       }
       case Ev::kTimer: {
@@ -563,15 +569,15 @@ SimResult Cluster::Run() {
         s.timer_at = -1;
         const double at = Effective(s, now_, 0);
         now_ = at;
-        OnTimer(s, at);
-        After(s, at, true);
+        Wake(s, at, true);
         break;
       }
-      case Ev::kRanksEnd: {
+      case Ev::kProc: {
         const double at = Effective(s, now_, 0);
         now_ = at;
-        RanksEnd(s, e.from, e.code, at);
-        After(s, at);
+        s.set_now(at);
+        OnProc(s, e, at);
+        Wake(s, at);
         break;
       }
       case Ev::kFault:
@@ -635,13 +641,8 @@ void Cluster::Check(SimResult* r) {
                                     s.end_order_at < 0 ? 1e18 : s.end_order_at);
     if (first_fail_ >= 0 && stopped < 1e18) stops.push_back(stopped - first_fail_);
     if (s.restart_order_at >= 0) last_restart = std::max(last_restart, s.restart_order_at);
-    if (!s.attempts_json.empty() && s.id() != 0)
+    if (s.has_final && !s.final_order.attempts_json.empty() && s.id() != 0)
       Violate("shim " + std::to_string(s.id()) + " was given the job's record (failure.json)");
-    // A SIGTERM ends the job within --grace + 1 s (and the tree's crossing),
-    // when nothing else cuts the tree.
-    if (sigterm_at_ >= 0 && faulted_.empty() && s.exit_at > sigterm_at_ + o_.grace_s + kFlushS + 0.5)
-      Violate("shim " + std::to_string(s.id()) + " exited " +
-              FormatNumber(s.exit_at - sigterm_at_, "%.2f") + " s after the launcher's SIGTERM");
   }
   // What must have happened (oracle.h), and what did.
   if (violation_.empty()) {
@@ -650,7 +651,7 @@ void Cluster::Check(SimResult* r) {
     setup.beat_s = beat_s_;
     setup.hang_s = hang_s_;
     setup.startup_s = kStartupS;
-    setup.term_s = kTermS;
+    setup.term_s = SimProcs::kTermS;
     double cost = 0;
     for (const auto& sp : shims_) cost = std::max(cost, sp->cost_s);
     setup.slack_s = 0.2 + 4 * static_cast<double>(shims_.size()) * cost;
@@ -670,6 +671,8 @@ void Cluster::Check(SimResult* r) {
       record_.shims.push_back(rec);
     }
     record_.restarts = root.restart_orders;
+    record_.has_final = root.has_final;
+    if (root.has_final) record_.final_order = root.final_order;
     record_.first_failure_at = first_fail_ < 0 ? -1 : first_fail_ - root_go_;
     const std::string broken = CheckRun(plan_, setup, record_);
     if (!broken.empty()) Violate(broken);

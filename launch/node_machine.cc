@@ -1,0 +1,391 @@
+#include "launch/node_machine.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+
+#include "launch/wait_status.h"
+#include "shim/base/exit_code.h"
+#include "shim/base/log.h"
+#include "shim/base/units.h"
+
+namespace aml {
+namespace {
+
+bool IsTerminating(int sig) {
+  return sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
+}
+
+}  // namespace
+
+const char* NodeStateName(NodeState s) {
+  switch (s) {
+    case NodeState::kStarting: return "starting";
+    case NodeState::kRunning: return "running";
+    case NodeState::kCollecting: return "collecting";
+    case NodeState::kTerminating: return "terminating";
+    case NodeState::kKilling: return "killing";
+    case NodeState::kDraining: return "draining";
+    case NodeState::kEnded: return "ended";
+    case NodeState::kRestarting: return "restarting";
+    case NodeState::kDone: return "done";
+  }
+  return "?";
+}
+
+NodeMachine::NodeMachine(const NodeConfig& c, NodeProcs* procs, JobChannel* job)
+    : c_(c), procs_(procs), job_(job), ranks_(c.children) {}
+
+bool NodeMachine::AnyRunning() const {
+  for (const Rank& r : ranks_)
+    if (r.running) return true;
+  return false;
+}
+
+// ---- Starting
+
+void NodeMachine::Start(double now) {
+  if (!StartAll(nullptr, now)) {
+    // The ranks started are of no use without the others: no grace.
+    BeginTeardown(now);
+    kill_at_ = now;
+  }
+}
+
+bool NodeMachine::StartAll(const LinkOrder* restart, double now) {
+  Enter(NodeState::kStarting);
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    int code = 0;
+    if (!procs_->Start(i, restart, &code)) {
+      spawn_failure_code_ = code;
+      return false;
+    }
+    ranks_[i].running = true;
+    ranks_[i].start = now;
+  }
+  Enter(NodeState::kRunning);
+  return true;
+}
+
+// ---- Ranks ending
+
+void NodeMachine::KillAll(int sig) {
+  for (size_t i = 0; i < ranks_.size(); ++i)
+    if (ranks_[i].running) procs_->Signal(i, sig);
+  if (IsTerminating(sig)) procs_->TermSent(true);
+}
+
+void NodeMachine::BeginTeardown(double now) {
+  if (teardown_) return;
+  teardown_ = true;
+  kill_at_ = now + c_.grace_s;
+  if (AnyRunning()) Enter(NodeState::kTerminating);
+  KillAll(SIGTERM);
+}
+
+void NodeMachine::OnExit(size_t child, int status, double now) {
+  Rank& r = ranks_[child];
+  r.running = false;
+  r.status = status;
+  r.end = now;
+  const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  if (!failed || stacks_ != StackPhase::kNone) return;
+  if (!teardown_ && !first_failure_) {
+    first_failure_ = child;
+    BeginTeardown(now);
+    if (job_) job_->OnChildFailed(procs_->Failure(child));
+  } else if (shim_signal_ && !first_failure_ && !first_stopped_) {
+    first_stopped_ = child;
+  }
+}
+
+// ---- The launcher
+
+void NodeMachine::OnSignal(int sig, pid_t sender, double now) {
+  if (IsTerminating(sig)) {
+    if (shim_signal_) {
+      // One request sent twice in the same instant by the same sender (GNU
+      // timeout signals its child, then the child's whole process group) is
+      // one request; anything else is a second one: no more grace.
+      if (sig == shim_signal_ && sender == shim_signal_sender_ &&
+          now - shim_signal_at_ < kSameRequestS) {
+        LogVerbose("received " + SignalName(sig) + " again from the same sender within " +
+                   FormatNumber(kSameRequestS * 1000, "%.0f") + " ms: the same request");
+        return;
+      }
+      if (!hurry_ && state_ != NodeState::kKilling) {
+        LogInfo("second " + SignalName(sig) + ": killing every child now");
+        kill_at_ = now;
+      }
+      hurry_ = true;
+      return;
+    }
+    LogVerbose("received " + SignalName(sig) + ", forwarding to every child");
+    StopRequested(sig, sender, now, "");
+  } else {
+    LogVerbose("received " + SignalName(sig) + ", forwarding to every child");
+  }
+  KillAll(sig);
+}
+
+// The launcher stops the job (its signal, or it is gone): every rank is
+// ended (SIGTERM, SIGKILL after --grace) and no attempt starts after it.
+void NodeMachine::StopRequested(int sig, pid_t sender, double now, const std::string& why) {
+  restart_.reset();
+  shim_signal_ = sig;
+  shim_signal_sender_ = sender;
+  shim_signal_at_ = now;
+  if (job_) job_->OnShimSignalled(sig, why);
+  if (state_ == NodeState::kRestarting) Enter(NodeState::kEnded);
+  if (!teardown_) {
+    teardown_ = true;
+    kill_at_ = now + c_.grace_s;
+    if (AnyRunning()) Enter(NodeState::kTerminating);
+  }
+}
+
+void NodeMachine::OnLauncherGone(const std::string& what, double now) {
+  launcher_gone_ = true;
+  LogVerbose(what + ": ending every child");
+  if (shim_signal_) return;  // it had signalled: its grace goes on
+  StopRequested(SIGTERM, 0, now, what);
+  KillAll(SIGTERM);
+}
+
+void NodeMachine::OnReaderGone(double now) {
+  if (reader_gone_) return;
+  reader_gone_ = true;
+  BeginTeardown(now);
+}
+
+void NodeMachine::OnFatal(double now) {
+  teardown_ = true;
+  kill_at_ = now;
+  if (AnyRunning()) Enter(NodeState::kTerminating);
+}
+
+// ---- The job's orders
+
+void NodeMachine::TakeOrders(double now) {
+  if (!job_) return;
+  while (std::optional<LinkOrder> order = job_->TakeOrder()) {
+    switch (order->kind) {
+      case LinkOrder::Kind::kCollectStacks:
+        if (stacks_ == StackPhase::kNone) CollectStacks(now);
+        break;
+      case LinkOrder::Kind::kEndAttempt:
+        BeginTeardown(now);
+        break;
+      case LinkOrder::Kind::kRestart:
+        if (!stop_ && !shim_signal_) {
+          restart_ = std::move(order);
+          restart_wait_until_ = now + kAfterKillS;
+        }
+        break;
+      case LinkOrder::Kind::kStop:
+        restart_.reset();
+        if (state_ == NodeState::kRestarting) Enter(NodeState::kEnded);
+        if (!stop_) stop_ = std::move(order);
+        BeginTeardown(now);
+        break;
+    }
+  }
+}
+
+// ---- Stacks (a hang's roll-call)
+
+// First from outside, while every rank still stands where it hung; then
+// SIGABRT for faulthandler's dump (PYTHONFAULTHANDLER=1), which ends it.
+void NodeMachine::CollectStacks(double now) {
+  stacks_ = StackPhase::kProbing;
+  if (state_ == NodeState::kRunning) Enter(NodeState::kCollecting);
+  procs_->StartProbe();
+  if (procs_->ProbeDone(now)) AbortForStacks(now);
+}
+
+void NodeMachine::AbortForStacks(double now) {
+  procs_->FinishProbe();
+  stacks_ = StackPhase::kAborting;
+  collect_until_ = now + kCollectS;
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    if (ranks_[i].running) procs_->Abort(i);  // the rank itself, not its helpers
+    else ranks_[i].ended_before_collect = true;
+  }
+}
+
+void NodeMachine::SendStacks(double now) {
+  if (procs_->ProbeRunning() || (AnyRunning() && now < collect_until_)) return;
+  stacks_ = StackPhase::kSent;
+  std::vector<RankStack> stacks = procs_->Stacks();
+  if (job_) job_->OnStacks(stacks);
+}
+
+// ---- Time
+
+double NodeMachine::NextDeadline(double now) const {
+  double next = now + 3600;
+  switch (state_) {
+    case NodeState::kTerminating:
+      next = std::min(next, kill_at_);
+      break;
+    case NodeState::kKilling:
+      next = std::min(next, give_up_at_);
+      break;
+    case NodeState::kDraining:
+      next = std::min(next, drain_until_);
+      break;
+    case NodeState::kRestarting:
+      next = std::min(next, now + 0.01);  // the groups still emptying
+      break;
+    default:
+      break;
+  }
+  // A rank that ended with nothing yet done about it: at once.
+  if (!AnyRunning() && (state_ == NodeState::kRunning || state_ == NodeState::kCollecting ||
+                        state_ == NodeState::kTerminating || state_ == NodeState::kKilling))
+    next = now;
+  if (stacks_ == StackPhase::kProbing && procs_->ProbeRunning())
+    next = std::min(next, procs_->ProbeDeadline());
+  else if (stacks_ == StackPhase::kAborting)
+    next = std::min(next, collect_until_);
+  if (restart_ && state_ == NodeState::kEnded) next = now;
+  return std::max(next, now);
+}
+
+bool NodeMachine::Step(double now) {
+  if (stacks_ == StackPhase::kProbing && procs_->ProbeDone(now)) AbortForStacks(now);
+  if (stacks_ == StackPhase::kAborting) SendStacks(now);
+  if (state_ == NodeState::kDone) return false;
+  if (teardown_ && state_ == NodeState::kTerminating && now >= kill_at_ && AnyRunning()) {
+    KillAll(SIGKILL);
+    Enter(NodeState::kKilling);
+    give_up_at_ = now + kAfterKillS;
+  }
+  if (AnyRunning()) {
+    if (state_ == NodeState::kKilling && now >= give_up_at_) {
+      LogError("children still alive " + FormatNumber(kAfterKillS, "%.0f") +
+               " s after SIGKILL (uninterruptible sleep?); giving up on them");
+      Enter(NodeState::kDone);
+      return false;
+    }
+    return true;
+  }
+  switch (state_) {
+    case NodeState::kStarting:
+    case NodeState::kRunning:
+    case NodeState::kCollecting:
+    case NodeState::kTerminating:
+    case NodeState::kKilling:
+      // Every rank is gone; end what they left behind (their groups were
+      // signalled as each ended; orphans that left the group are ours).
+      // None now is none for good: every rank is reaped, so every process
+      // left of the attempt was reparented here, and would have been found.
+      Enter(NodeState::kDraining);
+      ended_at_ = now;
+      stragglers_left_ = procs_->SignalStragglers(SIGTERM);
+      drain_until_ = now + std::min(c_.grace_s, kDrainS);
+      // In a teardown, what they left gets no more than a second past the
+      // ranks' own --grace: the shim is gone within --grace + 1 s.
+      if (teardown_) drain_until_ = std::min(drain_until_, std::max(now, kill_at_) + kDrainAfterKillS);
+      [[fallthrough]];
+    case NodeState::kDraining:
+      if (!procs_->OutputOpen() && !(stragglers_left_ && procs_->StragglersLeft())) {
+        Enter(NodeState::kEnded);
+      } else if (now >= drain_until_) {
+        procs_->SignalStragglers(SIGKILL);
+        procs_->KillGroups();
+        Enter(NodeState::kEnded);
+      } else {
+        return true;
+      }
+      [[fallthrough]];
+    case NodeState::kEnded:
+      if (Finished(now)) {
+        Enter(NodeState::kDone);
+        return false;
+      }
+      if (!restart_) return true;
+      Enter(NodeState::kRestarting);
+      [[fallthrough]];
+    case NodeState::kRestarting:
+      if (Restart(now)) return true;
+      Enter(NodeState::kDone);
+      return false;
+    case NodeState::kDone:
+      break;
+  }
+  return false;
+}
+
+// The attempt is over here: done, unless the job still owes something
+// (this shim relays for other nodes until they end, or a restart comes).
+bool NodeMachine::Finished(double now) {
+  if (!job_) return true;
+  if (!told_done_) {
+    told_done_ = true;
+    NodeOutcome o;
+    o.code = spawn_failure_code_;
+    if (!o.code && first_failure_) o.code = ExitCodeFor(ranks_[*first_failure_].status);
+    o.first_output_wall = procs_->FirstOutputWall();
+    job_->OnChildrenDone(o);
+  }
+  TakeOrders(now);
+  return !restart_ && job_->MayExit();
+}
+
+// Every rank and straggler of the attempt is gone; once each rank's process
+// group is empty too, the next attempt starts. False when it cannot.
+bool NodeMachine::Restart(double now) {
+  if (!procs_->GroupsEmpty()) {
+    if (now < restart_wait_until_) return true;
+    LogError("cannot restart: the process group of an ended rank still has members " +
+             FormatNumber(kAfterKillS, "%.0f") + " s after SIGKILL (uninterruptible sleep?)");
+    spawn_failure_code_ = kExitShimFailure;
+    return false;
+  }
+  LinkOrder order = std::move(*restart_);
+  restart_.reset();
+  procs_->BeginRestart(order, order.print_own_failure && first_failure_.has_value());
+  restarts_ = order.restart;
+  // The attempt's state, afresh.
+  for (Rank& r : ranks_) r = Rank{};
+  first_failure_.reset();
+  first_stopped_.reset();
+  teardown_ = false;
+  kill_at_ = give_up_at_ = drain_until_ = ended_at_ = collect_until_ = 0;
+  stragglers_left_ = told_done_ = false;
+  if (stacks_ == StackPhase::kProbing) procs_->FinishProbe();
+  stacks_ = StackPhase::kNone;
+  procs_->TermSent(false);
+  if (!StartAll(&order, now)) {
+    BeginTeardown(now);
+    kill_at_ = now;
+  }
+  return true;
+}
+
+// ---- The end
+
+int NodeMachine::ExitCode() const {
+  if (spawn_failure_code_) return spawn_failure_code_;
+  // The control plane's stop, with its words (the job's first failure from
+  // another node, the hang's roll-call, one line saying where they are
+  // printed), or this node's own first failure.
+  if (stop_ && !stop_->message.empty()) return stop_->exit_code;
+  if (first_failure_) return ExitCodeFor(ranks_[*first_failure_].status);
+  if (launcher_gone_) return 128 + SIGTERM;
+  // Stopped from outside: the status of the rank that ended first after the
+  // signal (128+N when it died of it), 0 when each ended well; 128+N when
+  // none ran then (between two attempts: the job was stopped, not done).
+  if (shim_signal_) {
+    if (first_stopped_) return ExitCodeFor(ranks_[*first_stopped_].status);
+    for (const Rank& r : ranks_)
+      if (!(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0)) return 128 + shim_signal_;
+    return 0;
+  }
+  if (reader_gone_) return 128 + SIGPIPE;
+  return 0;
+}
+
+}  // namespace aml

@@ -1,0 +1,189 @@
+// The node's supervisor as a state machine (docs/supervision.md, "The
+// supervisor's states"): this node's ranks, one attempt at a time, from
+// their start to their end, the job's orders (stacks, end, restart, stop)
+// and the launcher's signals. It knows nothing of processes or clocks: its
+// process table (NodeProcs) starts, signals and watches the ranks, and every
+// call is given the time; the supervisor (supervisor.h) is that table over
+// real processes, the simulator's (shim/sim) over simulated ones, so both
+// run this machine. Like the job's (shim/control/job_machine.h), one state
+// at a time, each with its deadline:
+//
+//   starting     the attempt's ranks are being started
+//   running      they run; nothing is being ended
+//   collecting   the job was judged hung: the ranks' stacks are read (exits
+//                are expected, not failures)
+//   terminating  SIGTERM went to every rank's group: --grace for them to end
+//   killing      SIGKILL went to those left: 5 s for them to be reaped
+//   draining     every rank was reaped: what they left (processes holding
+//                the output pipes, orphans) is ended, within min(--grace, 2 s)
+//   ended        the attempt is over here; the job decides: a restart, or leave
+//   restarting   a restart was ordered: the ended ranks' groups empty first (5 s)
+//   done         nothing more is owed: the supervisor returns
+//
+// Beside the state, the stacks asked for (a hang's roll-call) go through
+// their own phases: none, probing (readers from outside, 10 s), aborting
+// (SIGABRT to each rank, 5 s for its dump), sent; a stop or a signal that
+// comes meanwhile ends the ranks while the stacks are still sent.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launch/job_link.h"
+
+namespace aml {
+
+enum class NodeState {
+  kStarting, kRunning, kCollecting, kTerminating, kKilling, kDraining, kEnded, kRestarting, kDone
+};
+const char* NodeStateName(NodeState s);
+enum class StackPhase { kNone, kProbing, kAborting, kSent };
+
+// What the machine needs of the processes it supervises (index: the rank's
+// place in this node's list).
+class NodeProcs {
+ public:
+  virtual ~NodeProcs() = default;
+  // Starts rank `child` of an attempt (`restart`: the order of a restart,
+  // null for the first). False when it cannot: `*code` is aml-shim's exit
+  // code for it (125, 126, 127), said already.
+  virtual bool Start(size_t child, const LinkOrder* restart, int* code) = 0;
+  // `sig` to a running rank's process group (and to the rank itself when it
+  // left its group; a terminating signal is followed by SIGCONT).
+  virtual void Signal(size_t child, int sig) = 0;
+  // SIGABRT to the rank itself (Python's faulthandler dumps its stack).
+  virtual void Abort(size_t child) = 0;
+  // The processes the ranks left behind: signalled, true when there are any.
+  virtual bool SignalStragglers(int sig) = 0;
+  virtual bool StragglersLeft() = 0;
+  // A rank's output is still being read (a pipe held open by what it left).
+  virtual bool OutputOpen() const = 0;
+  // The process groups of ended ranks are empty; SIGKILL to those that are not.
+  virtual bool GroupsEmpty() = 0;
+  virtual void KillGroups() = 0;
+  // The stack readers from outside (py-spy, gdb) for the running ranks.
+  virtual void StartProbe() = 0;
+  virtual bool ProbeRunning() const = 0;
+  virtual bool ProbeDone(double now) = 0;
+  virtual double ProbeDeadline() const = 0;
+  virtual void FinishProbe() = 0;
+  // What the job hears of this node: its first failure, its ranks' stacks,
+  // when they first wrote.
+  virtual LocalFailure Failure(size_t child) = 0;
+  virtual std::vector<RankStack> Stacks() = 0;
+  virtual double FirstOutputWall() const = 0;
+  // The keeper knows whether the ranks were sent SIGTERM.
+  virtual void TermSent(bool sent) = 0;
+  // Before a restart's ranks start: its words, the logs, the error files.
+  virtual void BeginRestart(const LinkOrder& restart, bool print_own_failure) = 0;
+};
+
+struct NodeConfig {
+  size_t children = 0;
+  double grace_s = 30;  // --grace
+};
+
+class NodeMachine {
+ public:
+  static constexpr double kAfterKillS = 5;       // after SIGKILL, before giving up
+  static constexpr double kDrainS = 2;           // what the ranks left, at most (and --grace)
+  static constexpr double kDrainAfterKillS = 1;  // and in a teardown, past the ranks' --grace
+  static constexpr double kCollectS = 5;         // SIGABRT until the dumps are read
+  static constexpr double kSameRequestS = 0.1;   // a signal twice within this is one request
+
+  // `job`: the control plane (or the simulator's), null for a node alone.
+  NodeMachine(const NodeConfig& c, NodeProcs* procs, JobChannel* job);
+
+  // Starts the first attempt.
+  void Start(double now);
+  // A rank was reaped with `status` (a wait status).
+  void OnExit(size_t child, int status, double now);
+  // A signal aml-shim forwards (`sender`: the pid that sent it, 0 for the
+  // kernel); a terminating one stops the job, a second one hurries it.
+  void OnSignal(int sig, pid_t sender, double now);
+  // The launcher is gone without a word (its lifeline broke): as its SIGTERM.
+  void OnLauncherGone(const std::string& what, double now);
+  // stdout's reader left (EPIPE): the job ends, as a pipeline's writer would.
+  void OnReaderGone(double now);
+  // Nothing sensible is left to wait for (the loop's poll failed).
+  void OnFatal(double now);
+  // The job's orders, taken from the channel.
+  void TakeOrders(double now);
+  // Deadlines and endings; false when the supervisor may return.
+  bool Step(double now);
+  double NextDeadline(double now) const;  // now + 3600 when nothing waits
+
+  NodeState state() const { return state_; }
+  StackPhase stacks() const { return stacks_; }
+  int restarts() const { return restarts_; }
+  bool hurry() const { return hurry_; }
+  // The end: aml-shim's exit code, and the facts its report prints.
+  int ExitCode() const;
+  int spawn_failure_code() const { return spawn_failure_code_; }
+  const std::optional<LinkOrder>& stop() const { return stop_; }
+  std::optional<size_t> first_failure() const { return first_failure_; }
+  std::optional<size_t> first_stopped() const { return first_stopped_; }
+  int shim_signal() const { return shim_signal_; }
+  bool launcher_gone() const { return launcher_gone_; }
+  bool reader_gone() const { return reader_gone_; }
+  double ended_at() const { return ended_at_; }  // the last rank's end (0: running)
+  // Each rank of the attempt.
+  bool running(size_t i) const { return ranks_[i].running; }
+  int status(size_t i) const { return ranks_[i].status; }
+  double started(size_t i) const { return ranks_[i].start; }
+  double ended(size_t i) const { return ranks_[i].end; }
+  bool ended_before_collect(size_t i) const { return ranks_[i].ended_before_collect; }
+  bool AnyRunning() const;
+
+ private:
+  struct Rank {
+    bool running = false;  // started and not yet reaped
+    int status = 0;
+    double start = 0, end = 0;
+    bool ended_before_collect = false;  // had ended when the stacks were asked for
+  };
+  void Enter(NodeState s) { state_ = s; }
+  bool StartAll(const LinkOrder* restart, double now);
+  void KillAll(int sig);
+  void BeginTeardown(double now);
+  void StopRequested(int sig, pid_t sender, double now, const std::string& why);
+  void CollectStacks(double now);
+  void AbortForStacks(double now);
+  void SendStacks(double now);
+  bool Finished(double now);
+  bool Restart(double now);
+
+  NodeConfig c_;
+  NodeProcs* procs_;
+  JobChannel* job_;
+  NodeState state_ = NodeState::kStarting;
+  StackPhase stacks_ = StackPhase::kNone;
+  std::vector<Rank> ranks_;
+  // The attempt under way.
+  std::optional<size_t> first_failure_;  // failed before any teardown began
+  std::optional<size_t> first_stopped_;  // failed after aml-shim was signalled
+  bool teardown_ = false;
+  double kill_at_ = 0;       // terminating: SIGKILL then
+  double give_up_at_ = 0;    // killing: give up then
+  double drain_until_ = 0;   // draining: SIGKILL to what is left then
+  double ended_at_ = 0;      // the last rank ended
+  bool stragglers_left_ = false;
+  double collect_until_ = 0; // aborting: the dumps' deadline
+  bool told_done_ = false;   // the job knows this node's ranks ended
+  // The job.
+  int spawn_failure_code_ = 0;
+  int shim_signal_ = 0;      // the terminating signal aml-shim received
+  pid_t shim_signal_sender_ = 0;
+  double shim_signal_at_ = 0;
+  bool hurry_ = false;       // a second signal: no more waiting
+  bool launcher_gone_ = false, reader_gone_ = false;
+  std::optional<LinkOrder> stop_;     // the job was stopped by the control plane
+  std::optional<LinkOrder> restart_;  // ordered, once the groups are empty
+  double restart_wait_until_ = 0;
+  int restarts_ = 0;
+};
+
+}  // namespace aml

@@ -1,0 +1,317 @@
+#include "launch/node_machine.h"
+
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+namespace aml {
+namespace {
+
+int Exited(int code) { return code << 8; }
+
+// A process table that records what the machine asks of it.
+struct FakeProcs : NodeProcs {
+  std::vector<std::pair<size_t, int>> signals;  // (rank, signal)
+  std::vector<size_t> aborted;
+  int starts = 0, fail_start_at = -1;
+  bool stragglers = false, output_open = false, groups_empty = true, probe_running = false;
+  int straggler_signals = 0, groups_killed = 0, restarts_begun = 0;
+
+  bool Start(size_t child, const LinkOrder*, int* code) override {
+    if (starts++ == fail_start_at) {
+      *code = 127;
+      return false;
+    }
+    (void)child;
+    return true;
+  }
+  void Signal(size_t child, int sig) override { signals.emplace_back(child, sig); }
+  void Abort(size_t child) override { aborted.push_back(child); }
+  bool SignalStragglers(int sig) override {
+    (void)sig;
+    ++straggler_signals;
+    return stragglers;
+  }
+  bool StragglersLeft() override { return stragglers; }
+  bool OutputOpen() const override { return output_open; }
+  bool GroupsEmpty() override { return groups_empty; }
+  void KillGroups() override { ++groups_killed; }
+  void StartProbe() override { probe_running = true; }
+  bool ProbeRunning() const override { return probe_running; }
+  bool ProbeDone(double now) override { return !probe_running || now >= 10; }
+  double ProbeDeadline() const override { return 10; }
+  void FinishProbe() override { probe_running = false; }
+  LocalFailure Failure(size_t child) override {
+    LocalFailure f;
+    f.rank = static_cast<int>(child);
+    f.exit_code = 7;
+    return f;
+  }
+  std::vector<RankStack> Stacks() override { return {{0, "stack", "sig"}}; }
+  double FirstOutputWall() const override { return 0; }
+  void TermSent(bool) override {}
+  void BeginRestart(const LinkOrder&, bool) override { ++restarts_begun; }
+  int SignalsOf(int sig) const {
+    int n = 0;
+    for (const auto& [c, s] : signals) n += s == sig;
+    return n;
+  }
+};
+
+// The job's side: orders to hand out, what it was told.
+struct FakeJob : JobChannel {
+  std::vector<LinkOrder> orders;
+  int failures = 0, stacks = 0, done = 0, signalled = 0;
+  bool may_exit = true;
+  void OnOutput(double) override {}
+  void OnChildFailed(const LocalFailure&) override { ++failures; }
+  void OnStacks(const std::vector<RankStack>&) override { ++stacks; }
+  void OnChildrenDone(const NodeOutcome&) override { ++done; }
+  void OnShimSignalled(int, const std::string&) override { ++signalled; }
+  bool MayExit() const override { return may_exit; }
+  bool PrintsOwnFailure() const override { return true; }
+  bool WritesJobRecord() const override { return true; }
+  std::optional<LinkOrder> TakeOrder() override {
+    if (orders.empty()) return std::nullopt;
+    LinkOrder o = orders.front();
+    orders.erase(orders.begin());
+    return o;
+  }
+};
+
+NodeConfig Two() { return NodeConfig{2, 3}; }
+
+TEST(NodeMachine, AFailureEndsTheOthersWithGraceThenSigkill) {
+  FakeProcs procs;
+  NodeMachine m(Two(), &procs, nullptr);
+  m.Start(0);
+  EXPECT_EQ(m.state(), NodeState::kRunning);
+  m.OnExit(1, Exited(7), 1);
+  EXPECT_EQ(m.state(), NodeState::kTerminating);
+  EXPECT_EQ(procs.SignalsOf(SIGTERM), 1);  // only the rank still running
+  EXPECT_EQ(m.NextDeadline(1), 1 + 3);     // --grace
+  EXPECT_TRUE(m.Step(2));
+  EXPECT_TRUE(m.Step(4));
+  EXPECT_EQ(m.state(), NodeState::kKilling);
+  EXPECT_EQ(procs.SignalsOf(SIGKILL), 1);
+  m.OnExit(0, SIGKILL, 4.1);
+  EXPECT_FALSE(m.Step(4.1));  // drained at once, no job: done
+  EXPECT_EQ(m.state(), NodeState::kDone);
+  EXPECT_EQ(m.ExitCode(), 7);
+  EXPECT_EQ(*m.first_failure(), 1u);
+}
+
+TEST(NodeMachine, RanksStillAliveFiveSecondsAfterSigkillAreGivenUp) {
+  FakeProcs procs;
+  NodeMachine m(Two(), &procs, nullptr);
+  m.Start(0);
+  m.OnExit(0, Exited(3), 1);
+  m.Step(4);
+  ASSERT_EQ(m.state(), NodeState::kKilling);
+  EXPECT_EQ(m.NextDeadline(4), 4 + NodeMachine::kAfterKillS);
+  EXPECT_FALSE(m.Step(4 + NodeMachine::kAfterKillS));
+  EXPECT_EQ(m.state(), NodeState::kDone);
+  EXPECT_EQ(m.ExitCode(), 3);
+}
+
+TEST(NodeMachine, WhatTheRanksLeftIsDrainedThenKilled) {
+  FakeProcs procs;
+  procs.stragglers = true;
+  procs.output_open = true;
+  NodeMachine m(Two(), &procs, nullptr);
+  m.Start(0);
+  m.OnExit(0, Exited(0), 1);
+  m.OnExit(1, Exited(0), 1);
+  EXPECT_TRUE(m.Step(1));
+  EXPECT_EQ(m.state(), NodeState::kDraining);
+  EXPECT_EQ(procs.straggler_signals, 1);
+  EXPECT_EQ(m.NextDeadline(1), 1 + NodeMachine::kDrainS);
+  EXPECT_FALSE(m.Step(1 + NodeMachine::kDrainS));
+  EXPECT_EQ(procs.straggler_signals, 2);  // SIGKILL then
+  EXPECT_EQ(procs.groups_killed, 1);
+  EXPECT_EQ(m.ExitCode(), 0);
+}
+
+// In a teardown, what the ranks left gets a second past their --grace, so
+// that the shim is gone within --grace + 1 s (aml-plane-sim's timing rule).
+TEST(NodeMachine, InATeardownStragglersGetOneSecondPastTheGrace) {
+  FakeProcs procs;
+  procs.stragglers = true;
+  NodeMachine m(NodeConfig{1, 2}, &procs, nullptr);
+  m.Start(0);
+  m.OnSignal(SIGTERM, 42, 10);
+  m.Step(12);  // --grace 2: SIGKILL
+  m.OnExit(0, SIGKILL, 12);
+  m.Step(12);
+  ASSERT_EQ(m.state(), NodeState::kDraining);
+  EXPECT_EQ(m.NextDeadline(12), 13);  // not 12 + min(2, 2)
+}
+
+TEST(NodeMachine, ASecondSignalKillsAtOnceTheSameRequestTwiceDoesNot) {
+  FakeProcs procs;
+  FakeJob job;
+  NodeMachine m(Two(), &procs, &job);
+  m.Start(0);
+  m.OnSignal(SIGTERM, 42, 1);
+  EXPECT_EQ(job.signalled, 1);
+  EXPECT_EQ(m.state(), NodeState::kTerminating);
+  m.OnSignal(SIGTERM, 42, 1.05);  // GNU timeout: the child, then its group
+  EXPECT_FALSE(m.hurry());
+  EXPECT_EQ(m.NextDeadline(1.05), 1 + 3);
+  m.OnSignal(SIGINT, 0, 2);
+  EXPECT_TRUE(m.hurry());
+  EXPECT_EQ(m.NextDeadline(2), 2);
+}
+
+TEST(NodeMachine, AStopOrderEndsTheRanksAndGivesItsStatus) {
+  FakeProcs procs;
+  FakeJob job;
+  NodeMachine m(Two(), &procs, &job);
+  m.Start(0);
+  job.orders.push_back(LinkOrder::Stop(9, "aml-shim: stopped: rank 5 failed first\n", ""));
+  m.TakeOrders(1);
+  EXPECT_EQ(m.state(), NodeState::kTerminating);
+  m.OnExit(0, SIGTERM, 1.1);
+  m.OnExit(1, SIGTERM, 1.1);
+  job.may_exit = false;
+  EXPECT_TRUE(m.Step(1.2));
+  EXPECT_EQ(m.state(), NodeState::kEnded);  // the job still owes: it relays
+  EXPECT_EQ(job.done, 1);
+  job.may_exit = true;
+  EXPECT_FALSE(m.Step(1.3));
+  EXPECT_EQ(m.ExitCode(), 9);
+  EXPECT_EQ(job.failures, 0);  // the ranks it ended are not failures
+}
+
+TEST(NodeMachine, ARestartWaitsForTheGroupsThenStartsEveryRankAgain) {
+  FakeProcs procs;
+  FakeJob job;
+  job.may_exit = false;
+  NodeMachine m(Two(), &procs, &job);
+  m.Start(0);
+  m.OnExit(0, Exited(7), 1);
+  EXPECT_EQ(job.failures, 1);
+  m.OnExit(1, SIGTERM, 1.1);
+  m.Step(1.2);
+  ASSERT_EQ(m.state(), NodeState::kEnded);
+  LinkOrder r = LinkOrder::Of(LinkOrder::Kind::kRestart);
+  r.restart = 1;
+  r.master_port = 4242;
+  job.orders.push_back(r);
+  procs.groups_empty = false;
+  m.TakeOrders(1.3);
+  EXPECT_TRUE(m.Step(1.3));
+  EXPECT_EQ(m.state(), NodeState::kRestarting);
+  EXPECT_EQ(procs.starts, 2);  // not yet
+  procs.groups_empty = true;
+  EXPECT_TRUE(m.Step(1.4));
+  EXPECT_EQ(m.state(), NodeState::kRunning);
+  EXPECT_EQ(procs.starts, 4);
+  EXPECT_EQ(procs.restarts_begun, 1);
+  EXPECT_EQ(m.restarts(), 1);
+  EXPECT_FALSE(m.first_failure());  // a new attempt
+}
+
+TEST(NodeMachine, GroupsThatNeverEmptyStopTheRestartWith125) {
+  FakeProcs procs;
+  FakeJob job;
+  NodeMachine m(Two(), &procs, &job);
+  m.Start(0);
+  m.OnExit(0, Exited(7), 1);
+  m.OnExit(1, SIGTERM, 1);
+  job.may_exit = false;
+  m.Step(1);
+  job.orders.push_back(LinkOrder::Of(LinkOrder::Kind::kRestart));
+  procs.groups_empty = false;
+  m.TakeOrders(2);
+  EXPECT_TRUE(m.Step(2));
+  EXPECT_FALSE(m.Step(2 + NodeMachine::kAfterKillS));
+  EXPECT_EQ(m.ExitCode(), 125);
+}
+
+TEST(NodeMachine, AStopDuringTheWaitForARestartStartsNoAttempt) {
+  FakeProcs procs;
+  FakeJob job;
+  NodeMachine m(Two(), &procs, &job);
+  m.Start(0);
+  m.OnExit(0, Exited(7), 1);
+  m.OnExit(1, SIGTERM, 1);
+  job.may_exit = false;
+  m.Step(1);
+  job.orders.push_back(LinkOrder::Of(LinkOrder::Kind::kRestart));
+  procs.groups_empty = false;
+  m.TakeOrders(2);
+  m.Step(2);
+  ASSERT_EQ(m.state(), NodeState::kRestarting);
+  m.OnSignal(SIGTERM, 42, 2.5);
+  EXPECT_EQ(m.state(), NodeState::kEnded);
+  procs.groups_empty = true;
+  job.may_exit = true;
+  EXPECT_FALSE(m.Step(3));
+  EXPECT_EQ(procs.starts, 2);  // the first attempt's two, no more
+}
+
+// Stopped by its launcher between two attempts (no rank ran): the job was
+// stopped, not done (aml-plane-sim: such a shim exited 0).
+TEST(NodeMachine, ASignalWithNoRankRunningExits128PlusItsNumber) {
+  FakeProcs procs;
+  FakeJob job;
+  NodeMachine m(Two(), &procs, &job);
+  m.Start(0);
+  job.orders.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));
+  m.TakeOrders(1);
+  m.OnExit(0, SIGTERM, 1.1);
+  m.OnExit(1, SIGTERM, 1.1);
+  job.may_exit = false;
+  m.Step(1.2);
+  m.OnSignal(SIGTERM, 42, 2);
+  EXPECT_EQ(m.ExitCode(), 143);
+  // Ranks that all ended well before the signal: 0.
+  FakeProcs p2;
+  NodeMachine well(Two(), &p2, &job);
+  well.Start(0);
+  well.OnExit(0, Exited(0), 1);
+  well.OnExit(1, Exited(0), 1);
+  well.Step(1);
+  well.OnSignal(SIGTERM, 42, 2);
+  EXPECT_EQ(well.ExitCode(), 0);
+}
+
+TEST(NodeMachine, StacksAreReadFromOutsideThenByTheDumpThenSent) {
+  FakeProcs procs;
+  FakeJob job;
+  NodeMachine m(Two(), &procs, &job);
+  m.Start(0);
+  job.orders.push_back(LinkOrder::Of(LinkOrder::Kind::kCollectStacks));
+  m.TakeOrders(1);
+  EXPECT_EQ(m.state(), NodeState::kCollecting);
+  EXPECT_EQ(m.stacks(), StackPhase::kProbing);
+  EXPECT_EQ(m.NextDeadline(1), 10);  // the readers' deadline
+  m.Step(10);
+  EXPECT_EQ(m.stacks(), StackPhase::kAborting);
+  EXPECT_EQ(procs.aborted.size(), 2u);
+  m.OnExit(0, SIGABRT, 10.1);  // a dump, not a failure
+  EXPECT_EQ(job.failures, 0);
+  m.Step(10.1);
+  EXPECT_EQ(job.stacks, 0);  // rank 1 may still dump
+  m.Step(10 + NodeMachine::kCollectS);
+  EXPECT_EQ(m.stacks(), StackPhase::kSent);
+  EXPECT_EQ(job.stacks, 1);
+}
+
+TEST(NodeMachine, ARankThatCannotStartEndsTheOthersAtOnce) {
+  FakeProcs procs;
+  procs.fail_start_at = 1;
+  NodeMachine m(Two(), &procs, nullptr);
+  m.Start(0);
+  EXPECT_EQ(m.state(), NodeState::kTerminating);
+  EXPECT_EQ(m.NextDeadline(0), 0);  // no grace
+  m.Step(0);
+  EXPECT_EQ(m.state(), NodeState::kKilling);
+  m.OnExit(0, SIGKILL, 0.1);
+  EXPECT_FALSE(m.Step(0.1));
+  EXPECT_EQ(m.ExitCode(), 127);
+}
+
+}  // namespace
+}  // namespace aml

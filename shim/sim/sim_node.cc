@@ -1,0 +1,138 @@
+#include "shim/sim/sim_node.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "launch/wait_status.h"
+#include "shim/sim/fault_plan.h"
+
+namespace aml {
+namespace {
+
+int Exited(int code) { return code << 8; }   // as wait(2) encodes an exit
+int Killed(int sig) { return sig; }           // and a death by a signal
+
+}  // namespace
+
+void SimProcs::End(size_t child, bool straggler, double at, int status) {
+  Proc& p = straggler ? procs_[child].left : procs_[child].rank;
+  if (!p.alive) return;
+  schedule_(at, child, straggler, p.epoch, status);
+}
+
+bool SimProcs::Start(size_t child, const LinkOrder* restart, int* code) {
+  (void)code;
+  if (stopped) violation = "rank " + std::to_string(shim_) + " was started after its shim's stop";
+  for (const Pair& p : procs_)
+    if (p.rank.alive || p.left.alive)
+      violation = "shim " + std::to_string(shim_) + " started an attempt while a process of the "
+                  "last one was still alive";
+  if (child == 0) {
+    attempt_ = restart ? restart->restart : 0;
+    started_at.push_back(now_);
+  }
+  Pair& pr = procs_[child];
+  pr.rank = Proc{true, next_epoch_++, now_};
+  pr.left = Proc{plan_.straggler, next_epoch_++, now_};
+  // Its natural end: a failure, or the attempt's healthy end (never, for a
+  // rank that hangs).
+  double end = plan_.prints ? now_ + plan_.run_s : -1;
+  int status = Exited(0);
+  const double fail = attempt_ == 0 ? (plan_.first_fail >= 0 ? origin_ + plan_.first_fail : -1)
+                                    : (plan_.refail ? now_ + FaultPlan::kRefailS : -1);
+  if (fail >= 0 && (end < 0 || fail < end)) {
+    end = std::max(fail, now_);
+    status = Exited(kExitFail);
+  }
+  if (end >= 0) End(child, false, end, status);
+  return true;
+}
+
+void SimProcs::Signal(size_t child, int sig) {
+  Pair& pr = procs_[child];
+  if (sig == SIGKILL) {
+    End(child, false, now_ + kKillS, Killed(SIGKILL));
+    End(child, true, now_ + kKillS, Killed(SIGKILL));
+    return;
+  }
+  const bool terminating = sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
+  if (!terminating || plan_.stubborn) return;  // the others are harmless; stubborn ranks ignore it
+  End(child, false, now_ + kTermS, Killed(sig));
+  // The group's signal reaches what it left behind too.
+  if (pr.left.alive) End(child, true, now_ + kTermS, Killed(sig));
+}
+
+void SimProcs::Abort(size_t child) { End(child, false, now_ + kAbortS, Killed(SIGABRT)); }
+
+bool SimProcs::SignalStragglers(int sig) {
+  bool any = false;
+  for (size_t i = 0; i < procs_.size(); ++i) {
+    if (!procs_[i].left.alive) continue;
+    any = true;
+    if (sig == SIGKILL) End(i, true, now_ + kKillS, Killed(SIGKILL));
+    else if (!plan_.stubborn) End(i, true, now_ + kTermS, Killed(sig));
+  }
+  return any;
+}
+
+bool SimProcs::StragglersLeft() {
+  for (const Pair& p : procs_)
+    if (p.left.alive) return true;
+  return false;
+}
+
+bool SimProcs::OutputOpen() const {
+  // The pipes close when the rank and what it left are gone.
+  for (const Pair& p : procs_)
+    if (p.rank.alive || p.left.alive) return true;
+  return false;
+}
+
+bool SimProcs::Fire(size_t child, bool straggler, uint64_t epoch, int status, int* out_status) {
+  Proc& p = straggler ? procs_[child].left : procs_[child].rank;
+  if (!p.alive || p.epoch != epoch) return false;
+  p.alive = false;
+  p.status = status;
+  *out_status = status;
+  return !straggler;
+}
+
+bool SimProcs::AnyPrinting() const {
+  if (!plan_.prints) return false;
+  for (const Pair& p : procs_)
+    if (p.rank.alive) return true;
+  return false;
+}
+
+void SimProcs::StartProbe() { probe_until_ = now_ + kProbeS; }
+
+LocalFailure SimProcs::Failure(size_t child) {
+  LocalFailure f;
+  f.rank = shim_ * static_cast<int>(procs_.size()) + static_cast<int>(child);
+  f.exit_code = ExitCodeFor(procs_[child].rank.status);
+  f.status = DescribeStatus(procs_[child].rank.status);
+  f.wall_time = wall_epoch_ + now_;
+  f.summary = "aml-shim: rank " + std::to_string(f.rank) + " " + f.status + "\n";
+  f.failure_json = "{\"rank\":" + std::to_string(f.rank) + "}";
+  return f;
+}
+
+std::vector<RankStack> SimProcs::Stacks() {
+  std::vector<RankStack> out;
+  for (size_t i = 0; i < procs_.size(); ++i)
+    out.push_back({shim_ * static_cast<int>(procs_.size()) + static_cast<int>(i),
+                   "no Python stack", ""});
+  return out;
+}
+
+double SimProcs::FirstOutputWall() const {
+  if (!plan_.prints || started_at.empty()) return 0;
+  return wall_epoch_ + started_at.back() + kFirstOutputS;
+}
+
+void SimProcs::BeginRestart(const LinkOrder& restart, bool print_own_failure) {
+  (void)restart;
+  (void)print_own_failure;
+}
+
+}  // namespace aml

@@ -1,0 +1,100 @@
+// One node's ranks in the simulation (sim_cluster.h): the process table that
+// the real supervisor's state machine (launch/node_machine.h) runs over on
+// every simulated node, with ranks that print, fail, hang (print nothing),
+// ignore SIGTERM, and leave a process behind that holds their output pipe.
+// Processes end by events the cluster schedules on its virtual clock.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "launch/node_machine.h"
+
+namespace aml {
+
+// What this node's ranks do, from the fault plan.
+struct RankPlan {
+  bool prints = true;       // they write output (a quiet job hangs)
+  double run_s = 5;         // a healthy attempt's ranks end with 0 this long after start
+  double first_fail = -1;   // the first attempt's rank fails then (virtual time; -1: never)
+  bool refail = false;      // a later attempt's ranks fail FaultPlan::kRefailS after start
+  bool stubborn = false;    // SIGTERM is ignored: only SIGKILL ends them
+  bool straggler = false;   // each leaves a process behind, holding its output pipe
+};
+
+class SimProcs : public NodeProcs {
+ public:
+  static constexpr double kTermS = 0.05;    // a rank ends this long after SIGTERM
+  static constexpr double kKillS = 0.001;   // and after SIGKILL
+  static constexpr double kAbortS = 0.05;   // and after SIGABRT (its dump)
+  static constexpr double kProbeS = 0.2;    // the stack readers from outside
+  static constexpr double kFirstOutputS = 0.5;  // a rank's first output after start
+  static constexpr int kExitFail = 7;
+
+  // A process's end to schedule: (when, child, straggler?, epoch, wait status).
+  using Schedule = std::function<void(double at, size_t child, bool straggler, uint64_t epoch,
+                                      int status)>;
+
+  SimProcs(int shim, size_t ranks, const RankPlan& plan, double wall_epoch, Schedule schedule)
+      : shim_(shim), plan_(plan), wall_epoch_(wall_epoch), schedule_(std::move(schedule)),
+        procs_(ranks) {}
+
+  void set_now(double now) { now_ = now; }
+  // The virtual time of rank 0's go: the plan's times count from it.
+  void set_origin(double t0) { origin_ = t0; }
+  // A scheduled end came: true when it ends the rank itself (the machine is
+  // told, with `*status`); a straggler's end, or a stale one, is not.
+  bool Fire(size_t child, bool straggler, uint64_t epoch, int status, int* out_status);
+  bool AnyPrinting() const;  // a running rank that writes output
+  int attempt() const { return attempt_; }
+  std::vector<double> started_at;  // each start of an attempt (for the checks)
+  // What went wrong (a rank started after its stop, ...): "" when nothing.
+  std::string violation;
+  bool stopped = false;  // the shim had its stop or its launcher's signal
+
+  // NodeProcs.
+  bool Start(size_t child, const LinkOrder* restart, int* code) override;
+  void Signal(size_t child, int sig) override;
+  void Abort(size_t child) override;
+  bool SignalStragglers(int sig) override;
+  bool StragglersLeft() override;
+  bool OutputOpen() const override;
+  bool GroupsEmpty() override { return !StragglersLeft(); }
+  void KillGroups() override { SignalStragglers(9); }
+  void StartProbe() override;
+  bool ProbeRunning() const override { return probe_until_ >= 0; }
+  bool ProbeDone(double now) override { return probe_until_ < 0 || now >= probe_until_; }
+  double ProbeDeadline() const override { return probe_until_; }
+  void FinishProbe() override { probe_until_ = -1; }
+  LocalFailure Failure(size_t child) override;
+  std::vector<RankStack> Stacks() override;
+  double FirstOutputWall() const override;
+  void TermSent(bool) override {}
+  void BeginRestart(const LinkOrder& restart, bool print_own_failure) override;
+
+ private:
+  struct Proc {
+    bool alive = false;
+    uint64_t epoch = 0;  // a start's: ends scheduled for an older one are stale
+    double start = 0;
+    int status = 0;      // its wait status, once ended
+  };
+  struct Pair {
+    Proc rank, left;  // the rank, and what it left behind
+  };
+  void End(size_t child, bool straggler, double at, int status);
+
+  int shim_;
+  RankPlan plan_;
+  double wall_epoch_;
+  Schedule schedule_;
+  std::vector<Pair> procs_;
+  double now_ = 0, origin_ = 0;
+  int attempt_ = 0;  // 0 for the first
+  uint64_t next_epoch_ = 1;
+  double probe_until_ = -1;
+};
+
+}  // namespace aml
