@@ -134,23 +134,17 @@ void ControlPlane::ReadChild(Peer& p, double now) {
       // not connected already (a second "rank 3" is refused; the real one,
       // retrying after its first connection broke, asks again once that
       // one's end is read).
-      auto m = Msg::Decode(f);
-      const bool ok = m.ok() && m->type() == "hello" && m->Str("v") == kVersion &&
-                      ProvesUp(p, "tree", *m, nullptr) && m->Int("size") == c_.size &&
-                      m->Int("rank") > 0 && m->Int("rank") < c_.size &&
-                      !Connected(static_cast<int>(m->Int("rank")));
-      if (!ok) {
+      const Visitor v = ReadHello(c_.prover, c_.size, p.challenge, f,
+                                  [&](int rank) { return Connected(rank); });
+      if (!v.ok) {
         ++refused_;
         p.rank = -2;
         return;
       }
-      p.rank = static_cast<int>(m->Int("rank"));
-      p.host = m->Str("host");
+      p.rank = v.rank;
+      p.host = v.host;
       p.link->set_max_frame(kMaxFrame);
-      p.link->Send(Msg("welcome")
-                       .Set("proof", Proof("tree", ProofDirection::kDown, p.challenge,
-                                           m->Str("nonce"), p.rank))
-                       .Encode());
+      p.link->Send(DoorAnswer(c_.prover, "welcome", "tree", p.challenge, v).Encode());
       tree_.AddChild(p.rank, p.host, now);
       if (tree_.go()) p.link->Send(Msg("go").Encode());
       continue;

@@ -42,6 +42,7 @@
 #include "launch/job_link.h"
 #include "shim/base/proof.h"
 #include "shim/base/result.h"
+#include "shim/control/door.h"
 #include "shim/control/job_machine.h"
 #include "shim/control/tree_links.h"
 #include "shim/control/tree_plan.h"
@@ -66,7 +67,7 @@ struct PlaneConfig : JobConfig {
 
 class ControlPlane : public JobLink, private LinkIo {
  public:
-  static constexpr char kVersion[] = "aml-shim-control-2";
+  static constexpr const char* kVersion = kPlaneVersion;
   static constexpr size_t kMaxHelloFrame = 4 << 10;  // a join or a hello
   static constexpr size_t kMaxFrame = 1 << 20;       // anything after it
   static constexpr char kRootNode[] = "rank 0's node";
@@ -128,13 +129,9 @@ class ControlPlane : public JobLink, private LinkIo {
   bool Pending(int peer) const override;
   double WallNow() const override;
   int FreePort() const override;
-  // The proof bound to one connection (shim/base/proof.h) at `door`
-  // ("join": rank 0's MASTER_PORT; "tree": a parent's port) for `rank`.
-  std::string Proof(const std::string& door, ProofDirection d, const std::string& challenge,
-                    const std::string& nonce, int rank) const;
+  // This shim's side of a door's proofs (door.h).
   Msg Introduce(const std::string& type, const std::string& challenge,
                 const std::string& nonce) const;
-  bool ProvesUp(const Peer& p, const std::string& door, const Msg& m, std::string* why) const;
   bool ProvesDown(const std::string& door, const Msg& m, const std::string& challenge,
                   const std::string& nonce) const;
 

@@ -64,44 +64,20 @@ Result<Answer> Ask(const std::string& ip, int port, const std::string& kind,
 
 }  // namespace
 
-std::string ControlPlane::Proof(const std::string& door, ProofDirection d,
-                                const std::string& challenge, const std::string& nonce,
-                                int rank) const {
-  // A MUNGE credential that cannot be made (munged stopped) is an empty
-  // proof, which proves nothing: the peer refuses, and says why.
-  auto proof = c_.prover.Make("control-plane-" + door, d, challenge, nonce, std::to_string(rank));
-  if (!proof.ok()) {
-    LogVerbose("control plane: " + proof.error().message);
-    return "";
-  }
-  return *proof;
-}
-
 // This shim's first frame at a door: a join (rank 0's MASTER_PORT) or a
 // hello (its parent's port), answering that connection's challenge.
 Msg ControlPlane::Introduce(const std::string& type, const std::string& challenge,
                             const std::string& nonce) const {
-  Msg m(type);
-  m.Set("v", std::string(kVersion)).Set("rank", c_.rank).Set("size", c_.size);
-  m.Set("host", c_.host).Set("nonce", nonce);
-  m.Set("proof", Proof(type == "join" ? "join" : "tree", ProofDirection::kUp, challenge, nonce,
-                       c_.rank));
+  std::string why;
+  Msg m = Introduction(c_.prover, type, c_.rank, c_.size, c_.host, challenge, nonce, &why);
+  if (!why.empty()) LogVerbose("control plane: " + why);
   return m;
-}
-
-// The first frame of a connection `p` accepted: its proof answers our
-// challenge for the rank it names.
-bool ControlPlane::ProvesUp(const Peer& p, const std::string& door, const Msg& m,
-                            std::string* why) const {
-  return c_.prover.Check(m.Str("proof"), "control-plane-" + door, ProofDirection::kUp,
-                         p.challenge, m.Str("nonce"), std::to_string(m.Int("rank")), why);
 }
 
 // The door's answer to this shim proves itself for our connection.
 bool ControlPlane::ProvesDown(const std::string& door, const Msg& m, const std::string& challenge,
                               const std::string& nonce) const {
-  return c_.prover.Check(m.Str("proof"), "control-plane-" + door, ProofDirection::kDown,
-                         challenge, nonce, std::to_string(c_.rank));
+  return ProvesDoor(c_.prover, door, m, challenge, nonce, c_.rank);
 }
 
 Result<std::unique_ptr<ControlPlane>> ControlPlane::Join(const PlaneConfig& config) {
@@ -314,10 +290,7 @@ void ControlPlane::AcceptPending(int listen_fd, std::vector<std::unique_ptr<Peer
     // A fresh challenge for each connection: a proof seen on another one
     // (a replay) answers none of ours.
     p->challenge = NewNonce();
-    p->link->Send(Msg("challenge")
-                      .Set("n", p->challenge)
-                      .Set("kind", std::string(ProofKindName(c_.prover.kind())))
-                      .Encode());
+    p->link->Send(DoorChallenge(p->challenge, c_.prover.kind()).Encode());
     into->push_back(std::move(p));
   }
 }
@@ -337,33 +310,24 @@ void ControlPlane::ReadDoor(Peer& p, double now) {
     if (p.link->broken()) ++refused_;
     return;
   }
-  auto m = Msg::Decode(frames[0]);
-  auto refuse = [&](const std::string& why) {
+  const Visitor v = ReadJoin(c_.prover, c_.size, p.challenge, frames[0]);
+  if (!v.ok) {
     ++refused_;
-    p.link->Send(Msg("refused").Set("why", why).Encode());
+    p.link->Send(Msg("refused").Set("why", v.why).Encode());
     p.rank = -2;
-  };
-  if (!m.ok() || m->type() != "join" || m->Str("v") != kVersion) return refuse("not a join");
-  if (std::string why; !ProvesUp(p, "join", *m, &why)) return refuse(why);
-  const long long rank = m->Int("rank"), size = m->Int("size"), port = m->Int("port");
-  if (size != c_.size)
-    return refuse("world size " + std::to_string(size) + ", but rank 0 has " +
-                  std::to_string(c_.size));
-  if (rank < 1 || rank >= c_.size || port < 1 || port > 65535) return refuse("bad rank or port");
-  const std::string host = m->Str("host");
+    return;
+  }
   const std::string addr = PeerAddress(p.link->fd());
   // Shims are grouped by the node they come from: the address rank 0 sees
   // (host names may be shared, or lie), rank 0's own when they are equal.
   const std::string node = addr == LocalAddress(p.link->fd()) ? kRootNode : addr;
-  TreePlace place = planner_->Assign(static_cast<int>(rank), node, addr, static_cast<int>(port));
+  TreePlace place = planner_->Assign(v.rank, node, addr, v.port);
   // Rank 0's own address, as this shim reached it.
   if (place.parent == 0) place.addr = LocalAddress(p.link->fd());
-  tree_.machine().NoteHost(static_cast<int>(rank), host);
-  Msg reply("place");
+  tree_.machine().NoteHost(v.rank, v.host);
+  Msg reply = DoorAnswer(c_.prover, "place", "join", p.challenge, v);
   reply.Set("parent", place.parent).Set("addr", place.addr).Set("port", place.port);
   reply.Set("depth", place.depth);
-  reply.Set("proof", Proof("join", ProofDirection::kDown, p.challenge, m->Str("nonce"),
-                           static_cast<int>(rank)));
   p.link->Send(reply.Encode());
   p.rank = -2;
 }

@@ -26,7 +26,8 @@ double DrawS(std::mt19937_64* rng, double lo, double hi) {
 const FaultKind kKinds[] = {FaultKind::kFail,    FaultKind::kFreeze,   FaultKind::kCut,
                             FaultKind::kKill,    FaultKind::kHang,     FaultKind::kSigterm,
                             FaultKind::kSlow,    FaultKind::kStubbornRanks,
-                            FaultKind::kPartition, FaultKind::kStraggler};
+                            FaultKind::kPartition, FaultKind::kStraggler, FaultKind::kStranger,
+                            FaultKind::kReplay,    FaultKind::kTwin};
 
 // The kind FaultKindName names `s`.
 bool KindOf(const std::string& s, FaultKind* k) {
@@ -40,7 +41,7 @@ bool KindOf(const std::string& s, FaultKind* k) {
 
 bool NeedsTwo(FaultKind k) {
   return k == FaultKind::kFreeze || k == FaultKind::kCut || k == FaultKind::kKill ||
-         k == FaultKind::kPartition;
+         k == FaultKind::kPartition || k == FaultKind::kReplay || k == FaultKind::kTwin;
 }
 
 // "3-7" or "3+5+9" (or a mix, "1-3+8"): the shims of a partition, each in
@@ -127,6 +128,12 @@ void DrawRandom(int shims, std::mt19937_64* rng, FaultPlan* p) {
     // Ranks that leave a process behind (a DataLoader worker, a shell's child).
     p->faults.push_back({FaultKind::kStraggler, DrawS(rng, 0, 60), Draw(rng, 0, shims - 1), {}});
   }
+  if (shims >= 2 && Draw(rng, 0, 3) == 0) {
+    // Someone at the doors: a stranger, a replayed hello, a linked rank's twin.
+    static const FaultKind attacks[] = {FaultKind::kStranger, FaultKind::kReplay,
+                                        FaultKind::kTwin};
+    p->faults.push_back({attacks[Draw(rng, 0, 2)], DrawS(rng, 0, 60), other(), {}});
+  }
   if (shims >= 2 && Draw(rng, 0, 5) == 0) {
     for (const Fault& first : p->faults) {
       if (first.kind != FaultKind::kFail) continue;
@@ -181,7 +188,8 @@ Status ParseSpec(const std::string& spec, int shims, std::mt19937_64* rng, Fault
     }
     if (!KindOf(kind, &f.kind))
       return Error{"--faults: '" + item + "' names no fault (none, fail, freeze, cut, kill, "
-                   "partition, hang, restart, sigterm, slow, stubborn, straggler, random, or "
+                   "partition, hang, restart, sigterm, slow, stubborn, straggler, stranger, replay, "
+                   "twin, random, or "
                    "KIND[@S][:SHIM],...)"};
     f.at_s = kSteadyS;
     if (!at.empty()) {
@@ -202,9 +210,11 @@ Status ParseSpec(const std::string& spec, int shims, std::mt19937_64* rng, Fault
       auto n = ParseInt("--faults", who, 0, shims - 1);
       if (!n.ok()) return Error{n.error().message + " (a shim of '" + item + "')"};
       f.shim = static_cast<int>(*n);
+      if ((f.kind == FaultKind::kReplay || f.kind == FaultKind::kTwin) && f.shim == 0)
+        return Error{"--faults: '" + item + "': rank 0's shim has no parent to say hello to"};
       if (NeedsTwo(f.kind) && f.shim == 0)
         return Error{"--faults: '" + item + "': rank 0's shim cannot be lost (the job's "
-                     "root; see --spares)"};
+                     "root)"};
     } else {
       f.shim = f.kind == FaultKind::kFail ? Draw(rng, 0, shims - 1) : other();
     }
@@ -227,6 +237,9 @@ const char* FaultKindName(FaultKind k) {
     case FaultKind::kStubbornRanks: return "stubborn";
     case FaultKind::kPartition: return "partition";
     case FaultKind::kStraggler: return "straggler";
+    case FaultKind::kStranger: return "stranger";
+    case FaultKind::kReplay: return "replay";
+    case FaultKind::kTwin: return "twin";
   }
   return "?";
 }
@@ -251,6 +264,11 @@ Result<FaultPlan> MakeFaultPlan(const std::string& spec, int shims, std::mt19937
   if (spec == "none") {
   } else if (spec == "fail") {
     p.faults.push_back({FaultKind::kFail, 3, Draw(rng, 0, shims - 1), {}});
+  } else if (spec == "stranger" || spec == "replay" || spec == "twin") {
+    FaultKind k = FaultKind::kStranger;
+    KindOf(spec, &k);
+    if (shims < 2) return Error{"--faults " + spec + " needs --shims 2 or more"};
+    p.faults.push_back({k, DrawS(rng, 0, 40), other(), {}});
   } else if (spec == "freeze" || spec == "cut" || spec == "kill" || spec == "partition") {
     FaultKind k = FaultKind::kFreeze;
     KindOf(spec, &k);

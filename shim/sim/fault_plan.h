@@ -15,6 +15,11 @@
 //   slow      one shim handles each frame 20 times slower
 //   stubborn  one shim's ranks ignore SIGTERM (SIGKILL after --grace ends them)
 //   straggler one shim's ranks leave a process behind that holds their output
+//   stranger  a connection without the job's proof: a join at rank 0's
+//             MASTER_PORT while shims join, and a hello at a shim's port
+//   replay    a shim's hello, seen on the network, sent again to its parent
+//   twin      a second hello, with the job's proof, for a rank already linked
+//   (the doors must refuse all three; the job goes on as if they never came)
 //   random    any mix of the above, several at once, at random moments
 //
 // A SPEC is a comma-separated list of KIND[@SECONDS][:SHIM], e.g.
@@ -33,7 +38,8 @@
 namespace aml {
 
 enum class FaultKind {
-  kFail, kFreeze, kCut, kKill, kHang, kSigterm, kSlow, kStubbornRanks, kPartition, kStraggler
+  kFail, kFreeze, kCut, kKill, kHang, kSigterm, kSlow, kStubbornRanks, kPartition, kStraggler,
+  kStranger, kReplay, kTwin
 };
 const char* FaultKindName(FaultKind k);
 

@@ -34,6 +34,9 @@ struct World {
   std::vector<double> first_fail; // its rank's failure in the first attempt
   std::vector<bool> fails;        // it has a failing rank (it fails again in later attempts)
   std::vector<bool> stubborn;
+  // What ranks that ended well leave behind is ended after them: SIGTERM,
+  // then SIGKILL after min(--grace, 2 s) when it ignores SIGTERM.
+  double drain_s = 0;
   bool any_signal = false;
   int max_depth = 0;
 };
@@ -53,6 +56,7 @@ World Facts(const FaultPlan& p, const OracleSetup& o) {
   w.fails.assign(w.n, false);
   w.stubborn.assign(w.n, false);
   for (int s = 1; s < w.n; ++s) w.kids[w.parent[s]].push_back(s);
+  std::vector<int> stragglers;
   for (const Fault& f : p.faults) {
     switch (f.kind) {
       case FaultKind::kFreeze:
@@ -80,10 +84,15 @@ World Facts(const FaultPlan& p, const OracleSetup& o) {
       case FaultKind::kStubbornRanks:
         w.stubborn[f.shim] = true;
         break;
+      case FaultKind::kStraggler:
+        stragglers.push_back(f.shim);
+        break;
       default:
         break;
     }
   }
+  for (int s : stragglers)
+    w.drain_s = std::max(w.drain_s, w.stubborn[s] ? std::min(o.grace_s, 2.0) : o.term_s);
   // Parents come before their children (the planner hangs a shim under one
   // that joined earlier): one pass down, one up.
   std::vector<int> order, depth(w.n, 0);
@@ -246,7 +255,7 @@ class Seer {
       Event e;
       e.kind = Kind::kEnd;
       e.lo = st.t_lo + p_.run_s;
-      e.hi = st.t_hi + p_.run_s + L_ * (w_.height[0] + 2);
+      e.hi = st.t_hi + p_.run_s + w_.drain_s + L_ * (w_.height[0] + 2);
       // Every part of the job must be there to end well (a shim lost before
       // leaves its ancestors waiting for the loss's verdict).
       if (Whole(0, e.lo - L_)) ev->push_back(e);
@@ -599,10 +608,11 @@ class Seer {
         if (code == 124 || st.pending_code == 124) cut |= kExit124;
         ways.push_back({w_.cutoff[s], w_.cutoff[s], cut});
       }
+      const double leave_hi = end_hi + w_.drain_s + L_ * (w_.height[s] + 2);
       if (end_lo < kInf && Whole(s, end_hi + L_ * (w_.height[s] + 1)))
-        ways.push_back({end_lo, end_hi + L_ * (w_.height[s] + 2), kExit0});
+        ways.push_back({end_lo, leave_hi, kExit0});
       else if (end_lo < kInf && code == 0)
-        ways.push_back({end_lo, end_hi + L_ * (w_.height[s] + 2), kExit0 | kExit125 | kExit143});
+        ways.push_back({end_lo, leave_hi, kExit0 | kExit125 | kExit143});
       double min_hi = kInf;
       for (const Way& way : ways) min_hi = std::min(min_hi, way.hi);
       uint8_t bits = 0;

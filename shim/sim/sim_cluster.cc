@@ -16,6 +16,7 @@
 
 #include "shim/base/clock.h"
 #include "shim/base/units.h"
+#include "shim/control/door.h"
 #include "shim/control/job_machine.h"
 #include "shim/control/liveness.h"
 #include "shim/control/tree_links.h"
@@ -35,7 +36,9 @@ constexpr double kJoinFrames = 3;      // frames a door handles per joiner (gree
 constexpr double kSlowFactor = 20;     // a slow shim's cost per frame
 constexpr pid_t kLauncherPid = 4711;   // who sends the launcher's SIGTERM
 
-enum class Ev { kFrame, kClosed, kTimer, kFault, kProc, kJoin, kPlace, kHello, kWelcome };
+enum class Ev {
+  kFrame, kClosed, kTimer, kFault, kProc, kJoin, kPlace, kHello, kWelcome, kJoinAttack
+};
 
 struct Event {
   double t;
@@ -129,6 +132,7 @@ class Shim : public LinkIo, public JobChannel {
   int restart_orders = 0;
   bool has_final = false;
   LinkOrder final_order;  // its stop (rank 0's: the job's record)
+  std::string join, hello;  // its join and its hello, as the network saw them
   long long handled = 0, bytes = 0;
 
  private:
@@ -166,7 +170,8 @@ std::optional<LinkOrder> Shim::TakeOrder() {
 
 class Cluster {
  public:
-  Cluster(const SimOptions& o, FaultPlan plan) : o_(o), plan_(std::move(plan)) {
+  Cluster(const SimOptions& o, FaultPlan plan)
+      : o_(o), plan_(std::move(plan)), nonces_(o.seed * 0x2545f4914f6cdd1dULL) {
     lat_s_ = o.latency_us * 1e-6;
     cost_s_ = (o.cost_us > 0 ? o.cost_us : kFrameCostUs) * 1e-6;
     bytes_per_s_ = o.bandwidth_gbps * 1e9 / 8;
@@ -212,6 +217,14 @@ class Cluster {
 
   void Build();
   RankPlan RanksOf(int shim) const;
+  std::string Nonce();
+  bool Linked(const Shim& parent, int rank) const {
+    return parent.tree.Keeps(rank) && !parent.closed.count(rank);
+  }
+  void Join(Shim& root, Shim& joiner, double at);
+  void Hello(Shim& parent, Shim& joiner, double at);
+  void AtJoinDoor(const Fault& f);
+  void AtTreeDoor(const Fault& f, double now);
   void OnFrame(Shim& s, int from, const std::string& frame, double now);
   void OnClosed(Shim& s, int from, double now);
   void OnProc(Shim& s, const Event& e, double now);
@@ -242,6 +255,11 @@ class Cluster {
   double go_all_ = 0, root_go_ = 0;
   double first_fail_ = -1, loss_at_ = -1;
   std::unique_ptr<TreePlanner> planner_;
+  // The job's proof of membership (a secret of its own), a stranger's, and
+  // the nonces of the doors' challenges, drawn from the seed.
+  Prover prover_{"aml-plane-sim's job secret", nullptr};
+  Prover stranger_{"someone else's secret", nullptr};
+  std::mt19937_64 nonces_;
   std::string violation_;
   std::string last_verdict_;
   RunRecord record_;
@@ -312,6 +330,124 @@ void Cluster::Build() {
     Push({start + 3 * lat_s_, 0, Ev::kJoin, 0, i, nullptr});
   }
   if (n == 1) Push({0, 0, Ev::kJoin, 0, 0, nullptr});
+  // A stranger's join and a replayed one come to rank 0's MASTER_PORT while
+  // the shims join.
+  for (size_t i = 0; i < plan_.faults.size(); ++i) {
+    const FaultKind k = plan_.faults[i].kind;
+    if (n > 1 && (k == FaultKind::kStranger || k == FaultKind::kReplay))
+      Push({std::uniform_real_distribution<double>(2 * lat_s_, 1e-3)(rng) + 3 * lat_s_, 0,
+            Ev::kJoinAttack, 0, static_cast<int>(i), nullptr});
+  }
+}
+
+std::string Cluster::Nonce() {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out(32, '0');
+  for (char& c : out) c = kHex[nonces_() & 15];
+  return out;
+}
+
+// ---- The doors (door.h): the real decisions, over the simulated links
+
+// A shim's join at rank 0's MASTER_PORT: its proof for the connection's
+// challenge, rank 0's place for it with the proof back.
+void Cluster::Join(Shim& root, Shim& j, double at) {
+  const std::string challenge = Nonce(), nonce = Nonce();
+  const int n = o_.shims;
+  j.join = Introduction(prover_, "join", j.id(), n, "n" + std::to_string(j.id()), challenge, nonce)
+               .Set("port", 1)
+               .Encode();
+  const Visitor v = ReadJoin(prover_, n, challenge, j.join);
+  if (!v.ok) return Violate("rank 0's door refused shim " + std::to_string(j.id()) + ": " + v.why);
+  TreePlace p = planner_->Assign(v.rank, "n" + std::to_string(v.rank / o_.per_node), "", v.port);
+  root.machine().NoteHost(v.rank, v.host);
+  Msg place = DoorAnswer(prover_, "place", "join", challenge, v);
+  place.Set("parent", p.parent).Set("depth", p.depth);
+  auto back = Msg::Decode(place.Encode());
+  if (!back.ok() || !ProvesDoor(prover_, "join", *back, challenge, nonce, j.id()))
+    return Violate("shim " + std::to_string(j.id()) + " found rank 0's place without its proof");
+  j.tree.SetParent(static_cast<int>(back->Int("parent")), "n" + std::to_string(back->Int("parent")));
+  j.tree.set_depth(static_cast<int>(back->Int("depth")));
+  Push({at + lat_s_, 0, Ev::kPlace, j.id(), 0, nullptr});
+}
+
+// A shim's hello at its parent's port.
+void Cluster::Hello(Shim& s, Shim& j, double at) {
+  const std::string challenge = Nonce(), nonce = Nonce();
+  j.hello = Introduction(prover_, "hello", j.id(), o_.shims, "n" + std::to_string(j.id()),
+                         challenge, nonce)
+                .Encode();
+  const Visitor v =
+      ReadHello(prover_, o_.shims, challenge, j.hello, [&](int r) { return Linked(s, r); });
+  if (!v.ok)
+    return Violate("shim " + std::to_string(s.id()) + "'s door refused its child " +
+                   std::to_string(j.id()) + ": " + v.why);
+  s.tree.AddChild(v.rank, v.host, at);
+  auto welcome = Msg::Decode(DoorAnswer(prover_, "welcome", "tree", challenge, v).Encode());
+  if (!welcome.ok() || !ProvesDoor(prover_, "tree", *welcome, challenge, nonce, j.id()))
+    return Violate("shim " + std::to_string(j.id()) + " found its parent's welcome without its "
+                   "proof");
+  Push({at + lat_s_, 0, Ev::kWelcome, j.id(), s.id(), nullptr});
+}
+
+// While shims join: a stranger's join (another secret), or a real shim's
+// join sent again on a new connection. Both must be refused.
+void Cluster::AtJoinDoor(const Fault& f) {
+  const std::string challenge = Nonce(), nonce = Nonce();
+  std::string frame;
+  if (f.kind == FaultKind::kStranger) {
+    frame = Introduction(stranger_, "join", 1, o_.shims, "stranger", challenge, nonce)
+                .Set("port", 1)
+                .Encode();
+  } else {
+    for (const auto& sp : shims_)
+      if (!sp->join.empty()) frame = sp->join;
+    if (frame.empty()) return;  // nobody joined yet: nothing seen to replay
+  }
+  const Visitor v = ReadJoin(prover_, o_.shims, challenge, frame);
+  if (v.ok)
+    Violate(std::string("rank 0's door let in a ") +
+            (f.kind == FaultKind::kStranger ? "stranger's join" : "replayed join") + " as rank " +
+            std::to_string(v.rank));
+}
+
+// While the job runs, at a shim's port: a stranger's hello, a shim's hello
+// seen on the network and sent again, or a second hello (with the job's
+// proof) for a rank already linked. Each must be refused: let in, it could
+// speak for that rank (a forged "lost" stops every node: test_replay).
+void Cluster::AtTreeDoor(const Fault& f, double now) {
+  Shim& target = *shims_[static_cast<size_t>(f.shim)];
+  const std::string challenge = Nonce(), nonce = Nonce();
+  std::string frame, what;
+  Shim* door = nullptr;
+  if (f.kind == FaultKind::kStranger) {
+    door = &target;
+    const std::vector<int> kids = target.tree.children();
+    const int claims = kids.empty() ? std::max(1, f.shim) : kids.front();
+    frame = Introduction(stranger_, "hello", claims, o_.shims, "stranger", challenge, nonce)
+                .Encode();
+    what = "a stranger's hello";
+  } else {
+    if (target.parent() < 0) return;
+    door = shims_[static_cast<size_t>(target.parent())].get();
+    if (f.kind == FaultKind::kReplay) {
+      frame = target.hello;
+      what = "a replayed hello";
+    } else {
+      // A twin of a rank still linked (one that left may take its seat again).
+      if (!Linked(*door, target.id())) return;
+      frame = Introduction(prover_, "hello", target.id(), o_.shims, "twin", challenge, nonce)
+                  .Encode();
+      what = "a second hello for a linked rank";
+    }
+  }
+  if (door->exited || door->killed || door->frozen || frame.empty()) return;
+  Effective(*door, now, 2 * door->cost_s);
+  const Visitor v =
+      ReadHello(prover_, o_.shims, challenge, frame, [&](int r) { return Linked(*door, r); });
+  if (v.ok)
+    Violate("shim " + std::to_string(door->id()) + "'s door let in " + what + " as rank " +
+            std::to_string(v.rank));
 }
 
 // ---- The overlay's running part: plane.cc's TreeLinks
@@ -444,6 +580,9 @@ void Cluster::OnFault(const Fault& f, double now) {
     if (loss_at_ < 0) loss_at_ = now;
     return;
   }
+  if (f.kind == FaultKind::kStranger || f.kind == FaultKind::kReplay ||
+      f.kind == FaultKind::kTwin)
+    return AtTreeDoor(f, now);
   Shim& s = *shims_[static_cast<size_t>(f.shim)];
   if (s.exited || s.killed) return;
   switch (f.kind) {
@@ -526,11 +665,7 @@ SimResult Cluster::Run() {
         }
         const double at = Effective(s, now_, kJoinFrames * s.cost_s);
         s.handled += 2;
-        Shim& j = *shims_[static_cast<size_t>(e.from)];
-        TreePlace p = planner_->Assign(j.id(), "n" + std::to_string(j.id() / o_.per_node), "", 1);
-        j.tree.SetParent(p.parent, "n" + std::to_string(p.parent));
-        j.tree.set_depth(p.depth);
-        Push({at + lat_s_, 0, Ev::kPlace, j.id(), 0, nullptr});
+        Join(s, *shims_[static_cast<size_t>(e.from)], at);
         break;
       }
       case Ev::kPlace:
@@ -540,8 +675,7 @@ SimResult Cluster::Run() {
       case Ev::kHello: {
         const double at = Effective(s, now_, 2 * s.cost_s);
         s.handled += 2;
-        s.tree.AddChild(e.from, "n" + std::to_string(e.from), at);
-        Push({at + lat_s_, 0, Ev::kWelcome, e.from, e.shim, nullptr});
+        Hello(s, *shims_[static_cast<size_t>(e.from)], at);
         break;
       }
       case Ev::kWelcome:
@@ -580,6 +714,9 @@ SimResult Cluster::Run() {
         Wake(s, at);
         break;
       }
+      case Ev::kJoinAttack:
+        if (!s.started) AtJoinDoor(plan_.faults[static_cast<size_t>(e.from)]);
+        break;
       case Ev::kFault:
         break;
     }
