@@ -62,12 +62,14 @@ def main():
             f"hop, 10 Gb/s, a per-frame cost of {cost:.2f} us (measured here: a heartbeat "
             "sent and received over a socket pair, decoded and noted; `aml-plane-sim "
             "--measure-cost`), fan-out 32, one shim per node. Virtual time; wall is what the "
-            "simulation took. The stop figure includes the 0.1 s in which rank 0 gathers the "
-            "failures of the same moment to name the earliest (the `deciding` state); the "
-            "tree's own part is the rest. A freeze or a cut comes 35 s after go (a steady "
-            "job); found at the allowance of 5 s after the last frame heard, so about 4 s "
-            "after the fault with 1 s beats. The roll-call excludes stack readers (each "
-            "shim's gdb or py-spy takes up to 10 s on its node, in parallel).\n\n"
+            "simulation took. The stop figure is the order to end the ranks, which rank 0 "
+            "sends as it hears of the failure (`halt`); the verdict that names the earliest "
+            "failure of the same moment follows 0.1 s later. A freeze or a cut comes 35 s "
+            "after go (a steady job); found at the allowance of 5 s after the last frame "
+            "heard, so about 4 s after the fault with 1 s beats. The roll-call's stack "
+            "readers take 0.2 s on each node here, in parallel (gdb or py-spy take up to "
+            "10 s), then 0.05 s for each rank's dump. Every run is checked against the "
+            "oracle; the simulated nodes run the real supervisor's state machine.\n\n"
             "| scenario | " + " | ".join(f"{n:,} shims" for n in sizes) +
             " | target (anchor) |\n|---|" + "---|" * len(sizes) + "---|\n" +
             "\n".join(rows) + "\n")

@@ -137,8 +137,11 @@ void DrawRandom(int shims, std::mt19937_64* rng, FaultPlan* p) {
   if (shims >= 2 && Draw(rng, 0, 5) == 0) {
     for (const Fault& first : p->faults) {
       if (first.kind != FaultKind::kFail) continue;
+      // Within a few milliseconds (before rank 0's halt reaches the other
+      // rank), or later within rank 0's window; either one first.
       Fault f = first;
-      f.at_s = first.at_s + DrawS(rng, 0, kBurstS);
+      f.at_s = std::max(0.0, first.at_s + (Draw(rng, 0, 1) == 0 ? DrawS(rng, -0.002, 0.002)
+                                                                 : DrawS(rng, 0, kBurstS)));
       while (f.shim == first.shim) f.shim = Draw(rng, 0, shims - 1);
       p->faults.push_back(f);
       break;

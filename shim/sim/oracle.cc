@@ -577,23 +577,24 @@ class Seer {
       // ended first after it), or its own rank's failure when one failed
       // before it (and was not restarted since), or 0 when its ranks had
       // all ended well.
+      uint8_t own_signal = 0;
       if (w_.signal_at[s] < kInf) {
         const double sig = w_.signal_at[s];
-        uint8_t bits = kExit143;
-        if (w_.stubborn[s]) bits |= kExit137;
+        own_signal = kExit143;
+        if (w_.stubborn[s]) own_signal |= kExit137;
         bool failed_before = w_.fails[s] && w_.first_fail[s] <= sig + L_;
         if (w_.fails[s] && !p_.restarts_succeed)
           for (size_t k = 1; k < st.starts.size(); ++k)
             if (st.starts[k] + FaultPlan::kRefailS <= sig + L_) failed_before = true;
-        if (failed_before) bits |= kExit7;
-        if (!p_.quiet && st.starts.back() + p_.run_s <= sig + L_) bits |= kExit0;
-        ways.push_back({sig, sig, bits});
+        if (failed_before) own_signal |= kExit7;
+        if (!p_.quiet && st.starts.back() + p_.run_s <= sig + L_) own_signal |= kExit0;
+        ways.push_back({sig, sig, own_signal});
       }
       if (s != 0 && w_.cutoff[s] < kInf) {
         uint8_t cut = kExit125;
         // Its own failure, when its rank failed in this attempt and no
         // verdict reached it; its part's end, when that came first; a
-        // signal within its side.
+        // signal within its side (its own, before it finds itself cut off).
         // (A failing shim waits for its verdict while restarts remain.)
         int seen = -1;
         for (double t0 : st.starts)
@@ -605,6 +606,7 @@ class Seer {
           if (t0 <= w_.cutoff[s] && !p_.quiet) own_end = t0 + p_.run_s;
         if (own_end < w_.cutoff[s] + kCutOffExitS) cut |= kExit0;
         if (w_.any_signal) cut |= kExit143;
+        if (w_.signal_at[s] < w_.cutoff[s] + kCutOffExitS) cut |= own_signal;
         if (code == 124 || st.pending_code == 124) cut |= kExit124;
         ways.push_back({w_.cutoff[s], w_.cutoff[s], cut});
       }

@@ -70,7 +70,7 @@ class Shim : public LinkIo, public JobChannel {
  public:
   Shim(Cluster* w, int id, const JobConfig& c, double beat_s, const RankPlan& ranks)
       : tree(c, this, beat_s, kStartupS),
-        procs(id, c.ranks.size(), ranks, kWallEpoch,
+        procs(id, c.ranks.size(), ranks, c.grace_s, kWallEpoch,
               [w, id](double at, size_t child, bool straggler, uint64_t epoch, int status) {
                 ScheduleProc(w, id, at, child, straggler, epoch, status);
               }),

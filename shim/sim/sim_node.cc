@@ -50,12 +50,19 @@ bool SimProcs::Start(size_t child, const LinkOrder* restart, int* code) {
 
 void SimProcs::Signal(size_t child, int sig) {
   Pair& pr = procs_[child];
+  const bool terminating = sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
+  if (terminating && pr.rank.term_at < 0) pr.rank.term_at = now_;
   if (sig == SIGKILL) {
+    // --grace between a rank's SIGTERM and its SIGKILL (only a second
+    // signal from the launcher may cut it short: the simulator sends one).
+    if (pr.rank.alive && pr.rank.term_at >= 0 && now_ < pr.rank.term_at + grace_s_ - 1e-9)
+      violation = "rank " + std::to_string(shim_) + " was sent SIGKILL " +
+                  std::to_string(now_ - pr.rank.term_at) + " s after its SIGTERM (--grace " +
+                  std::to_string(grace_s_) + " s)";
     End(child, false, now_ + kKillS, Killed(SIGKILL));
     End(child, true, now_ + kKillS, Killed(SIGKILL));
     return;
   }
-  const bool terminating = sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
   if (!terminating || plan_.stubborn) return;  // the others are harmless; stubborn ranks ignore it
   End(child, false, now_ + kTermS, Killed(sig));
   // The group's signal reaches what it left behind too.

@@ -37,9 +37,10 @@ class SimProcs : public NodeProcs {
   using Schedule = std::function<void(double at, size_t child, bool straggler, uint64_t epoch,
                                       int status)>;
 
-  SimProcs(int shim, size_t ranks, const RankPlan& plan, double wall_epoch, Schedule schedule)
-      : shim_(shim), plan_(plan), wall_epoch_(wall_epoch), schedule_(std::move(schedule)),
-        procs_(ranks) {}
+  SimProcs(int shim, size_t ranks, const RankPlan& plan, double grace_s, double wall_epoch,
+           Schedule schedule)
+      : shim_(shim), plan_(plan), grace_s_(grace_s), wall_epoch_(wall_epoch),
+        schedule_(std::move(schedule)), procs_(ranks) {}
 
   void set_now(double now) { now_ = now; }
   // The virtual time of rank 0's go: the plan's times count from it.
@@ -80,6 +81,7 @@ class SimProcs : public NodeProcs {
     uint64_t epoch = 0;  // a start's: ends scheduled for an older one are stale
     double start = 0;
     int status = 0;      // its wait status, once ended
+    double term_at = -1; // its first SIGTERM
   };
   struct Pair {
     Proc rank, left;  // the rank, and what it left behind
@@ -88,6 +90,7 @@ class SimProcs : public NodeProcs {
 
   int shim_;
   RankPlan plan_;
+  double grace_s_;
   double wall_epoch_;
   Schedule schedule_;
   std::vector<Pair> procs_;

@@ -69,6 +69,42 @@ TEST(PlaneSim, ASigtermEndsTheJobWithItsStatus) {
   EXPECT_EQ(r.exit_code, 143);
 }
 
+// Issue 36, item 6: the ranks are ordered ended as rank 0 hears of the
+// failure, not after its 0.1 s window (p99 was 100 ms at 10,000 shims).
+TEST(PlaneSim, TheOrderToEndTheRanksGoesOutAtOnce) {
+  SimResult r = Simulate(2000, 3, "fail");
+  EXPECT_EQ(r.invariants, "ok");
+  EXPECT_GT(r.stop_p99_s, 0);
+  EXPECT_LT(r.stop_p99_s, 0.005);
+}
+
+TEST(PlaneSim, APartitionEndsTheJobAsLost) {
+  SimResult r = Simulate(200, 4, "partition");
+  EXPECT_EQ(r.invariants, "ok");
+  EXPECT_EQ(r.exit_code, 125);
+}
+
+TEST(PlaneSim, StrangersReplaysAndTwinsAreRefusedAndTheJobGoesOn) {
+  for (const char* f : {"stranger", "replay", "twin"}) {
+    SimResult r = Simulate(100, 5, f);
+    EXPECT_EQ(r.invariants, "ok") << f;
+    EXPECT_EQ(r.exit_code, 0) << f;
+  }
+}
+
+TEST(PlaneSim, ABrokenRunSaysHowToReplayItsPlan) {
+  SimOptions o;
+  o.shims = 2;
+  o.seed = 1;
+  o.faults = "fail@3:1";
+  o.limit_s = 1;  // too short for the job to end: every shim "never ended"
+  auto r = RunSim(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(r->invariants.find("replay: aml-plane-sim --shims 2 --seed 1 --faults 'fail@3.000:1'"),
+            std::string::npos)
+      << r->invariants;
+}
+
 TEST(PlaneSim, ABadFaultSpecIsRefusedWithItsName) {
   SimOptions o;
   o.shims = 4;
