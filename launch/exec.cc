@@ -47,13 +47,17 @@ CArgs::CArgs(const EnvSnapshot& env, const EnvSets& sets) {
     std::memcpy(at + k.size() + 1, v.c_str(), v.size() + 1);
     at += k.size() + v.size() + 2;
   };
+  // A set to EnvRemoved() takes the name away.
+  auto put = [&](const std::pair<std::string, std::string>* s) {
+    if (s->second != EnvRemoved()) add(s->first, s->second);
+  };
   size_t next = 0;
   for (const auto& [k, v] : env.vars()) {
-    for (; next < set.size() && set[next]->first < k; ++next) add(set[next]->first, set[next]->second);
-    if (next < set.size() && set[next]->first == k) add(k, set[next++]->second);
+    for (; next < set.size() && set[next]->first < k; ++next) put(set[next]);
+    if (next < set.size() && set[next]->first == k) put(set[next++]);
     else add(k, v);
   }
-  for (; next < set.size(); ++next) add(set[next]->first, set[next]->second);
+  for (; next < set.size(); ++next) put(set[next]);
   Point(starts);
 }
 

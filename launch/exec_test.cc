@@ -36,6 +36,14 @@ TEST(CArgs, TheLastSetOfANameWins) {
   EXPECT_EQ(Strings(envp), (std::vector<std::string>{"MASTER_PORT=3", "X=b"}));
 }
 
+TEST(CArgs, ASetToRemovedTakesTheNameAway) {
+  EnvSnapshot env(std::map<std::string, std::string>{
+      {"OMPI_COMM_WORLD_RANK", "1"}, {"PATH", "/bin"}, {"RANK", "1"}});
+  CArgs envp(env, {{"RANK", EnvRemoved()}, {"OMPI_COMM_WORLD_RANK", EnvRemoved()},
+                   {"NODE_RANK", "1"}, {"NOT_THERE", EnvRemoved()}});
+  EXPECT_EQ(Strings(envp), (std::vector<std::string>{"NODE_RANK=1", "PATH=/bin"}));
+}
+
 TEST(CArgs, NoSetsIsTheEnvironment) {
   EnvSnapshot env(std::map<std::string, std::string>{{"B", "2"}, {"A", "1=1"}});
   CArgs envp(env, {});

@@ -234,12 +234,14 @@ bool Supervisor::Start(size_t i, const LinkOrder* restart, int* code) {
   c = Child{};
   c.launch = &config_.children[i];
   EnvSets sets = c.launch->env_sets;
+  const bool node = c.launch->node_launcher;
   if (restart) {
     // The new attempt's store port: the old one may still be held.
     sets.emplace_back("MASTER_PORT", std::to_string(restart->master_port));
-    sets.emplace_back("TORCHELASTIC_RESTART_COUNT", std::to_string(restart->restart));
+    if (node) sets.emplace_back("PET_MASTER_PORT", std::to_string(restart->master_port));
+    else sets.emplace_back("TORCHELASTIC_RESTART_COUNT", std::to_string(restart->restart));
   }
-  if (!error_dir_.empty())
+  if (!error_dir_.empty() && !node)
     sets.emplace_back("TORCHELASTIC_ERROR_FILE", ErrorFilePath(error_dir_, c.launch->rank));
   if (keeper_.running()) {
     // After the tags of any shim above this one: each keeper finds all.
@@ -258,7 +260,8 @@ bool Supervisor::Start(size_t i, const LinkOrder* restart, int* code) {
   }
   c.pid = spawned->pid;
   to_watch_.push_back(c.pid);
-  std::string prefix = "[rank " + std::to_string(c.launch->rank) + "] ";
+  std::string prefix =
+      (node ? "[node " : "[rank ") + std::to_string(c.launch->rank) + "] ";
   c.out.child = c.err.child = i;
   c.out.fd = spawned->out_fd;
   c.out.sink = &out_sink_;

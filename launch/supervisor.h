@@ -32,6 +32,10 @@ struct ChildLaunch {
   int rank = 0;
   int local_rank = 0;
   std::vector<int> cpus;  // --numa-bind: CPUs to bind it to (empty: unbound)
+  // --node-launcher: the node's launcher, not a rank: tagged "[node R]", a
+  // restart gives it MASTER_PORT and PET_MASTER_PORT, and no torch worker's
+  // variables (TORCHELASTIC_RESTART_COUNT, TORCHELASTIC_ERROR_FILE).
+  bool node_launcher = false;
 };
 
 struct SupervisorConfig {

@@ -111,7 +111,22 @@ Result<Resolved> Resolve(const Options& o, const EnvSnapshot& env) {
   if (!pmix.ok()) return pmix.error();
   if (*pmix) plan = PlanMaster(o, env, *world);
   if (!plan.ok()) return plan.error();
-  auto nproc = ResolveNproc(o, env);
+  if (o.node_launcher && world->local_size.value > 1)
+    return Error{"--node-launcher runs one launcher per node, but " + world->local_size.why +
+                 " says " + std::to_string(world->local_size.value) +
+                 " shims run on this node: start one per node (mpirun --map-by ppr:1:node, "
+                 "srun --ntasks-per-node 1)"};
+  // A launcher that gives the processes per node (Kubeflow's
+  // PET_NPROC_PER_NODE) stands for --nproc-per-node when it is not given;
+  // a node's own launcher reads it itself.
+  Options counted = o;
+  if (!o.nproc_given && !o.node_launcher && world->source == Launcher::kKubeflow)
+    if (const std::string* per_node = env.Find("PET_NPROC_PER_NODE")) {
+      if (Status st = ParseNproc("PET_NPROC_PER_NODE", *per_node, &counted); !st.ok())
+        return st.error();
+      LogVerbose("--nproc-per-node from PET_NPROC_PER_NODE=" + *per_node + " (Kubeflow)");
+    }
+  auto nproc = o.node_launcher ? Result<int>(1) : ResolveNproc(counted, env);
   if (!nproc.ok()) return nproc.error();
   return Resolved{std::move(*world), std::move(*plan), *nproc, std::move(*pmix)};
 }
@@ -224,7 +239,7 @@ Result<Planned> Plan(const Invocation& inv, const Resolved& r, const World& worl
   // until the children end (PmixClient).
   p.pid1 = getpid() == 1;
   p.supervise = r.nproc > 1 || p.pid1 || o.log_dir || o.tag_output.value_or(false) ||
-                WantsControlPlane(o) || r.pmix != nullptr;
+                WantsControlPlane(o) || r.pmix != nullptr || o.node_launcher;
   p.tag = o.tag_output.value_or(r.nproc > 1);
   // The hang watchdog and the restart rule judge by the ranks' output: it
   // must pass through aml-shim (untagged for one child unless asked).
@@ -233,6 +248,7 @@ Result<Planned> Plan(const Invocation& inv, const Resolved& r, const World& worl
   req.output_piped = p.pipe_output;
   req.fault_handler = o.hang_timeout_s.has_value();
   req.max_restarts = o.max_restarts;
+  req.node_launcher = o.node_launcher;
   auto children = PlanChildren(world, env, req);
   if (!children.ok()) return children.error();
   p.children = std::move(*children);
@@ -250,11 +266,26 @@ Result<Planned> Plan(const Invocation& inv, const Resolved& r, const World& worl
 
 // The NCCL worker's job: one slot per child, each on the GPU of its
 // LOCAL_RANK, with its ranks in the node's and the world's communicators.
-WorkerSetup NcclSetup(const Options& o, const World& world, const std::vector<ChildPlan>& plans) {
+WorkerSetup NcclSetup(const Options& o, const World& world, const std::vector<ChildPlan>& plans,
+                      const EnvSnapshot& env) {
   WorkerSetup setup;
   setup.bytes = o.preflight_bytes;
   setup.make_node_id = world.local_rank.value == 0;
   setup.make_world_id = world.rank.value == 0 && !world.single_node;
+  if (o.node_launcher) {
+    // The launcher's processes are not known here: one slot per visible
+    // GPU, as many on every node.
+    const int g = std::max(1, CountVisibleGpus(env, o.proc_root).count);
+    for (int i = 0; i < g; ++i) {
+      WorkerSlot s;
+      s.device = s.node_rank = i;
+      s.node_size = g;
+      s.world_rank = world.node_rank.value * g + i;
+      s.world_size = world.node_count.value * g;
+      setup.slots.push_back(s);
+    }
+    return setup;
+  }
   for (const ChildPlan& p : plans) {
     WorkerSlot s;
     s.device = s.node_rank = p.local_rank;
@@ -287,7 +318,7 @@ int Check(const Options& o, const World& world, const Planned& p, const EnvSnaps
   if (o.preflight.nccl) {
     // NCCL sees what the first child will see: NCCL_*, socket and fabric
     // variables included.
-    nccl = std::make_unique<NcclStage>(world.node_rank.value, NcclSetup(o, world, p.children),
+    nccl = std::make_unique<NcclStage>(world.node_rank.value, NcclSetup(o, world, p.children, env),
                                        ApplyContract(env, p.children[0].vars));
     req.gpu = nccl.get();
     req.bytes = o.preflight_bytes;
@@ -396,6 +427,7 @@ int Run(const Options& o, const World& world, const Planned& p, const EnvSnapsho
       launch.rank = plan.rank;
       launch.local_rank = plan.local_rank;
       launch.cpus = plan.cpus;
+      launch.node_launcher = o.node_launcher;
       config.children.push_back(std::move(launch));
     }
     return Supervise(config);

@@ -18,17 +18,29 @@ void ContractBuilder::Default(const std::string& name, const std::string& value,
   vars_.push_back({name, value, why, false});
 }
 
+void ContractBuilder::Remove(const std::string& name, const std::string& why) {
+  if (env_.Has(name)) vars_.push_back({name, "", why, false, true});
+}
+
+const std::string& EnvRemoved() {
+  static const std::string removed(1, '\0');
+  return removed;
+}
+
 EnvSets ContractSets(const std::vector<EnvVar>& vars) {
   EnvSets sets;
   for (const EnvVar& v : vars)
-    if (!v.user_kept) sets.emplace_back(v.name, v.value);
+    if (!v.user_kept) sets.emplace_back(v.name, v.removed ? EnvRemoved() : v.value);
   return sets;
 }
 
 EnvSnapshot ApplyContract(const EnvSnapshot& env,
                           const std::vector<EnvVar>& vars) {
   EnvSnapshot out = env;
-  for (auto& [name, value] : ContractSets(vars)) out.Set(std::move(name), std::move(value));
+  for (auto& [name, value] : ContractSets(vars)) {
+    if (value == EnvRemoved()) out.Unset(name);
+    else out.Set(std::move(name), std::move(value));
+  }
   return out;
 }
 

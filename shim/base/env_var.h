@@ -1,7 +1,8 @@
 // One variable aml-shim assigns to a child, with its reason, and the rule
 // every layer uses to assign them: Force() always writes, Default() writes
 // only where the user left the variable unset (the user's value is kept and
-// the reason says what aml-shim would have written).
+// the reason says what aml-shim would have written), Remove() takes a
+// variable away (--node-launcher: nothing per process).
 #pragma once
 
 #include <string>
@@ -17,6 +18,7 @@ struct EnvVar {
   std::string value;
   std::string why;
   bool user_kept = false;  // the user's own value was kept (value is theirs)
+  bool removed = false;    // taken away from the child's environment
 };
 
 class ContractBuilder {
@@ -26,6 +28,8 @@ class ContractBuilder {
              const std::string& why);
   void Default(const std::string& name, const std::string& value,
                const std::string& why);
+  // Only when the environment has it (nothing to say otherwise).
+  void Remove(const std::string& name, const std::string& why);
   const std::vector<EnvVar>& vars() const { return vars_; }
 
  private:
@@ -34,8 +38,10 @@ class ContractBuilder {
 };
 
 // Names set over an environment for one process: (name, value), later ones
-// winning over earlier ones of the same name.
+// winning over earlier ones of the same name; the value EnvRemoved() (a NUL,
+// which no environment value can hold) takes the name away.
 using EnvSets = std::vector<std::pair<std::string, std::string>>;
+const std::string& EnvRemoved();
 
 // The assignments `vars` make (user-kept ones change nothing).
 EnvSets ContractSets(const std::vector<EnvVar>& vars);

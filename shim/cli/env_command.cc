@@ -25,7 +25,9 @@ std::string FormatJson(const World& world, const std::vector<ChildPlan>& plans) 
   JsonWriter j;
   auto env_object = [&](const ChildPlan& plan) {
     j.BeginObject();
-    for (const EnvVar& v : plan.vars) j.Key(v.name).String(v.value);
+    for (const EnvVar& v : plan.vars)
+      if (v.removed) j.Key(v.name).Null();
+      else j.Key(v.name).String(v.value);
     j.EndObject();
   };
   j.BeginObject();
@@ -68,9 +70,9 @@ std::string FormatExplain(const World& world,
              std::to_string(plans.size()) + "\n";
     size_t width = 0;
     for (const EnvVar& v : plans[c].vars)
-      width = std::max(width, v.name.size() + 1 + EscapeControl(v.value).size());
+      width = std::max(width, v.name.size() + 6 + EscapeControl(v.value).size());
     for (const EnvVar& v : plans[c].vars) {
-      std::string lhs = v.name + "=" + EscapeControl(v.value);
+      std::string lhs = v.removed ? "unset " + v.name : v.name + "=" + EscapeControl(v.value);
       out += lhs + std::string(width - lhs.size() + 2, ' ') + "<- " + EscapeControl(v.why) + "\n";
     }
   }
@@ -89,7 +91,8 @@ std::string FormatEnv(const World& world, const std::vector<ChildPlan>& plans,
       out += "# child " + std::to_string(c) + " of " +
              std::to_string(plans.size()) + "\n";
     for (const EnvVar& v : plans[c].vars)
-      out += "export " + v.name + "=" + ShellQuote(v.value) + "\n";
+      out += v.removed ? "unset " + v.name + "\n"
+                       : "export " + v.name + "=" + ShellQuote(v.value) + "\n";
   }
   return out;
 }

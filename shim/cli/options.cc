@@ -35,6 +35,9 @@ po::options_description Describe() {
      "(and stops when the variables cannot prove NODE_RANK); mpi always does "
      "(MPI_Init/MPI_Finalize before the command); auto uses MPI only for "
      "multi-node jobs whose master or NODE_RANK nothing else gives")
+    ("node-launcher", "the command is each node's own launcher (torchrun, Lightning, "
+     "accelerate launch): it gets the node's variables only (MASTER_ADDR, MASTER_PORT, "
+     "NODE_RANK, NNODES and torchrun's PET_* defaults), nothing of a rank; one shim per node")
     ("local-rank-arg", "append --local_rank=N to the command "
      "(legacy torch.distributed.launch scripts)")
     ("tf-config", "also write TensorFlow's TF_CONFIG (every rank's host:port; "
@@ -134,6 +137,7 @@ constexpr OptionRule kOptionRules[] = {
     {"master-port", true, kRun | kEnv},
     {"rendezvous", true, kRun | kEnv},
     {"local-rank-arg", true, kRun | kEnv},
+    {"node-launcher", true, kRun | kEnv},
     {"tf-config", true, kRun | kEnv},
     {"ps-count", true, kRun | kEnv},
     {"log-dir", true, kRun},         {"tag-output", true, kRun},
@@ -208,22 +212,45 @@ Result<E> ParseEnum(const std::string& what, const std::string& value,
   return Error{what + "='" + value + "' is not one of " + expected};
 }
 
+}  // namespace
+
+Status ParseNproc(const std::string& origin, const std::string& v, Options* o) {
+  o->nproc_origin = origin;
+  if (v == "gpu") {
+    o->nproc_kind = NprocKind::kGpu;
+  } else if (v == "auto") {
+    o->nproc_kind = NprocKind::kAuto;
+  } else {
+    auto n = ParseInt(origin, v, 1, 4096);
+    if (!n.ok()) return Error{n.error().message + "; expected a count, 'gpu' or 'auto'"};
+    o->nproc_kind = NprocKind::kCount;
+    o->nproc = static_cast<int>(*n);
+  }
+  return Ok();
+}
+
+namespace {
+
 Status Validate(const po::variables_map& vm, const Origins& origin,
                 Options& o) {
   auto str = [&](const char* name) { return vm[name].as<std::string>(); };
   if (vm.count("nproc-per-node")) {
-    std::string v = str("nproc-per-node");
-    o.nproc_origin = origin.Name("nproc-per-node");
-    if (v == "gpu") {
-      o.nproc_kind = NprocKind::kGpu;
-    } else if (v == "auto") {
-      o.nproc_kind = NprocKind::kAuto;
-    } else {
-      auto n = ParseInt(origin.Name("nproc-per-node"), v, 1, 4096);
-      if (!n.ok())
-        return Error{n.error().message + "; expected a count, 'gpu' or 'auto'"};
-      o.nproc = static_cast<int>(*n);
-    }
+    if (Status st = ParseNproc(origin.Name("nproc-per-node"), str("nproc-per-node"), &o); !st.ok())
+      return st;
+    o.nproc_given = true;
+  }
+  o.node_launcher = vm.count("node-launcher") > 0;
+  if (o.node_launcher) {
+    auto no = [&](const char* option, const std::string& why) {
+      return Error{"--node-launcher and " + origin.Name(option) + " do not go together: " + why};
+    };
+    if (o.nproc_given && !(o.nproc_kind == NprocKind::kCount && o.nproc == 1))
+      return no("nproc-per-node", "the launcher starts the node's processes (give it the count: "
+                                  "torchrun --nproc-per-node N)");
+    if (vm.count("local-rank-arg")) return no("local-rank-arg", "the launcher's processes get "
+                                                                "their local rank from it");
+    if (vm.count("tf-config")) return no("tf-config", "TF_CONFIG is per process");
+    if (vm.count("numa-bind")) return no("numa-bind", "the launcher binds its own processes");
   }
   if (vm.count("master-addr")) {
     std::string v = str("master-addr");

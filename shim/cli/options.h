@@ -29,6 +29,10 @@ struct Options {
   // Where gpu/auto came from, for errors: "--nproc-per-node" or
   // "AML_SHIM_NPROC_PER_NODE".
   std::string nproc_origin = "--nproc-per-node";
+  bool nproc_given = false;  // by the option or its variable (else a launcher's may)
+  // --node-launcher: the command is each node's own launcher (torchrun,
+  // Lightning, accelerate launch): it gets the node's contract only.
+  bool node_launcher = false;
   std::optional<std::string> master_addr;
   std::optional<int> master_port;
   RendezvousMode rendezvous = RendezvousMode::kAuto;
@@ -78,6 +82,9 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
 
 // Options of the table that no subcommand rule covers (must be none).
 std::vector<std::string> OptionsWithoutScope();
+
+// N, 'gpu' or 'auto' (--nproc-per-node's values) from `origin` into `o`.
+Status ParseNproc(const std::string& origin, const std::string& value, Options* o);
 
 // The --help text.
 std::string HelpText();

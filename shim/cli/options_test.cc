@@ -184,6 +184,26 @@ TEST(Options, EnvironmentTwinsThatDoNotApplyAreLeftAlone) {
   ASSERT_TRUE(probe.ok()) << probe.error().message;
 }
 
+TEST(Options, ANodeLauncherTakesNoPerProcessOption) {
+  auto inv = Parse({"--node-launcher", "torchrun", "--nproc-per-node", "8", "train.py"});
+  ASSERT_TRUE(inv.ok()) << inv.error().message;
+  EXPECT_TRUE(inv->options.node_launcher);
+  EXPECT_FALSE(inv->options.nproc_given);  // torchrun's own option, after the command
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--node-launcher", "--nproc-per-node", "8", "x"},
+        {"--node-launcher", "--local-rank-arg", "x"},
+        {"--node-launcher", "--numa-bind", "x"}}) {
+    auto bad = Parse(args);
+    ASSERT_FALSE(bad.ok()) << args[1];
+    EXPECT_EQ(bad.error().message.rfind("--node-launcher and " + args[1] + " do not go together", 0),
+              0u)
+        << bad.error().message;
+  }
+  auto twin = Parse({"x"}, {{"AML_SHIM_NODE_LAUNCHER", "1"}});
+  ASSERT_TRUE(twin.ok()) << twin.error().message;
+  EXPECT_TRUE(twin->options.node_launcher);
+}
+
 TEST(Options, Subcommands) {
   auto env = Parse({"env", "--explain"});
   ASSERT_TRUE(env.ok());

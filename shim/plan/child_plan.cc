@@ -47,8 +47,17 @@ Result<std::vector<ChildPlan>> PlanChildren(const World& world, const EnvSnapsho
     plan.world_size = static_cast<int>(world_size);
     plan.local_rank = world.local_rank.value * req.nproc + i;
     plan.local_size = world.local_size.value * req.nproc;
-    plan.vars =
-        BuildContract(world, env, ChildSlot{i, req.nproc, req.output_piped, req.fault_handler, req.max_restarts});
+    const ChildSlot slot{i, req.nproc, req.output_piped, req.fault_handler, req.max_restarts};
+    if (req.node_launcher) {
+      // One launcher per node: the node is its "rank" for aml-shim.
+      plan.rank = world.node_rank.value;
+      plan.world_size = world.node_count.value;
+      plan.vars = BuildNodeContract(world, env, slot);
+    } else {
+      plan.vars = BuildContract(world, env, slot);
+      const std::vector<EnvVar> slurm = SlurmTaskVars(world, env, slot);
+      plan.vars.insert(plan.vars.end(), slurm.begin(), slurm.end());
+    }
     if (req.fabric) {
       FabricPlan storage;
       const auto& fv = FabricVars(*req.fabric, req.gpus, plan.local_rank, env, &storage);

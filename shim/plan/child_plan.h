@@ -48,6 +48,7 @@ struct PlanRequest {
   const FabricFacts* fabric = nullptr;      // null: --ib off
   const GpuTopology* gpus = nullptr;        // for UCX's nearest port
   std::optional<TfConfigSpec> tf_config;    // --tf-config
+  bool node_launcher = false;               // --node-launcher: the node's contract only
 };
 
 // One plan per child. Errors when the job's size does not fit (WORLD_SIZE

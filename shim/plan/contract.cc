@@ -1,5 +1,8 @@
 #include "shim/plan/contract.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include "shim/world/sources.h"
 
 namespace aml {
@@ -69,6 +72,96 @@ std::vector<EnvVar> BuildContract(const World& world, const EnvSnapshot& env,
   if (slot.fault_handler)
     b.Default("PYTHONFAULTHANDLER", "1",
               "--hang-timeout: on the watchdog's SIGABRT Python prints every thread's stack");
+  return b.vars();
+}
+
+std::vector<EnvVar> BuildNodeContract(const World& world, const EnvSnapshot& env,
+                                      const ChildSlot& slot) {
+  ContractBuilder b(env);
+  auto str = [](long v) { return std::to_string(v); };
+  const std::string nodes = str(world.node_count.value), node = str(world.node_rank.value);
+  b.Default("MASTER_ADDR", world.master_addr.value, world.master_addr.why);
+  b.Default("MASTER_PORT", str(world.master_port.value), world.master_port.why);
+  b.Force("NODE_RANK", node, world.node_rank.why);
+  b.Force("NNODES", nodes, world.node_count.why);
+  b.Force("GROUP_RANK", node, "the node, as torchrun: " + world.node_rank.why);
+  b.Force("GROUP_WORLD_SIZE", nodes, "the nodes, as torchrun: " + world.node_count.why);
+  // torchrun takes its arguments' defaults from PET_<ARG> (torch's
+  // argparse_util): a bare `torchrun --nproc-per-node 8 train.py` is then
+  // this node of this job.
+  const std::string addr = ValueOf(b.vars(), "MASTER_ADDR"), port = ValueOf(b.vars(), "MASTER_PORT");
+  b.Force("PET_NNODES", nodes, "torchrun's --nnodes: " + world.node_count.why);
+  b.Force("PET_NODE_RANK", node, "torchrun's --node-rank: " + world.node_rank.why);
+  b.Force("PET_MASTER_ADDR", addr, "torchrun's --master-addr: MASTER_ADDR");
+  b.Force("PET_MASTER_PORT", port, "torchrun's --master-port: MASTER_PORT");
+  const std::string not_a_rank = "--node-launcher: the command is this node's launcher, not a rank";
+  for (const char* name : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "ROLE_NAME",
+                           "ROLE_RANK", "ROLE_WORLD_SIZE", "TORCHELASTIC_RUN_ID",
+                           "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS",
+                           "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE"})
+    b.Remove(name, not_a_rank + " (its launcher sets it for its own processes)");
+  for (const std::string& name : RankVariables(env.vars()))
+    b.Remove(name, not_a_rank + ": " + std::string(LauncherName(world.source)) +
+                       "'s variable of this process's place in its job (an MPI library "
+                       "in the command's processes would join that job)");
+  if (slot.output_piped)
+    b.Default("PYTHONUNBUFFERED", "1", "aml-shim reads the output through a pipe");
+  if (slot.fault_handler)
+    b.Default("PYTHONFAULTHANDLER", "1",
+              "--hang-timeout: on the watchdog's SIGABRT Python prints every thread's stack");
+  return b.vars();
+}
+
+std::string ScaleTasksPerNode(const std::string& compressed, int p) {
+  // "2(x3),1": counts, each optionally repeated.
+  std::string out;
+  size_t i = 0;
+  while (i < compressed.size()) {
+    size_t j = i;
+    while (j < compressed.size() && std::isdigit(static_cast<unsigned char>(compressed[j]))) ++j;
+    if (j == i) return compressed;  // not Slurm's format: left as it is
+    out += std::to_string(std::stol(compressed.substr(i, j - i)) * p);
+    size_t k = compressed.find(',', j);
+    if (k == std::string::npos) k = compressed.size();
+    out += compressed.substr(j, k - j);  // "(x3)" or ""
+    if (k < compressed.size()) out += ",";
+    i = k + 1;
+  }
+  return out;
+}
+
+std::vector<EnvVar> SlurmTaskVars(const World& world, const EnvSnapshot& env,
+                                  const ChildSlot& slot) {
+  const int p = slot.nproc, i = slot.index;
+  if (p == 1 || !env.Has("SLURM_PROCID")) return {};
+  ContractBuilder b(env);
+  auto str = [](long v) { return std::to_string(v); };
+  const std::string of = " (child " + str(i) + " of " + str(p) + ", as srun would number it)";
+  const long rank = long{world.rank.value} * p + i, size = long{world.size.value} * p;
+  b.Force("SLURM_PROCID", str(rank), "RANK" + of);
+  b.Force("SLURM_LOCALID", str(long{world.local_rank.value} * p + i), "LOCAL_RANK" + of);
+  for (const char* name : {"SLURM_NTASKS", "SLURM_NPROCS", "SLURM_STEP_NUM_TASKS"})
+    if (env.Has(name)) b.Force(name, str(size), "WORLD_SIZE" + of);
+  if (env.Has("SLURM_NTASKS_PER_NODE"))
+    b.Force("SLURM_NTASKS_PER_NODE", str(long{world.local_size.value} * p), "LOCAL_WORLD_SIZE" + of);
+  for (const char* name : {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"})
+    if (const std::string* v = env.Find(name))
+      b.Force(name, ScaleTasksPerNode(*v, p), "Slurm's " + std::string(name) + "=" + *v +
+                                                  ", each node's tasks times " + str(p) + of);
+  if (const std::string* gtids = env.Find("SLURM_GTIDS")) {
+    // The node's tasks: each shim's children in its place.
+    std::string list;
+    size_t from = 0;
+    while (from <= gtids->size()) {
+      const size_t comma = std::min(gtids->find(',', from), gtids->size());
+      const std::string one = gtids->substr(from, comma - from);
+      from = comma + 1;
+      if (one.empty() || one.find_first_not_of("0123456789") != std::string::npos) continue;
+      const long t = std::stol(one);
+      for (int c = 0; c < p; ++c) list += (list.empty() ? "" : ",") + str(t * p + c);
+    }
+    b.Force("SLURM_GTIDS", list, "Slurm's SLURM_GTIDS=" + *gtids + ", each task's children" + of);
+  }
   return b.vars();
 }
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "shim/world/world_testing.h"
 
 namespace aml {
@@ -102,6 +104,64 @@ TEST(Contract, LocalRankArg) {
   EXPECT_EQ(BuildArgv({"python", "train.py", "--lr", "1"}, true, vars),
             (std::vector<std::string>{"python", "train.py", "--lr", "1", "--local_rank=3"}));
   EXPECT_EQ(BuildArgv({"python"}, false, vars), (std::vector<std::string>{"python"}));
+}
+
+// --node-launcher: the node's variables and torchrun's defaults for them,
+// nothing per process, and no variable that makes its processes MPI ranks.
+TEST(Contract, ANodeLauncherGetsTheNodeAndNothingOfARank) {
+  const EnvSnapshot env({{"RANK", "1"}, {"LOCAL_RANK", "0"}, {"OMPI_COMM_WORLD_RANK", "1"},
+                         {"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_MCA_ess", "^singleton"},
+                         {"OMPI_MCA_btl", "self,tcp"}, {"PMIX_RANK", "1"},
+                         {"PMIX_MCA_gds", "hash"}, {"SLURM_PROCID", "1"},
+                         {"SLURM_JOB_ID", "7"}});
+  const std::vector<EnvVar> vars = BuildNodeContract(MakeTestWorld(1, 2, 0, 1, 1, 2), env, {});
+  std::map<std::string, std::string> set;
+  std::set<std::string> removed;
+  for (const EnvVar& v : vars) {
+    if (v.removed) removed.insert(v.name);
+    else set[v.name] = v.value;
+  }
+  EXPECT_EQ(set["NODE_RANK"], "1");
+  EXPECT_EQ(set["NNODES"], "2");
+  EXPECT_EQ(set["GROUP_RANK"], "1");
+  EXPECT_EQ(set["GROUP_WORLD_SIZE"], "2");
+  EXPECT_EQ(set["PET_NNODES"], "2");
+  EXPECT_EQ(set["PET_NODE_RANK"], "1");
+  EXPECT_EQ(set["PET_MASTER_ADDR"], "10.1.1.1");
+  EXPECT_EQ(set["PET_MASTER_PORT"], "1234");
+  EXPECT_EQ(set["MASTER_ADDR"], "10.1.1.1");
+  for (const char* name : {"WORLD_SIZE", "TORCHELASTIC_RUN_ID", "ROLE_RANK"})
+    EXPECT_EQ(set.count(name), 0u) << name;
+  EXPECT_EQ(removed, (std::set<std::string>{"RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK",
+                                             "OMPI_COMM_WORLD_SIZE", "OMPI_MCA_ess",
+                                             "PMIX_RANK", "SLURM_PROCID"}));
+  // The user's own settings stay (Open MPI's btl, PMIx's gds, the job id).
+  EXPECT_EQ(ApplyContract(env, vars).GetOr("OMPI_MCA_btl", ""), "self,tcp");
+  EXPECT_FALSE(ApplyContract(env, vars).Has("RANK"));
+}
+
+// srun -n1 aml-shim --nproc-per-node 2: each child as srun would number it.
+TEST(Contract, SlurmsPerTaskVariablesDescribeEachChild) {
+  const EnvSnapshot env({{"SLURM_PROCID", "1"}, {"SLURM_LOCALID", "0"}, {"SLURM_NTASKS", "2"},
+                         {"SLURM_STEP_NUM_TASKS", "2"}, {"SLURM_STEP_TASKS_PER_NODE", "1(x2)"},
+                         {"SLURM_GTIDS", "1"}, {"SLURM_NODEID", "1"}});
+  auto vars = AsMap(SlurmTaskVars(MakeTestWorld(1, 2, 0, 1, 1, 2), env, ChildSlot{1, 2}));
+  EXPECT_EQ(vars["SLURM_PROCID"], "3");
+  EXPECT_EQ(vars["SLURM_LOCALID"], "1");
+  EXPECT_EQ(vars["SLURM_NTASKS"], "4");
+  EXPECT_EQ(vars["SLURM_STEP_NUM_TASKS"], "4");
+  EXPECT_EQ(vars["SLURM_STEP_TASKS_PER_NODE"], "2(x2)");
+  EXPECT_EQ(vars["SLURM_GTIDS"], "2,3");
+  EXPECT_EQ(vars.count("SLURM_NODEID"), 0u);  // the node's, unchanged
+  // One child, or no Slurm: nothing to change.
+  EXPECT_TRUE(SlurmTaskVars(MakeTestWorld(1, 2, 0, 1, 1, 2), env, ChildSlot{0, 1}).empty());
+  EXPECT_TRUE(SlurmTaskVars(MakeTestWorld(1, 2, 0, 1, 1, 2), EnvSnapshot(), ChildSlot{1, 2}).empty());
+}
+
+TEST(Contract, SlurmsCompressedTasksPerNodeScale) {
+  EXPECT_EQ(ScaleTasksPerNode("2(x3),1", 4), "8(x3),4");
+  EXPECT_EQ(ScaleTasksPerNode("1", 2), "2");
+  EXPECT_EQ(ScaleTasksPerNode("weird", 2), "weird");
 }
 
 }  // namespace

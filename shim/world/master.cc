@@ -28,7 +28,7 @@ Result<MasterPlan> ResolveMaster(const EnvSnapshot& env, const MasterRequest& re
                  "rank 0's address"};
   // Checked wherever they are set, on one node too: a newline or escape
   // sequence reaches the children and the reports otherwise.
-  for (const char* var : {"MASTER_ADDR", "AZ_BATCHAI_MPI_MASTER_NODE"})
+  for (const char* var : {"MASTER_ADDR", "AZ_BATCHAI_MPI_MASTER_NODE", "PET_MASTER_ADDR"})
     if (const std::string* m = env.Find(var))
       if (Status ok = CheckHost(var, *m); !ok.ok()) return ok.error();
   bool from_az_multi = false;
@@ -37,6 +37,8 @@ Result<MasterPlan> ResolveMaster(const EnvSnapshot& env, const MasterRequest& re
     addr = {*req.addr, "--master-addr"};
   } else if (env.HasNonEmpty("MASTER_ADDR")) {
     addr = {*env.Find("MASTER_ADDR"), "MASTER_ADDR (already set)"};
+  } else if (world.source == Launcher::kKubeflow && env.HasNonEmpty("PET_MASTER_ADDR")) {
+    addr = {*env.Find("PET_MASTER_ADDR"), "PET_MASTER_ADDR (Kubeflow's, torchrun's default)"};
   } else if (world.single_node) {
     if (az_single)
       addr = {*az_single, "single node: AZ_BATCHAI_MPI_MASTER_NODE=" + *az_single};
@@ -85,6 +87,11 @@ Result<MasterPlan> ResolveMaster(const EnvSnapshot& env, const MasterRequest& re
     auto n = ParseInt("MASTER_PORT", *p, 1, 65535);
     if (!n.ok()) return n.error();
     port = {static_cast<int>(*n), "MASTER_PORT (already set)"};
+  } else if (const std::string* pp = env.Find("PET_MASTER_PORT");
+             pp && world.source == Launcher::kKubeflow) {
+    auto n = ParseInt("PET_MASTER_PORT", *pp, 1, 65535);
+    if (!n.ok()) return n.error();
+    port = {static_cast<int>(*n), "PET_MASTER_PORT (Kubeflow's, torchrun's default)"};
   } else if (world.single_node && az_single) {
     port = {kAzureSingleNodePort, "AzureML single-node port (as aml_mpienv.py)"};
   } else if (from_az_multi || (!world.single_node && az_master)) {

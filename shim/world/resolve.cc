@@ -105,7 +105,7 @@ Result<World> ResolveRanks(const EnvSnapshot& env) {
   if (Status agree = NodeIndexVarsAgree(env); !agree.ok()) return agree.error();
   // Innermost launcher first.
   SourceResult (*const readers[])(const EnvSnapshot&) = {
-      ReadOpenMpi, ReadHydra, ReadMvapich, ReadPmix, ReadSlurm, ReadTorchEnv};
+      ReadOpenMpi, ReadHydra, ReadMvapich, ReadPmix, ReadSlurm, ReadKubeflow, ReadTorchEnv};
   std::vector<SourceWorld> found;
   for (auto* read : readers) {
     auto r = read(env);
@@ -142,6 +142,14 @@ Result<World> ResolveRanks(const EnvSnapshot& env) {
     }
     const std::string lower_name = LauncherName(lower.source);
     const std::string merged_name = LauncherName(merged.source);
+    if (merged.source == Launcher::kKubeflow && lower.source == Launcher::kTorch) {
+      // PyTorchJob's own RANK (the pod) and WORLD_SIZE (pods, or pods times
+      // nprocPerNode since training-operator 1.7): the pod's, not a rank's.
+      world.notes.push_back("PyTorchJob's " + Describe(lower) + " describe the pods (their "
+                            "meaning changed with training-operator 1.7); the world is " +
+                            merged_name + "'s PET_* variables");
+      continue;
+    }
     std::string msg = lower_name + " variables (" + Describe(lower) + ") disagree with " +
                       merged_name + " (" + Describe(merged) + "); using " + merged_name + "'s";
     if (lower.source == Launcher::kTorch) {

@@ -313,6 +313,33 @@ TEST(Master, SlurmFirstHost) {
   EXPECT_NE(w->master_port.why.find("SLURM_JOB_ID=4242"), std::string::npos);
 }
 
+// A TrainJob's pod: PET_* name the node and the master; a PyTorchJob's
+// (1.7 and later) also has its pod's RANK and WORLD_SIZE = pods x
+// nprocPerNode, which are not read as a process's (only noted).
+TEST(Master, KubeflowPodsAreOneShimPerNode) {
+  auto train = Resolve({{"PET_NNODES", "2"}, {"PET_NODE_RANK", "1"}, {"PET_NPROC_PER_NODE", "4"},
+                        {"PET_MASTER_ADDR", "10.0.0.9"}, {"PET_MASTER_PORT", "29400"}});
+  ASSERT_TRUE(train.ok()) << train.error().message;
+  EXPECT_EQ(train->source, Launcher::kKubeflow);
+  EXPECT_EQ(train->rank.value, 1);
+  EXPECT_EQ(train->size.value, 2);
+  EXPECT_EQ(train->node_rank.value, 1);
+  EXPECT_EQ(train->master_addr.value, "10.0.0.9");
+  EXPECT_EQ(train->master_port.value, 29400);
+  auto job = Resolve({{"PET_NNODES", "2"}, {"PET_NODE_RANK", "1"}, {"PET_NPROC_PER_NODE", "4"},
+                      {"MASTER_ADDR", "job-master-0"}, {"MASTER_PORT", "23456"},
+                      {"WORLD_SIZE", "8"}, {"RANK", "1"}});
+  ASSERT_TRUE(job.ok()) << job.error().message;
+  EXPECT_EQ(job->source, Launcher::kKubeflow);
+  EXPECT_EQ(job->size.value, 2);  // not WORLD_SIZE=8
+  EXPECT_EQ(job->master_addr.value, "job-master-0");
+  EXPECT_EQ(job->master_port.value, 23456);
+  EXPECT_TRUE(job->warnings.empty());
+  bool noted = false;
+  for (const auto& n : job->notes) noted = noted || n.find("describe the pods") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 TEST(Master, SingleNodeUsesLoopbackAndJobPort) {
   auto env = Ompi(0, 2, 0, 2);
   env["OMPI_MCA_ess_base_jobid"] = "3849519105";

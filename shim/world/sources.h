@@ -19,6 +19,7 @@ SourceResult ReadHydra(const EnvSnapshot& env);     // source_hydra.cc
 SourceResult ReadMvapich(const EnvSnapshot& env);   // source_mvapich.cc
 SourceResult ReadPmix(const EnvSnapshot& env);      // source_pmix.cc
 SourceResult ReadSlurm(const EnvSnapshot& env);     // source_slurm.cc
+SourceResult ReadKubeflow(const EnvSnapshot& env);  // source_kubeflow.cc
 SourceResult ReadTorchEnv(const EnvSnapshot& env);  // source_torch.cc
 
 // The job's id for the derived port, with the variable it came from

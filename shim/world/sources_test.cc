@@ -211,5 +211,30 @@ TEST(JobId, Precedence) {
   EXPECT_FALSE(ReadJobId(Env({})));
 }
 
+// Kubeflow's pods: TrainJob's and PyTorchJob's (1.7 and later) PET_*.
+TEST(Kubeflow, ReadsTheNodeFromTorchrunsDefaults) {
+  auto w = ReadKubeflow(Env({{"PET_NNODES", "4"}, {"PET_NODE_RANK", "2"},
+                             {"PET_NPROC_PER_NODE", "8"}}));
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(*w);
+  EXPECT_EQ((*w)->source, Launcher::kKubeflow);
+  EXPECT_EQ((*w)->rank->value, 2);
+  EXPECT_EQ((*w)->size->value, 4);
+  EXPECT_EQ((*w)->local_size->value, 1);
+  EXPECT_EQ((*w)->node_rank->value, 2);
+  EXPECT_EQ((*w)->node_count->value, 4);
+  EXPECT_FALSE(*ReadKubeflow(Env({{"PET_NPROC_PER_NODE", "8"}})));
+}
+
+TEST(Kubeflow, AnElasticRangeOrABadNumberIsAClearError) {
+  auto elastic = ReadKubeflow(Env({{"PET_NNODES", "1:3"}, {"PET_NODE_RANK", "0"}}));
+  ASSERT_FALSE(elastic.ok());
+  EXPECT_NE(elastic.error().message.find("PET_NNODES='1:3' is an elastic range"),
+            std::string::npos);
+  auto bad = ReadKubeflow(Env({{"PET_NNODES", "2"}, {"PET_NODE_RANK", "2"}}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("PET_NODE_RANK=2"), std::string::npos) << bad.error().message;
+}
+
 }  // namespace
 }  // namespace aml

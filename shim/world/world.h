@@ -2,6 +2,8 @@
 // each value with the rule or variable it came from (for `env --explain`).
 #pragma once
 
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,7 +11,9 @@
 namespace aml {
 
 // Where a world came from: the launcher whose variables gave the rank.
-enum class Launcher { kSingleton, kOpenMpi, kPmix, kHydra, kSlurmPmi2, kMvapich, kSlurm, kTorch };
+enum class Launcher {
+  kSingleton, kOpenMpi, kPmix, kHydra, kSlurmPmi2, kMvapich, kSlurm, kKubeflow, kTorch
+};
 
 // "Open MPI", "MPICH/Intel MPI (Hydra)", ... for messages and `env`.
 const char* LauncherName(Launcher l);
@@ -21,6 +25,14 @@ bool IsMpiLauncher(Launcher l);
 // (torchrun's RANK and WORLD_SIZE may be), so its death ends the job
 // (launch/lifeline.h).
 bool HasLauncher(Launcher l);
+
+// The variables of `env` that describe this process as one rank of a
+// launcher's job (Open MPI's OMPI_COMM_WORLD_* and its runtime's URIs,
+// PMIx's, Hydra's PMI_*, MVAPICH's, Slurm's per-task ones): what a
+// per-node launcher's own processes must not inherit (--node-launcher),
+// lest they believe they are the launcher's ranks (an mpi4py import in
+// PyTorch Lightning joins mpirun's world of one process per node).
+std::vector<std::string> RankVariables(const std::map<std::string, std::string, std::less<>>& env);
 
 template <class T>
 struct Sourced {

@@ -12,12 +12,15 @@ import tempfile
 import unittest
 
 from harness import (require_namespaces, CKPT, PYTHON, SHIM, SRC, TRAIN, assert_converged, assert_resumed_once,
-                     clean_env, finals, main, mpirun, recorded, require, run, slurp)
+                     clean_env, finals, free_port, main, mpirun, recorded, require, run, slurp,
+                     spawn)
 
 CLUSTER = "amle"
 SUBNET = 42
 NET = f"198.18.{SUBNET}"
 SCRIPT = os.path.join(SRC, "scripts", "netns-cluster.sh")
+TORCHRUN = os.path.join(SRC, "bench", "peers", "torchrun.py")  # Debian's, started
+LIGHTNING_LIKE = os.path.join(SRC, "examples", "lightning_like_launcher.py")
 KEYS = ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", "MASTER_ADDR",
         "MASTER_PORT", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "TF_CONFIG"]
 PRINT_ENV = [PYTHON, "-c",
@@ -357,6 +360,80 @@ class NetnsCluster(unittest.TestCase):
                     env=env, timeout=300)
             assert_resumed_once(self, r, shims=2)
             self.assertIn("[rank 3] rank 3 resumed at epoch 2", r.stdout)
+
+
+    # --- Frameworks that start their node's processes (docs/frameworks.md) ----------
+
+    def fan_out_digest(self):
+        """aml-shim's own fan-out over the two nodes, 2 processes each: the
+        weights every other way of starting the same 4 ranks must reach."""
+        if not hasattr(NetnsCluster, "_fan_out"):
+            r = run(cluster_mpirun({1: 1, 2: 1}, SHIM, "--nproc-per-node", "2", "--",
+                                   PYTHON, TRAIN, "--epochs", "10"), timeout=300)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            NetnsCluster._fan_out = self.check_converged(r.stdout, 4)[0][6]
+        return NetnsCluster._fan_out
+
+    def test_torchrun_as_each_nodes_launcher_trains_as_the_fan_out(self):
+        # A bare `torchrun --nproc_per_node 2 train.py` per node: its node,
+        # node count and master from PET_*, nothing else.
+        # (torch 1.13's torchrun spells it --nproc_per_node; 2.x takes both.)
+        r = run(cluster_mpirun({1: 1, 2: 1}, SHIM, "--node-launcher", "--", PYTHON, TORCHRUN,
+                               "--nproc_per_node", "2", TRAIN, "--epochs", "10"), timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        rows = self.check_converged(r.stdout, 4)
+        self.assertEqual([(int(x[2]), int(x[3])) for x in rows], [(0, 0), (1, 0), (0, 1), (1, 1)])
+        self.assertEqual(rows[0][6], self.fan_out_digest())
+
+    def test_a_launcher_that_spawns_as_lightning_does_with_mpi4py_importable(self):
+        # Lightning's rules (examples/lightning_like_launcher.py): with
+        # aml-shim's per-process variables it takes itself for a
+        # torchelastic worker; with mpirun's it would join mpirun's world
+        # of 2 (mpi4py is importable). --node-launcher gives neither.
+        launcher = [PYTHON, LIGHTNING_LIKE, "--num-nodes", "2", "--devices", "2", "--",
+                    PYTHON, TRAIN, "--epochs", "10"]
+        trap = run(cluster_mpirun({1: 1, 2: 1}, SHIM, "--", *launcher), timeout=300)
+        self.assertNotEqual(trap.returncode, 0, trap.stdout)
+        self.assertIn("Lightning would take TorchElasticEnvironment", trap.stderr)
+        r = run(cluster_mpirun({1: 1, 2: 1}, SHIM, "--node-launcher", "--", *launcher),
+                timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        rows = self.check_converged(r.stdout, 4)
+        self.assertEqual(rows[0][6], self.fan_out_digest())
+
+    def test_kubeflow_pods_started_side_by_side_are_the_whole_job(self):
+        # Two pods (one per node), each `aml-shim -- python train.py` with
+        # what the operator gives it: TrainJob's PET_* (the processes per
+        # node from PET_NPROC_PER_NODE), and PyTorchJob 1.7's, whose own
+        # RANK (the pod) and WORLD_SIZE (pods x nprocPerNode) are not read.
+        port = str(free_port())
+        pods = {
+            "TrainJob": lambda i: {"PET_NNODES": "2", "PET_NODE_RANK": str(i),
+                                   "PET_NPROC_PER_NODE": "2", "PET_MASTER_ADDR": f"{NET}.1",
+                                   "PET_MASTER_PORT": port},
+            "PyTorchJob": lambda i: {"PET_NNODES": "2", "PET_NODE_RANK": str(i),
+                                     "PET_NPROC_PER_NODE": "2", "MASTER_ADDR": f"{NET}.1",
+                                     "MASTER_PORT": port, "RANK": str(i), "WORLD_SIZE": "4",
+                                     "PYTHONUNBUFFERED": "0"},
+        }
+        for kind, variables in pods.items():
+            with self.subTest(kind):
+                procs = [spawn(["ip", "netns", "exec", node(i + 1), SHIM, "--", PYTHON, TRAIN,
+                                "--epochs", "10"], env=clean_env(**variables(i)),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                         for i in range(2)]
+                outs = [p.communicate(timeout=300) for p in procs]
+                for p, (out, err) in zip(procs, outs):
+                    self.assertEqual(p.returncode, 0, out.decode() + err.decode())
+                stdout = "".join(o.decode() for o, _ in outs)
+                rows = self.check_converged(stdout, 4)
+                self.assertEqual(rows[0][6], self.fan_out_digest())
+        explain = run(["ip", "netns", "exec", node(2), SHIM, "env", "--explain"],
+                      env=clean_env(**pods["PyTorchJob"](1)))
+        self.assertEqual(explain.returncode, 0, explain.stderr)
+        self.assertIn("# world from Kubeflow (TrainJob, PyTorchJob)", explain.stdout)
+        self.assertIn("describe the pods", explain.stdout)
+        self.assertRegex(explain.stdout, r"RANK=2 +<- shim rank \* nproc \+ child")
 
 
 class SingleNode(unittest.TestCase):

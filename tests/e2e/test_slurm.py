@@ -3,7 +3,8 @@ this test starts and stops."""
 import os
 import unittest
 
-from harness import PYTHON, SHIM, TRAIN, clean_env, json_lines, main, run, start_local_slurm
+from harness import (PYTHON, SHIM, TRAIN, clean_env, free_port, json_lines, main, run,
+                     start_local_slurm)
 
 SLURM_DIR = "/tmp/aml-shim-slurm-test"
 
@@ -58,6 +59,56 @@ class Slurm(unittest.TestCase):
     def test_exit_code_reaches_srun(self):
         r = self.srun(1, SHIM, "--", "sh", "-c", "exit 9")
         self.assertEqual(r.returncode, 9, r.stderr)
+
+
+    # What a library that reads Slurm first sees (Lightning's SLURMEnvironment,
+    # submitit, pyxis's hook): each child's Slurm variables tell the same
+    # world as its RANK and WORLD_SIZE (docs/torchrun.md, "Slurm's variables").
+    PROBE = ("import json,os; e=os.environ; os.write(1, (json.dumps({k: e.get(k) for k in "
+             "['RANK','WORLD_SIZE','LOCAL_RANK','LOCAL_WORLD_SIZE','SLURM_PROCID','SLURM_LOCALID',"
+             "'SLURM_NTASKS','SLURM_STEP_NUM_TASKS','SLURM_STEP_TASKS_PER_NODE','SLURM_GTIDS',"
+             "'SLURM_NODEID','MASTER_ADDR','MASTER_PORT']}) + chr(10)).encode())")
+
+    def test_each_childs_slurm_variables_tell_its_own_place(self):
+        r = self.srun(2, "--ntasks-per-node", "2", SHIM, "--nproc-per-node", "2",
+                      "--no-tag-output", "--", PYTHON, "-c", self.PROBE)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        docs = sorted(json_lines(r.stdout), key=lambda d: int(d["RANK"]))
+        self.assertEqual([int(d["RANK"]) for d in docs], [0, 1, 2, 3], r.stdout)
+        for d in docs:
+            self.assertEqual(d["SLURM_PROCID"], d["RANK"])
+            self.assertEqual(d["SLURM_LOCALID"], d["LOCAL_RANK"])
+            self.assertEqual(d["SLURM_NTASKS"], d["WORLD_SIZE"])
+            self.assertEqual(d["SLURM_STEP_NUM_TASKS"], "4")
+            self.assertEqual(d["SLURM_STEP_TASKS_PER_NODE"], "4")
+            self.assertEqual(d["SLURM_GTIDS"], "0,1,2,3")
+            self.assertEqual(d["SLURM_NODEID"], "0")
+
+    # pyxis/enroot's PyTorch hook sets RANK, LOCAL_RANK, WORLD_SIZE,
+    # MASTER_ADDR and MASTER_PORT from Slurm before aml-shim runs: aml-shim's
+    # world wins (the hook's values are the task's, not the children's), and
+    # a preset that contradicts Slurm is overwritten with a warning; the
+    # master it names is used (docs/world.md, "Preset variables").
+    def test_a_container_hooks_preset_variables_lose_to_aml_shims_world(self):
+        port = str(free_port())
+        hook = ["env", "RANK=0", "LOCAL_RANK=0", "WORLD_SIZE=1", "MASTER_ADDR=127.0.0.1",
+                f"MASTER_PORT={port}"]
+        r = self.srun(1, *hook, SHIM, "--nproc-per-node", "2", "--no-tag-output", "--", PYTHON,
+                      "-c", self.PROBE)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        docs = sorted(json_lines(r.stdout), key=lambda d: int(d["RANK"]))
+        self.assertEqual([(d["RANK"], d["WORLD_SIZE"], d["LOCAL_RANK"]) for d in docs],
+                         [("0", "2", "0"), ("1", "2", "1")])
+        self.assertEqual({d["MASTER_PORT"] for d in docs}, {port})
+        self.assertNotIn("warning", r.stderr)
+        wrong = ["env", "RANK=5", "WORLD_SIZE=8", "LOCAL_RANK=0"]
+        r = self.srun(1, *wrong, SHIM, "--nproc-per-node", "2", "--no-tag-output", "--", PYTHON,
+                      "-c", self.PROBE)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        docs = sorted(json_lines(r.stdout), key=lambda d: int(d["RANK"]))
+        self.assertEqual([d["RANK"] for d in docs], ["0", "1"])
+        self.assertIn("aml-shim: warning: torch environment variables (RANK=5, WORLD_SIZE=8",
+                      r.stderr)
 
 
 if __name__ == "__main__":
