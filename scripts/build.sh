@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build -G Ninja -DAML_SHIM_WERROR=ON "$@" >/dev/null
+echo "build: compiling aml-shim in build/ with $(nproc) jobs (about 2 minutes on 2 cores the first time)" >&2
 cmake --build build -j "$(nproc)"

@@ -126,8 +126,8 @@ class Docs(unittest.TestCase):
         with open(os.path.join(scratch, "train.py"), "w") as f:
             f.write(TRAIN)
         # Paths the examples give from the repository's root: its fixtures,
-        # and the build's stand-in libraries.
-        for d in ("tests", "examples"):
+        # examples, the peers' fixed launchers, and the build's stand-ins.
+        for d in ("tests", "examples", "bench"):
             os.symlink(os.path.join(os.path.abspath(SRC), d), os.path.join(scratch, d))
         os.symlink(os.path.dirname(os.path.abspath(SHIM)), os.path.join(scratch, "build"))
         # A small test machine run as root: fewer cores than ranks.
