@@ -57,6 +57,14 @@ struct LinkOrder {
   int restart = 0, master_port = 0;
   std::string line;
   bool print_own_failure = false;
+  // kRestart with --spares (shim/control/roster.h): this shim's NODE_RANK
+  // in the next attempt (-1: it starts no ranks, a spare or retired), and
+  // NODE_RANK 0's address when it moved ("": the job's MASTER_ADDR).
+  bool roster = false;
+  int node_rank = -1;
+  std::string master_addr;
+  // kStop with --spares: failure.json's "retired" array ("" for none).
+  std::string retired_json;
 
   static LinkOrder Of(Kind k) {
     LinkOrder o;

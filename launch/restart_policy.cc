@@ -35,7 +35,7 @@ RestartVerdict DecideRestart(const AttemptRecord& a, const AttemptRecord* before
     v.why_not = "no --max-restarts";
   } else if (restarts_done >= max_restarts) {
     v.why_not = "--max-restarts " + std::to_string(max_restarts) + " spent";
-  } else if (a.exit_code == kExitShimFailure) {
+  } else if (a.exit_code == kExitShimFailure && !a.node_replaced) {
     v.why_not = "not restarted: aml-shim's own failure (125), which a restart cannot fix";
   } else if (a.exit_code == 126 || a.exit_code == 127) {
     v.why_not = "not restarted: the command could not be run (" + std::to_string(a.exit_code) +
@@ -44,7 +44,7 @@ RestartVerdict DecideRestart(const AttemptRecord& a, const AttemptRecord* before
     v.why_not = "not restarted: the ranks of " + std::to_string(a.shims_ended_well) +
                 (a.shims_ended_well == 1 ? " shim" : " shims") +
                 " had already ended with status 0, and cannot be started again";
-  } else if (before && SameFailureWithoutProgress(a, *before)) {
+  } else if (before && !a.node_replaced && SameFailureWithoutProgress(a, *before)) {
     v.why_not = "not restarted: attempts " + std::to_string(before->number) + " and " +
                 std::to_string(a.number) + " both failed with exit status " +
                 std::to_string(a.exit_code) + " without progress (no output before their " +

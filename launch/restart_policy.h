@@ -22,6 +22,10 @@ struct AttemptRecord {
   bool outputs_known = false;
   double first_output_wall = 0;  // the attempt's first output, any rank (0: none)
   int shims_ended_well = 0;    // shims whose ranks had all ended with 0
+  // With --spares: a node of this attempt was retired and a spare takes its
+  // place, so neither a loss (125) nor the same failure again is a reason
+  // not to restart (the budget still is).
+  bool node_replaced = false;
 };
 
 // Progress (docs/control-plane.md, "Restarts"): an attempt made progress when

@@ -42,6 +42,11 @@ bool LeavesInOrder(const Msg& m) { return m.type() == "done" || m.type() == "bye
 
 JobMachine::JobMachine(const JobConfig& c, JobPorts* ports) : c_(c), ports_(ports) {
   shim_hosts_[0] = c_.host;
+  node_ = c_.node;
+  if (Spares()) {
+    if (c_.rank >= c_.size - c_.spares) node_ = -1;  // a spare: it waits
+    if (c_.rank == 0) roster_.emplace(c_.size, c_.spares);
+  }
 }
 
 void JobMachine::Start(double now) {
@@ -70,7 +75,8 @@ void JobMachine::OnChildFailed(const LocalFailure& f, double now) {
   FailNote n;
   n.wall_time = f.wall_time;
   n.rank = f.rank;
-  n.node = c_.node;
+  n.node = node_;
+  n.shim = c_.rank;
   n.code = f.exit_code;
   n.host = c_.host;
   n.status = f.status;
@@ -84,6 +90,7 @@ void JobMachine::OnChildFailed(const LocalFailure& f, double now) {
   if (state_ == JobState::kRunning) Enter(JobState::kFailed, now);
   Msg m("fail");
   m.SetNumber("time", n.wall_time).Set("rank", n.rank).Set("node", n.node).Set("code", n.code);
+  m.Set("shim", c_.rank);
   m.Set("host", n.host).Set("status", n.status);
   // The summary travels whole but bounded (its stderr tail is 16 KiB at most).
   m.Set("summary", n.summary.substr(0, 64 << 10)).Set("json", n.json.substr(0, 64 << 10));
@@ -98,7 +105,7 @@ void JobMachine::OnStacks(const std::vector<RankStack>& stacks, double now) {
                           s.signature.empty() && !lines.empty() ? lines[0] : ""});
     }
     reported_.insert(0);
-    if (static_cast<int>(reported_.size()) == c_.size) FinishCollect(now);
+    if (AllIn(reported_)) FinishCollect(now);
     return;
   }
   std::string list = "[";
@@ -121,8 +128,10 @@ void JobMachine::OnChildrenDone(const NodeOutcome& o, double now) {
   children_done_ = true;
   // Ranks ended by the halt of a failure elsewhere end with 0 too: only
   // an attempt still running ended well here.
-  if (c_.rank == 0 && o.code == 0 && state_ == JobState::kRunning && failed_at_ == 0)
+  if (c_.rank == 0 && o.code == 0 && state_ == JobState::kRunning && failed_at_ == 0 &&
+      !Spares())
     own_done_well_ = true;
+  MaybeSendWell(now);
   MaybeSendEnded(now);
   MaybeSendDone(now);
 }
@@ -156,7 +165,10 @@ void JobMachine::OnFromChild(const std::string& frame, const Msg& m, double now)
     done_below_ += static_cast<int>(std::max<int64_t>(1, m.Int("n", 1)));
     MaybeSendDone(now);
   } else if (c_.rank != 0) {
-    if (t == "fail" || t == "lost" || t == "stacks" || t == "ended") ports_->SendUp(frame);
+    if (t == "fail" || t == "lost" || t == "stacks" || t == "ended" || t == "well")
+      ports_->SendUp(frame);
+  } else if (t == "well") {
+    NoteWell(static_cast<int>(m.Int("shim", -1)), now);
   } else if (t == "ended") {
     NoteEnded(static_cast<int>(m.Int("shim", -1)), m.Number("out", 0), now);
   } else if (t == "fail") {
@@ -165,6 +177,7 @@ void JobMachine::OnFromChild(const std::string& frame, const Msg& m, double now)
     f.rank = static_cast<int>(m.Int("rank"));
     f.node = static_cast<int>(m.Int("node"));
     f.code = static_cast<int>(m.Int("code", 1));
+    f.shim = static_cast<int>(m.Int("shim", -1));
     f.host = m.Str("host");
     f.status = m.Str("status");
     f.summary = m.Str("summary");
@@ -172,7 +185,8 @@ void JobMachine::OnFromChild(const std::string& frame, const Msg& m, double now)
     NoteFailure(std::move(f), now);
   } else if (t == "lost") {
     if (Over()) return;
-    StopAsLost(m.Str("what"), now);
+    if (Spares()) RetireLost(static_cast<int>(m.Int("shim", -1)), m.Str("what"), now);
+    else StopAsLost(m.Str("what"), now);
   } else if (t == "stacks") {
     NoteStacks(m, now);
   }
@@ -206,9 +220,18 @@ void JobMachine::OnFromParent(const std::string& frame, const Msg& m, double now
     o.restart = static_cast<int>(m.Int("n"));
     o.master_port = static_cast<int>(m.Int("port"));
     o.line = m.Str("line");
+    if (Spares()) {
+      const int node = Roster::NodeIn(m.Str("nodes"), c_.rank);
+      o.roster = true;
+      o.node_rank = node_ = node < 0 ? -1 : node;
+      o.master_addr = m.Str("maddr");
+    }
     restarts_ = o.restart;
     ResetRound(now);
     orders_.push_back(std::move(o));
+  } else if (t == "finish") {
+    ports_->SendDown(frame);
+    OnFinish(now);
   } else if (t == "stop") {
     ports_->SendDown(frame);
     if (Over()) return;
@@ -229,14 +252,15 @@ void JobMachine::OnBye(const std::string& frame, const Msg& m, double now) {
        now);
 }
 
-void JobMachine::OnShimLost(const std::string& what, double now) {
+void JobMachine::OnShimLost(int shim, const std::string& what, double now) {
   // A part of this subtree is gone: it did not end well, whatever the
   // ranks here did (aml-plane-sim, seed 1313: the parent of a frozen shim
   // said done and exited 0).
   lost_below_ = true;
   if (Over()) return;
-  if (c_.rank == 0) StopAsLost(what, now);
-  else ports_->SendUp(Msg("lost").Set("what", what).Encode());
+  if (c_.rank == 0 && Spares()) RetireLost(shim, what, now);
+  else if (c_.rank == 0) StopAsLost(what, now);
+  else ports_->SendUp(Msg("lost").Set("what", what).Set("shim", shim).Encode());
 }
 
 void JobMachine::OnParentLost(const std::string& line, double now) {
@@ -341,8 +365,13 @@ void JobMachine::OnTimer(double now) {
 // it tells its parent, which then closes the link; the shim may go.
 void JobMachine::MaybeSendDone(double now) {
   // Ranks ended by the hang's SIGABRT are not a part of the job that ended well.
+  // With --spares no shim leaves before the job ended well (rank 0's
+  // "finish"): a spare may yet be needed, a node's ranks started again; a
+  // loss below was rank 0's to judge then.
+  if (Spares() && !finished_) return;
   if (c_.rank == 0 || state_ != JobState::kRunning || !children_done_ || cut_off_ ||
-      lost_below_ || failed_at_ > 0 || outcome_.code != 0 || !ports_->ChildrenAllDone())
+      (lost_below_ && !finished_) || failed_at_ > 0 || outcome_.code != 0 ||
+      !ports_->ChildrenAllDone())
     return;
   Enter(JobState::kDone, now);
   ports_->SendUp(Msg("done").Set("n", 1 + done_below_).Encode());
@@ -368,7 +397,8 @@ bool JobMachine::MayExit(double now) const {
   // A failing node waits a moment for rank 0's verdict (the line it prints);
   // while restarts remain, for the verdict itself (or the loss of its parent).
   if (failed_at_ > 0) return restarts_ >= c_.max_restarts && now >= failed_at_ + kVerdictWaitS;
-  if (c_.rank == 0) return ports_->ChildrenAllDone();  // else the job is not over
+  if (c_.rank == 0)  // else the job is not over
+    return (!Spares() || finished_) && ports_->ChildrenAllDone();
   // Gone once its parent heard "done" (the parent closes), or a moment after.
   return state_ == JobState::kDone && (ports_->ParentClosed() || now >= entered_ + kFlushS);
 }
@@ -414,6 +444,25 @@ AttemptRecord JobMachine::FailedAttempt(const FailNote& first) const {
 void JobMachine::DecideFailure(double now) {
   if (fails_.empty()) return Enter(JobState::kRunning, now);
   const FailNote* first = &EarliestFailure();
+  if (!first->lost.empty()) {
+    // A node lost first (--spares): the attempt ends with the loss.
+    const std::string what = first->lost;
+    AttemptRecord a = NewAttempt(first->wall_time);
+    a.exit_code = 125;
+    a.what = EscapeControl(what);
+    fails_.clear();
+    Roster* r = &*roster_;
+    r->NoteFirstFailure(-1);
+    EndAttempt(std::move(a),
+               Msg("stop").Set("kind", std::string("lost")).Set("code", 125).Set("what", what),
+               LinkOrder::Stop(125, "aml-shim: " + EscapeControl(what) + ": ending the job\n", ""),
+               "aml-shim: " + EscapeControl(what) + "\n", false, now);
+    return;
+  }
+  if (Spares()) {
+    NoteStreak(*first, now);
+    if (Over()) return;  // no spare left for the node it retired
+  }
   Msg stop("stop");
   stop.Set("kind", std::string("fail")).Set("code", first->code).Set("rank", first->rank);
   stop.Set("node", first->node).Set("host", first->host).Set("status", first->status);
@@ -517,7 +566,7 @@ void JobMachine::NoteStacks(const Msg& m, double now) {
                           m.Str("host"), sig ? sig->text : "", why ? why->text : ""});
     }
   }
-  if (static_cast<int>(reported_.size()) == c_.size) FinishCollect(now);
+  if (AllIn(reported_)) FinishCollect(now);
 }
 
 void JobMachine::FinishCollect(double now) {

@@ -32,6 +32,7 @@
 #include "launch/job_link.h"
 #include "launch/restart_policy.h"
 #include "shim/control/roll_call.h"
+#include "shim/control/roster.h"
 #include "shim/control/wire.h"
 
 namespace aml {
@@ -56,6 +57,8 @@ struct JobConfig {
   std::string run_id;      // failure.json's "run"
   std::string log_dir;     // --log-dir ("" when none), for the roll-call's words
   int max_restarts = 0;    // --max-restarts
+  int spares = 0;          // --spares: the last `spares` shims wait (roster.h)
+  int retire_after = 2;    // --retire-after
 };
 
 // What the machine needs of its overlay.
@@ -77,6 +80,8 @@ class JobPorts {
   virtual bool ParentClosed() const = 0;       // the parent closed its link
   virtual double WallNow() const = 0;          // CLOCK_REALTIME
   virtual int FreePort() const = 0;            // the next attempt's MASTER_PORT
+  // Rank 0: the shims below `shim` in the tree (cut off when it is lost).
+  virtual std::vector<int> Below(int shim) const = 0;
 };
 
 bool LeavesInOrder(const Msg& m);
@@ -87,8 +92,12 @@ class JobMachine {
 
   // The job started (rank 0 said go) at `now` (the overlay's clock).
   void Start(double now);
-  // Rank 0: the host each shim named as it joined (for the roll-call).
-  void NoteHost(int shim, const std::string& host) { shim_hosts_[shim] = host; }
+  // Rank 0: the host each shim named as it joined (for the roll-call), and
+  // the address it joined from (NODE_RANK 0's, should it move there).
+  void NoteHost(int shim, const std::string& host, const std::string& addr = "") {
+    shim_hosts_[shim] = host;
+    if (!addr.empty()) shim_addrs_[shim] = addr;
+  }
 
   // This node's events.
   void OnChildFailed(const LocalFailure& f, double now);
@@ -104,7 +113,7 @@ class JobMachine {
   void OnFromParent(const std::string& frame, const Msg& m, double now);
   // A shim below was lost (`what` says which and why); the link to the
   // parent was lost (`what` too: this node's one line).
-  void OnShimLost(const std::string& what, double now);
+  void OnShimLost(int shim, const std::string& what, double now);
   void OnParentLost(const std::string& what, double now);
 
   double NextDeadline(double now) const;  // now + 3600 when nothing waits
@@ -116,13 +125,18 @@ class JobMachine {
 
   JobState state() const { return state_; }
   int restarts() const { return restarts_; }
+  // With --spares: this shim's NODE_RANK in the attempt under way (-1: it
+  // waits), and rank 0's roster.
+  int node() const { return node_; }
+  const Roster* roster() const { return roster_ ? &*roster_ : nullptr; }
 
  private:
   struct FailNote {
     double wall_time = 0;
-    int rank = 0, node = 0, code = 0;
+    int rank = 0, node = 0, code = 0, shim = -1;
     std::string host, status, summary, json;
     bool local = false;
+    std::string lost;  // a node lost (with --spares): the loss, not a rank's failure
   };
   struct Ending {
     std::string stop;     // the stop frame if the job is not restarted
@@ -142,6 +156,20 @@ class JobMachine {
   void MaybeSendEnded(double now);
   void ResetRound(double now);
   std::string StopLine(const Msg& stop) const;
+  // --spares (job_spares.cc).
+  bool Spares() const { return c_.spares > 0; }
+  void MaybeSendWell(double now);
+  void NoteWell(int shim, double now);
+  void OnFinish(double now);
+  void RetireLost(int shim, const std::string& what, double now);
+  void NoteStreak(const FailNote& first, double now);
+  bool RetireOrStop(int shim, const std::string& reason, double now);
+  void StopNoSpare(const std::string& why, double now);
+  bool Counted(int shim) const { return !gone_.count(shim); }
+  bool AllIn(const std::set<int>& heard) const;
+  void RecheckRound(double now);
+  std::string RosterLines(const std::vector<int>& before) const;
+  std::string HostOf(int shim) const;
 
   // Rank 0's decisions.
   void NoteFailure(FailNote f, double now);
@@ -183,8 +211,16 @@ class JobMachine {
   bool lost_below_ = false;     // a shim below was lost: this part cannot end well
   double stop_at_ = 0;          // stopped or signalled at
   JobState signalled_in_ = JobState::kRunning;  // the state a signal came in
+  // --spares: this shim's NODE_RANK (-1: waits); the job ended well (rank 0
+  // said "finish": every NODE_RANK's ranks ended with 0); this shim said so.
+  int node_ = 0;
+  bool finished_ = false, well_sent_ = false;
   // Rank 0.
-  std::map<int, std::string> shim_hosts_;
+  std::map<int, std::string> shim_hosts_, shim_addrs_;
+  std::optional<Roster> roster_;
+  std::set<int> well_;         // shims whose NODE_RANK's ranks ended well
+  std::set<int> gone_;         // lost (or cut off with one): they say nothing more
+  bool replaced_ = false;      // a NODE_RANK of this attempt was retired
   std::vector<FailNote> fails_;
   double hang_silent_s_ = 0;
   std::vector<RankReport> reports_;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 namespace aml {
 namespace {
 
@@ -20,6 +22,11 @@ struct FakePorts : JobPorts {
   bool ParentClosed() const override { return parent_closed; }
   double WallNow() const override { return 1000; }
   int FreePort() const override { return 4242; }
+  std::vector<int> Below(int shim) const override {
+    auto it = below.find(shim);
+    return it == below.end() ? std::vector<int>{} : it->second;
+  }
+  std::map<int, std::vector<int>> below;
 };
 
 JobConfig Config(int rank, int size, int max_restarts = 0) {

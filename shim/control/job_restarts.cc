@@ -25,6 +25,7 @@ void JobMachine::EndAttempt(AttemptRecord a, const Msg& stop, LinkOrder own,
                             std::string message, bool print_own, double now) {
   if (Over()) return;
   a.shims_ended_well = done_below_ + (own_done_well_ ? 1 : 0);
+  a.node_replaced = replaced_;
   current_ = std::move(a);
   // Output not yet known: only what needs no output is decided here.
   RestartVerdict v = DecideRestart(current_, attempts_.empty() ? nullptr : &attempts_.back(),
@@ -46,8 +47,13 @@ void JobMachine::EndAttempt(AttemptRecord a, const Msg& stop, LinkOrder own,
 // With --max-restarts, the job's final order carries its attempts: the
 // summary's list, failure.json's array, and why no restart followed.
 void JobMachine::RecordAttempts(LinkOrder* own, const std::string& why_not) const {
+  if (roster_ && !roster_->retirements().empty()) {
+    own->retired_json = roster_->RetiredJson();
+    own->trailer += "aml-shim: retired nodes (--spares " + std::to_string(c_.spares) + "):\n" +
+                    roster_->RetiredText();
+  }
   if (c_.max_restarts <= 0) return;
-  own->trailer = AttemptsText(attempts_, c_.max_restarts, why_not);
+  own->trailer = AttemptsText(attempts_, c_.max_restarts, why_not) + own->trailer;
   own->attempts_json = AttemptsJson(attempts_);
   own->why_not = why_not;
 }
@@ -77,8 +83,13 @@ void JobMachine::NoteEnded(int shim, double first_output_wall, double now) {
   ended_.insert(shim);
   if (first_output_wall > 0 && (ended_output_ == 0 || first_output_wall < ended_output_))
     ended_output_ = first_output_wall;
-  if (static_cast<int>(ended_.size()) < c_.size) return;
-  // Every shim's ranks ended: restart, unless it failed at start.
+  RecheckRound(now);
+}
+
+// Every shim's ranks ended (the lost ones aside, with --spares): restart,
+// unless it failed at start.
+void JobMachine::RecheckRound(double now) {
+  if (state_ != JobState::kEnding || !AllIn(ended_)) return;
   current_.first_output_wall = ended_output_;
   current_.outputs_known = true;
   RestartVerdict v = DecideRestart(current_, attempts_.empty() ? nullptr : &attempts_.back(),
@@ -106,8 +117,29 @@ void JobMachine::SendRestart(double now) {
   LinkOrder o = std::move(*backoff_);
   backoff_.reset();
   o.master_port = ports_->FreePort();
-  ports_->SendDown(Msg("restart").Set("n", o.restart).Set("port", o.master_port)
-                       .Set("line", o.line).Encode());
+  Msg restart("restart");
+  if (roster_) {
+    // A spare for each NODE_RANK retired (docs/control-plane.md, "Spares
+    // and retirement"); none left: the job ends (125).
+    const std::vector<int> before = [&] {
+      std::vector<int> h;
+      for (int n = 0; n < roster_->nodes(); ++n) h.push_back(roster_->HolderOf(n));
+      return h;
+    }();
+    if (!roster_->Fill())
+      return StopNoSpare("no spare left for " + std::to_string(roster_->Vacant()) +
+                             " retired node(s)",
+                         now);
+    o.line = RosterLines(before) + o.line;
+    o.roster = true;
+    o.node_rank = node_ = roster_->NodeOf(0);
+    const int holder0 = roster_->HolderOf(0);
+    auto addr = shim_addrs_.find(holder0);
+    o.master_addr = holder0 == 0 || addr == shim_addrs_.end() ? "" : addr->second;
+    restart.Set("nodes", roster_->Encode()).Set("maddr", o.master_addr);
+  }
+  restart.Set("n", o.restart).Set("port", o.master_port).Set("line", o.line);
+  ports_->SendDown(restart.Encode());
   ResetRound(now);
   orders_.push_back(std::move(o));
 }
@@ -117,6 +149,8 @@ void JobMachine::SendRestart(double now) {
 void JobMachine::ResetRound(double now) {
   Enter(JobState::kRunning, now);
   ended_sent_ = children_done_ = false;
+  well_sent_ = replaced_ = false;
+  well_.clear();
   failed_at_ = 0;
   fails_.clear();
   reports_.clear();

@@ -64,6 +64,10 @@ double ControlPlane::WallNow() const { return WallSeconds(); }
 // The next attempt's MASTER_PORT: one the kernel has free now (the last
 // attempt's store may still hold its port, or its connections linger in
 // TIME_WAIT); rank 0's ranks run where this shim runs.
+std::vector<int> ControlPlane::Below(int shim) const {
+  return planner_ ? planner_->Below(shim) : std::vector<int>{};
+}
+
 int ControlPlane::FreePort() const {
   auto l = ListenAny(0);
   return l.ok() ? l->port : c_.master_port;

@@ -129,6 +129,7 @@ class ControlPlane : public JobLink, private LinkIo {
   bool Pending(int peer) const override;
   double WallNow() const override;
   int FreePort() const override;
+  std::vector<int> Below(int shim) const override;
   // This shim's side of a door's proofs (door.h).
   Msg Introduce(const std::string& type, const std::string& challenge,
                 const std::string& nonce) const;

@@ -324,7 +324,8 @@ void ControlPlane::ReadDoor(Peer& p, double now) {
   TreePlace place = planner_->Assign(v.rank, node, addr, v.port);
   // Rank 0's own address, as this shim reached it.
   if (place.parent == 0) place.addr = LocalAddress(p.link->fd());
-  tree_.machine().NoteHost(v.rank, v.host);
+  // A shim on rank 0's node is reached at rank 0's own address.
+  tree_.machine().NoteHost(v.rank, v.host, addr == LocalAddress(p.link->fd()) ? "" : addr);
   Msg reply = DoorAnswer(c_.prover, "place", "join", p.challenge, v);
   reply.Set("parent", place.parent).Set("addr", place.addr).Set("port", place.port);
   reply.Set("depth", place.depth);

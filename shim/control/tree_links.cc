@@ -122,7 +122,7 @@ void TreeLinks::Lose(Child& c, const std::string& why, double now) {
   c.gone = true;
   departed_output_ = std::max(departed_output_, c.output);
   if (!go_) return;
-  machine_.OnShimLost("the control plane lost " + ShimName(c.rank, c.host) + " (" +
+  machine_.OnShimLost(c.rank, "the control plane lost " + ShimName(c.rank, c.host) + " (" +
                           EscapeControl(why) + ")",
                       now);
 }

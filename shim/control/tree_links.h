@@ -29,6 +29,8 @@ class LinkIo {
   virtual bool Pending(int peer) const = 0;  // frames wait to be written
   virtual double WallNow() const = 0;        // CLOCK_REALTIME
   virtual int FreePort() const = 0;          // the next attempt's MASTER_PORT
+  // Rank 0: the shims below `shim` in the tree its planner made.
+  virtual std::vector<int> Below(int shim) const = 0;
 };
 
 class TreeLinks : private JobPorts {
@@ -98,6 +100,7 @@ class TreeLinks : private JobPorts {
   bool ParentClosed() const override { return parent_ >= 0 && !io_->Open(parent_); }
   double WallNow() const override { return io_->WallNow(); }
   int FreePort() const override { return io_->FreePort(); }
+  std::vector<int> Below(int shim) const override { return io_->Below(shim); }
 
   JobConfig job_;
   LinkIo* io_;

@@ -32,4 +32,13 @@ TreePlace TreePlanner::Assign(int rank, const std::string& host, const std::stri
   return place;
 }
 
+std::vector<int> TreePlanner::Below(int rank) const {
+  std::vector<int> out = {rank};
+  for (size_t i = 0; i < out.size(); ++i)
+    for (const auto& [r, place] : placed_)
+      if (place.parent == out[i] && r != out[i]) out.push_back(r);
+  out.erase(out.begin());
+  return out;
+}
+
 }  // namespace aml

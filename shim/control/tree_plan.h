@@ -29,6 +29,8 @@ class TreePlanner {
   // Asking again for the same rank gives the same place.
   TreePlace Assign(int rank, const std::string& host, const std::string& addr, int port);
   int depth() const { return depth_; }  // the deepest place given so far
+  // Every shim placed below `rank` (its children, theirs, ...).
+  std::vector<int> Below(int rank) const;
   size_t assigned() const { return placed_.size(); }
 
  private:

@@ -87,6 +87,7 @@ class Shim : public LinkIo, public JobChannel {
   }
   double WallNow() const override { return kWallEpoch + now_; }
   int FreePort() const override { return 29500 + tree.machine().restarts() + 1; }
+  std::vector<int> Below(int shim) const override;
 
   // JobChannel: the supervisor's machine and the job's talk through it, at
   // the time of the event the shim handles.
@@ -181,6 +182,7 @@ class Cluster {
 
   SimResult Run();
   void Send(int from, int to, const std::string& frame);
+  std::vector<int> Below(int shim) const { return planner_->Below(shim); }
   void Schedule(int shim, double at, size_t child, bool straggler, uint64_t epoch, int status) {
     Event e{at, 0, Ev::kProc, shim, 0, nullptr};
     e.child = child;
@@ -271,6 +273,8 @@ void ScheduleProc(Cluster* w, int shim, double at, size_t child, bool straggler,
 }
 
 void Shim::Send(int peer, const std::string& frame) { w_->Send(id_, peer, frame); }
+
+std::vector<int> Shim::Below(int shim) const { return w_->Below(shim); }
 
 void Cluster::Send(int from, int to, const std::string& frame) {
   const Shim& s = *shims_[static_cast<size_t>(from)];

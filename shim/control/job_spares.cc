@@ -1,0 +1,182 @@
+// The job's state machine (job_machine.h) with --spares: the end of a job
+// in which no shim leaves early, the loss of a node, the streak of a node
+// whose ranks fail first, and "no spare left" (docs/control-plane.md,
+// "Spares and retirement"). Rank 0 keeps the roster (roster.h); each
+// restart order says who holds which NODE_RANK.
+#include <algorithm>
+
+#include "shim/base/log.h"
+#include "shim/control/job_machine.h"
+
+namespace aml {
+
+std::string JobMachine::HostOf(int shim) const {
+  auto it = shim_hosts_.find(shim);
+  return it == shim_hosts_.end() ? "" : it->second;
+}
+
+// Every shim that still counts is in `heard` (the lost ones are not
+// waited for).
+bool JobMachine::AllIn(const std::set<int>& heard) const {
+  for (int s = 0; s < c_.size; ++s)
+    if (Counted(s) && !heard.count(s)) return false;
+  return true;
+}
+
+// ---- The end: every NODE_RANK's ranks ended with 0
+
+// This shim's ranks (of a NODE_RANK) all ended with 0: say so to rank 0,
+// which ends the job once every NODE_RANK did; until then the shim stays.
+void JobMachine::MaybeSendWell(double now) {
+  if (!Spares() || node_ < 0 || well_sent_ || state_ != JobState::kRunning || !children_done_ ||
+      failed_at_ > 0 || outcome_.code != 0)
+    return;
+  well_sent_ = true;
+  if (c_.rank == 0) return NoteWell(0, now);
+  ports_->SendUp(Msg("well").Set("shim", c_.rank).Encode());
+}
+
+void JobMachine::NoteWell(int shim, double now) {
+  if (!roster_ || state_ != JobState::kRunning || finished_) return;
+  if (roster_->NodeOf(shim) < 0) return;  // retired meanwhile: its place is empty
+  well_.insert(shim);
+  for (int h : roster_->Holders())
+    if (!well_.count(h)) return;
+  if (roster_->Vacant() > 0) return;
+  // The job ended well: every shim may go (each says done, as without spares).
+  ports_->SendDown(Msg("finish").Encode());
+  OnFinish(now);
+}
+
+void JobMachine::OnFinish(double now) {
+  if (Over() || finished_) return;
+  finished_ = true;
+  MaybeSendDone(now);
+}
+
+// ---- A node lost
+
+// Rank 0 heard that `shim` was lost: it and every shim below it in the tree
+// (each cut off, it ends its part) are retired. A spare lost is only noted;
+// a NODE_RANK's holder lost ends the attempt (the loss is its failure), and
+// the next one starts with a spare in its place, or the job ends (125) when
+// none is left.
+void JobMachine::RetireLost(int shim, const std::string& what, double now) {
+  if (Over()) return;
+  if (shim <= 0 || shim >= c_.size) return StopAsLost(what, now);
+  std::vector<int> cut = {shim};
+  for (int s : ports_->Below(shim)) cut.push_back(s);
+  bool held = false;
+  for (int s : cut) {
+    if (!gone_.insert(s).second) continue;
+    held |= roster_->Retire(s, HostOf(s),
+                            s == shim ? "lost: " + what
+                                      : "cut off: " + ShimName(shim, HostOf(shim)) +
+                                            " above it in the tree was lost",
+                            restarts_ + 1);
+  }
+  // The job had ended well: nothing of it is lost.
+  if (finished_) return;
+  if (!held) {
+    // A spare: the job goes on; a round or a roll-call no longer waits for it.
+    RecheckRound(now);
+    if (state_ == JobState::kCollecting && AllIn(reported_)) FinishCollect(now);
+    return;
+  }
+  if (roster_->Vacant() > static_cast<int>(roster_->Spares().size()))
+    return StopNoSpare("no spare left: " + EscapeControl(what), now);
+  replaced_ = true;
+  switch (state_) {
+    case JobState::kRunning:
+    case JobState::kDeciding: {
+      FailNote f;
+      f.wall_time = ports_->WallNow();
+      f.shim = shim;
+      f.code = 125;
+      f.lost = what;
+      NoteFailure(std::move(f), now);
+      break;
+    }
+    case JobState::kCollecting:
+      if (AllIn(reported_)) FinishCollect(now);
+      break;
+    case JobState::kEnding:
+      RecheckRound(now);
+      break;
+    default:
+      break;  // backing off: the next attempt fills it
+  }
+}
+
+// ---- A node that fails first, attempt after attempt
+
+// The attempt's first failure (by its node's clock) on one node's ranks
+// alone, with a status that is not aml-shim's or the command's own
+// (125-127): a streak for that node; --retire-after in a row retires it.
+void JobMachine::NoteStreak(const FailNote& first, double now) {
+  std::set<int> nodes;
+  for (const FailNote& f : fails_)
+    if (f.lost.empty()) nodes.insert(f.shim);
+  const bool own_failure = first.code == 125 || first.code == 126 || first.code == 127;
+  const bool alone = nodes.size() == 1 && first.shim >= 0 && !own_failure;
+  const int streak = roster_->NoteFirstFailure(alone ? first.shim : -1);
+  if (!alone || streak < c_.retire_after) return;
+  const int last = restarts_ + 1;
+  RetireOrStop(first.shim,
+               "its ranks failed first in " + std::to_string(streak) + " attempts in a row (" +
+                   std::to_string(last - streak + 1) + " to " + std::to_string(last) +
+                   "; last: rank " + std::to_string(first.rank) + " " +
+                   EscapeControl(first.status) + ")",
+               now);
+}
+
+// Retires a NODE_RANK's holder (not lost: it stays linked and idle); stops
+// the job when no spare can take its place. False when it stopped.
+bool JobMachine::RetireOrStop(int shim, const std::string& reason, double now) {
+  roster_->Retire(shim, HostOf(shim), reason, restarts_ + 1);
+  replaced_ = true;
+  if (roster_->Vacant() <= static_cast<int>(roster_->Spares().size())) return true;
+  StopNoSpare("no spare left: " + ShimName(shim, HostOf(shim)) + " was retired (" + reason + ")",
+              now);
+  return false;
+}
+
+// No spare for a retired node: every shim exits 125, and failure.json names
+// the retired nodes (a batch script can requeue without them).
+void JobMachine::StopNoSpare(const std::string& why, double now) {
+  if (Over()) return;
+  LinkOrder own = LinkOrder::Stop(125, "aml-shim: " + EscapeControl(why) + ": ending the job\n", "");
+  if (c_.max_restarts > 0 && state_ != JobState::kBackingOff) {
+    AttemptRecord a = state_ == JobState::kEnding ? current_ : NewAttempt(ports_->WallNow());
+    if (state_ == JobState::kDeciding && !fails_.empty() && EarliestFailure().lost.empty()) {
+      a = FailedAttempt(EarliestFailure());
+    } else if (state_ != JobState::kEnding) {
+      a.exit_code = 125;
+      a.what = EscapeControl(why);
+    }
+    if (attempts_.empty() || attempts_.back().number != a.number) attempts_.push_back(a);
+  }
+  RecordAttempts(&own, "not restarted: " + EscapeControl(why));
+  StopJob(Msg("stop").Set("kind", std::string("lost")).Set("code", 125).Set("what", why),
+          std::move(own), now);
+}
+
+// The restart line's preface: who took each retired NODE_RANK.
+std::string JobMachine::RosterLines(const std::vector<int>& before) const {
+  std::string out;
+  for (int n = 0; n < roster_->nodes(); ++n) {
+    const int now_holder = roster_->HolderOf(n);
+    const int was = before[static_cast<size_t>(n)];
+    if (now_holder == was) continue;
+    std::string why;
+    for (const Retirement& r : roster_->retirements())
+      if (r.node == n) why = r.reason;
+    out += "aml-shim: NODE_RANK " + std::to_string(n) + " moves to " +
+           ShimName(now_holder, HostOf(now_holder)) + " (a spare)" +
+           (why.empty() ? "" : "; its last holder was retired: " + EscapeControl(why)) +
+           (n == 0 ? "; MASTER_ADDR moves with it" : "") + "\n";
+  }
+  return out;
+}
+
+}  // namespace aml

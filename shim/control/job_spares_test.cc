@@ -1,0 +1,254 @@
+// The job's state machine with --spares (job_spares.cc): rank 0's roster
+// over fake ports, frame by frame.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "shim/control/job_machine.h"
+
+namespace aml {
+namespace {
+
+struct Ports : JobPorts {
+  std::vector<Msg> up, down;
+  bool children_done = false;
+  void SendUp(const std::string& f) override { up.push_back(*Msg::Decode(f)); }
+  void SendDown(const std::string& f) override { down.push_back(*Msg::Decode(f)); }
+  double SubtreeOutput() const override { return 0; }
+  void ResetOutput(double) override {}
+  double HangSlackS() const override { return 1; }
+  bool ChildrenAllDone() const override { return children_done; }
+  bool ChildrenLinked() const override { return !children_done; }
+  bool Flushed() const override { return true; }
+  bool ParentClosed() const override { return false; }
+  double WallNow() const override { return wall; }
+  int FreePort() const override { return 4242; }
+  std::vector<int> Below(int shim) const override {
+    auto it = below.find(shim);
+    return it == below.end() ? std::vector<int>{} : it->second;
+  }
+  std::map<int, std::vector<int>> below;
+  double wall = 1000;
+  std::vector<std::string> Types(const std::vector<Msg>& v) const {
+    std::vector<std::string> out;
+    for (const Msg& m : v) out.push_back(m.type());
+    return out;
+  }
+};
+
+// 4 shims, the last a spare, 3 restarts.
+JobConfig Config(int rank, int size = 4, int spares = 1) {
+  JobConfig c;
+  c.rank = rank;
+  c.size = size;
+  c.node = rank;
+  c.host = "h" + std::to_string(rank);
+  c.ranks = {rank};
+  c.world_ranks = size - spares;
+  c.grace_s = 2;
+  c.max_restarts = 3;
+  c.spares = spares;
+  return c;
+}
+
+void FromChild(JobMachine* m, const Msg& msg, double now) {
+  m->OnFromChild(msg.Encode(), *Msg::Decode(msg.Encode()), now);
+}
+void FromParent(JobMachine* m, const Msg& msg, double now) {
+  m->OnFromParent(msg.Encode(), *Msg::Decode(msg.Encode()), now);
+}
+
+Msg FailFrom(int shim, double wall, int code = 7) {
+  Msg m("fail");
+  m.SetNumber("time", wall).Set("rank", shim).Set("node", shim).Set("code", code);
+  m.Set("shim", shim).Set("host", "h" + std::to_string(shim));
+  m.Set("status", "exited with status " + std::to_string(code));
+  m.Set("summary", "remote summary\n").Set("json", "{}");
+  return m;
+}
+
+Msg Ended(int shim) {
+  Msg m("ended");
+  m.Set("shim", shim).SetNumber("out", 0);
+  return m;
+}
+
+// Rank 0's round after a failure: its own ranks and every shim in `shims` ended.
+void EndRound(JobMachine* m, const std::vector<int>& shims, double now) {
+  m->OnChildrenDone({0, 0}, now);
+  for (int s : shims) FromChild(m, Ended(s), now);
+}
+
+TEST(JobSpares, ASpareWaitsAndLeavesOnlyWhenTheJobEndedWell) {
+  Ports ports;
+  JobMachine spare(Config(3), &ports);
+  EXPECT_EQ(spare.node(), -1);
+  spare.Start(0);
+  spare.OnChildrenDone({0, 0}, 0.1);  // no ranks
+  ports.children_done = true;
+  spare.OnTimer(10);
+  EXPECT_TRUE(ports.up.empty());  // neither "well" nor "done"
+  EXPECT_FALSE(spare.MayExit(10));
+  FromParent(&spare, Msg("finish"), 11);
+  ASSERT_EQ(ports.Types(ports.up), (std::vector<std::string>{"done"}));
+  EXPECT_EQ(spare.state(), JobState::kDone);
+}
+
+TEST(JobSpares, AHolderSaysWellAndStaysUntilFinish) {
+  Ports ports;
+  ports.children_done = true;
+  JobMachine m(Config(2), &ports);
+  m.Start(0);
+  m.OnChildrenDone({0, 0}, 5);
+  ASSERT_EQ(ports.Types(ports.up), (std::vector<std::string>{"well"}));
+  EXPECT_EQ(ports.up[0].Int("shim"), 2);
+  EXPECT_FALSE(m.MayExit(20));
+  FromParent(&m, Msg("finish"), 21);
+  EXPECT_EQ(ports.up.back().type(), "done");
+}
+
+TEST(JobSpares, RankZeroFinishesWhenEveryNodeRankEndedWell) {
+  Ports ports;
+  JobMachine m(Config(0), &ports);
+  m.Start(0);
+  m.OnChildrenDone({0, 0}, 5);
+  Msg well("well");
+  FromChild(&m, well.Set("shim", 1), 5);
+  EXPECT_TRUE(ports.down.empty());
+  FromChild(&m, Msg("well").Set("shim", 3), 5);  // a spare's word does not count
+  EXPECT_TRUE(ports.down.empty());
+  FromChild(&m, Msg("well").Set("shim", 2), 5.1);
+  ASSERT_EQ(ports.Types(ports.down), (std::vector<std::string>{"finish"}));
+  EXPECT_FALSE(m.MayExit(5.2));  // the others still say done
+  ports.children_done = true;
+  EXPECT_TRUE(m.MayExit(5.3));
+}
+
+TEST(JobSpares, ALostNodeIsRetiredAndTheSpareTakesItsNodeRank) {
+  Ports ports;
+  JobMachine m(Config(0), &ports);
+  m.NoteHost(3, "h3", "10.0.0.3");
+  m.Start(0);
+  m.OnShimLost(1, "the control plane lost rank 1's shim on h1 (closed)", 10);
+  EXPECT_EQ(m.state(), JobState::kDeciding);
+  EXPECT_EQ(ports.down.back().type(), "halt");
+  m.OnTimer(10 + kFailWindowS);
+  EXPECT_EQ(m.state(), JobState::kEnding);
+  EndRound(&m, {2, 3}, 11);  // shim 1 is gone: not waited for
+  EXPECT_EQ(m.state(), JobState::kRunning) << JobStateName(m.state());
+  const Msg& restart = ports.down.back();
+  ASSERT_EQ(restart.type(), "restart");
+  EXPECT_EQ(restart.Str("nodes"), "0,3,2");
+  EXPECT_EQ(restart.Str("maddr"), "");  // NODE_RANK 0 stays with rank 0
+  EXPECT_NE(restart.Str("line").find("NODE_RANK 1 moves to rank 3's shim on h3 (a spare)"),
+            std::string::npos)
+      << restart.Str("line");
+  ASSERT_EQ(m.roster()->retirements().size(), 1u);
+  EXPECT_EQ(m.roster()->retirements()[0].node, 1);
+}
+
+TEST(JobSpares, TheSpareTakesItsPlaceInTheRestartOrder) {
+  Ports ports;
+  JobMachine spare(Config(3), &ports);
+  spare.Start(0);
+  Msg restart("restart");
+  restart.Set("n", 1).Set("port", 5000).Set("line", "x\n").Set("nodes", "0,3,2");
+  restart.Set("maddr", "");
+  FromParent(&spare, restart, 12);
+  EXPECT_EQ(spare.node(), 1);
+  std::optional<LinkOrder> o;
+  while ((o = spare.TakeOrder()) && o->kind != LinkOrder::Kind::kRestart) {
+  }
+  ASSERT_TRUE(o);
+  EXPECT_TRUE(o->roster);
+  EXPECT_EQ(o->node_rank, 1);
+  // And a holder retired to standby.
+  Ports p1;
+  JobMachine retired(Config(1), &p1);
+  retired.Start(0);
+  FromParent(&retired, restart, 12);
+  EXPECT_EQ(retired.node(), -1);
+}
+
+TEST(JobSpares, ANodeThatFailsFirstTwiceInARowIsRetired) {
+  Ports ports;
+  JobMachine m(Config(0), &ports);
+  m.NoteHost(2, "h2");
+  m.NoteHost(3, "h3", "10.0.0.3");
+  m.Start(0);
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    const double t = attempt * 100;
+    FromChild(&m, FailFrom(2, 1000 + t), t);
+    m.OnTimer(t + kFailWindowS);
+    ASSERT_EQ(m.state(), JobState::kEnding);
+    EndRound(&m, {1, 2, 3}, t + 1);
+    ASSERT_EQ(m.state(), JobState::kRunning);
+    EXPECT_EQ(ports.down.back().Str("nodes"), attempt == 1 ? "0,1,2" : "0,1,3");
+  }
+  ASSERT_EQ(m.roster()->retirements().size(), 1u);
+  EXPECT_EQ(m.roster()->retirements()[0].reason,
+            "its ranks failed first in 2 attempts in a row (1 to 2; last: rank 2 exited with "
+            "status 7)");
+}
+
+TEST(JobSpares, FailuresOnSeveralNodesAtOnceOrOfTheCommandRetireNothing) {
+  Ports ports;
+  JobMachine m(Config(0), &ports);
+  m.Start(0);
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    const double t = attempt * 100;
+    FromChild(&m, FailFrom(2, 1000 + t, attempt == 3 ? 127 : 7), t);
+    if (attempt != 3) FromChild(&m, FailFrom(1, 1000 + t + 0.01), t);  // same window
+    m.OnTimer(t + kFailWindowS);
+    if (attempt == 3) break;
+    EndRound(&m, {1, 2, 3}, t + 1);
+  }
+  EXPECT_TRUE(m.roster()->retirements().empty());
+  EXPECT_EQ(m.state(), JobState::kStopped);  // 127 is never restarted
+}
+
+TEST(JobSpares, NoSpareLeftEndsTheJobWithTheRetiredNodes) {
+  Ports ports;
+  JobMachine m(Config(0), &ports);
+  m.NoteHost(1, "h1");
+  m.NoteHost(2, "h2");
+  m.Start(0);
+  m.OnShimLost(1, "the control plane lost rank 1's shim on h1 (closed)", 10);
+  m.OnShimLost(2, "the control plane lost rank 2's shim on h2 (closed)", 10.01);
+  EXPECT_EQ(m.state(), JobState::kStopped);
+  EXPECT_EQ(ports.down.back().Int("code"), 125);
+  std::optional<LinkOrder> o, last;
+  while ((o = m.TakeOrder())) last = o;
+  ASSERT_TRUE(last);
+  EXPECT_EQ(last->exit_code, 125);
+  EXPECT_NE(last->message.find("no spare left"), std::string::npos) << last->message;
+  EXPECT_NE(last->retired_json.find("\"node\":1"), std::string::npos) << last->retired_json;
+  EXPECT_NE(last->retired_json.find("\"node\":2"), std::string::npos) << last->retired_json;
+  EXPECT_NE(last->trailer.find("NODE_RANK 2, rank 2's shim on h2, retired in attempt 1"),
+            std::string::npos)
+      << last->trailer;
+}
+
+TEST(JobSpares, ALostShimTakesItsSubtreeWithIt) {
+  Ports ports;
+  ports.below[1] = {3};  // the spare hangs under shim 1
+  JobMachine m(Config(0), &ports);
+  m.Start(0);
+  m.OnShimLost(1, "the control plane lost rank 1's shim (silent for 5.0 s)", 10);
+  // Both are retired: NODE_RANK 1 has no spare left.
+  EXPECT_EQ(m.state(), JobState::kStopped);
+  EXPECT_EQ(m.roster()->retirements().size(), 2u);
+}
+
+TEST(JobSpares, ALostSpareIsOnlyNoted) {
+  Ports ports;
+  JobMachine m(Config(0), &ports);
+  m.Start(0);
+  m.OnShimLost(3, "the control plane lost rank 3's shim (closed)", 10);
+  EXPECT_EQ(m.state(), JobState::kRunning);
+  EXPECT_TRUE(ports.down.empty());
+  EXPECT_TRUE(m.roster()->Spares().empty());
+}
+
+}  // namespace
+}  // namespace aml

@@ -1,0 +1,90 @@
+#include "shim/control/roster.h"
+
+#include <gtest/gtest.h>
+
+namespace aml {
+namespace {
+
+TEST(Roster, TheLastShimsAreSpares) {
+  Roster r(5, 2);
+  EXPECT_EQ(r.nodes(), 3);
+  EXPECT_EQ(r.Holders(), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(r.Spares(), (std::vector<int>{3, 4}));
+  EXPECT_EQ(r.NodeOf(2), 2);
+  EXPECT_EQ(r.NodeOf(3), -1);
+  EXPECT_EQ(r.Encode(), "0,1,2");
+}
+
+TEST(Roster, ARetiredHolderIsReplacedByTheFirstSpareAndEveryOtherKeepsItsNode) {
+  Roster r(5, 2);
+  EXPECT_TRUE(r.Retire(1, "n1", "lost: silent", 1));
+  EXPECT_EQ(r.Vacant(), 1);
+  EXPECT_EQ(r.NodeOf(1), -1);
+  ASSERT_TRUE(r.Fill());
+  EXPECT_EQ(r.Encode(), "0,3,2");
+  EXPECT_EQ(r.NodeOf(3), 1);
+  EXPECT_EQ(r.Spares(), (std::vector<int>{4}));
+  // Once only.
+  EXPECT_FALSE(r.Retire(1, "n1", "again", 2));
+  EXPECT_EQ(r.retirements().size(), 1u);
+  EXPECT_EQ(r.retirements()[0].node, 1);
+}
+
+TEST(Roster, ARetiredSpareLeavesTheNodesAlone) {
+  Roster r(4, 1);
+  EXPECT_FALSE(r.Retire(3, "n3", "lost", 1));
+  EXPECT_EQ(r.Vacant(), 0);
+  EXPECT_TRUE(r.Spares().empty());
+  EXPECT_EQ(r.retirements()[0].node, -1);
+}
+
+TEST(Roster, TooFewSparesLeaveTheRosterUnchanged) {
+  Roster r(4, 1);
+  r.Retire(0, "n0", "a", 1);
+  r.Retire(2, "n2", "b", 1);
+  EXPECT_FALSE(r.Fill());
+  EXPECT_EQ(r.Encode(), "-1,1,-1");
+  EXPECT_EQ(r.Spares(), (std::vector<int>{3}));
+}
+
+TEST(Roster, NodeZeroMovesToASpare) {
+  Roster r(3, 1);
+  r.Retire(0, "n0", "failed first twice", 2);
+  ASSERT_TRUE(r.Fill());
+  EXPECT_EQ(r.HolderOf(0), 2);
+  EXPECT_EQ(Roster::NodeIn(r.Encode(), 2), 0);
+  EXPECT_EQ(Roster::NodeIn(r.Encode(), 0), -1);
+}
+
+TEST(Roster, StreaksCountAttemptsInARowOnOneShim) {
+  Roster r(4, 1);
+  EXPECT_EQ(r.NoteFirstFailure(2), 1);
+  EXPECT_EQ(r.NoteFirstFailure(2), 2);
+  EXPECT_EQ(r.NoteFirstFailure(1), 1);  // another node: the streak starts again
+  EXPECT_EQ(r.Streak(2), 0);
+  EXPECT_EQ(r.NoteFirstFailure(1), 2);
+  EXPECT_EQ(r.NoteFirstFailure(-1), 0);  // a hang, a loss, the script's own
+  EXPECT_EQ(r.NoteFirstFailure(1), 1);
+}
+
+TEST(Roster, NodeInReadsTheOrdersList) {
+  EXPECT_EQ(Roster::NodeIn("0,3,2", 3), 1);
+  EXPECT_EQ(Roster::NodeIn("0,3,2", 1), -1);
+  EXPECT_EQ(Roster::NodeIn("", 0), -2);
+  EXPECT_EQ(Roster::NodeIn("0,x", 0), -2);
+  EXPECT_EQ(Roster::NodeIn("0,,1", 1), -2);
+}
+
+TEST(Roster, TheRecordNamesEachRetiredNode) {
+  Roster r(4, 1);
+  r.Retire(1, "gpu\"7", "lost: silent for 5.0 s", 2);
+  EXPECT_EQ(r.RetiredJson(),
+            "[{\"shim\":1,\"node\":1,\"host\":\"gpu\\\"7\",\"reason\":\"lost: silent for 5.0 s\","
+            "\"attempt\":2}]");
+  EXPECT_EQ(r.RetiredText(),
+            "aml-shim:   NODE_RANK 1, rank 1's shim on gpu\"7, retired in attempt 2: lost: "
+            "silent for 5.0 s\n");
+}
+
+}  // namespace
+}  // namespace aml
