@@ -107,4 +107,26 @@ std::string FailureJsonPrefix(const std::string& run_id) {
   return j.str();
 }
 
+std::string StopJson(const std::string& run_id, int exit_code, const std::string& message) {
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("run").String(run_id);
+  j.Key("exit_code").Int(exit_code);
+  std::string line = message;
+  while (!line.empty() && line.back() == '\n') line.pop_back();
+  j.Key("error").String(line);
+  j.EndObject();
+  return j.str();
+}
+
+std::string WithRetired(const std::string& object, const std::string& retired_json) {
+  const size_t close = object.rfind('}');
+  if (close == std::string::npos || retired_json.empty()) return object;
+  size_t k = close;
+  while (k > 0 && (object[k - 1] == ' ' || object[k - 1] == '\n')) --k;
+  const bool empty = k > 0 && object[k - 1] == '{';
+  return object.substr(0, k) + (empty ? "" : ",") + "\"retired\":" + retired_json +
+         object.substr(k);
+}
+
 }  // namespace aml

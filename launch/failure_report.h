@@ -31,5 +31,11 @@ std::string FormatFailureSummary(const ChildOutcome& o, size_t tail_lines = 20);
 std::string FailureJson(const ChildOutcome& o, size_t tail_lines = 20);
 // How every FailureJson of run `run_id` begins.
 std::string FailureJsonPrefix(const std::string& run_id);
+// A job ended by aml-shim itself (a lost shim, no spare left): the run, the
+// exit code and the one line it printed, for failure.json.
+std::string StopJson(const std::string& run_id, int exit_code, const std::string& message);
+// Adds `"retired": <array>` (--spares: each retired node) to a JSON object's
+// text; unchanged when `retired_json` is empty.
+std::string WithRetired(const std::string& object, const std::string& retired_json);
 
 }  // namespace aml

@@ -36,6 +36,28 @@ bool WriteWhole(int fd, std::string_view data, int* err) {
 
 }  // namespace
 
+void LogDir::CloseRankFiles() {
+  for (Files& f : files_)
+    for (int fd : f.fd)
+      if (fd >= 0) close(fd);
+  files_.clear();
+}
+
+Status LogDir::Reassign(const std::vector<int>& ranks) {
+  CloseRankFiles();
+  for (int rank : ranks) {
+    Files f;
+    f.name[0] = "rank-" + std::to_string(rank) + ".stdout";
+    f.name[1] = "rank-" + std::to_string(rank) + ".stderr";
+    files_.push_back(f);
+    for (int i = 0; i < 2; ++i) {
+      Status st = OpenRankFile(files_.back().name[i], &files_.back().fd[i], false);
+      if (!st.ok()) return Error{"--log-dir " + path_ + ": " + st.error().message};
+    }
+  }
+  return Ok();
+}
+
 LogDir::~LogDir() {
   for (Files& f : files_)
     for (int fd : f.fd)
@@ -107,7 +129,7 @@ Result<std::unique_ptr<LogDir>> LogDir::Open(const std::string& given, const std
   return d;
 }
 
-Status LogDir::OpenRankFile(const std::string& name, int* out) {
+Status LogDir::OpenRankFile(const std::string& name, int* out, bool fresh) {
   const char* n = name.c_str();
   int fd = openat(dir_fd_, n, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0 && errno == ELOOP)
@@ -129,6 +151,12 @@ Status LogDir::OpenRankFile(const std::string& name, int* out) {
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   }
+  // Taking over another node's ranks: that node lets go of their files as
+  // it takes the same restart order.
+  for (int tries = 0; !fresh && tries < 200 && flock(fd, LOCK_EX | LOCK_NB) != 0 &&
+                      errno == EWOULDBLOCK;
+       ++tries)
+    usleep(10000);
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     int e = errno;
     close(fd);
@@ -136,6 +164,11 @@ Status LogDir::OpenRankFile(const std::string& name, int* out) {
       return Error{name + " is being written by another running aml-shim job; give each job "
                    "its own --log-dir"};
     return Error{"cannot lock " + name + ": " + Why(e)};
+  }
+  if (!fresh) {
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_APPEND);
+    *out = fd;
+    return Ok();
   }
   if (ftruncate(fd, 0) != 0) {
     int e = errno;
@@ -161,6 +194,7 @@ void LogDir::RemoveStaleFailure(timespec shim_started) {
 }
 
 void LogDir::Append(size_t index, bool is_stderr, std::string_view data) {
+  if (index >= files_.size()) return;  // a rank whose file could not be taken over
   int& fd = files_[index].fd[is_stderr ? 1 : 0];
   if (fd < 0) return;
   int err = 0;

@@ -41,7 +41,14 @@ class LogDir {
   LogDir(const LogDir&) = delete;
   LogDir& operator=(const LogDir&) = delete;
 
-  // Appends to the log of the `index`-th rank given to Open.
+  // This node's ranks changed (--spares: a spare took a retired node's
+  // NODE_RANK, or this node was retired and has none): the old ranks' files
+  // are closed and the new ones opened to append, so that what an earlier
+  // holder wrote there stays. A file still locked by the node that held it
+  // (it lets go as it takes the same restart order) is waited for, 2 s at
+  // most. The error names the file.
+  Status Reassign(const std::vector<int>& ranks);
+  // Appends to the log of the `index`-th rank given to Open (or Reassign).
   void Append(size_t index, bool is_stderr, std::string_view data);
   // "rank-0.stdout (No space left on device)" for each log that lost bytes.
   const std::vector<std::string>& losses() const { return losses_; }
@@ -59,7 +66,9 @@ class LogDir {
 
  private:
   LogDir() = default;
-  Status OpenRankFile(const std::string& name, int* fd);
+  // `fresh`: truncate it (a new run); else append, waiting for its lock.
+  Status OpenRankFile(const std::string& name, int* fd, bool fresh = true);
+  void CloseRankFiles();
   Result<std::string> WriteTemp(const std::string& name, std::string_view data, bool sync);
   // `text` as `name`, whole: a temporary file renamed over it (a planted link
   // is replaced, never followed).

@@ -35,7 +35,7 @@ const char* NodeStateName(NodeState s) {
 }
 
 NodeMachine::NodeMachine(const NodeConfig& c, NodeProcs* procs, JobChannel* job)
-    : c_(c), procs_(procs), job_(job), ranks_(c.children) {}
+    : c_(c), procs_(procs), job_(job), ranks_(c.children), standby_(c.standby) {}
 
 bool NodeMachine::AnyRunning() const {
   for (const Rank& r : ranks_)
@@ -55,7 +55,7 @@ void NodeMachine::Start(double now) {
 
 bool NodeMachine::StartAll(const LinkOrder* restart, double now) {
   Enter(NodeState::kStarting);
-  for (size_t i = 0; i < ranks_.size(); ++i) {
+  for (size_t i = 0; i < ranks_.size() && !standby_; ++i) {
     int code = 0;
     if (!procs_->Start(i, restart, &code)) {
       spawn_failure_code_ = code;
@@ -348,6 +348,7 @@ bool NodeMachine::Restart(double now) {
   restart_.reset();
   procs_->BeginRestart(order, order.print_own_failure && first_failure_.has_value());
   restarts_ = order.restart;
+  if (order.roster) standby_ = order.node_rank < 0;
   // The attempt's state, afresh.
   for (Rank& r : ranks_) r = Rank{};
   first_failure_.reset();
@@ -380,6 +381,7 @@ int NodeMachine::ExitCode() const {
   // none ran then (between two attempts: the job was stopped, not done).
   if (shim_signal_) {
     if (first_stopped_) return ExitCodeFor(ranks_[*first_stopped_].status);
+    if (standby_) return 128 + shim_signal_;  // no ranks ran here: stopped, not done
     for (const Rank& r : ranks_)
       if (!(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0)) return 128 + shim_signal_;
     return 0;

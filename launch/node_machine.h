@@ -84,6 +84,9 @@ class NodeProcs {
 struct NodeConfig {
   size_t children = 0;
   double grace_s = 30;  // --grace
+  // --spares: this node starts no ranks in the first attempt (a spare); a
+  // restart order with a roster says whether it does in the next.
+  bool standby = false;
 };
 
 class NodeMachine {
@@ -119,6 +122,7 @@ class NodeMachine {
   NodeState state() const { return state_; }
   StackPhase stacks() const { return stacks_; }
   int restarts() const { return restarts_; }
+  bool standby() const { return standby_; }
   bool hurry() const { return hurry_; }
   // The end: aml-shim's exit code, and the facts its report prints.
   int ExitCode() const;
@@ -184,6 +188,7 @@ class NodeMachine {
   std::optional<LinkOrder> restart_;  // ordered, once the groups are empty
   double restart_wait_until_ = 0;
   int restarts_ = 0;
+  bool standby_ = false;     // this attempt starts no ranks here (--spares)
 };
 
 }  // namespace aml

@@ -84,7 +84,7 @@ struct Stream {
 // A child's process and output; its life (running, status, times) is the
 // machine's (node_machine.h).
 struct Child {
-  const ChildLaunch* launch = nullptr;  // config_.children's
+  const ChildLaunch* launch = nullptr;  // launches_'s
   pid_t pid = -1;
   Stream out, err;
   std::string err_tail;
@@ -101,7 +101,9 @@ class Supervisor : private NodeProcs {
       : config_(c),
         out_sink_(STDOUT_FILENO, kQueueCap),
         err_sink_(STDERR_FILENO, kQueueCap),
-        machine_(NodeConfig{c.children.size(), c.grace_s}, this, c.link) {}
+        launches_(c.children),
+        node_rank_(c.standby ? -1 : c.node_rank),
+        machine_(NodeConfig{c.children.size(), c.grace_s, c.standby}, this, c.link) {}
   int Run();
 
  private:
@@ -167,6 +169,10 @@ class Supervisor : private NodeProcs {
   bool output_seen_ = false;      // a child wrote in this poll round
   double first_output_wall_ = 0;  // this attempt's first output (CLOCK_REALTIME)
   StackProbe probe_;              // the readers from outside, before SIGABRT
+  // What each child of this node runs, and the node's NODE_RANK (-1: none
+  // in this attempt): both change when a spare takes a retired node's place.
+  std::vector<ChildLaunch> launches_;
+  int node_rank_ = 0;
   NodeMachine machine_;           // what is done when (node_machine.h)
 };
 
@@ -194,7 +200,9 @@ int Supervisor::Prepare() {
   if (getpid() != 1) prctl(PR_SET_CHILD_SUBREAPER, 1);
   if (config_.log_dir) {
     std::vector<int> ranks;
-    for (const ChildLaunch& c : config_.children) ranks.push_back(c.rank);
+    // A spare writes no rank's log until it takes a node's place.
+    if (!config_.standby)
+      for (const ChildLaunch& c : launches_) ranks.push_back(c.rank);
     auto logs = LogDir::Open(*config_.log_dir, ranks, FailureJsonPrefix(config_.run_id),
                              config_.shim_started);
     if (!logs.ok()) {
@@ -211,14 +219,14 @@ int Supervisor::Prepare() {
     // The keeper's grace is --grace, at most kKeeperGraceS: the job has
     // already ended for the launcher that killed the shim.
     Status keeper =
-        keeper_.Start(config_.children.size(), std::min(config_.grace_s, kKeeperGraceS), error_dir);
+        keeper_.Start(launches_.size(), std::min(config_.grace_s, kKeeperGraceS), error_dir);
     if (!keeper.ok()) {
       LogError(keeper.error().message);
       return kExitShimFailure;
     }
   }
   if (MakeErrorDir(error_dir)) error_dir_ = error_dir;
-  children_.resize(config_.children.size());
+  children_.resize(launches_.size());
   return 0;
 }
 
@@ -232,9 +240,16 @@ void Supervisor::WatchStarted() {
 bool Supervisor::Start(size_t i, const LinkOrder* restart, int* code) {
   Child& c = children_[i];
   c = Child{};
-  c.launch = &config_.children[i];
+  if (i >= launches_.size()) {  // a spare's new NODE_RANK could not be planned (said)
+    *code = kExitShimFailure;
+    return false;
+  }
+  c.launch = &launches_[i];
   EnvSets sets = c.launch->env_sets;
   const bool node = c.launch->node_launcher;
+  // NODE_RANK 0 moved to another node (--spares): the store is there.
+  if (restart && restart->roster && !restart->master_addr.empty())
+    sets.emplace_back("MASTER_ADDR", restart->master_addr);
   if (restart) {
     // The new attempt's store port: the old one may still be held.
     sets.emplace_back("MASTER_PORT", std::to_string(restart->master_port));
@@ -507,18 +522,30 @@ void Supervisor::BeginRestart(const LinkOrder& order, bool print_own_failure) {
   if (print_own_failure)
     err_sink_.Write(FormatFailureSummary(Outcome(*machine_.first_failure())));
   err_sink_.Write(order.message + order.line);
-  for (size_t i = 0; i < children_.size(); ++i) {
+  for (size_t i = 0; i < children_.size() && node_rank_ >= 0; ++i) {
     if (logs_) {
       // Each log keeps every attempt, the next after this line.
       logs_->Append(i, false, "\n" + order.line);
       logs_->Append(i, true, "\n" + order.line);
     }
     // A stale error file would be read as the next attempt's.
-    const int rank = children_[i].launch->rank;
+    const int rank = launches_[i].rank;
     if (!error_dir_.empty()) unlink(ErrorFilePath(error_dir_, rank).c_str());
     if (logs_) CopyErrorFile(rank);
   }
   first_output_wall_ = 0;
+  if (!order.roster || order.node_rank == node_rank_) return;
+  // --spares: this node takes a retired node's NODE_RANK (its ranks' RANK
+  // block), or it was retired and runs none.
+  node_rank_ = order.node_rank;
+  if (node_rank_ >= 0 && config_.replan) launches_ = config_.replan(node_rank_);
+  if (logs_) {
+    std::vector<int> ranks;
+    if (node_rank_ >= 0)
+      for (const ChildLaunch& c : launches_) ranks.push_back(c.rank);
+    Status st = logs_->Reassign(ranks);
+    if (!st.ok()) LogWarning(st.error().message + "; this node's ranks are not logged");
+  }
 }
 
 // ---- Output
@@ -733,7 +760,7 @@ ChildOutcome Supervisor::Outcome(size_t i) const {
   o.run_id = config_.run_id;
   o.rank = c.launch->rank;
   o.local_rank = c.launch->local_rank;
-  o.node_rank = config_.node_rank;
+  o.node_rank = node_rank_;
   o.host = config_.host;
   o.argv = c.launch->argv;
   o.wait_status = machine_.status(i);
@@ -765,7 +792,10 @@ void Supervisor::Report() {
     if (json.empty() && own) json = FailureJson(*own);
     if (stop) {
       err_sink_.Write(stop->trailer);
+      if (json.empty() && (!stop->attempts_json.empty() || !stop->retired_json.empty()))
+        json = StopJson(config_.run_id, stop->exit_code, stop->message);
       json = WithAttempts(json, stop->attempts_json, stop->why_not);
+      json = WithRetired(json, stop->retired_json);
     }
     if (logs_ && !json.empty()) {
       Status st = logs_->WriteFailure(json, !link_ || link_->WritesJobRecord());

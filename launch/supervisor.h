@@ -12,6 +12,7 @@
 
 #include <time.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,6 +50,12 @@ struct SupervisorConfig {
   double grace_s = 30;
   int node_rank = 0;
   std::string host;
+  // --spares: this node starts no ranks in the first attempt (a spare:
+  // `children` are placeholders of its count), and the children of the
+  // NODE_RANK a restart order gives it (docs/control-plane.md, "Spares and
+  // retirement").
+  bool standby = false;
+  std::function<std::vector<ChildLaunch>(int node_rank)> replan;
   // Give the terminal to the child's process group (single child, PID 1, a
   // tty on stdin), as tini does, so it can read the terminal and get ^C.
   bool foreground_tty = false;

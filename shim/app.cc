@@ -3,6 +3,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <functional>
 #include <iostream>
 #include <memory>
 
@@ -36,6 +37,7 @@
 #include "shim/world/master.h"
 #include "shim/world/resolve.h"
 #include "shim/world/sources.h"
+#include "shim/world/spare_world.h"
 
 namespace aml {
 namespace {
@@ -204,11 +206,14 @@ void WarnTfPortsInUse(const std::vector<ChildPlan>& children,
 }
 
 // `peers`: each shim's address and ports from the MPI rendezvous (--tf-config).
+// `report`: say what the socket interface and the fabric are (once per
+// node; not again when a spare's ranks are planned anew).
 Result<Planned> Plan(const Invocation& inv, const Resolved& r, const World& world,
-                     const std::vector<PeerInfo>& peers, const EnvSnapshot& env) {
+                     const std::vector<PeerInfo>& peers, const EnvSnapshot& env,
+                     bool report = true) {
   const Options& o = inv.options;
   const bool running = inv.subcommand == Subcommand::kRun;
-  const bool node_reporter = running && world.local_rank.value == 0;
+  const bool node_reporter = report && running && world.local_rank.value == 0;
   Planned p;
   const NcclConf nccl_conf = ReadNcclConf(env, kNcclConfPath);
   auto socket_vars = SocketVars(world, env, nccl_conf, node_reporter);
@@ -368,6 +373,14 @@ Result<std::unique_ptr<ControlPlane>> JoinControlPlane(const Options& o, const W
   c.host = host;
   for (const ChildPlan& child : p.children) c.ranks.push_back(child.rank);
   c.world_ranks = p.children[0].world_size;
+  if (o.spares > 0) {
+    // p is the plan of the NODE_RANK this shim holds (a spare's: none yet).
+    c.spares = o.spares;
+    c.retire_after = o.retire_after;
+    c.ranks_per_node = static_cast<int>(p.children.size());
+    c.node = IsSpare(world, o.spares) ? -1 : world.rank.value;
+    if (c.node < 0) c.ranks.clear();
+  }
   c.master_addr = world.master_addr.value;
   c.master_port = world.master_port.value;
   c.hang_timeout_s = o.hang_timeout_s;
@@ -390,8 +403,30 @@ Result<std::unique_ptr<ControlPlane>> JoinControlPlane(const Options& o, const W
   return plane;
 }
 
+// Each child's launch from its plan.
+std::vector<ChildLaunch> Launches(const Options& o, const Planned& p, const EnvSnapshot& env) {
+  std::vector<ChildLaunch> out;
+  for (const ChildPlan& plan : p.children) {
+    ChildLaunch launch;
+    launch.argv = plan.argv;
+    launch.base_env = &env;
+    launch.env_sets = ContractSets(plan.vars);
+    launch.rank = plan.rank;
+    launch.local_rank = plan.local_rank;
+    launch.cpus = plan.cpus;
+    launch.node_launcher = o.node_launcher;
+    out.push_back(std::move(launch));
+  }
+  return out;
+}
+
+// --spares: the plan of the shim that holds NODE_RANK `node`.
+using NodePlanner = std::function<Result<Planned>(int node)>;
+
+// `p`: with --spares, the plan of the NODE_RANK this shim holds (a spare's,
+// placeholders of the same count); `plan_node` plans another.
 int Run(const Options& o, const World& world, const Planned& p, const EnvSnapshot& env,
-        const std::string& host, const Membership& member) {
+        const std::string& host, const Membership& member, const NodePlanner& plan_node) {
   LogVerbose("rank " + std::to_string(world.rank.value) + " of " +
              std::to_string(world.size.value) + " (" + LauncherName(world.source) +
              "), master " + world.master_addr.value + ":" +
@@ -419,16 +454,21 @@ int Run(const Options& o, const World& world, const Planned& p, const EnvSnapsho
     config.node_rank = world.node_rank.value;
     config.host = host;
     config.foreground_tty = p.pid1 && p.children.size() == 1 && !p.pipe_output;
-    for (const ChildPlan& plan : p.children) {
-      ChildLaunch launch;
-      launch.argv = plan.argv;
-      launch.base_env = &env;
-      launch.env_sets = ContractSets(plan.vars);
-      launch.rank = plan.rank;
-      launch.local_rank = plan.local_rank;
-      launch.cpus = plan.cpus;
-      launch.node_launcher = o.node_launcher;
-      config.children.push_back(std::move(launch));
+    config.children = Launches(o, p, env);
+    if (o.spares > 0) {
+      config.node_rank = world.rank.value;
+      config.standby = IsSpare(world, o.spares);
+      if (config.standby)
+        LogInfo("spare (--spares " + std::to_string(o.spares) + "): " + host +
+                " starts no ranks until a retired node's NODE_RANK is given to it");
+      config.replan = [&o, &env, &plan_node](int node) {
+        auto planned = plan_node(node);
+        if (!planned.ok()) {
+          LogError("NODE_RANK " + std::to_string(node) + ": " + planned.error().message);
+          return std::vector<ChildLaunch>();
+        }
+        return Launches(o, *planned, env);
+      };
     }
     return Supervise(config);
   }
@@ -493,8 +533,37 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
     for (const auto& w : world->warnings) LogWarning(w);
   auto planned = Plan(*inv, *resolved, *world, peers, env);
   if (!planned.ok()) return Fail(planned.error());
+  // --spares: the preflight checks every node, spares too (`planned`, the
+  // launcher's world); the ranks run in the world of the NODE_RANKs
+  // (docs/control-plane.md, "Spares and retirement").
+  if (Status st = CheckSpares(*world, o.spares); !st.ok()) return Fail(st.error());
+  const NodePlanner plan_node = [&](int node) {
+    return Plan(*inv, *resolved, HolderWorld(*world, o.spares, node), peers, env, false);
+  };
+  Result<Planned> ranks_plan = Error{""};
+  if (o.spares > 0) {
+    const bool spare = IsSpare(*world, o.spares);
+    ranks_plan = plan_node(spare ? 0 : world->rank.value);
+    if (!ranks_plan.ok()) return Fail(ranks_plan.error());
+    world->notes.push_back(
+        "--spares " + std::to_string(o.spares) + ": of the launcher's " +
+        std::to_string(world->size.value) + " shims the first " +
+        std::to_string(world->size.value - o.spares) + " hold NODE_RANK 0-" +
+        std::to_string(world->size.value - o.spares - 1) + " and the last " +
+        std::to_string(o.spares) + " wait; " +
+        (spare ? "this shim (rank " + std::to_string(world->rank.value) +
+                     ") is a spare: it starts no ranks until it takes a retired node's "
+                     "NODE_RANK"
+               : "this shim holds NODE_RANK " + std::to_string(world->rank.value)));
+  } else {
+    ranks_plan = *planned;
+  }
   if (!running) {
-    std::cout << FormatEnv(*world, planned->children, o) << std::flush;
+    const bool spare = IsSpare(*world, o.spares);
+    const World shown =
+        o.spares > 0 && !spare ? HolderWorld(*world, o.spares, world->rank.value) : *world;
+    std::cout << FormatEnv(shown, spare ? std::vector<ChildPlan>{} : ranks_plan->children, o)
+              << std::flush;
     return 0;
   }
   // The proof of membership, once for the preflight and the control plane
@@ -506,7 +575,7 @@ int Main(const std::vector<std::string>& args, const EnvSnapshot& env) {
     member = std::move(*m);
   }
   if (int code = Check(o, *world, *planned, env, host, member); code != 0) return code;
-  return Run(o, *world, *planned, env, host, member);
+  return Run(o, *world, *ranks_plan, env, host, member, plan_node);
 }
 
 }  // namespace aml

@@ -36,8 +36,10 @@ std::string FormatJson(const World& world, const std::vector<ChildPlan>& plans) 
   j.Key("world_size").Int(world.size.value);
   j.Key("node_rank").Int(world.node_rank.value);
   j.Key("node_count").Int(world.node_count.value);
+  j.Key("spare").Bool(plans.empty());
   j.Key("env");
-  env_object(plans.front());
+  if (plans.empty()) j.BeginObject().EndObject();  // a spare (--spares): no ranks yet
+  else env_object(plans.front());
   j.Key("children").BeginArray();
   for (const ChildPlan& plan : plans) {
     j.BeginObject().Key("env");
@@ -86,6 +88,7 @@ std::string FormatEnv(const World& world, const std::vector<ChildPlan>& plans,
   if (options.json) return FormatJson(world, plans);
   if (options.explain) return FormatExplain(world, plans);
   std::string out;
+  if (plans.empty()) out += "# a spare (--spares): no ranks until it takes a retired node's NODE_RANK\n";
   for (size_t c = 0; c < plans.size(); ++c) {
     if (plans.size() > 1)
       out += "# child " + std::to_string(c) + " of " +

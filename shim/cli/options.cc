@@ -66,6 +66,14 @@ po::options_description Describe() {
      "them all again, at most N times (TORCHELASTIC_RESTART_COUNT counts "
      "them; a new MASTER_PORT each time); not for a failure at start of "
      "every rank, 125, 126 or 127 (default 0). Implies --fail-fast job")
+    ("spares", po::value<std::string>()->value_name("K"),
+     "keep the last K shims (one per node) as spares: they start no ranks, "
+     "and at a restart one takes the NODE_RANK of a node that was retired "
+     "(lost, or its ranks failed first in --retire-after attempts in a row); "
+     "WORLD_SIZE counts the other nodes. Needs --max-restarts")
+    ("retire-after", po::value<std::string>()->value_name("N"),
+     "with --spares: retire a node whose ranks were the job's first failure "
+     "in N attempts in a row (default 2)")
     ("ib", po::value<std::string>()->value_name("auto|require|off"),
      "fabric probe and NCCL/UCX env; require fails without an active "
      "InfiniBand/RoCE port (default auto)")
@@ -144,6 +152,7 @@ constexpr OptionRule kOptionRules[] = {
     {"no-tag-output", true, kRun},   {"grace", true, kRun},
     {"fail-fast", true, kRun},       {"hang-timeout", true, kRun},
     {"max-restarts", true, kRun | kEnv},
+    {"spares", true, kRun | kEnv},    {"retire-after", true, kRun | kEnv},
     {"ib", true, kRun | kEnv},       {"sysfs-root", true, kAll},
     {"proc-root", true, kRun | kEnv},
     {"preflight", true, kRun},       {"preflight-timeout", true, kRun},
@@ -326,6 +335,25 @@ Status Validate(const po::variables_map& vm, const Origins& origin,
                      origin.Name("fail-fast") + "=node asks to end one node only"};
       o.fail_fast_job = true;
     }
+  }
+  if (vm.count("spares")) {
+    auto k = ParseInt(origin.Name("spares"), str("spares"), 0, 100000);
+    if (!k.ok()) return k.error();
+    o.spares = static_cast<int>(*k);
+    if (o.spares > 0 && o.max_restarts <= 0)
+      return Error{origin.Name("spares") + "=" + std::to_string(o.spares) +
+                   " needs --max-restarts: a spare takes a retired node's place at a restart"};
+    if (o.spares > 0 && o.node_launcher)
+      return Error{"--node-launcher and " + origin.Name("spares") +
+                   " do not go together yet: a spare's NODE_RANK changes between attempts"};
+  }
+  if (vm.count("retire-after")) {
+    auto n = ParseInt(origin.Name("retire-after"), str("retire-after"), 1, 10000);
+    if (!n.ok()) return n.error();
+    o.retire_after = static_cast<int>(*n);
+    if (o.spares <= 0)
+      return Error{origin.Name("retire-after") + " retires nodes for spares to replace: give "
+                   "--spares K too"};
   }
   if (vm.count("ib")) {
     auto r = ParseEnum<IbMode>(origin.Name("ib"), str("ib"),

@@ -49,6 +49,12 @@ struct Options {
   std::optional<double> hang_timeout_s;
   // --max-restarts: job-wide restarts (implies fail_fast_job when > 0).
   int max_restarts = 0;
+  // --spares K: the last K shims (one per node) start no ranks and take the
+  // place of a node that is retired (docs/control-plane.md, "Spares and
+  // retirement"); --retire-after N: a node whose ranks fail first in N
+  // attempts in a row is retired.
+  int spares = 0;
+  int retire_after = 2;
   IbMode ib = IbMode::kAuto;
   std::string sysfs_root = "/sys";
   std::string proc_root = "/proc";

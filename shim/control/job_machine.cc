@@ -95,6 +95,10 @@ void JobMachine::OnChildFailed(const LocalFailure& f, double now) {
   // The summary travels whole but bounded (its stderr tail is 16 KiB at most).
   m.Set("summary", n.summary.substr(0, 64 << 10)).Set("json", n.json.substr(0, 64 << 10));
   ports_->SendUp(m.Encode());
+  own_failure_ = Msg("stop");
+  own_failure_->Set("kind", std::string("fail")).Set("code", n.code).Set("rank", n.rank);
+  own_failure_->Set("node", n.node).Set("host", n.host).Set("status", n.status);
+  own_failure_->Set("by", c_.host);
 }
 
 void JobMachine::OnStacks(const std::vector<RankStack>& stacks, double now) {
@@ -358,6 +362,15 @@ void JobMachine::OnTimer(double now) {
         break;
     }
   }
+  // A failing node that heard no verdict, no restart left: its failure is
+  // the job's end as far as the shims below it can know; they end their
+  // ranks before it leaves (aml-plane-sim, seed 12302: it left them running).
+  if (c_.rank != 0 && failed_at_ > 0 && !Over() && own_failure_ &&
+      restarts_ >= c_.max_restarts && now >= failed_at_ + kVerdictWaitS &&
+      ports_->ChildrenLinked()) {
+    ports_->SendDown(own_failure_->Encode());
+    Stop(LinkOrder::Stop(static_cast<int>(own_failure_->Int("code", 1)), "", ""), now);
+  }
   MaybeSendDone(now);
 }
 
@@ -500,6 +513,8 @@ void JobMachine::StopAsLost(const std::string& what, double now) {
     if (attempts_.empty() || attempts_.back().number != a.number) attempts_.push_back(a);
     RecordAttempts(&own, "not restarted: the control plane lost a shim (" + EscapeControl(what) +
                              ")");
+  } else {
+    RecordAttempts(&own, "");  // the retired nodes, with --spares
   }
   StopJob(Msg("stop").Set("kind", std::string("lost")).Set("code", 125).Set("what", what),
           std::move(own), now);
@@ -528,7 +543,9 @@ std::string JobMachine::StopLine(const Msg& m) const {
   if (kind == "fail") {
     const int rank = static_cast<int>(m.Int("rank"));
     const std::string status = EscapeControl(m.Str("status"));
-    if (std::find(c_.ranks.begin(), c_.ranks.end(), rank) != c_.ranks.end())
+    const bool mine = Spares() ? node_ >= 0 && rank / std::max(1, c_.ranks_per_node) == node_
+                               : std::find(c_.ranks.begin(), c_.ranks.end(), rank) != c_.ranks.end();
+    if (mine)
       return "aml-shim: rank " + std::to_string(rank) + " failed (" + status +
              "): the job's first failure; rank 0's shim (on " + by + ") printed its summary\n";
     return "aml-shim: stopped: rank " + std::to_string(rank) + " on node " +

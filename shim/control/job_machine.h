@@ -58,6 +58,7 @@ struct JobConfig {
   std::string log_dir;     // --log-dir ("" when none), for the roll-call's words
   int max_restarts = 0;    // --max-restarts
   int spares = 0;          // --spares: the last `spares` shims wait (roster.h)
+  int ranks_per_node = 1;  // with spares: NODE_RANK n's ranks are n * this + i
   int retire_after = 2;    // --retire-after
 };
 
@@ -204,6 +205,7 @@ class JobMachine {
   bool children_done_ = false;  // this node's ranks all ended
   NodeOutcome outcome_;         // and how
   double failed_at_ = 0;        // this node's first failure
+  std::optional<Msg> own_failure_;  // and its stop, should no verdict come
   bool ended_sent_ = false;     // ending: this shim said its ranks ended
   int done_below_ = 0;          // shims below that ended well ("done")
   bool own_done_well_ = false;  // rank 0: its own ranks ended well

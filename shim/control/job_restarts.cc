@@ -126,10 +126,15 @@ void JobMachine::SendRestart(double now) {
       for (int n = 0; n < roster_->nodes(); ++n) h.push_back(roster_->HolderOf(n));
       return h;
     }();
-    if (!roster_->Fill())
-      return StopNoSpare("no spare left for " + std::to_string(roster_->Vacant()) +
-                             " retired node(s)",
-                         now);
+    if (!roster_->Fill()) {
+      std::string vacant;
+      for (const Retirement& r : roster_->retirements())
+        if (r.node >= 0 && roster_->HolderOf(r.node) < 0)
+          vacant += (vacant.empty() ? "" : ", ") + std::string("NODE_RANK ") +
+                    std::to_string(r.node) + " (" + ShimName(r.shim, r.host) + ", " + r.reason +
+                    ")";
+      return StopNoSpare("no spare left for " + vacant, now);
+    }
     o.line = RosterLines(before) + o.line;
     o.roster = true;
     o.node_rank = node_ = roster_->NodeOf(0);
@@ -152,6 +157,7 @@ void JobMachine::ResetRound(double now) {
   well_sent_ = replaced_ = false;
   well_.clear();
   failed_at_ = 0;
+  own_failure_.reset();
   fails_.clear();
   reports_.clear();
   reported_.clear();

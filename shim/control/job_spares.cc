@@ -77,14 +77,15 @@ void JobMachine::RetireLost(int shim, const std::string& what, double now) {
   }
   // The job had ended well: nothing of it is lost.
   if (finished_) return;
+  // A NODE_RANK retired (now or before) that no spare left can take.
+  if (roster_->Vacant() > static_cast<int>(roster_->Spares().size()))
+    return StopNoSpare("no spare left: " + EscapeControl(what), now);
   if (!held) {
     // A spare: the job goes on; a round or a roll-call no longer waits for it.
     RecheckRound(now);
     if (state_ == JobState::kCollecting && AllIn(reported_)) FinishCollect(now);
     return;
   }
-  if (roster_->Vacant() > static_cast<int>(roster_->Spares().size()))
-    return StopNoSpare("no spare left: " + EscapeControl(what), now);
   replaced_ = true;
   switch (state_) {
     case JobState::kRunning:
@@ -125,8 +126,8 @@ void JobMachine::NoteStreak(const FailNote& first, double now) {
   RetireOrStop(first.shim,
                "its ranks failed first in " + std::to_string(streak) + " attempts in a row (" +
                    std::to_string(last - streak + 1) + " to " + std::to_string(last) +
-                   "; last: rank " + std::to_string(first.rank) + " " +
-                   EscapeControl(first.status) + ")",
+                   "; last: rank " + std::to_string(first.rank) + " (" +
+                   EscapeControl(first.status) + "))",
                now);
 }
 

@@ -187,8 +187,8 @@ TEST(JobSpares, ANodeThatFailsFirstTwiceInARowIsRetired) {
   }
   ASSERT_EQ(m.roster()->retirements().size(), 1u);
   EXPECT_EQ(m.roster()->retirements()[0].reason,
-            "its ranks failed first in 2 attempts in a row (1 to 2; last: rank 2 exited with "
-            "status 7)");
+            "its ranks failed first in 2 attempts in a row (1 to 2; last: rank 2 (exited with "
+            "status 7))");
 }
 
 TEST(JobSpares, FailuresOnSeveralNodesAtOnceOrOfTheCommandRetireNothing) {

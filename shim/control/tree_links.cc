@@ -182,6 +182,7 @@ void TreeLinks::SendUp(const std::string& frame) {
 }
 
 void TreeLinks::SendDown(const std::string& frame) {
+  io_->SentDown(frame);
   for (const Child& c : children_)
     if (!c.done && !c.gone) io_->Send(c.rank, frame);
 }

@@ -31,6 +31,9 @@ class LinkIo {
   virtual int FreePort() const = 0;          // the next attempt's MASTER_PORT
   // Rank 0: the shims below `shim` in the tree its planner made.
   virtual std::vector<int> Below(int shim) const = 0;
+  // A frame sent down to every child (once, whatever their number: the
+  // simulator records rank 0's verdicts by it).
+  virtual void SentDown(const std::string& frame) { (void)frame; }
 };
 
 class TreeLinks : private JobPorts {

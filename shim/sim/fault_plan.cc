@@ -134,6 +134,11 @@ void DrawRandom(int shims, std::mt19937_64* rng, FaultPlan* p) {
                                         FaultKind::kTwin};
     p->faults.push_back({attacks[Draw(rng, 0, 2)], DrawS(rng, 0, 60), other(), {}});
   }
+  if (shims >= 3 && Draw(rng, 0, 2) == 0) {
+    // Spare nodes: a loss or a node that keeps failing is routed around.
+    p->spares = Draw(rng, 1, std::min(3, shims - 2));
+    p->max_restarts = std::max(p->max_restarts, 1);
+  }
   if (shims >= 2 && Draw(rng, 0, 5) == 0) {
     for (const Fault& first : p->faults) {
       if (first.kind != FaultKind::kFail) continue;
@@ -158,6 +163,12 @@ Status ParseSpec(const std::string& spec, int shims, std::mt19937_64* rng, Fault
     const size_t comma = std::min(spec.find(',', from), spec.size());
     const std::string item = spec.substr(from, comma - from);
     from = comma + 1;
+    if (item.rfind("spares=", 0) == 0) {
+      auto k = ParseInt("--faults", item.substr(7), 0, std::max(0, shims - 1));
+      if (!k.ok()) return Error{k.error().message + " (in '" + item + "')"};
+      p->spares = static_cast<int>(*k);
+      continue;
+    }
     if (item.rfind("restarts=", 0) == 0) {
       std::string n = item.substr(9);
       p->restarts_succeed = true;
@@ -257,6 +268,7 @@ std::string FaultPlan::Describe() const {
   if (max_restarts > 0)
     out += (out.empty() ? "" : ",") + std::string("restarts=") + std::to_string(max_restarts) +
            (restarts_succeed ? "" : "(failing)");
+  if (spares > 0) out += (out.empty() ? "" : ",") + std::string("spares=") + std::to_string(spares);
   return out.empty() ? "none" : out;
 }
 

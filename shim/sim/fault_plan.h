@@ -21,6 +21,7 @@
 //   twin      a second hello, with the job's proof, for a rank already linked
 //   (the doors must refuse all three; the job goes on as if they never came)
 //   random    any mix of the above, several at once, at random moments
+//             (and at times spares: "spares=K" in a spec)
 //
 // A SPEC is a comma-separated list of KIND[@SECONDS][:SHIM], e.g.
 // "fail@12:37,freeze@40:5": the kinds above at a virtual time after rank 0's
@@ -56,6 +57,10 @@ struct FaultPlan {
   bool quiet = false;        // no rank writes output (the hang)
   int max_restarts = 0;
   bool restarts_succeed = false;  // attempts after the first end well
+  // --spares: the last `spares` shims start no ranks and wait for a node to
+  // replace (job_spares.cc); --retire-after 2.
+  int spares = 0;
+  static constexpr int kRetireAfter = 2;
   // How long a healthy attempt runs before its ranks end with 0: a few
   // seconds, or past the last fault (forever when the ranks hang).
   double run_s = 5;

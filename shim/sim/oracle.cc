@@ -141,6 +141,7 @@ struct Event {
   double t = 0;           // when it happened (a failure's wall clock)
   std::set<int> who;      // its shims (a failure's ranks, a loss's lost shims)
   bool maybe = false;     // it may not reach rank 0 at all
+  std::set<int> others;   // a failure: other failing shims rank 0 may hear in its window
 };
 
 // Where the job stands between two decisive events.
@@ -168,6 +169,25 @@ struct State {
   bool pending_progress = false;
   double pending_duration = 0;
   std::vector<double> starts;  // each attempt's start (its earliest)
+  // --spares: who holds each NODE_RANK, the spares left, the shims retired
+  // (the lost among them in `gone`), the streak of first failures, whether
+  // a node of this attempt was retired; kDeciding: the attempt's failing
+  // shims that may have been heard in the window (`pending_others`), or a
+  // loss as its first failure.
+  std::vector<int> holder, spare;
+  std::set<int> retired, gone;
+  std::set<int> retired_maybe;  // a partition's: rank 0 may stop before it hears them all
+  std::vector<Event> losses;    // the losses taken so far
+  std::pair<double, double> extra_halt{-1, -1};  // a halt that may come before the end
+  // Each attempt's holders, from its start (the earliest).
+  std::vector<std::pair<double, std::vector<int>>> rosters;
+  int streak_shim = -1, streak = 0;
+  bool replaced = false, pending_loss = false;
+  std::set<int> pending_others;
+  // kRoundBlocked: the round's restart once nothing blocks it, and when
+  // the round began (the verdict).
+  Event round;
+  double round_from = 0;
   std::set<int> pending_missing_min, pending_missing_max;
   std::set<int> missing_min, missing_max;  // the roll-call taken
   std::vector<std::pair<double, double>> halts, restart_times;
@@ -177,6 +197,7 @@ class Seer {
  public:
   Seer(const FaultPlan& p, const OracleSetup& o) : p_(p), o_(o), w_(Facts(p, o)) {
     L_ = o.slack_s;
+    spares_ = p.spares > 0 && w_.n > 1;
     for (const Fault& f : p.faults) {
       const int s = f.shim;
       if (f.kind == FaultKind::kKill || f.kind == FaultKind::kFreeze || f.kind == FaultKind::kCut) {
@@ -224,6 +245,11 @@ class Seer {
   std::vector<Foreseen> Run() {
     State st;
     st.starts.push_back(0);
+    if (spares_) {
+      for (int s = 0; s < w_.n - p_.spares; ++s) st.holder.push_back(s);
+      for (int s = w_.n - p_.spares; s < w_.n; ++s) st.spare.push_back(s);
+      st.rosters.emplace_back(0, st.holder);
+    }
     Step(st);
     if (out_.empty()) {  // no branch ended: a rule above is incomplete
       Foreseen f;
@@ -248,6 +274,43 @@ class Seer {
   // Rank 0 alone decides at once.
   double Window() const { return w_.n == 1 ? 0 : kWindowS; }
 
+  // ---- --spares (docs/control-plane.md, "Spares and retirement")
+
+  // The shims below `s` in the tree.
+  std::vector<int> Below(int s) const {
+    std::vector<int> out = {s};
+    for (size_t i = 0; i < out.size(); ++i)
+      for (int c : w_.kids[out[i]]) out.push_back(c);
+    out.erase(out.begin());
+    return out;
+  }
+  // Ranks run on `s` in the attempt under way.
+  bool Runs(const State& st, int s) const {
+    return !spares_ || std::find(st.holder.begin(), st.holder.end(), s) != st.holder.end();
+  }
+  static int Vacant(const State& st) {
+    return static_cast<int>(std::count(st.holder.begin(), st.holder.end(), -1));
+  }
+  // Retires `s`: true when it held a NODE_RANK.
+  static bool Retire(State* st, int s) {
+    st->retired.insert(s);
+    st->spare.erase(std::remove(st->spare.begin(), st->spare.end(), s), st->spare.end());
+    for (int& h : st->holder)
+      if (h == s) {
+        h = -1;
+        return true;
+      }
+    return false;
+  }
+  // When `s` stops being reachable from rank 0 (frozen, killed, cut off).
+  double Unreachable(int s) const { return std::min(w_.dead_at[s], w_.cutoff[s]); }
+  // The latest moment the loss of an unreachable shim is found.
+  double FoundBy(int s) const {
+    const double t = Unreachable(s);
+    if (t >= kInf) return kInf;
+    return std::max(t + kSteadySilenceS, o_.startup_s) + 2 * L_;
+  }
+
   // The attempt's own events at rank 0: its first failure, its hang, or
   // its healthy end.
   void AttemptEvents(const State& st, std::vector<Event>* ev) const {
@@ -258,7 +321,19 @@ class Seer {
       e.hi = st.t_hi + p_.run_s + w_.drain_s + L_ * (w_.height[0] + 2);
       // Every part of the job must be there to end well (a shim lost before
       // leaves its ancestors waiting for the loss's verdict).
-      if (Whole(0, e.lo - L_)) ev->push_back(e);
+      if (!spares_) {
+        if (Whole(0, e.lo - L_)) ev->push_back(e);
+      } else {
+        // With spares: every NODE_RANK's ranks must say they ended well; a
+        // lost spare is only found (and its parent freed) later.
+        bool whole = true;
+        for (int h : st.holder)
+          if (h < 0 || Unreachable(h) < e.lo - L_) whole = false;
+        for (int s = 1; s < w_.n && whole; ++s)
+          if (!st.gone.count(s) && Unreachable(s) < e.hi)
+            e.hi = std::max(e.hi, FoundBy(s) + L_ * (w_.height[0] + 2));
+        if (whole) ev->push_back(e);
+      }
     } else if (o_.hang_s > 0) {
       Event e;
       e.kind = Kind::kHang;
@@ -272,7 +347,7 @@ class Seer {
     // after its start (unless later attempts succeed).
     std::vector<Event> fails;
     for (int s = 0; s < w_.n; ++s) {
-      if (!w_.fails[s]) continue;
+      if (!w_.fails[s] || !Runs(st, s)) continue;
       double lo, hi;
       if (st.attempt == 1) {
         lo = hi = w_.first_fail[s];
@@ -307,6 +382,11 @@ class Seer {
       first.who.insert(fails[i].who.begin(), fails[i].who.end());
       first.maybe = first.maybe && fails[i].maybe;
     }
+    // (--spares) Other failing shims that may be heard in rank 0's window.
+    for (size_t i = 1; i < fails.size(); ++i)
+      if (!first.who.count(*fails[i].who.begin()) &&
+          fails[i].lo <= first.hi + Window() + 2 * L_)
+        first.others.insert(*fails[i].who.begin());
     ev->push_back(first);
     // A first failure that may never reach rank 0 leaves room for the next.
     if (first.maybe)
@@ -380,6 +460,8 @@ class Seer {
       case Kind::kSignal:
         return Final(st, 143, lo, hi, {}, "");
       case Kind::kLoss:
+        if (spares_) return TakeLoss(st, e, lo, hi);
+        [[fallthrough]];
       case Kind::kEndingTimeout: {
         // A loss in a restart round keeps the failed attempt's own record;
         // one while the attempt ran (or its roll-call was taken) ends it.
@@ -407,11 +489,17 @@ class Seer {
             if (gone < lo - L_) mmin.insert(s);
             if (gone < hi + L_) mmax.insert(s);
           }
+          // (With spares the roll-call does not wait for shims retired as lost.)
+          bool wait_min = false, wait_max = false;
+          for (int s : mmin)
+            if (!st.gone.count(s)) wait_min = true;
+          for (int s : mmax)
+            if (!st.gone.count(s)) wait_max = true;
           st.phase = State::Phase::kCollecting;
           st.pending = Event{};
           st.pending.kind = Kind::kCollected;
-          st.pending.lo = mmin.empty() ? lo : lo + kCollectS;
-          st.pending.hi = (mmax.empty() ? hi : hi + kCollectS) + 2 * L_;
+          st.pending.lo = !wait_min ? lo : lo + kCollectS;
+          st.pending.hi = (!wait_max ? hi : hi + kCollectS) + 2 * L_;
           st.pending_missing_min = mmin;
           st.pending_missing_max = mmax;
           st.pending_code = 124;
@@ -441,6 +529,8 @@ class Seer {
         st.pending.hi = hi + Window() + 2 * L_;
         st.pending_attempt = a;
         st.pending_duration = duration;
+        st.pending_loss = false;
+        st.pending_others = e.others;
         st.now = lo;
         for (bool pr : ways) {
           st.pending_progress = pr;
@@ -449,6 +539,7 @@ class Seer {
         return;
       }
       case Kind::kVerdict:
+        if (spares_) return Verdict(st, lo, hi);
         return EndAttempt(st, st.pending_attempt, 7, st.pending_progress, st.pending_duration,
                           lo, hi);
       case Kind::kCollected: {
@@ -457,6 +548,8 @@ class Seer {
         a.hang = true;
         st.missing_min = st.pending_missing_min;
         st.missing_max = st.pending_missing_max;
+        st.streak_shim = -1;  // a hang breaks a node's streak
+        st.streak = 0;
         EndAttempt(st, a, 124, true, hi - st.t_lo, lo, hi);
         return;
       }
@@ -471,6 +564,16 @@ class Seer {
         }
         st.phase = State::Phase::kRunning;
         st.restart_times.emplace_back(lo, hi);
+        if (spares_) {
+          // A spare, lowest launcher rank first, for each retired NODE_RANK.
+          for (int& h : st.holder)
+            if (h < 0 && !st.spare.empty()) {
+              h = st.spare.front();
+              st.spare.erase(st.spare.begin());
+            }
+          st.replaced = false;
+          st.rosters.emplace_back(lo, st.holder);
+        }
         st.attempt += 1;
         st.restarts += 1;
         st.starts.push_back(lo);
@@ -485,7 +588,9 @@ class Seer {
   // The attempt ended with `code`, decided at [lo, hi]: the restart rule.
   void EndAttempt(State st, ForeseenAttempt a, int code, bool progress, double duration,
                   double lo, double hi) {
-    const bool same = !st.past.empty() && !st.past.back().progress && !progress &&
+    // (A spare in the place of a retired node: neither the loss nor the
+    // same failure again stops the restarts.)
+    const bool same = !st.replaced && !st.past.empty() && !st.past.back().progress && !progress &&
                       st.past.back().code == code;
     // What needs no output is decided at once; whether the attempts made
     // progress only once every shim said its ranks ended (the round).
@@ -508,11 +613,19 @@ class Seer {
     bool stubborn = false;
     double gone = kInf;
     for (int s = 0; s < w_.n; ++s) {
-      gone = std::min({gone, w_.dead_at[s], w_.cutoff[s]});
+      if (!st.gone.count(s)) gone = std::min({gone, w_.dead_at[s], w_.cutoff[s]});
       if (w_.stubborn[s]) stubborn = true;
     }
     const double end_s = stubborn ? o_.grace_s : o_.term_s;
+    const double backoff = same ? 0 : Backoff(st.past);
     st.now = lo;
+    st.round = Event{};
+    st.round.kind = Kind::kRestarted;
+    st.round.lo = lo + backoff;
+    st.round.hi = hi + end_s + backoff + 4 * L_;
+    st.round_from = lo;
+    st.pending_same = same;
+    st.pending_code = code;
     if (gone < hi + end_s + 2 * L_) {
       State blocked = st;
       blocked.phase = State::Phase::kRoundBlocked;
@@ -524,18 +637,155 @@ class Seer {
       Step(blocked);
       if (gone < lo) return;
     }
-    const double backoff = same ? 0 : Backoff(st.past);
     st.phase = State::Phase::kRound;
-    st.pending = Event{};
-    st.pending.kind = Kind::kRestarted;
-    st.pending_same = same;
-    st.pending_code = code;
     // (The ranks were halted as rank 0 heard of the failure: they may
     // have ended within the window.)
-    st.pending.lo = lo + backoff;
-    st.pending.hi = hi + end_s + backoff + 4 * L_;
+    st.pending = st.round;
     st.story += "; back-off " + FormatNumber(backoff, "%.0f") + " s";
     return Step(st);
+  }
+
+  // (--spares) A loss rank 0 hears: the lost shims and every shim below
+  // them are retired. A spare's loss is only noted; a NODE_RANK's holder's
+  // ends the attempt as a failure (a halt, then the verdict after the
+  // window), unless no spare is left for it: the job ends with 125.
+  void TakeLoss(State st, const Event& e, double lo, double hi) {
+    st.dropped.insert(static_cast<int>(e.t));
+    st.losses.push_back(e);
+    bool held = false;
+    for (int s : e.who) {
+      std::vector<int> cut = Below(s);
+      cut.push_back(s);
+      for (int c : cut)
+        if (st.gone.insert(c).second && Retire(&st, c)) held = true;
+    }
+    st.now = lo;
+    using Phase = State::Phase;
+    if (Vacant(st) > static_cast<int>(st.spare.size())) {
+      // Rank 0 hears the losses of one moment one by one (this one, those
+      // taken just before, those due now) and stops at the first it has no
+      // spare for: it may name any of them, any of them may be retired by
+      // then, and a first one that left a spare may have halted the ranks.
+      std::set<int> named = e.who;
+      for (const Event& l : st.losses)
+        if (l.hi >= lo) named.insert(l.who.begin(), l.who.end());
+      for (size_t i = 0; i < statics_.size(); ++i)
+        if (statics_[i].kind == Kind::kLoss && !st.dropped.count(static_cast<int>(i)) &&
+            statics_[i].lo <= hi)
+          named.insert(statics_[i].who.begin(), statics_[i].who.end());
+      for (int s : named) {
+        std::vector<int> cut = Below(s);
+        cut.push_back(s);
+        for (int c : cut) {
+          st.retired.erase(c);
+          st.retired_maybe.insert(c);
+        }
+      }
+      if (st.phase == Phase::kRunning) st.extra_halt = {lo, hi};
+      if (st.phase == Phase::kRunning || st.phase == Phase::kCollecting) {
+        ForeseenAttempt a;
+        a.code = 125;
+        st.attempts.push_back(a);
+      } else if (st.phase == Phase::kDeciding) {
+        ForeseenAttempt a = st.pending_attempt;
+        a.announced = false;
+        st.attempts.push_back(a);
+      }
+      st.story += "; no spare left";
+      return Final(st, 125, lo, hi, named, "nospare");
+    }
+    if (held) st.replaced = true;
+    switch (st.phase) {
+      case Phase::kRunning: {
+        if (!held) return Step(st);
+        st.halts.emplace_back(lo, hi);
+        ForeseenAttempt a;
+        a.code = 125;
+        st.phase = Phase::kDeciding;
+        st.pending = Event{};
+        st.pending.kind = Kind::kVerdict;
+        st.pending.lo = lo + Window();
+        st.pending.hi = hi + Window() + 2 * L_;
+        st.pending_attempt = a;
+        st.pending_loss = true;
+        st.pending_progress = true;
+        st.pending_duration = lo - st.t_lo;
+        return Step(st);
+      }
+      case Phase::kCollecting: {
+        // The roll-call no longer waits for the lost.
+        bool waits = false;
+        for (int s : st.pending_missing_min)
+          if (!st.gone.count(s)) waits = true;
+        if (!waits) st.pending.lo = std::min(st.pending.lo, std::max(lo, st.now));
+        return Step(st);
+      }
+      case Phase::kRoundBlocked: {
+        double gone = kInf;
+        for (int s = 0; s < w_.n; ++s)
+          if (!st.gone.count(s)) gone = std::min(gone, Unreachable(s));
+        // Still blocked by a shim unreachable since before the round may
+        // have reached it; one lost later may have answered first.
+        if (gone < st.round.hi) {
+          Step(st);
+          if (gone < st.round_from) return;
+        }
+        st.phase = Phase::kRound;
+        st.pending = st.round;
+        st.pending.lo = std::max(st.pending.lo, lo);
+        st.pending.hi = std::max(st.pending.hi, hi + Backoff(st.past) + 4 * L_);
+        return Step(st);
+      }
+      default:
+        return Step(st);
+    }
+  }
+
+  // (--spares) Rank 0's verdict on a failed attempt: the streak of the node
+  // whose ranks failed first alone (docs/control-plane.md, "Spares and
+  // retirement"); --retire-after 2 in a row retires it.
+  void Verdict(const State& st0, double lo, double hi) {
+    if (st0.pending_loss) {
+      State st = st0;
+      st.streak_shim = -1;
+      st.streak = 0;
+      return EndAttempt(st, st.pending_attempt, 125, true, st.pending_duration, lo, hi);
+    }
+    const std::set<int>& who = st0.pending_attempt.ranks;
+    std::vector<int> options;
+    if (who.size() == 1 && st0.pending_others.empty()) {
+      options.push_back(*who.begin());
+    } else {
+      options.push_back(-1);  // rank 0 heard two nodes fail
+      options.insert(options.end(), who.begin(), who.end());
+    }
+    for (int alone : options) {
+      State st = st0;
+      if (alone < 0) {
+        st.streak_shim = -1;
+        st.streak = 0;
+      } else {
+        st.streak = st.streak_shim == alone ? st.streak + 1 : 1;
+        st.streak_shim = alone;
+      }
+      if (alone >= 0 && st.streak >= FaultPlan::kRetireAfter) {
+        st.story += "; shim " + std::to_string(alone) + " retired";
+        Retire(&st, alone);
+        st.replaced = true;
+        st.streak_shim = -1;
+        st.streak = 0;
+        if (Vacant(st) > static_cast<int>(st.spare.size())) {
+          ForeseenAttempt a = st.pending_attempt;
+          a.announced = false;
+          a.ranks = {alone};
+          st.attempts.push_back(a);
+          st.story += "; no spare left";
+          Final(st, 125, lo, hi, {alone}, "nospare");
+          continue;
+        }
+      }
+      EndAttempt(st, st.pending_attempt, 7, st.pending_progress, st.pending_duration, lo, hi);
+    }
   }
 
   // The job's last verdict: `code` at rank 0, decided in [lo, hi]; each
@@ -548,9 +798,13 @@ class Seer {
     f.restarts = st.restarts;
     f.refused = refused;
     f.lost = lost;
+    f.retired = st.retired;
+    f.retired_max = st.retired;
+    f.retired_max.insert(st.retired_maybe.begin(), st.retired_maybe.end());
     f.decided_lo = lo;
     f.decided_hi = hi;
     f.halts = st.halts;
+    f.extra_halt = st.extra_halt;
     f.restart_times = st.restart_times;
     f.ended = st.attempts;
     if (code != 0 && code != 143 && p_.max_restarts > 0) f.attempts = st.attempts;
@@ -586,8 +840,27 @@ class Seer {
         if (w_.fails[s] && !p_.restarts_succeed)
           for (size_t k = 1; k < st.starts.size(); ++k)
             if (st.starts[k] + FaultPlan::kRefailS <= sig + L_) failed_before = true;
+        // Or one that failed by itself before SIGTERM (or, ignoring it,
+        // SIGKILL) ended it: the rank that ended first after the signal.
+        const double ends_by = sig + (w_.stubborn[s] ? o_.grace_s : o_.term_s) + L_;
+        const double fails_at = st.starts.size() == 1 ? w_.first_fail[s]
+                                : p_.restarts_succeed ? kInf
+                                                      : st.starts.back() + FaultPlan::kRefailS;
+        if (w_.fails[s] && fails_at <= ends_by) failed_before = true;
         if (failed_before) own_signal |= kExit7;
         if (!p_.quiet && st.starts.back() + p_.run_s <= sig + L_) own_signal |= kExit0;
+        // No ranks here when the signal came: stopped, not done.
+        if (spares_) {
+          bool ran = false, idle = false;
+          for (double at : {sig - L_, sig + L_}) {
+            const std::vector<int>* h = &st.rosters.front().second;
+            for (const auto& r : st.rosters)
+              if (r.first <= at) h = &r.second;
+            (std::find(h->begin(), h->end(), s) != h->end() ? ran : idle) = true;
+          }
+          if (!ran) own_signal = kExit143;
+          else if (idle) own_signal |= kExit143;
+        }
         ways.push_back({sig, sig, own_signal});
       }
       if (s != 0 && w_.cutoff[s] < kInf) {
@@ -600,18 +873,25 @@ class Seer {
         for (double t0 : st.starts)
           if (t0 <= w_.cutoff[s] + L_) ++seen;
         if (w_.fails[s] && code != 0 && seen >= p_.max_restarts) cut |= kExit7;
+        // Or the stop of a failing shim above it on its side, which heard no
+        // verdict either and had no restart left.
+        for (int a = w_.parent[s]; a > 0; a = w_.parent[a])
+          if (w_.fails[a] && Runs(st, a) && code != 0 && seen >= p_.max_restarts) cut |= kExit7;
         // (It runs on in the attempt it was cut off in.)
         double own_end = kInf;
         for (double t0 : st.starts)
           if (t0 <= w_.cutoff[s] && !p_.quiet) own_end = t0 + p_.run_s;
-        if (own_end < w_.cutoff[s] + kCutOffExitS) cut |= kExit0;
+        // (With spares no shim is done before the job's finish.)
+        if (own_end < w_.cutoff[s] + kCutOffExitS && !spares_) cut |= kExit0;
         if (w_.any_signal) cut |= kExit143;
         if (w_.signal_at[s] < w_.cutoff[s] + kCutOffExitS) cut |= own_signal;
         if (code == 124 || st.pending_code == 124) cut |= kExit124;
         ways.push_back({w_.cutoff[s], w_.cutoff[s], cut});
       }
       const double leave_hi = end_hi + w_.drain_s + L_ * (w_.height[s] + 2);
-      if (end_lo < kInf && Whole(s, end_hi + L_ * (w_.height[s] + 1)))
+      if (spares_) {
+        // No shim leaves before the finish: the verdict's way above.
+      } else if (end_lo < kInf && Whole(s, end_hi + L_ * (w_.height[s] + 1)))
         ways.push_back({end_lo, leave_hi, kExit0});
       else if (end_lo < kInf && code == 0)
         ways.push_back({end_lo, leave_hi, kExit0 | kExit125 | kExit143});
@@ -640,6 +920,7 @@ class Seer {
   World w_;
   double L_ = 0.25;
   std::vector<Event> statics_;  // losses and signals: at fixed times
+  bool spares_ = false;
   std::vector<Foreseen> out_;
   int steps_ = 0;
 };

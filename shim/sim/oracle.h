@@ -56,8 +56,12 @@ struct Foreseen {
   int restarts = 0;
   std::vector<ForeseenAttempt> ended;     // every attempt that did not end well
   std::vector<ForeseenAttempt> attempts;  // failure.json's: with --max-restarts, when the job fails
-  std::string refused;     // why no restart followed: "", "spent", "same", "lost"
+  std::string refused;     // why no restart followed: "", "spent", "same", "lost", "nospare"
   std::set<int> lost;      // a loss: the shims rank 0 may name
+  // --spares: the shims retired by the end (failure.json's "retired"): at
+  // least the first set, at most the second (the losses of one partition
+  // reach rank 0 one by one; it stops at the first it has no spare for).
+  std::set<int> retired, retired_max;
   // A hang that ends the job: the shims the roll-call names as silent, at
   // least these and at most those.
   std::set<int> missing_min, missing_max;
@@ -65,6 +69,9 @@ struct Foreseen {
   // When rank 0 must order every rank ended at once on a failure (each
   // attempt that failed), and start each restart.
   std::vector<std::pair<double, double>> halts, restart_times;
+  // --spares: one more halt may come in this window (losses of one moment
+  // heard one by one: the first had a spare, the next had none).
+  std::pair<double, double> extra_halt{-1, -1};
   std::vector<uint8_t> codes;  // per shim: the exit codes it may end with
 };
 

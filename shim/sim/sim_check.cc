@@ -19,6 +19,7 @@ std::string Num(double x) { return FormatNumber(x, "%.3f"); }
 // failure.json's "restart_refused", by its kind.
 std::string RefusedKind(const std::string& why_not) {
   if (why_not.empty()) return "";
+  if (why_not.find("no spare left") != std::string::npos) return "nospare";
   if (why_not.find("spent") != std::string::npos) return "spent";
   if (why_not.find("without progress") != std::string::npos) return "same";
   if (why_not.find("lost a shim") != std::string::npos) return "lost";
@@ -161,8 +162,25 @@ std::vector<std::string> Differences(const FaultPlan& plan, const Foreseen& f,
           return;
         }
     };
+    if (f.extra_halt.first >= 0 && halts.size() == f.halts.size() + 1 &&
+        halts.back() >= f.extra_halt.first - kEps && halts.back() <= f.extra_halt.second + kEps)
+      halts.pop_back();
     within("halts", halts, f.halts);
     within("restarts", restarts, f.restart_times);
+  }
+  // --spares: the record names every shim retired (failure.json's "retired").
+  if (plan.spares > 0 && root.code != 0 && root.code != 143) {
+    std::set<int> retired;
+    auto j = ParseJson(o.retired_json.empty() ? "[]" : o.retired_json);
+    if (j.ok())
+      for (const JsonValue& r : j->items)
+        if (const JsonValue* s = r.Find("shim")) retired.insert(std::atoi(s->text.c_str()));
+    const bool within =
+        std::includes(retired.begin(), retired.end(), f.retired.begin(), f.retired.end()) &&
+        std::includes(f.retired_max.begin(), f.retired_max.end(), retired.begin(), retired.end());
+    if (!within)
+      out.push_back("failure.json's retired shims are " + SetText(retired) + ", expected " +
+                    SetText(f.retired) + " to " + SetText(f.retired_max));
   }
   // A loss names a shim that was lost.
   if (root.code == 125 && f.code == 125 && !f.lost.empty()) {

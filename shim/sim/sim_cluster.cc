@@ -4,6 +4,8 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -19,6 +21,7 @@
 #include "shim/control/door.h"
 #include "shim/control/job_machine.h"
 #include "shim/control/liveness.h"
+#include "shim/control/roster.h"
 #include "shim/control/tree_links.h"
 #include "shim/control/tree_plan.h"
 #include "shim/control/wire.h"
@@ -74,7 +77,7 @@ class Shim : public LinkIo, public JobChannel {
               [w, id](double at, size_t child, bool straggler, uint64_t epoch, int status) {
                 ScheduleProc(w, id, at, child, straggler, epoch, status);
               }),
-        node(NodeConfig{c.ranks.size(), c.grace_s}, &procs, this),
+        node(NodeConfig{c.ranks.size(), c.grace_s, c.rank >= c.size - c.spares}, &procs, this),
         w_(w),
         id_(id) {}
 
@@ -88,6 +91,7 @@ class Shim : public LinkIo, public JobChannel {
   double WallNow() const override { return kWallEpoch + now_; }
   int FreePort() const override { return 29500 + tree.machine().restarts() + 1; }
   std::vector<int> Below(int shim) const override;
+  void SentDown(const std::string& frame) override;
 
   // JobChannel: the supervisor's machine and the job's talk through it, at
   // the time of the event the shim handles.
@@ -131,6 +135,7 @@ class Shim : public LinkIo, public JobChannel {
   double stop_order_at = -1, restart_order_at = -1, collect_order_at = -1, end_order_at = -1;
   double signalled_at = -1;
   int restart_orders = 0;
+  std::vector<int> nodes;  // --spares: its NODE_RANK in each restart (-1: none)
   bool has_final = false;
   LinkOrder final_order;  // its stop (rank 0's: the job's record)
   std::string join, hello;  // its join and its hello, as the network saw them
@@ -156,6 +161,7 @@ std::optional<LinkOrder> Shim::TakeOrder() {
     case LinkOrder::Kind::kRestart:
       ++restart_orders;
       restart_order_at = now_;
+      if (o->roster) nodes.push_back(o->node_rank);
       break;
     case LinkOrder::Kind::kStop:
       procs.stopped = true;
@@ -183,6 +189,7 @@ class Cluster {
   SimResult Run();
   void Send(int from, int to, const std::string& frame);
   std::vector<int> Below(int shim) const { return planner_->Below(shim); }
+  void NoteVerdict(const std::string& frame);
   void Schedule(int shim, double at, size_t child, bool straggler, uint64_t epoch, int status) {
     Event e{at, 0, Ev::kProc, shim, 0, nullptr};
     e.child = child;
@@ -236,10 +243,10 @@ class Cluster {
   void CloseFinished(Shim& s, double now);
   void Wake(Shim& s, double now, bool woke_by_timer = false);
   void Exit(Shim& s, double now);
-  void NoteVerdict(const std::string& frame);
   std::string Replay() const;
   void Violate(const std::string& what);
   void Check(SimResult* r);
+  void CheckRosters();
 
   SimOptions o_;
   FaultPlan plan_;
@@ -263,7 +270,6 @@ class Cluster {
   Prover stranger_{"someone else's secret", nullptr};
   std::mt19937_64 nonces_;
   std::string violation_;
-  std::string last_verdict_;
   RunRecord record_;
 };
 
@@ -276,10 +282,13 @@ void Shim::Send(int peer, const std::string& frame) { w_->Send(id_, peer, frame)
 
 std::vector<int> Shim::Below(int shim) const { return w_->Below(shim); }
 
+void Shim::SentDown(const std::string& frame) {
+  if (id_ == 0 && !killed && !exited) w_->NoteVerdict(frame);
+}
+
 void Cluster::Send(int from, int to, const std::string& frame) {
   const Shim& s = *shims_[static_cast<size_t>(from)];
   if (s.killed || s.exited) return;
-  if (from == 0) NoteVerdict(frame);
   if (Cut(from, to)) return;
   const double arrive = Arrival(from, to, frame.size() + 4, now_);
   Push({arrive, 0, Ev::kFrame, to, from, std::make_shared<const std::string>(frame)});
@@ -318,6 +327,9 @@ void Cluster::Build() {
     c.grace_s = o_.grace_s;
     c.run_id = "sim-" + std::to_string(o_.seed);
     c.max_restarts = plan_.max_restarts;
+    c.spares = plan_.spares;
+    c.retire_after = FaultPlan::kRetireAfter;
+    c.world_ranks = n - plan_.spares;
     auto s = std::make_unique<Shim>(this, i, c, beat_s_, RanksOf(i));
     s->cost_s = cost_s_;
     shims_.push_back(std::move(s));
@@ -630,10 +642,9 @@ void Cluster::Violate(const std::string& what) {
   if (violation_.empty()) violation_ = what;
 }
 
-// Rank 0's verdicts, each once (it sends each to every child).
+// Rank 0's verdicts, each once (as it sends it down to every child).
 void Cluster::NoteVerdict(const std::string& frame) {
-  if (frame == last_verdict_ || frame.find("\"beat\"") != std::string::npos) return;
-  last_verdict_ = frame;
+  if (frame.find("\"beat\"") != std::string::npos) return;
   auto m = Msg::Decode(frame);
   if (!m.ok()) return;
   const std::string& t = m->type();
@@ -785,6 +796,7 @@ void Cluster::Check(SimResult* r) {
     if (s.has_final && !s.final_order.attempts_json.empty() && s.id() != 0)
       Violate("shim " + std::to_string(s.id()) + " was given the job's record (failure.json)");
   }
+  if (violation_.empty() && plan_.spares > 0) CheckRosters();
   // What must have happened (oracle.h), and what did.
   if (violation_.empty()) {
     OracleSetup setup;
@@ -815,6 +827,18 @@ void Cluster::Check(SimResult* r) {
     record_.has_final = root.has_final;
     if (root.has_final) record_.final_order = root.final_order;
     record_.first_failure_at = first_fail_ < 0 ? -1 : first_fail_ - root_go_;
+    if (std::getenv("AML_SIM_EXPLAIN")) {
+      // What rank 0 decided, and each shim's end, beside the foreseen outcomes.
+      for (const auto& [at, frame] : record_.verdicts)
+        std::fprintf(stderr, "rank 0 at %.3f s: %s\n", at, frame.substr(0, 300).c_str());
+      if (root.has_final)
+        std::fprintf(stderr, "rank 0's record: %s%s\n", root.final_order.message.c_str(),
+                     root.final_order.trailer.c_str());
+      for (size_t s = 0; s < record_.shims.size(); ++s)
+        std::fprintf(stderr, "shim %zu: %s %d at %.3f s\n", s,
+                     record_.shims[s].exited ? "exited" : "did not exit", record_.shims[s].code,
+                     record_.shims[s].exit_at);
+    }
     const std::string broken = CheckRun(plan_, setup, record_);
     if (!broken.empty()) Violate(broken);
   }
@@ -832,6 +856,64 @@ void Cluster::Check(SimResult* r) {
   if (first_fail_ >= 0 && last_restart >= 0) r->restart_round_s = last_restart - first_fail_;
   if (!violation_.empty())
     r->invariants = violation_ + " (replay: " + Replay() + ")";
+}
+
+// --spares: each attempt runs exactly the world's ranks. Every restart
+// order gives each NODE_RANK to one shim that is alive, that no earlier
+// order dropped (retired) and that was not lost; a shim starts ranks only
+// in an attempt whose order gives it a NODE_RANK (a spare or a retired
+// shim starts none), and it starts them under the NODE_RANK it was given.
+void Cluster::CheckRosters() {
+  const int n = o_.shims, nodes = n - plan_.spares;
+  std::vector<std::vector<int>> rosters(1);
+  for (int s = 0; s < nodes; ++s) rosters[0].push_back(s);
+  std::set<int> dropped;
+  for (const auto& [at, frame] : record_.verdicts) {
+    auto m = Msg::Decode(frame);
+    if (!m.ok() || m->type() != "restart") continue;
+    std::vector<int> holders;
+    for (int node = 0; node < nodes; ++node) {
+      int holder = -1;
+      for (int s = 0; s < n; ++s)
+        if (Roster::NodeIn(m->Str("nodes"), s) == node) holder = s;
+      holders.push_back(holder);
+    }
+    std::set<int> seen;
+    for (int node = 0; node < nodes; ++node) {
+      const int h = holders[static_cast<size_t>(node)];
+      if (h < 0 || !seen.insert(h).second)
+        return Violate("restart order at " + FormatNumber(at, "%.3f") + " s gives NODE_RANK " +
+                       std::to_string(node) + " to " +
+                       (h < 0 ? std::string("no shim") : "shim " + std::to_string(h) + " twice") +
+                       " ('" + m->Str("nodes") + "')");
+      if (dropped.count(h))
+        return Violate("restart order at " + FormatNumber(at, "%.3f") + " s gives NODE_RANK " +
+                       std::to_string(node) + " to shim " + std::to_string(h) +
+                       ", retired before");
+    }
+    for (int h : rosters.back())
+      if (!seen.count(h)) dropped.insert(h);
+    rosters.push_back(holders);
+  }
+  for (const auto& sp : shims_) {
+    const Shim& s = *sp;
+    for (int a : s.procs.started_attempts) {
+      if (a >= static_cast<int>(rosters.size())) continue;
+      const std::vector<int>& r = rosters[static_cast<size_t>(a)];
+      if (std::find(r.begin(), r.end(), s.id()) == r.end())
+        return Violate("shim " + std::to_string(s.id()) + " started ranks in attempt " +
+                       std::to_string(a + 1) + ", which gives it no NODE_RANK");
+    }
+    for (size_t k = 0; k < s.nodes.size(); ++k) {
+      const std::vector<int>& r = rosters[std::min(k + 1, rosters.size() - 1)];
+      const auto it = std::find(r.begin(), r.end(), s.id());
+      const int want = it == r.end() ? -1 : static_cast<int>(it - r.begin());
+      if (s.nodes[k] != want)
+        return Violate("shim " + std::to_string(s.id()) + " took NODE_RANK " +
+                       std::to_string(s.nodes[k]) + " in attempt " + std::to_string(k + 2) +
+                       "; its order gave it " + std::to_string(want));
+    }
+  }
 }
 
 // The command that replays this run: its plan as drawn (so that it

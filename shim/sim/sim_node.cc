@@ -30,6 +30,8 @@ bool SimProcs::Start(size_t child, const LinkOrder* restart, int* code) {
   if (child == 0) {
     attempt_ = restart ? restart->restart : 0;
     started_at.push_back(now_);
+    started_attempts.push_back(attempt_);
+    ran_ = true;
   }
   Pair& pr = procs_[child];
   pr.rank = Proc{true, next_epoch_++, now_};
@@ -133,13 +135,15 @@ std::vector<RankStack> SimProcs::Stacks() {
 }
 
 double SimProcs::FirstOutputWall() const {
-  if (!plan_.prints || started_at.empty()) return 0;
+  // (A node that starts no ranks in this attempt wrote nothing in it.)
+  if (!plan_.prints || started_at.empty() || !ran_) return 0;
   return wall_epoch_ + started_at.back() + kFirstOutputS;
 }
 
 void SimProcs::BeginRestart(const LinkOrder& restart, bool print_own_failure) {
   (void)restart;
   (void)print_own_failure;
+  ran_ = false;
 }
 
 }  // namespace aml

@@ -51,6 +51,7 @@ class SimProcs : public NodeProcs {
   bool AnyPrinting() const;  // a running rank that writes output
   int attempt() const { return attempt_; }
   std::vector<double> started_at;  // each start of an attempt (for the checks)
+  std::vector<int> started_attempts;  // and which attempt it was (0: the first)
   // What went wrong (a rank started after its stop, ...): "" when nothing.
   std::string violation;
   bool stopped = false;  // the shim had its stop or its launcher's signal
@@ -96,6 +97,7 @@ class SimProcs : public NodeProcs {
   std::vector<Pair> procs_;
   double now_ = 0, origin_ = 0;
   int attempt_ = 0;  // 0 for the first
+  bool ran_ = false;  // ranks started in this attempt (not a spare's wait)
   uint64_t next_epoch_ = 1;
   double probe_until_ = -1;
 };

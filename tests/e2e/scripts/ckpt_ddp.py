@@ -9,10 +9,14 @@ prints the final weights' digest. Each rank writes its pid to
 $CKPT_DIR/pid-A-R and, when it starts, says LEFTOVER for any pid of an
 earlier attempt that is still alive. QUIET=1: it prints nothing (as a job
 that logs to files does): each rank appends its lines to $CKPT_DIR/log-R
-instead. Used by tests/e2e/test_restart.py."""
+instead. A bad node (--spares, tests/e2e/test_spares.py): with BAD_NODE=1
+in its environment, or on the node that has the address BAD_NODE_ADDR,
+every rank exits 7 at the start of epoch $FAIL_EPOCH in every attempt.
+Used by tests/e2e/test_restart.py."""
 import glob
 import hashlib
 import os
+import socket
 import time
 
 attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
@@ -47,6 +51,20 @@ import torch.distributed as dist  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 
 
+def bad_node():
+    if os.environ.get("BAD_NODE") == "1":
+        return True
+    addr = os.environ.get("BAD_NODE_ADDR")
+    if not addr:
+        return False
+    with socket.socket() as s:
+        try:
+            s.bind((addr, 0))  # the address is this node's
+            return True
+        except OSError:
+            return False
+
+
 def main():
     dist.init_process_group("gloo")
     rank = dist.get_rank()
@@ -67,6 +85,9 @@ def main():
         start = state["epoch"] + 1
         say(f"rank {rank} resumed at epoch {start}")
     for epoch in range(start, epochs):
+        if epoch == fail_epoch and bad_node():
+            say(f"rank {rank} on a bad node fails")
+            os._exit(7)
         if rank == fail_rank and epoch == fail_epoch and (attempt == 0 or always):
             if os.environ.get("HANG") == "1":
                 time.sleep(1000000)

@@ -1,0 +1,165 @@
+"""--spares: a node that keeps failing, or that is lost, is retired, and at
+the next attempt a spare takes its NODE_RANK and its ranks' RANK block; the
+job ends with the weights of an undisturbed run (docs/control-plane.md,
+"Spares and retirement"). Three shims started side by side, as srun without
+--kill-on-bad-exit or a container per node leaves them (only the control
+plane ends the job), each a node of 2 ranks: 2 hold NODE_RANK 0 and 1, the
+third is the spare. Real PyTorch DDP over Gloo that checkpoints each epoch
+(tests/e2e/scripts/ckpt_ddp.py). Under mpirun on network-namespace nodes:
+test_netns.py."""
+import json
+import os
+import re
+import signal
+import tempfile
+import unittest
+
+from harness import (CKPT, PYTHON, SHIM, clean_env, free_port, kill_group, main, run, slurp,
+                     spawn, wait_for)
+
+
+def final_weights(text):
+    found = re.findall(r"final weights ([0-9a-f]{64})", text)
+    return found[0] if len(found) == 1 else None
+
+
+class Spares(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        # The weights of an undisturbed run of the same 4 ranks.
+        with tempfile.TemporaryDirectory() as tmp:
+            r = run([SHIM, "--nproc-per-node", "4", "--", PYTHON, CKPT],
+                    env=clean_env(CKPT_DIR=tmp, FAIL_RANK="-1", MASTER_PORT=free_port()),
+                    timeout=180)
+        if r.returncode != 0 or not final_weights(r.stdout):
+            raise AssertionError("the undisturbed run failed:\n" + r.stdout + r.stderr)
+        cls.weights = final_weights(r.stdout)
+
+    def start(self, tmp, *args, shims=3, bad=(), extra_env=None):
+        """The shims, side by side; `bad`: the shims whose node is bad."""
+        port = free_port()
+        procs = []
+        for rank in range(shims):
+            env = clean_env(RANK=rank, WORLD_SIZE=shims, MASTER_ADDR="127.0.0.1",
+                            MASTER_PORT=port, CKPT_DIR=tmp, FAIL_RANK="-1", FAIL_EPOCH="1")
+            env.update(extra_env or {})
+            if rank in bad:
+                env["BAD_NODE"] = "1"
+            out = open(f"{tmp}/shim-{rank}.out", "w")
+            err = open(f"{tmp}/shim-{rank}.err", "w")
+            procs.append(spawn([SHIM, "--nproc-per-node", "2", "--spares", "1", *args, "--",
+                                PYTHON, CKPT], env=env, stdout=out, stderr=err))
+            self.addCleanup(kill_group, procs[-1])
+            self.addCleanup(out.close)
+            self.addCleanup(err.close)
+        return procs
+
+    def outputs(self, tmp, shims=3):
+        return ([slurp(f"{tmp}/shim-{i}.out") for i in range(shims)],
+                [slurp(f"{tmp}/shim-{i}.err") for i in range(shims)])
+
+    def test_a_node_that_fails_every_attempt_is_retired_and_the_spare_takes_its_place(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            procs = self.start(tmp, "--max-restarts", "3", "--log-dir", f"{tmp}/logs", bad={1})
+            codes = [p.wait(timeout=300) for p in procs]
+            outs, errs = self.outputs(tmp)
+            text = "\n".join(outs + errs)
+            self.assertEqual(codes, [0, 0, 0], text)
+            # Retired after 2 attempts in a row; the spare took NODE_RANK 1
+            # and its ranks 2 and 3; ranks 0 and 1 kept theirs.
+            self.assertIn("aml-shim: NODE_RANK 1 moves to rank 2's shim on", errs[0])
+            self.assertRegex(errs[0], r"its last holder was retired: its ranks failed first in 2 "
+                                      r"attempts in a row \(1 to 2; last: rank [23] \(exit "
+                                      r"status 7\)\)")
+            self.assertIn("aml-shim: restart 2 of 3", errs[2])
+            self.assertIn("spare (--spares 1)", errs[2])
+            self.assertRegex(outs[2], r"\[rank 2\] rank 2 resumed at epoch 1")
+            self.assertRegex(outs[2], r"\[rank 3\] rank 3 epoch 3 saved")
+            self.assertNotIn("epoch 3 saved", outs[1])
+            self.assertEqual(final_weights(outs[0]), self.weights, text)
+            self.assertNotIn("LEFTOVER", text)
+            # The spare's log of rank 2 follows what node 1 wrote there.
+            log = slurp(f"{tmp}/logs/rank-2.stdout")
+            self.assertRegex(log, r"rank 2 on a bad node fails(.|\n)*NODE_RANK 1 moves to(.|\n)*"
+                                  r"rank 2 epoch 3 saved")
+
+    def test_no_spare_left_ends_the_job_and_names_the_retired_nodes(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            procs = self.start(tmp, "--max-restarts", "5", "--log-dir", f"{tmp}/logs",
+                               bad={0, 1}, extra_env={"FAIL_EPOCH": "0"})
+            codes = [p.wait(timeout=300) for p in procs]
+            outs, errs = self.outputs(tmp)
+            self.assertEqual(codes, [125, 125, 125], "\n".join(outs + errs))
+            self.assertIn("aml-shim: no spare left", errs[0])
+            self.assertIn("aml-shim: retired nodes (--spares 1):", errs[0])
+            record = json.loads(slurp(f"{tmp}/logs/failure.json"))
+            self.assertEqual(record["exit_code"], 125)
+            retired = record["retired"]
+            self.assertGreaterEqual(len(retired), 1, record)
+            for r in retired:
+                self.assertIn(r["shim"], (0, 1, 2))
+                self.assertIn("its ranks failed first", r["reason"])
+                self.assertIn("host", r)
+                self.assertIn("attempt", r)
+
+    def test_a_killed_node_is_replaced_by_the_spare(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            procs = self.start(tmp, "--max-restarts", "2",
+                               extra_env={"EPOCHS": "8", "FAIL_EPOCH": "99"})
+            # Node 1's ranks are training: kill its shim (its keeper ends them).
+            self.assertTrue(wait_for(lambda: "epoch 1 saved" in slurp(f"{tmp}/shim-1.out"), 180),
+                            "\n".join(sum(self.outputs(tmp), [])))
+            procs[1].send_signal(signal.SIGKILL)
+            procs[1].wait(timeout=30)
+            codes = [procs[i].wait(timeout=300) for i in (0, 2)]
+            outs, errs = self.outputs(tmp)
+            text = "\n".join(outs + errs)
+            self.assertEqual(codes, [0, 0], text)
+            self.assertIn("aml-shim: NODE_RANK 1 moves to rank 2's shim on", errs[0])
+            self.assertIn("lost: the control plane lost rank 1's shim on", errs[0])
+            self.assertRegex(outs[2], r"\[rank 3\] rank 3 epoch 7 saved")
+
+    def test_rank_zeros_node_is_replaced_and_node_rank_zero_moves(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            procs = self.start(tmp, "--max-restarts", "3", bad={0})
+            codes = [p.wait(timeout=300) for p in procs]
+            outs, errs = self.outputs(tmp)
+            text = "\n".join(outs + errs)
+            self.assertEqual(codes, [0, 0, 0], text)
+            self.assertIn("aml-shim: NODE_RANK 0 moves to rank 2's shim on", errs[0])
+            self.assertIn("MASTER_ADDR moves with it", errs[0])
+            # Rank 0's shim still decides; the spare now runs ranks 0 and 1.
+            self.assertEqual(final_weights(outs[2]), self.weights, text)
+            self.assertIsNone(final_weights(outs[0]))
+
+    def test_losing_rank_zeros_shim_still_ends_the_job(self):
+        # The control plane's root is not replaced (docs/control-plane.md):
+        # every other shim is cut off and ends its part with 125.
+        with tempfile.TemporaryDirectory() as tmp:
+            procs = self.start(tmp, "--max-restarts", "2",
+                               extra_env={"EPOCHS": "8", "FAIL_EPOCH": "99"})
+            self.assertTrue(wait_for(lambda: "epoch 0 saved" in slurp(f"{tmp}/shim-1.out"), 180))
+            procs[0].send_signal(signal.SIGKILL)
+            procs[0].wait(timeout=30)
+            codes = [procs[i].wait(timeout=120) for i in (1, 2)]
+            _, errs = self.outputs(tmp)
+            self.assertEqual(codes, [125, 125], "\n".join(errs))
+            self.assertIn("lost the control plane", errs[1])
+
+    def test_spares_need_one_shim_per_node_and_restarts(self):
+        env = clean_env(RANK=0, WORLD_SIZE=3, LOCAL_RANK=0, LOCAL_WORLD_SIZE=3,
+                        MASTER_ADDR="127.0.0.1")
+        r = run([SHIM, "--spares", "1", "--max-restarts", "1", "--", "true"], env=env)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("aml-shim: --spares 1 needs one shim per node", r.stderr)
+        r = run([SHIM, "--spares", "1", "--", "true"], env=env)
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("--spares=1 needs --max-restarts", r.stderr)
+        r = run([SHIM, "--spares", "3", "--max-restarts", "1", "--", "true"],
+                env=clean_env(RANK=0, WORLD_SIZE=3, MASTER_ADDR="127.0.0.1"))
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("--spares 3 leaves no node to run ranks", r.stderr)
+
+
+if __name__ == "__main__":
+    main()
