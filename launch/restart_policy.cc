@@ -82,8 +82,15 @@ std::string AttemptsText(const std::vector<AttemptRecord>& attempts, int max_res
       i = n - kShownAttempts;
     }
     const AttemptRecord& a = attempts[i];
+    // (--spares) Where the NODE_RANKs ran, when a spare had taken one.
+    std::string moved;
+    for (size_t k = 0; k < a.nodes.size() && k < attempts[0].nodes.size(); ++k)
+      if (a.nodes[k] != attempts[0].nodes[k])
+        moved += (moved.empty() ? " (" : ", ") + std::string("NODE_RANK ") + std::to_string(k) +
+                 " on " + a.nodes[k];
+    if (!moved.empty()) moved += ")";
     out += "aml-shim:   attempt " + std::to_string(a.number) + ": " + a.what + " after " +
-           FormatNumber(a.duration_s, "%.1f") + " s\n";
+           FormatNumber(a.duration_s, "%.1f") + " s" + moved + "\n";
   }
   return out;
 }
@@ -99,7 +106,14 @@ std::string AttemptsJson(const std::vector<AttemptRecord>& attempts) {
            ",\"duration_s\":" + FormatNumber(a.duration_s, "%.3f") +
            ",\"exit_code\":" + std::to_string(a.exit_code) + ",\"first_failure\":" +
            JsonQuote(a.what) + ",\"rank\":" + (a.rank >= 0 ? std::to_string(a.rank) : "null") +
-           ",\"hang\":" + (a.hang ? "true" : "false") + "}";
+           ",\"hang\":" + (a.hang ? "true" : "false");
+    if (!a.nodes.empty()) {
+      out += ",\"nodes\":[";
+      for (size_t k = 0; k < a.nodes.size(); ++k)
+        out += (k ? "," : "") + JsonQuote(a.nodes[k]);
+      out += "]";
+    }
+    out += "}";
   }
   return out + "]";
 }

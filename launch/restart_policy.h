@@ -26,6 +26,8 @@ struct AttemptRecord {
   // place, so neither a loss (125) nor the same failure again is a reason
   // not to restart (the budget still is).
   bool node_replaced = false;
+  // With --spares: the host that held each NODE_RANK in this attempt.
+  std::vector<std::string> nodes;
 };
 
 // Progress (docs/control-plane.md, "Restarts"): an attempt made progress when

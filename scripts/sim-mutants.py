@@ -170,7 +170,7 @@ MUTANTS = [
      "",
      "a spare (or a node whose ranks ended well) leaves before the job's finish"),
     ("finish-on-first-well", "shim/control/job_spares.cc",
-     "  for (int h : roster_->Holders())\n    if (!well_.count(h)) return;",
+     "  if (static_cast<int>(well_.size()) < roster_->nodes() || roster_->Vacant() > 0) return;\n  for (int h : roster_->Holders())\n    if (!well_.count(h)) return;",
      "",
      "rank 0 finishes the job when the first NODE_RANK's ranks ended well"),
     ("lost-holder-not-replaced", "shim/control/job_spares.cc",
@@ -202,8 +202,8 @@ MUTANTS = [
      "  for (size_t i = 0; i < ranks_.size(); ++i) {",
      "a spare (or a retired node) starts ranks"),
     ("spares-taken-last-first", "shim/control/roster.cc",
-     "      h = spares_.front();\n      spares_.erase(spares_.begin());",
-     "      h = spares_.back();\n      spares_.pop_back();",
+     "      holder_[n] = spares_.front();\n      node_of_[static_cast<size_t>(holder_[n])] = static_cast<int>(n);\n      spares_.erase(spares_.begin());",
+     "      holder_[n] = spares_.back();\n      node_of_[static_cast<size_t>(holder_[n])] = static_cast<int>(n);\n      spares_.pop_back();",
      "spares are taken last first (docs: lowest launcher rank first)"),
 ]
 
@@ -215,6 +215,7 @@ SIM_RUNS = [
     (["--shims", "4-200", "--fanout", "2-32", "--faults", k], k)
      for k in ["kill,restarts=2,spares=2", "fail,restarts=3(failing),spares=1",
                "partition,restarts=2,spares=2"]] + [
+    (["--file", os.path.join(ROOT, "tests", "sim", "kinds.txt")], "kinds"),
     (["--file", os.path.join(ROOT, "tests", "sim", "regressions.txt")], "regressions")]
 
 
@@ -253,7 +254,7 @@ def caught(build, seeds):
     sim = os.path.join(build, "aml-plane-sim")
     for args, label in SIM_RUNS:
         n = seeds if label == "random" else max(20, seeds // 20)
-        seeds_args = [] if label == "regressions" else ["--seeds", f"1-{n}"]
+        seeds_args = [] if label in ("regressions", "kinds") else ["--seeds", f"1-{n}"]
         out = run([sim] + args + seeds_args, build, timeout=1800)
         for line in out.stdout.splitlines():
             try:

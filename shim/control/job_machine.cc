@@ -51,6 +51,7 @@ JobMachine::JobMachine(const JobConfig& c, JobPorts* ports) : c_(c), ports_(port
 
 void JobMachine::Start(double now) {
   attempt_wall_ = ports_->WallNow();
+  NoteAttemptNodes();
   Enter(JobState::kRunning, now);
 }
 

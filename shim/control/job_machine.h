@@ -171,6 +171,7 @@ class JobMachine {
   void RecheckRound(double now);
   std::string RosterLines(const std::vector<int>& before) const;
   std::string HostOf(int shim) const;
+  void NoteAttemptNodes();
 
   // Rank 0's decisions.
   void NoteFailure(FailNote f, double now);
@@ -223,6 +224,7 @@ class JobMachine {
   std::set<int> well_;         // shims whose NODE_RANK's ranks ended well
   std::set<int> gone_;         // lost (or cut off with one): they say nothing more
   bool replaced_ = false;      // a NODE_RANK of this attempt was retired
+  std::vector<std::string> attempt_nodes_;  // each NODE_RANK's host in this attempt
   std::vector<FailNote> fails_;
   double hang_silent_s_ = 0;
   std::vector<RankReport> reports_;

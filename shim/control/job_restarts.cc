@@ -16,6 +16,7 @@ AttemptRecord JobMachine::NewAttempt(double failure_wall) const {
   a.number = restarts_ + 1;
   a.failure_wall = failure_wall;
   a.duration_s = std::max(0.0, failure_wall - attempt_wall_);
+  a.nodes = attempt_nodes_;
   return a;
 }
 
@@ -142,6 +143,7 @@ void JobMachine::SendRestart(double now) {
     auto addr = shim_addrs_.find(holder0);
     o.master_addr = holder0 == 0 || addr == shim_addrs_.end() ? "" : addr->second;
     restart.Set("nodes", roster_->Encode()).Set("maddr", o.master_addr);
+    NoteAttemptNodes();
   }
   restart.Set("n", o.restart).Set("port", o.master_port).Set("line", o.line);
   ports_->SendDown(restart.Encode());

@@ -10,6 +10,17 @@
 
 namespace aml {
 
+// Rank 0: the host of each NODE_RANK's holder as an attempt starts.
+void JobMachine::NoteAttemptNodes() {
+  attempt_nodes_.clear();
+  if (!roster_) return;
+  for (int n = 0; n < roster_->nodes(); ++n) {
+    const int h = roster_->HolderOf(n);
+    const std::string host = HostOf(h);
+    attempt_nodes_.push_back(host.empty() ? "rank " + std::to_string(h) + "'s shim" : host);
+  }
+}
+
 std::string JobMachine::HostOf(int shim) const {
   auto it = shim_hosts_.find(shim);
   return it == shim_hosts_.end() ? "" : it->second;
@@ -39,10 +50,11 @@ void JobMachine::MaybeSendWell(double now) {
 void JobMachine::NoteWell(int shim, double now) {
   if (!roster_ || state_ != JobState::kRunning || finished_) return;
   if (roster_->NodeOf(shim) < 0) return;  // retired meanwhile: its place is empty
+  // (well_ holds holders only: a holder retired since is taken out below.)
   well_.insert(shim);
+  if (static_cast<int>(well_.size()) < roster_->nodes() || roster_->Vacant() > 0) return;
   for (int h : roster_->Holders())
     if (!well_.count(h)) return;
-  if (roster_->Vacant() > 0) return;
   // The job ended well: every shim may go (each says done, as without spares).
   ports_->SendDown(Msg("finish").Encode());
   OnFinish(now);
@@ -69,6 +81,7 @@ void JobMachine::RetireLost(int shim, const std::string& what, double now) {
   bool held = false;
   for (int s : cut) {
     if (!gone_.insert(s).second) continue;
+    well_.erase(s);
     held |= roster_->Retire(s, HostOf(s),
                             s == shim ? "lost: " + what
                                       : "cut off: " + ShimName(shim, HostOf(shim)) +
@@ -135,6 +148,7 @@ void JobMachine::NoteStreak(const FailNote& first, double now) {
 // the job when no spare can take its place. False when it stopped.
 bool JobMachine::RetireOrStop(int shim, const std::string& reason, double now) {
   roster_->Retire(shim, HostOf(shim), reason, restarts_ + 1);
+  well_.erase(shim);
   replaced_ = true;
   if (roster_->Vacant() <= static_cast<int>(roster_->Spares().size())) return true;
   StopNoSpare("no spare left: " + ShimName(shim, HostOf(shim)) + " was retired (" + reason + ")",

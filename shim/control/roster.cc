@@ -12,14 +12,18 @@ namespace aml {
 
 Roster::Roster(int shims, int spares) {
   spares = std::clamp(spares, 0, std::max(0, shims - 1));
-  for (int s = 0; s < shims - spares; ++s) holder_.push_back(s);
+  node_of_.assign(static_cast<size_t>(std::max(0, shims)), -1);
+  for (int s = 0; s < shims - spares; ++s) {
+    holder_.push_back(s);
+    node_of_[static_cast<size_t>(s)] = s;
+  }
   for (int s = shims - spares; s < shims; ++s) spares_.push_back(s);
 }
 
 int Roster::NodeOf(int shim) const {
-  for (size_t n = 0; n < holder_.size(); ++n)
-    if (holder_[n] == shim) return static_cast<int>(n);
-  return -1;
+  return shim >= 0 && static_cast<size_t>(shim) < node_of_.size()
+             ? node_of_[static_cast<size_t>(shim)]
+             : -1;
 }
 
 std::vector<int> Roster::Spares() const { return spares_; }
@@ -44,14 +48,16 @@ bool Roster::Retire(int shim, const std::string& host, const std::string& reason
   if (streak_shim_ == shim) streak_shim_ = -1, streak_ = 0;
   if (r.node < 0) return false;
   holder_[static_cast<size_t>(r.node)] = -1;
+  node_of_[static_cast<size_t>(shim)] = -1;
   return true;
 }
 
 bool Roster::Fill() {
   if (Vacant() > static_cast<int>(spares_.size())) return false;
-  for (int& h : holder_)
-    if (h < 0) {
-      h = spares_.front();
+  for (size_t n = 0; n < holder_.size(); ++n)
+    if (holder_[n] < 0) {
+      holder_[n] = spares_.front();
+      node_of_[static_cast<size_t>(holder_[n])] = static_cast<int>(n);
       spares_.erase(spares_.begin());
     }
   return true;
@@ -80,21 +86,27 @@ std::string Roster::Encode() const {
   return out;
 }
 
-int Roster::NodeIn(const std::string& holders, int shim) {
-  if (holders.empty()) return -2;
-  int node = 0, found = -1;
+std::vector<int> Roster::Decode(const std::string& holders) {
+  std::vector<int> out;
   size_t start = 0;
-  while (start <= holders.size()) {
+  while (!holders.empty() && start <= holders.size()) {
     const size_t comma = std::min(holders.find(',', start), holders.size());
     const std::string item = holders.substr(start, comma - start);
     char* end = nullptr;
     const long v = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v < -1) return -2;
-    if (v == shim && found < 0) found = node;
-    ++node;
+    if (item.empty() || *end != '\0' || v < -1 || v > 1 << 30) return {};
+    out.push_back(static_cast<int>(v));
     start = comma + 1;
   }
-  return found;
+  return out;
+}
+
+int Roster::NodeIn(const std::string& holders, int shim) {
+  const std::vector<int> list = Decode(holders);
+  if (list.empty()) return -2;
+  for (size_t n = 0; n < list.size(); ++n)
+    if (list[n] == shim) return static_cast<int>(n);
+  return -1;
 }
 
 std::string Roster::RetiredJson() const {

@@ -57,8 +57,9 @@ class Roster {
   const std::vector<Retirement>& retirements() const { return retirements_; }
   // Every shim's NODE_RANK for a restart order: "0,1,5" (holder of 0, 1, 2).
   std::string Encode() const;
-  // The NODE_RANK of `shim` in such a list; -1 when it holds none; -2 when
-  // the list is malformed.
+  // Such a list read back (empty when malformed), and the NODE_RANK of
+  // `shim` in it: -1 when it holds none, -2 when the list is malformed.
+  static std::vector<int> Decode(const std::string& holders);
   static int NodeIn(const std::string& holders, int shim);
   // failure.json's "retired": [{"node":..,"host":..,"reason":..,"attempt":..}].
   std::string RetiredJson() const;
@@ -67,6 +68,7 @@ class Roster {
 
  private:
   std::vector<int> holder_;  // NODE_RANK -> shim (-1: vacant)
+  std::vector<int> node_of_; // shim -> NODE_RANK (-1: none)
   std::vector<int> spares_;  // waiting, in launcher order
   std::set<int> retired_;
   std::vector<Retirement> retirements_;

@@ -798,6 +798,7 @@ class Seer {
     f.restarts = st.restarts;
     f.refused = refused;
     f.lost = lost;
+    for (size_t i = 1; i < st.rosters.size(); ++i) f.rosters.push_back(st.rosters[i].second);
     f.retired = st.retired;
     f.retired_max = st.retired;
     f.retired_max.insert(st.retired_maybe.begin(), st.retired_maybe.end());

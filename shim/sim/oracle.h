@@ -62,6 +62,8 @@ struct Foreseen {
   // least the first set, at most the second (the losses of one partition
   // reach rank 0 one by one; it stops at the first it has no spare for).
   std::set<int> retired, retired_max;
+  // --spares: who holds each NODE_RANK after each restart.
+  std::vector<std::vector<int>> rosters;
   // A hang that ends the job: the shims the roll-call names as silent, at
   // least these and at most those.
   std::set<int> missing_min, missing_max;

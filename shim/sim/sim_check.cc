@@ -7,6 +7,7 @@
 
 #include "shim/base/json_read.h"
 #include "shim/base/units.h"
+#include "shim/control/roster.h"
 #include "shim/control/wire.h"
 
 namespace aml {
@@ -33,6 +34,12 @@ int ShimNamed(const std::string& text, size_t from = 0) {
   const size_t end = text.find("'s shim", at);
   if (end == std::string::npos) return -1;
   return std::atoi(text.c_str() + at + 5);
+}
+
+std::string ListText(const std::vector<int>& v) {
+  std::string out;
+  for (int x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
+  return out;
 }
 
 std::string SetText(const std::set<int>& s) {
@@ -66,6 +73,21 @@ std::vector<std::string> Differences(const FaultPlan& plan, const Foreseen& f,
   if (run.restarts != f.restarts)
     out.push_back(std::to_string(run.restarts) + " restarts, expected " +
                   std::to_string(f.restarts));
+  // --spares: each restart gives each NODE_RANK to the shim the rules say.
+  if (plan.spares > 0 && run.restarts == f.restarts) {
+    size_t k = 0;
+    for (const auto& [t, frame] : run.verdicts) {
+      auto m = Msg::Decode(frame);
+      if (!m.ok() || m->type() != "restart" || k >= f.rosters.size()) continue;
+      if (Roster::Decode(m->Str("nodes")) != f.rosters[k]) {
+        out.push_back("restart " + std::to_string(k + 1) + " at " + Num(t) +
+                      " s gives the NODE_RANKs to shims " + m->Str("nodes") + ", expected " +
+                      ListText(f.rosters[k]));
+        break;
+      }
+      ++k;
+    }
+  }
   if (!root.exited) return out;
   // When rank 0 gave the last verdict (or its part ended).
   const double decided = root.verdict_at >= 0   ? root.verdict_at

@@ -871,13 +871,11 @@ void Cluster::CheckRosters() {
   for (const auto& [at, frame] : record_.verdicts) {
     auto m = Msg::Decode(frame);
     if (!m.ok() || m->type() != "restart") continue;
-    std::vector<int> holders;
-    for (int node = 0; node < nodes; ++node) {
-      int holder = -1;
-      for (int s = 0; s < n; ++s)
-        if (Roster::NodeIn(m->Str("nodes"), s) == node) holder = s;
-      holders.push_back(holder);
-    }
+    const std::vector<int> holders = Roster::Decode(m->Str("nodes"));
+    if (static_cast<int>(holders.size()) != nodes)
+      return Violate("restart order at " + FormatNumber(at, "%.3f") + " s lists " +
+                     std::to_string(holders.size()) + " NODE_RANKs, not " +
+                     std::to_string(nodes));
     std::set<int> seen;
     for (int node = 0; node < nodes; ++node) {
       const int h = holders[static_cast<size_t>(node)];

@@ -361,6 +361,38 @@ class NetnsCluster(unittest.TestCase):
             assert_resumed_once(self, r, shims=2)
             self.assertIn("[rank 3] rank 3 resumed at epoch 2", r.stdout)
 
+    def test_a_spare_node_takes_the_place_of_rank_zeros_bad_node(self):
+        # --spares 1 on 3 nodes under mpirun: nodes 1 and 2 hold NODE_RANK 0
+        # and 1, node 3 waits. Node 1's ranks fail at epoch 1 in every
+        # attempt (BAD_NODE_ADDR: its address): after 2 attempts it is
+        # retired, node 3 takes NODE_RANK 0 (ranks 0 and 1) and MASTER_ADDR
+        # moves to it; the job ends with the weights of an undisturbed run,
+        # every shim exits 0 (mpirun sees no failure).
+        with tempfile.TemporaryDirectory() as alone:
+            r = run([SHIM, "--nproc-per-node", "4", "--", PYTHON, CKPT],
+                    env=clean_env(CKPT_DIR=alone, FAIL_RANK="-1", MASTER_PORT=free_port()),
+                    timeout=180)
+        undisturbed = re.findall(r"final weights ([0-9a-f]{64})", r.stdout)
+        self.assertEqual(len(undisturbed), 1, r.stdout + r.stderr)
+        with tempfile.TemporaryDirectory() as tmp:
+            os.chmod(tmp, 0o777)
+            env = clean_env(CKPT_DIR=tmp, FAIL_RANK="-1", FAIL_EPOCH="1",
+                            BAD_NODE_ADDR=f"{NET}.1")
+            r = run(cluster_mpirun({1: 1, 2: 1, 3: 1}, SHIM, "--nproc-per-node", "2",
+                                   "--spares", "1", "--max-restarts", "3", "--", PYTHON, CKPT,
+                                   x=["CKPT_DIR", "FAIL_RANK", "FAIL_EPOCH", "BAD_NODE_ADDR"]),
+                    env=env, timeout=400)
+            text = r.stdout + r.stderr
+            self.assertEqual(r.returncode, 0, text)
+            self.assertIn("spare (--spares 1)", r.stderr)
+            self.assertEqual(text.count("aml-shim: NODE_RANK 0 moves to rank 2's shim on"), 3,
+                             text)
+            self.assertIn("MASTER_ADDR moves with it", r.stderr)
+            self.assertIn("rank 0 on a bad node fails", r.stdout)
+            weights = re.findall(r"final weights ([0-9a-f]{64})", r.stdout)
+            self.assertEqual(weights, undisturbed, text)
+            self.assertNotIn("LEFTOVER", text)
+
 
     # --- Frameworks that start their node's processes (docs/frameworks.md) ----------
 
