@@ -6,12 +6,14 @@ and no job secret: aml-shim asks its PMIx server instead, and never calls
 MPI_Init, so a command that calls MPI_Init afterwards works across nodes."""
 import os
 import re
+import signal
 import subprocess
 import tempfile
 import unittest
 
-from harness import (require_namespaces, SHIM, SRC, TRAIN, assert_converged, assert_each_rank_refused, clean_env,
-                     main, recorded, require, run)
+from harness import (require_namespaces, CKPT, SHIM, SRC, TRAIN, assert_converged,
+                     assert_each_rank_refused, clean_env, main, recorded, require, run, slurp,
+                     spawn, wait_for)
 from test_preflight_door import Stranger, frame, free_port
 
 CLUSTER = "amlo"
@@ -74,7 +76,7 @@ class OpenMpi5(unittest.TestCase):
         require_namespaces("--net", "--mount", "--pid", "--fork", why="network, mount and PID namespaces")
         cls.root = trixie_root()
         cls.addClassCleanup(subprocess.run, [NETNS, "down", CLUSTER], check=False)
-        subprocess.run([NETNS, "up", CLUSTER, "2", str(SUBNET)], check=True)
+        subprocess.run([NETNS, "up", CLUSTER, "3", str(SUBNET)], check=True)
 
     def inroot(self, cmd, timeout=180, **env):
         return run([IN_ROOT, self.root] + cmd, env=trixie_env(clean_env(**env)), timeout=timeout)
@@ -176,6 +178,43 @@ class OpenMpi5(unittest.TestCase):
                         timeout=300)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         assert_converged(self, r.stdout, 4)
+
+    def test_a_spare_takes_a_killed_shims_place_under_prterun_enable_recovery(self):
+        # Open MPI 5's prterun ends the whole job when one of its processes
+        # dies, unless --enable-recovery: then the others run on (and
+        # prterun exits 0). 3 nodes, one shim each, the third a spare; the
+        # shim of NODE_RANK 1 is SIGKILLed mid-job (its keeper ends its
+        # ranks): rank 0 retires it, the spare takes NODE_RANK 1, and the
+        # job ends with the weights of an undisturbed run.
+        with tempfile.TemporaryDirectory() as alone:
+            r = self.inroot([SHIM, "--nproc-per-node", "4", "--", PY, CKPT], CKPT_DIR=alone,
+                            FAIL_RANK="-1", EPOCHS="8", MASTER_PORT=str(free_port()))
+        undisturbed = re.findall(r"final weights ([0-9a-f]{64})", r.stdout)
+        self.assertEqual(len(undisturbed), 1, r.stdout + r.stderr)
+        with tempfile.TemporaryDirectory() as tmp:
+            os.chmod(tmp, 0o777)
+            cmd = mpirun5(3, SHIM, "--nproc-per-node", "2", "--spares", "1", "--max-restarts",
+                          "2", "--", PY, CKPT, hosts={1: 1, 2: 1, 3: 1},
+                          extra=["--enable-recovery", "-x", "CKPT_DIR", "-x", "FAIL_RANK",
+                                 "-x", "EPOCHS", "-x", "USE_LIBUV"])
+            with open(f"{tmp}/out", "w") as out:
+                p = spawn([IN_ROOT, self.root] + cmd, stdout=out, stderr=subprocess.STDOUT,
+                          env=trixie_env(clean_env(CKPT_DIR=tmp, FAIL_RANK="-1", EPOCHS="8")))
+            self.addCleanup(lambda: p.poll() is None and os.killpg(p.pid, signal.SIGKILL))
+            self.assertTrue(wait_for(lambda: "rank 2 epoch 1 saved" in slurp(f"{tmp}/out"), 240),
+                            slurp(f"{tmp}/out"))
+            rank2 = int(slurp(f"{tmp}/pid-0-2"))
+            shim = int(slurp(f"/proc/{rank2}/stat").rsplit(")", 1)[1].split()[1])
+            os.kill(shim, signal.SIGKILL)
+            p.wait(timeout=300)
+            text = slurp(f"{tmp}/out")
+        self.assertEqual(p.returncode, 0, text)
+        self.assertIn("lost: the control plane lost rank 1's shim on", text)
+        self.assertIn(f"aml-shim: NODE_RANK 1 moves to rank 2's shim on {CLUSTER}3", text)
+        self.assertRegex(text, r"rank 2 resumed at epoch [1-7]")
+        self.assertRegex(text, r"rank 3 epoch 7 saved")
+        self.assertEqual(re.findall(r"final weights ([0-9a-f]{64})", text), undisturbed, text)
+        self.assertNotIn("LEFTOVER", text)
 
     # --- item 6: what each rank did, not what prterun forwarded ------------------
 

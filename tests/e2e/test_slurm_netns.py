@@ -1,15 +1,18 @@
 """A real multi-node Slurm (scripts/slurm-netns.sh: slurmctld on the bridge,
-slurmd in each of 2 network namespaces): sbatch with srun, the per-node
+slurmd in each of 3 network namespaces): sbatch with srun, the per-node
 variant, srun --mpi=pmix, and mpirun inside an allocation, each training
-PyTorch DDP or checking the world every rank gets."""
+PyTorch DDP or checking the world every rank gets, and a spare node taking
+the place of a node lost under srun."""
 import json
 import os
+import re
+import signal
 import subprocess
 import tempfile
 import unittest
 
 from harness import (require_namespaces, CKPT, PYTHON, SHIM, SRC, TRAIN, assert_converged, assert_resumed_once,
-                     clean_env, finals, main, require, run)
+                     clean_env, finals, free_port, main, require, run, slurp, spawn, wait_for)
 
 SCRIPT = os.path.join(SRC, "scripts", "slurm-netns.sh")
 NAME, SUBNET = "amls", "45"
@@ -21,7 +24,7 @@ class SlurmNetns(unittest.TestCase):
         require("srun", "sbatch", "slurmctld", "slurmd", "munged", "ip", PYTHON)
         require_namespaces("--net", "--mount", why="network namespaces")
         cls.addClassCleanup(subprocess.run, [SCRIPT, "down", NAME], capture_output=True)
-        r = run([SCRIPT, "up", NAME, "2", SUBNET], timeout=120)
+        r = run([SCRIPT, "up", NAME, "3", SUBNET], timeout=120)
         if r.returncode != 0:
             raise AssertionError("could not start the Slurm cluster:\n" + r.stdout + r.stderr)
         cls.conf = r.stdout.strip()
@@ -107,6 +110,41 @@ class SlurmNetns(unittest.TestCase):
                      "--max-restarts", "1", "--", PYTHON, CKPT],
                     env=self.env(CKPT_DIR=tmp), timeout=300)
         assert_resumed_once(self, r, shims=2)
+
+    def test_a_spare_takes_a_lost_nodes_place_under_srun_without_kill_on_bad_exit(self):
+        # 3 nodes, one shim each, the third a spare. Mid-job the shim that
+        # holds NODE_RANK 1 is SIGKILLed (its keeper ends its ranks): srun
+        # without -K lets the other tasks run, rank 0 finds the shim lost and
+        # retires it, the spare takes NODE_RANK 1 (ranks 2 and 3), and the
+        # job ends with the weights of an undisturbed run. srun itself exits
+        # non-zero: one of its tasks was killed.
+        with tempfile.TemporaryDirectory() as alone:
+            r = run([SHIM, "--nproc-per-node", "4", "--", PYTHON, CKPT],
+                    env=clean_env(CKPT_DIR=alone, FAIL_RANK="-1", EPOCHS="8",
+                                  MASTER_PORT=free_port()), timeout=180)
+        undisturbed = re.findall(r"final weights ([0-9a-f]{64})", r.stdout)
+        self.assertEqual(len(undisturbed), 1, r.stdout + r.stderr)
+        with tempfile.TemporaryDirectory() as tmp:
+            os.chmod(tmp, 0o777)
+            with open(f"{tmp}/out", "w") as out, open(f"{tmp}/err", "w") as err:
+                p = spawn(["srun", "-N3", "--ntasks-per-node=1", SHIM, "--nproc-per-node", "2",
+                           "--spares", "1", "--max-restarts", "2", "--", PYTHON, CKPT],
+                          env=self.env(CKPT_DIR=tmp, FAIL_RANK="-1", EPOCHS="8"),
+                          stdout=out, stderr=err)
+            self.addCleanup(lambda: p.poll() is None and os.killpg(p.pid, signal.SIGKILL))
+            self.assertTrue(wait_for(lambda: "rank 2 epoch 1 saved" in slurp(f"{tmp}/out"), 180),
+                            slurp(f"{tmp}/out") + slurp(f"{tmp}/err"))
+            rank2 = int(slurp(f"{tmp}/pid-0-2"))
+            shim = int(slurp(f"/proc/{rank2}/stat").rsplit(")", 1)[1].split()[1])
+            os.kill(shim, signal.SIGKILL)
+            p.wait(timeout=300)
+            text = slurp(f"{tmp}/out") + slurp(f"{tmp}/err")
+        self.assertNotEqual(p.returncode, 0, text)
+        self.assertIn("lost: the control plane lost rank 1's shim on", text)
+        self.assertIn("aml-shim: NODE_RANK 1 moves to rank 2's shim on", text)
+        self.assertIn("[rank 2] rank 2 resumed at epoch", text)
+        self.assertEqual(re.findall(r"final weights ([0-9a-f]{64})", text), undisturbed, text)
+        self.assertNotIn("LEFTOVER", text)
 
     def test_mpirun_inside_an_allocation(self):
         require("mpirun", "salloc")

@@ -23,6 +23,34 @@ def final_weights(text):
     return found[0] if len(found) == 1 else None
 
 
+def descendants(pid):
+    """Every process below pid (from /proc's parent links)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = slurp(f"/proc/{entry}/stat")
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def kill_all(pids):
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+
+
 class Spares(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -124,6 +152,32 @@ class Spares(unittest.TestCase):
             self.assertIn("lost: the control plane lost rank 1's shim on", errs[0])
             self.assertRegex(outs[2], r"\[rank 3\] rank 3 epoch 7 saved")
 
+    def test_a_frozen_node_is_replaced_by_the_spare(self):
+        # Node 1 freezes (SIGSTOP to its shim, its keeper and its ranks, as a
+        # node stalled by its kernel or a hypervisor): its link goes silent,
+        # rank 0 finds it lost within the allowance, retires it, and the
+        # spare takes NODE_RANK 1. The frozen node never wakes in this test.
+        with tempfile.TemporaryDirectory() as tmp:
+            procs = self.start(tmp, "--max-restarts", "2",
+                               extra_env={"EPOCHS": "12", "FAIL_EPOCH": "99"})
+            self.assertTrue(wait_for(lambda: "epoch 1 saved" in slurp(f"{tmp}/shim-1.out"), 180),
+                            "\n".join(sum(self.outputs(tmp), [])))
+            frozen = [procs[1].pid] + descendants(procs[1].pid)
+            self.addCleanup(procs[1].wait, 30)  # after kill_all (cleanups run last first)
+            self.addCleanup(kill_all, frozen)
+            for pid in frozen:
+                os.kill(pid, signal.SIGSTOP)
+            codes = [procs[i].wait(timeout=300) for i in (0, 2)]
+            outs, errs = self.outputs(tmp)
+            text = "\n".join(outs + errs)
+            self.assertEqual(codes, [0, 0], text)
+            self.assertIn("the control plane lost rank 1's shim on", errs[0])
+            self.assertIn("aml-shim: NODE_RANK 1 moves to rank 2's shim on", errs[0])
+            self.assertRegex(outs[2], r"\[rank 2\] rank 2 resumed at epoch [1-9]")
+            self.assertRegex(outs[2], r"\[rank 3\] rank 3 epoch 11 saved")
+            self.assertRegex(outs[0], r"final weights [0-9a-f]{64}")
+            self.assertIsNone(procs[1].poll())  # still frozen: nothing waited for it
+
     def test_rank_zeros_node_is_replaced_and_node_rank_zero_moves(self):
         with tempfile.TemporaryDirectory() as tmp:
             procs = self.start(tmp, "--max-restarts", "3", bad={0})
@@ -164,6 +218,10 @@ class Spares(unittest.TestCase):
                 env=clean_env(RANK=0, WORLD_SIZE=3, MASTER_ADDR="127.0.0.1"))
         self.assertEqual(r.returncode, 125)
         self.assertIn("--spares 3 leaves no node to run ranks", r.stderr)
+        r = run([SHIM, "--spares", "1", "--max-restarts", "1", "--node-launcher", "--", "true"],
+                env=clean_env(RANK=0, WORLD_SIZE=3, MASTER_ADDR="127.0.0.1"))
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("--node-launcher and --spares", r.stderr)
 
 
 if __name__ == "__main__":

@@ -37,9 +37,13 @@ for path in glob.glob(os.path.join(ckpt_dir, "pid-*-*")):
     if earlier < attempt:
         pid = int(open(path).read())
         try:
-            os.kill(pid, 0)
-            say(f"LEFTOVER pid {pid} of attempt {earlier}")
-        except ProcessLookupError:
+            # A zombie holds nothing (its memory, files and GPU are freed):
+            # it waits for its new parent to reap it (slurmstepd, for a
+            # shim killed under srun), which is not aml-shim's to do.
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                    say(f"LEFTOVER pid {pid} of attempt {earlier}")
+        except OSError:
             pass
 mine = os.path.join(ckpt_dir, f"pid-{attempt}-{rank_env}")
 with open(mine + ".tmp", "w") as f:
