@@ -30,6 +30,14 @@ SCENARIOS = [
     ("cut", "a cut link found", "lost_detect_s", "<= 5 s"),
     ("hang", "hang verdict to the printed roll-call", "rollcall_s", "<= 2 s at 10,000"),
     ("restart", "a failure to every shim's restart", "restart_round_s", "(none)"),
+    ("kill,restarts=2,spares=1", "a node killed (its link closed) to every holder of the "
+     "next attempt's NODE_RANKs ordered to start, a spare among them", "replace_s",
+     "<= 1 s at 10,000, plus the back-off"),
+    ("fail,restarts=3(failing),spares=1", "a node whose ranks fail every attempt: its second "
+     "failure to the next attempt ordered everywhere, the spare in its place (includes the "
+     "second restart's back-off of 1 s)", "replace_s", "<= 1 s at 10,000, plus the back-off"),
+    ("freeze,restarts=2,spares=1", "a node frozen to the spare's attempt ordered everywhere "
+     "(found at the allowance)", "replace_s", "(the allowance, 5 s)"),
 ]
 
 
@@ -68,7 +76,11 @@ def main():
             "after go (a steady job); found at the allowance of 5 s after the last frame "
             "heard, so about 4 s after the fault with 1 s beats. The roll-call's stack "
             "readers take 0.2 s on each node here, in parallel (gdb or py-spy take up to "
-            "10 s), then 0.05 s for each rank's dump. Every run is checked against the "
+            "10 s), then 0.05 s for each rank's dump. With a spare (`spares=1`: the last "
+            "shim waits), the replacement is from the fault to the last holder of the "
+            "next attempt's NODE_RANKs taking its restart order (its ranks start at once): "
+            "the deciding window of 0.1 s, the tree's latency and the back-off (none before "
+            "the first restart, 1 s before the second). Every run is checked against the "
             "oracle; the simulated nodes run the real supervisor's state machine.\n\n"
             "| scenario | " + " | ".join(f"{n:,} shims" for n in sizes) +
             " | target (anchor) |\n|---|" + "---|" * len(sizes) + "---|\n" +

@@ -183,7 +183,7 @@ TEST(JobSpares, ANodeThatFailsFirstTwiceInARowIsRetired) {
     ASSERT_EQ(m.state(), JobState::kEnding);
     EndRound(&m, {1, 2, 3}, t + 1);
     ASSERT_EQ(m.state(), JobState::kRunning);
-    EXPECT_EQ(ports.down.back().Str("nodes"), attempt == 1 ? "0,1,2" : "0,1,3");
+    EXPECT_EQ(ports.down.back().Str("nodes"), attempt == 1 ? "0-2" : "0-1,3");
   }
   ASSERT_EQ(m.roster()->retirements().size(), 1u);
   EXPECT_EQ(m.roster()->retirements()[0].reason,

@@ -80,33 +80,82 @@ int Roster::NoteFirstFailure(int shim) {
 
 int Roster::Streak(int shim) const { return shim == streak_shim_ ? streak_ : 0; }
 
+// Runs of consecutive shims are written "a-b": a job of 100,000 nodes that
+// moved one NODE_RANK is "0-133,99999,135-99998", not 590 KB in every
+// restart order that crosses the tree.
 std::string Roster::Encode() const {
   std::string out;
-  for (int h : holder_) out += (out.empty() ? "" : ",") + std::to_string(h);
-  return out;
-}
-
-std::vector<int> Roster::Decode(const std::string& holders) {
-  std::vector<int> out;
-  size_t start = 0;
-  while (!holders.empty() && start <= holders.size()) {
-    const size_t comma = std::min(holders.find(',', start), holders.size());
-    const std::string item = holders.substr(start, comma - start);
-    char* end = nullptr;
-    const long v = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v < -1 || v > 1 << 30) return {};
-    out.push_back(static_cast<int>(v));
-    start = comma + 1;
+  for (size_t i = 0; i < holder_.size();) {
+    size_t j = i;
+    while (holder_[i] >= 0 && j + 1 < holder_.size() &&
+           holder_[j + 1] == holder_[j] + 1)
+      ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(holder_[i]);
+    if (j > i) out += "-" + std::to_string(holder_[j]);
+    i = j + 1;
   }
   return out;
 }
 
+namespace {
+
+// Each item of the list in turn: f(first, last) for "a-b", f(a, a) for "a",
+// f(-1, -1) for a vacant NODE_RANK; false (f not called again) when an item
+// is malformed or the list would name more than 2^24 NODE_RANKs.
+template <typename F>
+bool EachRun(const std::string& holders, F f) {
+  if (holders.empty()) return false;
+  constexpr long kMax = 1L << 30, kMaxNodes = 1L << 24;
+  long count = 0;
+  for (size_t start = 0; start <= holders.size();) {
+    const size_t comma = std::min(holders.find(',', start), holders.size());
+    const std::string item = holders.substr(start, comma - start);
+    start = comma + 1;
+    if (item == "-1") {
+      if (++count > kMaxNodes) return false;
+      f(-1L, -1L);
+      continue;
+    }
+    const size_t dash = item.find('-');
+    auto number = [&](const std::string& t, long* v) {
+      if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos || t.size() > 10)
+        return false;
+      *v = std::strtol(t.c_str(), nullptr, 10);
+      return *v <= kMax;
+    };
+    long a = 0, b = 0;
+    if (!number(item.substr(0, dash), &a)) return false;
+    if (dash == std::string::npos)
+      b = a;
+    else if (!number(item.substr(dash + 1), &b) || b < a)
+      return false;
+    count += b - a + 1;
+    if (count > kMaxNodes) return false;
+    f(a, b);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<int> Roster::Decode(const std::string& holders) {
+  std::vector<int> out;
+  const bool ok = EachRun(holders, [&](long a, long b) {
+    if (a < 0) return out.push_back(-1);
+    for (long v = a; v <= b; ++v) out.push_back(static_cast<int>(v));
+  });
+  if (!ok) out.clear();
+  return out;
+}
+
 int Roster::NodeIn(const std::string& holders, int shim) {
-  const std::vector<int> list = Decode(holders);
-  if (list.empty()) return -2;
-  for (size_t n = 0; n < list.size(); ++n)
-    if (list[n] == shim) return static_cast<int>(n);
-  return -1;
+  long index = 0, found = -1;
+  const bool ok = EachRun(holders, [&](long a, long b) {
+    if (found < 0 && a >= 0 && shim >= a && shim <= b) found = index + (shim - a);
+    index += a < 0 ? 1 : b - a + 1;
+  });
+  if (!ok) return -2;
+  return static_cast<int>(found);
 }
 
 std::string Roster::RetiredJson() const {

@@ -55,7 +55,9 @@ class Roster {
   int Streak(int shim) const;
 
   const std::vector<Retirement>& retirements() const { return retirements_; }
-  // Every shim's NODE_RANK for a restart order: "0,1,5" (holder of 0, 1, 2).
+  // The holder of each NODE_RANK for a restart order, runs of consecutive
+  // shims as "a-b": "0-1,5" (shims 0, 1, 5 hold NODE_RANKs 0, 1, 2), "-1"
+  // for one held by nobody.
   std::string Encode() const;
   // Such a list read back (empty when malformed), and the NODE_RANK of
   // `shim` in it: -1 when it holds none, -2 when the list is malformed.

@@ -12,7 +12,7 @@ TEST(Roster, TheLastShimsAreSpares) {
   EXPECT_EQ(r.Spares(), (std::vector<int>{3, 4}));
   EXPECT_EQ(r.NodeOf(2), 2);
   EXPECT_EQ(r.NodeOf(3), -1);
-  EXPECT_EQ(r.Encode(), "0,1,2");
+  EXPECT_EQ(r.Encode(), "0-2");
 }
 
 TEST(Roster, ARetiredHolderIsReplacedByTheFirstSpareAndEveryOtherKeepsItsNode) {
@@ -65,6 +65,28 @@ TEST(Roster, StreaksCountAttemptsInARowOnOneShim) {
   EXPECT_EQ(r.NoteFirstFailure(1), 2);
   EXPECT_EQ(r.NoteFirstFailure(-1), 0);  // a hang, a loss, the script's own
   EXPECT_EQ(r.NoteFirstFailure(1), 1);
+}
+
+TEST(Roster, RunsKeepTheListShort) {
+  Roster r(100000, 1);  // 99,999 NODE_RANKs and one spare
+  EXPECT_EQ(r.Encode(), "0-99998");
+  r.Retire(134, "n134", "lost", 1);
+  ASSERT_TRUE(r.Fill());
+  EXPECT_EQ(r.Encode(), "0-133,99999,135-99998");
+  EXPECT_EQ(Roster::NodeIn(r.Encode(), 99999), 134);
+  EXPECT_EQ(Roster::NodeIn(r.Encode(), 135), 135);
+  EXPECT_EQ(Roster::NodeIn(r.Encode(), 134), -1);
+  const std::vector<int> list = Roster::Decode(r.Encode());
+  ASSERT_EQ(list.size(), 99999u);
+  EXPECT_EQ(list[134], 99999);
+  EXPECT_EQ(list[99998], 99998);
+  EXPECT_EQ(Roster::Decode("3-5,-1,0"), (std::vector<int>{3, 4, 5, -1, 0}));
+  EXPECT_TRUE(Roster::Decode("5-3").empty());           // backwards
+  EXPECT_TRUE(Roster::Decode("0-99999999").empty());    // beyond 2^24 NODE_RANKs
+  EXPECT_TRUE(Roster::Decode("1-").empty());
+  EXPECT_TRUE(Roster::Decode("-2").empty());
+  EXPECT_TRUE(Roster::Decode("1--3").empty());
+  EXPECT_EQ(Roster::NodeIn("0-2,-1,9", 9), 4);
 }
 
 TEST(Roster, NodeInReadsTheOrdersList) {

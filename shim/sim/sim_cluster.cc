@@ -135,6 +135,7 @@ class Shim : public LinkIo, public JobChannel {
   double stop_order_at = -1, restart_order_at = -1, collect_order_at = -1, end_order_at = -1;
   double signalled_at = -1;
   int restart_orders = 0;
+  std::vector<double> restart_orders_at;  // when it took each restart order
   std::vector<int> nodes;  // --spares: its NODE_RANK in each restart (-1: none)
   bool has_final = false;
   LinkOrder final_order;  // its stop (rank 0's: the job's record)
@@ -161,6 +162,7 @@ std::optional<LinkOrder> Shim::TakeOrder() {
     case LinkOrder::Kind::kRestart:
       ++restart_orders;
       restart_order_at = now_;
+      restart_orders_at.push_back(now_);
       if (o->roster) nodes.push_back(o->node_rank);
       break;
     case LinkOrder::Kind::kStop:
@@ -247,6 +249,7 @@ class Cluster {
   void Violate(const std::string& what);
   void Check(SimResult* r);
   void CheckRosters();
+  double ReplaceSeconds() const;
 
   SimOptions o_;
   FaultPlan plan_;
@@ -263,6 +266,7 @@ class Cluster {
   std::set<int> dead_;            // frozen or killed: never ends by itself
   double go_all_ = 0, root_go_ = 0;
   double first_fail_ = -1, loss_at_ = -1;
+  std::vector<double> causes_;     // each rank's failure and each loss, when it happened
   std::unique_ptr<TreePlanner> planner_;
   // The job's proof of membership (a secret of its own), a stranger's, and
   // the nonces of the doors' challenges, drawn from the seed.
@@ -520,7 +524,10 @@ void Cluster::Go(Shim& s, double now) {
 void Cluster::OnProc(Shim& s, const Event& e, double now) {
   int status = 0;
   if (!s.procs.Fire(e.child, e.straggler, e.epoch, e.status, &status)) return;
-  if (WIFEXITED(status) && WEXITSTATUS(status) != 0 && first_fail_ < 0) first_fail_ = now;
+  if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+    if (first_fail_ < 0) first_fail_ = now;
+    causes_.push_back(now);
+  }
   s.node.OnExit(e.child, status, now);
 }
 
@@ -594,6 +601,7 @@ void Cluster::OnFault(const Fault& f, double now) {
       faulted_.insert(g);
     }
     if (loss_at_ < 0) loss_at_ = now;
+    causes_.push_back(now);
     return;
   }
   if (f.kind == FaultKind::kStranger || f.kind == FaultKind::kReplay ||
@@ -608,12 +616,14 @@ void Cluster::OnFault(const Fault& f, double now) {
       faulted_.insert(s.id());
       dead_.insert(s.id());
       if (loss_at_ < 0) loss_at_ = now;
+      causes_.push_back(now);
       break;
     case FaultKind::kKill:
       s.killed = true;
       faulted_.insert(s.id());
       dead_.insert(s.id());
       if (loss_at_ < 0) loss_at_ = now;
+      causes_.push_back(now);
       if (s.parent() >= 0) CloseLink(s, s.parent(), now);
       for (int c : s.tree.children()) CloseLink(s, c, now);
       break;
@@ -622,6 +632,7 @@ void Cluster::OnFault(const Fault& f, double now) {
       cut_.insert({std::min(s.id(), s.parent()), std::max(s.id(), s.parent())});
       faulted_.insert(s.id());
       if (loss_at_ < 0) loss_at_ = now;
+      causes_.push_back(now);
       break;
     case FaultKind::kSigterm: {
       if (s.frozen || s.signalled_at >= 0) return;
@@ -854,6 +865,7 @@ void Cluster::Check(SimResult* r) {
     if (printed < 1e18) r->rollcall_s = printed - root.collect_order_at;
   }
   if (first_fail_ >= 0 && last_restart >= 0) r->restart_round_s = last_restart - first_fail_;
+  if (plan_.spares > 0) r->replace_s = ReplaceSeconds();
   if (!violation_.empty())
     r->invariants = violation_ + " (replay: " + Replay() + ")";
 }
@@ -912,6 +924,39 @@ void Cluster::CheckRosters() {
                        "; its order gave it " + std::to_string(want));
     }
   }
+}
+
+// --spares: from the failure (or loss) that led to the first restart that
+// gives a NODE_RANK to a spare, to the last of that restart's holders
+// taking its order (the ranks of the next attempt start at once): the
+// tree's latency, the deciding window, and the back-off. -1: no spare took
+// a place.
+double Cluster::ReplaceSeconds() const {
+  const int nodes = o_.shims - plan_.spares;
+  double previous = -1;
+  size_t k = 0;
+  for (const auto& [at, frame] : record_.verdicts) {
+    auto m = Msg::Decode(frame);
+    if (!m.ok() || m->type() != "restart") continue;
+    const double sent = at + root_go_;
+    const std::vector<int> holders = Roster::Decode(m->Str("nodes"));
+    const bool moved = std::any_of(holders.begin(), holders.end(), [&](int h) { return h >= nodes; });
+    if (moved) {
+      double cause = 1e18;
+      for (double t : causes_)
+        if (t > previous && t <= sent) cause = std::min(cause, t);
+      if (cause > 1e17) return -1;
+      double last = -1;
+      for (int h : holders) {
+        const Shim& s = *shims_[static_cast<size_t>(h)];
+        if (k < s.restart_orders_at.size()) last = std::max(last, s.restart_orders_at[k]);
+      }
+      return last < 0 ? -1 : last - cause;
+    }
+    previous = sent;
+    ++k;
+  }
+  return -1;
 }
 
 // The command that replays this run: its plan as drawn (so that it

@@ -50,6 +50,7 @@ struct SimResult {
   double lost_detect_s = -1;  // freeze, cut or kill to rank 0's verdict
   double rollcall_s = -1;     // hang verdict to the printed roll-call
   double restart_round_s = -1;  // first failure to the last shim's restart order
+  double replace_s = -1;      // --spares: the failure to the spare's attempt ordered everywhere
   double end_s = 0;           // when the last shim exited
   long long msgs_max_per_shim = 0;  // frames one shim handled, at most
   long long rank0_msgs = 0, rank0_bytes = 0;
