@@ -212,18 +212,24 @@ TEST(NodeMachine, ARestartWaitsForTheGroupsThenStartsEveryRankAgain) {
   EXPECT_FALSE(m.first_failure());  // a new attempt
 }
 
+// A rank failed, the other ended, and the job orders a restart while the
+// ranks' process groups are not empty yet.
+void RestartOrderedWhileGroupsLive(NodeMachine* m, FakeProcs* procs, FakeJob* job) {
+  m->Start(0);
+  m->OnExit(0, Exited(7), 1);
+  m->OnExit(1, SIGTERM, 1);
+  job->may_exit = false;
+  m->Step(1);
+  job->orders.push_back(LinkOrder::Of(LinkOrder::Kind::kRestart));
+  procs->groups_empty = false;
+  m->TakeOrders(2);
+}
+
 TEST(NodeMachine, GroupsThatNeverEmptyStopTheRestartWith125) {
   FakeProcs procs;
   FakeJob job;
   NodeMachine m(Two(), &procs, &job);
-  m.Start(0);
-  m.OnExit(0, Exited(7), 1);
-  m.OnExit(1, SIGTERM, 1);
-  job.may_exit = false;
-  m.Step(1);
-  job.orders.push_back(LinkOrder::Of(LinkOrder::Kind::kRestart));
-  procs.groups_empty = false;
-  m.TakeOrders(2);
+  RestartOrderedWhileGroupsLive(&m, &procs, &job);
   EXPECT_TRUE(m.Step(2));
   EXPECT_FALSE(m.Step(2 + NodeMachine::kAfterKillS));
   EXPECT_EQ(m.ExitCode(), 125);
@@ -233,14 +239,7 @@ TEST(NodeMachine, AStopDuringTheWaitForARestartStartsNoAttempt) {
   FakeProcs procs;
   FakeJob job;
   NodeMachine m(Two(), &procs, &job);
-  m.Start(0);
-  m.OnExit(0, Exited(7), 1);
-  m.OnExit(1, SIGTERM, 1);
-  job.may_exit = false;
-  m.Step(1);
-  job.orders.push_back(LinkOrder::Of(LinkOrder::Kind::kRestart));
-  procs.groups_empty = false;
-  m.TakeOrders(2);
+  RestartOrderedWhileGroupsLive(&m, &procs, &job);
   m.Step(2);
   ASSERT_EQ(m.state(), NodeState::kRestarting);
   m.OnSignal(SIGTERM, 42, 2.5);

@@ -12,6 +12,15 @@ std::string ValueOfBuilt(const ContractBuilder& b, const char* name) {
   return ValueOf(b.vars(), name);
 }
 
+// What a Python child needs under aml-shim, whoever starts it.
+void PythonDefaults(const ChildSlot& slot, ContractBuilder* b) {
+  if (slot.output_piped)
+    b->Default("PYTHONUNBUFFERED", "1", "aml-shim reads the output through a pipe");
+  if (slot.fault_handler)
+    b->Default("PYTHONFAULTHANDLER", "1",
+               "--hang-timeout: on the watchdog's SIGABRT Python prints every thread's stack");
+}
+
 }  // namespace
 
 std::vector<EnvVar> BuildContract(const World& world, const EnvSnapshot& env,
@@ -67,11 +76,7 @@ std::vector<EnvVar> BuildContract(const World& world, const EnvSnapshot& env,
     b.Default("PMIX_MCA_gds", "hash",
               "aml-shim was this rank's first PMIx client: PMIx's shared-memory store "
               "(gds ds21) refuses a second one, the command's MPI_Init");
-  if (slot.output_piped)
-    b.Default("PYTHONUNBUFFERED", "1", "aml-shim reads the output through a pipe");
-  if (slot.fault_handler)
-    b.Default("PYTHONFAULTHANDLER", "1",
-              "--hang-timeout: on the watchdog's SIGABRT Python prints every thread's stack");
+  PythonDefaults(slot, &b);
   return b.vars();
 }
 
@@ -104,11 +109,7 @@ std::vector<EnvVar> BuildNodeContract(const World& world, const EnvSnapshot& env
     b.Remove(name, not_a_rank + ": " + std::string(LauncherName(world.source)) +
                        "'s variable of this process's place in its job (an MPI library "
                        "in the command's processes would join that job)");
-  if (slot.output_piped)
-    b.Default("PYTHONUNBUFFERED", "1", "aml-shim reads the output through a pipe");
-  if (slot.fault_handler)
-    b.Default("PYTHONFAULTHANDLER", "1",
-              "--hang-timeout: on the watchdog's SIGABRT Python prints every thread's stack");
+  PythonDefaults(slot, &b);
   return b.vars();
 }
 
