@@ -83,15 +83,15 @@ int Roster::Streak(int shim) const { return shim == streak_shim_ ? streak_ : 0; 
 // Runs of consecutive shims are written "a-b": a job of 100,000 nodes that
 // moved one NODE_RANK is "0-133,99999,135-99998", not 590 KB in every
 // restart order that crosses the tree.
-std::string Roster::Encode() const {
+std::string Roster::Encode() const { return Runs(holder_); }
+
+std::string Roster::Runs(const std::vector<int>& list) {
   std::string out;
-  for (size_t i = 0; i < holder_.size();) {
+  for (size_t i = 0; i < list.size();) {
     size_t j = i;
-    while (holder_[i] >= 0 && j + 1 < holder_.size() &&
-           holder_[j + 1] == holder_[j] + 1)
-      ++j;
-    out += (out.empty() ? "" : ",") + std::to_string(holder_[i]);
-    if (j > i) out += "-" + std::to_string(holder_[j]);
+    while (list[i] >= 0 && j + 1 < list.size() && list[j + 1] == list[j] + 1) ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(list[i]);
+    if (j > i) out += "-" + std::to_string(list[j]);
     i = j + 1;
   }
   return out;

@@ -59,6 +59,8 @@ class Roster {
   // shims as "a-b": "0-1,5" (shims 0, 1, 5 hold NODE_RANKs 0, 1, 2), "-1"
   // for one held by nobody.
   std::string Encode() const;
+  // Any such list written so.
+  static std::string Runs(const std::vector<int>& list);
   // Such a list read back (empty when malformed), and the NODE_RANK of
   // `shim` in it: -1 when it holds none, -2 when the list is malformed.
   static std::vector<int> Decode(const std::string& holders);

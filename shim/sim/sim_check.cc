@@ -36,11 +36,8 @@ int ShimNamed(const std::string& text, size_t from = 0) {
   return std::atoi(text.c_str() + at + 5);
 }
 
-std::string ListText(const std::vector<int>& v) {
-  std::string out;
-  for (int x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
-  return out;
-}
+// "0-72,90,74-88": runs of consecutive numbers, as restart orders write them.
+std::string ListText(const std::vector<int>& v) { return Roster::Runs(v); }
 
 std::string SetText(const std::set<int>& s) {
   std::string out;
