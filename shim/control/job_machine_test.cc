@@ -2,32 +2,10 @@
 
 #include <gtest/gtest.h>
 
-#include <map>
+#include "shim/control/fake_job_ports.h"
 
 namespace aml {
 namespace {
-
-struct FakePorts : JobPorts {
-  std::vector<Msg> up, down;
-  double output = 0;
-  bool children_done = true, linked = false, flushed = true, parent_closed = false;
-  void SendUp(const std::string& f) override { up.push_back(*Msg::Decode(f)); }
-  void SendDown(const std::string& f) override { down.push_back(*Msg::Decode(f)); }
-  double SubtreeOutput() const override { return output; }
-  void ResetOutput(double now) override { output = now; }
-  double HangSlackS() const override { return 1; }
-  bool ChildrenAllDone() const override { return children_done; }
-  bool ChildrenLinked() const override { return linked; }
-  bool Flushed() const override { return flushed; }
-  bool ParentClosed() const override { return parent_closed; }
-  double WallNow() const override { return 1000; }
-  int FreePort() const override { return 4242; }
-  std::vector<int> Below(int shim) const override {
-    auto it = below.find(shim);
-    return it == below.end() ? std::vector<int>{} : it->second;
-  }
-  std::map<int, std::vector<int>> below;
-};
 
 JobConfig Config(int rank, int size, int max_restarts = 0) {
   JobConfig c;

@@ -2,39 +2,19 @@
 // over fake ports, frame by frame.
 #include <gtest/gtest.h>
 
-#include <map>
-
+#include "shim/control/fake_job_ports.h"
 #include "shim/control/job_machine.h"
 
 namespace aml {
 namespace {
 
-struct Ports : JobPorts {
-  std::vector<Msg> up, down;
-  bool children_done = false;
-  void SendUp(const std::string& f) override { up.push_back(*Msg::Decode(f)); }
-  void SendDown(const std::string& f) override { down.push_back(*Msg::Decode(f)); }
-  double SubtreeOutput() const override { return 0; }
-  void ResetOutput(double) override {}
-  double HangSlackS() const override { return 1; }
-  bool ChildrenAllDone() const override { return children_done; }
-  bool ChildrenLinked() const override { return !children_done; }
-  bool Flushed() const override { return true; }
-  bool ParentClosed() const override { return false; }
-  double WallNow() const override { return wall; }
-  int FreePort() const override { return 4242; }
-  std::vector<int> Below(int shim) const override {
-    auto it = below.find(shim);
-    return it == below.end() ? std::vector<int>{} : it->second;
-  }
-  std::map<int, std::vector<int>> below;
-  double wall = 1000;
-  std::vector<std::string> Types(const std::vector<Msg>& v) const {
-    std::vector<std::string> out;
-    for (const Msg& m : v) out.push_back(m.type());
-    return out;
-  }
-};
+// A node of the job: its shims below have not all said done.
+FakePorts Ports() {
+  FakePorts p;
+  p.children_done = false;
+  p.linked = true;
+  return p;
+}
 
 // 4 shims, the last a spare, 3 restarts.
 JobConfig Config(int rank, int size = 4, int spares = 1) {
@@ -80,27 +60,27 @@ void EndRound(JobMachine* m, const std::vector<int>& shims, double now) {
 }
 
 TEST(JobSpares, ASpareWaitsAndLeavesOnlyWhenTheJobEndedWell) {
-  Ports ports;
+  FakePorts ports = Ports();
   JobMachine spare(Config(3), &ports);
   EXPECT_EQ(spare.node(), -1);
   spare.Start(0);
   spare.OnChildrenDone({0, 0}, 0.1);  // no ranks
-  ports.children_done = true;
+  ports.children_done = true, ports.linked = false;
   spare.OnTimer(10);
   EXPECT_TRUE(ports.up.empty());  // neither "well" nor "done"
   EXPECT_FALSE(spare.MayExit(10));
   FromParent(&spare, Msg("finish"), 11);
-  ASSERT_EQ(ports.Types(ports.up), (std::vector<std::string>{"done"}));
+  ASSERT_EQ(Types(ports.up), (std::vector<std::string>{"done"}));
   EXPECT_EQ(spare.state(), JobState::kDone);
 }
 
 TEST(JobSpares, AHolderSaysWellAndStaysUntilFinish) {
-  Ports ports;
-  ports.children_done = true;
+  FakePorts ports = Ports();
+  ports.children_done = true, ports.linked = false;
   JobMachine m(Config(2), &ports);
   m.Start(0);
   m.OnChildrenDone({0, 0}, 5);
-  ASSERT_EQ(ports.Types(ports.up), (std::vector<std::string>{"well"}));
+  ASSERT_EQ(Types(ports.up), (std::vector<std::string>{"well"}));
   EXPECT_EQ(ports.up[0].Int("shim"), 2);
   EXPECT_FALSE(m.MayExit(20));
   FromParent(&m, Msg("finish"), 21);
@@ -108,7 +88,7 @@ TEST(JobSpares, AHolderSaysWellAndStaysUntilFinish) {
 }
 
 TEST(JobSpares, RankZeroFinishesWhenEveryNodeRankEndedWell) {
-  Ports ports;
+  FakePorts ports = Ports();
   JobMachine m(Config(0), &ports);
   m.Start(0);
   m.OnChildrenDone({0, 0}, 5);
@@ -118,14 +98,14 @@ TEST(JobSpares, RankZeroFinishesWhenEveryNodeRankEndedWell) {
   FromChild(&m, Msg("well").Set("shim", 3), 5);  // a spare's word does not count
   EXPECT_TRUE(ports.down.empty());
   FromChild(&m, Msg("well").Set("shim", 2), 5.1);
-  ASSERT_EQ(ports.Types(ports.down), (std::vector<std::string>{"finish"}));
+  ASSERT_EQ(Types(ports.down), (std::vector<std::string>{"finish"}));
   EXPECT_FALSE(m.MayExit(5.2));  // the others still say done
-  ports.children_done = true;
+  ports.children_done = true, ports.linked = false;
   EXPECT_TRUE(m.MayExit(5.3));
 }
 
 TEST(JobSpares, ALostNodeIsRetiredAndTheSpareTakesItsNodeRank) {
-  Ports ports;
+  FakePorts ports = Ports();
   JobMachine m(Config(0), &ports);
   m.NoteHost(3, "h3", "10.0.0.3");
   m.Start(0);
@@ -148,7 +128,7 @@ TEST(JobSpares, ALostNodeIsRetiredAndTheSpareTakesItsNodeRank) {
 }
 
 TEST(JobSpares, TheSpareTakesItsPlaceInTheRestartOrder) {
-  Ports ports;
+  FakePorts ports = Ports();
   JobMachine spare(Config(3), &ports);
   spare.Start(0);
   Msg restart("restart");
@@ -163,7 +143,7 @@ TEST(JobSpares, TheSpareTakesItsPlaceInTheRestartOrder) {
   EXPECT_TRUE(o->roster);
   EXPECT_EQ(o->node_rank, 1);
   // And a holder retired to standby.
-  Ports p1;
+  FakePorts p1 = Ports();
   JobMachine retired(Config(1), &p1);
   retired.Start(0);
   FromParent(&retired, restart, 12);
@@ -171,7 +151,7 @@ TEST(JobSpares, TheSpareTakesItsPlaceInTheRestartOrder) {
 }
 
 TEST(JobSpares, ANodeThatFailsFirstTwiceInARowIsRetired) {
-  Ports ports;
+  FakePorts ports = Ports();
   JobMachine m(Config(0), &ports);
   m.NoteHost(2, "h2");
   m.NoteHost(3, "h3", "10.0.0.3");
@@ -192,7 +172,7 @@ TEST(JobSpares, ANodeThatFailsFirstTwiceInARowIsRetired) {
 }
 
 TEST(JobSpares, FailuresOnSeveralNodesAtOnceOrOfTheCommandRetireNothing) {
-  Ports ports;
+  FakePorts ports = Ports();
   JobMachine m(Config(0), &ports);
   m.Start(0);
   for (int attempt = 1; attempt <= 3; ++attempt) {
@@ -208,7 +188,7 @@ TEST(JobSpares, FailuresOnSeveralNodesAtOnceOrOfTheCommandRetireNothing) {
 }
 
 TEST(JobSpares, NoSpareLeftEndsTheJobWithTheRetiredNodes) {
-  Ports ports;
+  FakePorts ports = Ports();
   JobMachine m(Config(0), &ports);
   m.NoteHost(1, "h1");
   m.NoteHost(2, "h2");
@@ -230,7 +210,7 @@ TEST(JobSpares, NoSpareLeftEndsTheJobWithTheRetiredNodes) {
 }
 
 TEST(JobSpares, ALostShimTakesItsSubtreeWithIt) {
-  Ports ports;
+  FakePorts ports = Ports();
   ports.below[1] = {3};  // the spare hangs under shim 1
   JobMachine m(Config(0), &ports);
   m.Start(0);
@@ -241,7 +221,7 @@ TEST(JobSpares, ALostShimTakesItsSubtreeWithIt) {
 }
 
 TEST(JobSpares, ALostSpareIsOnlyNoted) {
-  Ports ports;
+  FakePorts ports = Ports();
   JobMachine m(Config(0), &ports);
   m.Start(0);
   m.OnShimLost(3, "the control plane lost rank 3's shim (closed)", 10);

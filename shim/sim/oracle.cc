@@ -274,6 +274,20 @@ class Seer {
   // Rank 0 alone decides at once.
   double Window() const { return w_.n == 1 ? 0 : kWindowS; }
 
+  // Rank 0 heard of the attempt's end (a failure, or with spares a lost
+  // holder) between lo and hi: its verdict comes after the window.
+  void Decide(State* st, double lo, double hi, const ForeseenAttempt& a, double duration,
+              bool loss) const {
+    st->phase = State::Phase::kDeciding;
+    st->pending = Event{};
+    st->pending.kind = Kind::kVerdict;
+    st->pending.lo = lo + Window();
+    st->pending.hi = hi + Window() + 2 * L_;
+    st->pending_attempt = a;
+    st->pending_duration = duration;
+    st->pending_loss = loss;
+  }
+
   // ---- --spares (docs/control-plane.md, "Spares and retirement")
 
   // The shims below `s` in the tree.
@@ -522,14 +536,7 @@ class Seer {
         if (maybe_progress) ways = {false, true};  // too close to say
         // Rank 0 decides after its window; a loss or a signal may come
         // first (the failure is then the attempt's record, not its verdict).
-        st.phase = State::Phase::kDeciding;
-        st.pending = Event{};
-        st.pending.kind = Kind::kVerdict;
-        st.pending.lo = lo + Window();
-        st.pending.hi = hi + Window() + 2 * L_;
-        st.pending_attempt = a;
-        st.pending_duration = duration;
-        st.pending_loss = false;
+        Decide(&st, lo, hi, a, duration, false);
         st.pending_others = e.others;
         st.now = lo;
         for (bool pr : ways) {
@@ -701,15 +708,8 @@ class Seer {
         st.halts.emplace_back(lo, hi);
         ForeseenAttempt a;
         a.code = 125;
-        st.phase = Phase::kDeciding;
-        st.pending = Event{};
-        st.pending.kind = Kind::kVerdict;
-        st.pending.lo = lo + Window();
-        st.pending.hi = hi + Window() + 2 * L_;
-        st.pending_attempt = a;
-        st.pending_loss = true;
+        Decide(&st, lo, hi, a, lo - st.t_lo, true);
         st.pending_progress = true;
-        st.pending_duration = lo - st.t_lo;
         return Step(st);
       }
       case Phase::kCollecting: {

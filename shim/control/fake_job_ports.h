@@ -1,0 +1,44 @@
+// A JobMachine's ports for unit tests: every frame it sends, recorded, and
+// what it asks of its links, set by the test (job_machine_test.cc,
+// job_spares_test.cc).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "shim/control/job_machine.h"
+
+namespace aml {
+
+struct FakePorts : JobPorts {
+  std::vector<Msg> up, down;
+  double output = 0;
+  bool children_done = true, linked = false, flushed = true, parent_closed = false;
+  void SendUp(const std::string& f) override { up.push_back(*Msg::Decode(f)); }
+  void SendDown(const std::string& f) override { down.push_back(*Msg::Decode(f)); }
+  double SubtreeOutput() const override { return output; }
+  void ResetOutput(double now) override { output = now; }
+  double HangSlackS() const override { return 1; }
+  bool ChildrenAllDone() const override { return children_done; }
+  bool ChildrenLinked() const override { return linked; }
+  bool Flushed() const override { return flushed; }
+  bool ParentClosed() const override { return parent_closed; }
+  double WallNow() const override { return wall; }
+  int FreePort() const override { return 4242; }
+  std::vector<int> Below(int shim) const override {
+    auto it = below.find(shim);
+    return it == below.end() ? std::vector<int>{} : it->second;
+  }
+  std::map<int, std::vector<int>> below;
+  double wall = 1000;
+};
+
+// The types of the frames sent, in order.
+inline std::vector<std::string> Types(const std::vector<Msg>& frames) {
+  std::vector<std::string> out;
+  for (const Msg& m : frames) out.push_back(m.type());
+  return out;
+}
+
+}  // namespace aml
