@@ -34,14 +34,16 @@ const char* JobStateName(JobState s) {
     case JobState::kDone: return "done";
     case JobState::kStopped: return "stopped";
     case JobState::kSignalled: return "signalled";
+    case JobState::kElecting: return "electing";
   }
   return "?";
 }
 
 bool LeavesInOrder(const Msg& m) { return m.type() == "done" || m.type() == "bye"; }
 
-JobMachine::JobMachine(const JobConfig& c, JobPorts* ports) : c_(c), ports_(ports) {
-  shim_hosts_[0] = c_.host;
+JobMachine::JobMachine(const JobConfig& c, JobPorts* ports)
+    : c_(c), ports_(ports), root_(c.rank == 0) {
+  shim_hosts_[c_.rank] = c_.host;
   node_ = c_.node;
   if (Spares()) {
     if (c_.rank >= c_.size - c_.spares) node_ = -1;  // a spare: it waits
@@ -53,6 +55,11 @@ void JobMachine::Start(double now) {
   attempt_wall_ = ports_->WallNow();
   NoteAttemptNodes();
   Enter(JobState::kRunning, now);
+  // --spares: a heir that can take the root's place (job_heir.cc).
+  if (root_ && roster_ && c_.size >= 3) {
+    heir_ = ports_->NameHeir();
+    SendRecord();
+  }
 }
 
 void JobMachine::Enter(JobState s, double now) {
@@ -65,7 +72,7 @@ void JobMachine::Enter(JobState s, double now) {
 
 bool JobMachine::Busy() const {
   return state_ == JobState::kCollecting || state_ == JobState::kEnding ||
-         state_ == JobState::kBackingOff;
+         state_ == JobState::kBackingOff || state_ == JobState::kElecting;
 }
 
 // ---- What this node sees
@@ -84,7 +91,7 @@ void JobMachine::OnChildFailed(const LocalFailure& f, double now) {
   n.summary = f.summary;
   n.json = f.failure_json;
   n.local = true;
-  if (c_.rank == 0) {
+  if (root_) {
     NoteFailure(std::move(n), now);
     return;
   }
@@ -103,13 +110,13 @@ void JobMachine::OnChildFailed(const LocalFailure& f, double now) {
 }
 
 void JobMachine::OnStacks(const std::vector<RankStack>& stacks, double now) {
-  if (c_.rank == 0) {
+  if (root_) {
     for (const RankStack& s : stacks) {
       const auto lines = SplitLines(s.text);
       reports_.push_back({s.rank, c_.node, c_.host, s.signature.substr(0, kMaxSignature),
                           s.signature.empty() && !lines.empty() ? lines[0] : ""});
     }
-    reported_.insert(0);
+    reported_.insert(c_.rank);
     if (AllIn(reported_)) FinishCollect(now);
     return;
   }
@@ -133,7 +140,7 @@ void JobMachine::OnChildrenDone(const NodeOutcome& o, double now) {
   children_done_ = true;
   // Ranks ended by the halt of a failure elsewhere end with 0 too: only
   // an attempt still running ended well here.
-  if (c_.rank == 0 && o.code == 0 && state_ == JobState::kRunning && failed_at_ == 0 &&
+  if (root_ && o.code == 0 && state_ == JobState::kRunning && failed_at_ == 0 &&
       !Spares())
     own_done_well_ = true;
   MaybeSendWell(now);
@@ -169,13 +176,22 @@ void JobMachine::OnFromChild(const std::string& frame, const Msg& m, double now)
     // Its part of the job ended well.
     done_below_ += static_cast<int>(std::max<int64_t>(1, m.Int("n", 1)));
     MaybeSendDone(now);
-  } else if (c_.rank != 0) {
+  } else if (!root_) {
     if (t == "fail" || t == "lost" || t == "stacks" || t == "ended" || t == "well")
       ports_->SendUp(frame);
+    // A shim that lost rank 0's shim linked here, its heir, but rank 0's
+    // shim holds the job still (only that link was cut): that shim is cut
+    // off, as without a heir (job_heir.cc).
+    if (t == "orphan") RefuseOrphan(static_cast<int>(m.Int("shim", -1)));
+  } else if (t == "orphan") {
+    NoteOrphan(static_cast<int>(m.Int("shim", -1)), m.Int("silent", 0) == 1, now);
   } else if (t == "well") {
     NoteWell(static_cast<int>(m.Int("shim", -1)), now);
   } else if (t == "ended") {
-    NoteEnded(static_cast<int>(m.Int("shim", -1)), m.Number("out", 0), now);
+    const int shim = static_cast<int>(m.Int("shim", -1));
+    if (shim >= 0 && shim < c_.size && !m.Str("host").empty() && !shim_hosts_.count(shim))
+      shim_hosts_[shim] = m.Str("host");
+    NoteEnded(shim, m.Number("out", 0), now);
   } else if (t == "fail") {
     FailNote f;
     f.wall_time = m.Number("time");
@@ -212,11 +228,17 @@ void JobMachine::OnFromParent(const std::string& frame, const Msg& m, double now
     if (state_ == JobState::kRunning) Enter(JobState::kHalted, now);
     orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));
   } else if (t == "end") {
-    // Rank 0 restarts the job: end this node's ranks, say so, wait.
+    // The root restarts the job: end this node's ranks, say so, wait. A
+    // new root asks "again": every shim says so anew (its word may have
+    // gone to the root that was lost).
     ports_->SendDown(frame);
-    if (Over() || state_ == JobState::kEnding) return;
-    Enter(JobState::kEnding, now);
-    orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));
+    if (Over()) return;
+    if (m.Int("again", 0) == 1) ended_sent_ = false;
+    else if (state_ == JobState::kEnding) return;
+    if (state_ != JobState::kEnding) {
+      Enter(JobState::kEnding, now);
+      orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));
+    }
     MaybeSendEnded(now);
   } else if (t == "restart") {
     ports_->SendDown(frame);
@@ -263,8 +285,8 @@ void JobMachine::OnShimLost(int shim, const std::string& what, double now) {
   // said done and exited 0).
   lost_below_ = true;
   if (Over()) return;
-  if (c_.rank == 0 && Spares()) RetireLost(shim, what, now);
-  else if (c_.rank == 0) StopAsLost(what, now);
+  if (root_ && Spares()) RetireLost(shim, what, now);
+  else if (root_) StopAsLost(what, now);
   else ports_->SendUp(Msg("lost").Set("what", what).Set("shim", shim).Encode());
 }
 
@@ -295,7 +317,7 @@ double JobMachine::HangAt() const {
 }
 
 double JobMachine::StateDeadline() const {
-  const bool root = c_.rank == 0;
+  const bool root = root_;
   constexpr double kNever = std::numeric_limits<double>::infinity();
   switch (state_) {
     case JobState::kRunning:
@@ -308,6 +330,8 @@ double JobMachine::StateDeadline() const {
       return root ? entered_ + c_.grace_s + kEndingS : kNever;
     case JobState::kBackingOff:
       return backoff_until_;
+    case JobState::kElecting:
+      return ElectionDeadline();
     default:
       return kNever;
   }
@@ -330,7 +354,7 @@ double JobMachine::NextDeadline(double now) const {
 
 void JobMachine::OnTimer(double now) {
   if (now >= StateDeadline()) {
-    const bool root = c_.rank == 0;
+    const bool root = root_;
     switch (state_) {
       case JobState::kRunning:  // rank 0 with --hang-timeout: no rank wrote
         hang_silent_s_ = now - ports_->SubtreeOutput();
@@ -353,6 +377,9 @@ void JobMachine::OnTimer(double now) {
       case JobState::kBackingOff:
         SendRestart(now);
         break;
+      case JobState::kElecting:
+        CheckTakeover(now);
+        break;
       case JobState::kEnding:  // rank 0
         StopAsLost("cannot restart: " + JoinCapped(ShimsNotIn(ended_), 8) +
                        " did not end its ranks within " + FormatRate(c_.grace_s + kEndingS) +
@@ -366,7 +393,7 @@ void JobMachine::OnTimer(double now) {
   // A failing node that heard no verdict, no restart left: its failure is
   // the job's end as far as the shims below it can know; they end their
   // ranks before it leaves (aml-plane-sim, seed 12302: it left them running).
-  if (c_.rank != 0 && failed_at_ > 0 && !Over() && own_failure_ &&
+  if (!root_ && failed_at_ > 0 && !Over() && own_failure_ &&
       restarts_ >= c_.max_restarts && now >= failed_at_ + kVerdictWaitS &&
       ports_->ChildrenLinked()) {
     ports_->SendDown(own_failure_->Encode());
@@ -383,7 +410,7 @@ void JobMachine::MaybeSendDone(double now) {
   // "finish"): a spare may yet be needed, a node's ranks started again; a
   // loss below was rank 0's to judge then.
   if (Spares() && !finished_) return;
-  if (c_.rank == 0 || state_ != JobState::kRunning || !children_done_ || cut_off_ ||
+  if (root_ || state_ != JobState::kRunning || !children_done_ || cut_off_ ||
       (lost_below_ && !finished_) || failed_at_ > 0 || outcome_.code != 0 ||
       !ports_->ChildrenAllDone())
     return;
@@ -411,7 +438,7 @@ bool JobMachine::MayExit(double now) const {
   // A failing node waits a moment for rank 0's verdict (the line it prints);
   // while restarts remain, for the verdict itself (or the loss of its parent).
   if (failed_at_ > 0) return restarts_ >= c_.max_restarts && now >= failed_at_ + kVerdictWaitS;
-  if (c_.rank == 0)  // else the job is not over
+  if (root_)  // else the job is not over
     return (!Spares() || finished_) && ports_->ChildrenAllDone();
   // Gone once its parent heard "done" (the parent closes), or a moment after.
   return state_ == JobState::kDone && (ports_->ParentClosed() || now >= entered_ + kFlushS);
@@ -571,7 +598,7 @@ void JobMachine::NoteStacks(const Msg& m, double now) {
       !(state_ == JobState::kSignalled && signalled_in_ == JobState::kCollecting))
     return;
   const int shim = static_cast<int>(m.Int("shim"));
-  if (shim <= 0 || shim >= c_.size || reported_.count(shim)) return;
+  if (shim < 0 || shim == c_.rank || shim >= c_.size || reported_.count(shim)) return;
   reported_.insert(shim);
   const JsonValue* list = m.Raw("stacks");
   if (list && list->kind == JsonValue::Kind::kArray) {

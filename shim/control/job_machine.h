@@ -20,6 +20,9 @@
 //   done        (not rank 0) this part of the job ended well; told the parent
 //   stopped     the job's verdict is given: the ranks end, the shims below first
 //   signalled   the launcher stopped this shim (or is gone): it leaves at once
+//   electing    (the root's heir, with --spares) the root was lost: the shims
+//               that reach the heir end their ranks and say so; with more
+//               than half of the job's shims it is the new root (job_heir.cc)
 #pragma once
 
 #include <deque>
@@ -39,7 +42,7 @@ namespace aml {
 
 enum class JobState {
   kRunning, kFailed, kHalted, kDeciding, kCollecting, kEnding, kBackingOff, kDone, kStopped,
-  kSignalled
+  kSignalled, kElecting
 };
 const char* JobStateName(JobState s);
 
@@ -81,8 +84,16 @@ class JobPorts {
   virtual bool ParentClosed() const = 0;       // the parent closed its link
   virtual double WallNow() const = 0;          // CLOCK_REALTIME
   virtual int FreePort() const = 0;            // the next attempt's MASTER_PORT
-  // Rank 0: the shims below `shim` in the tree (cut off when it is lost).
+  // The root: the shims below `shim` in the tree (cut off when it is lost).
   virtual std::vector<int> Below(int shim) const = 0;
+  // --spares, the root (job_heir.cc): names one of its child shims its heir
+  // and tells every child which (-1: none can be), and sends a frame to
+  // that one child alone.
+  virtual int NameHeir() { return -1; }
+  // The tree as the join made it: each shim's parent (-1: the root's), or
+  // empty where this shim does not know it.
+  virtual std::vector<int> Parents() const { return {}; }
+  virtual void SendTo(int shim, const std::string& frame) { (void)shim, (void)frame; }
 };
 
 bool LeavesInOrder(const Msg& m);
@@ -117,11 +128,22 @@ class JobMachine {
   void OnShimLost(int shim, const std::string& what, double now);
   void OnParentLost(const std::string& what, double now);
 
+  // --spares: a new root (job_heir.cc, docs/control-plane.md "A new root").
+  // The root's record reached its heir; the overlay asks whether the loss
+  // of its parent, the root, may be survived (`as_heir`: this shim is the
+  // heir), and then says it happened: this shim is the heir, or it linked
+  // to the heir; `silent`: the root's link fell silent (it may live on the
+  // other side of a cut) rather than closed.
+  void OnRecord(const std::string& frame) { record_ = frame; }
+  bool MayTakeOver(bool as_heir) const;
+  void OnRootLost(bool as_heir, bool silent, const std::string& what, double now);
+  bool root() const { return root_; }
+
   double NextDeadline(double now) const;  // now + 3600 when nothing waits
   void OnTimer(double now);
 
   bool MayExit(double now) const;
-  bool PrintsOwnFailure() const { return c_.rank == 0 || cut_off_; }
+  bool PrintsOwnFailure() const { return root_ || cut_off_; }
   std::optional<LinkOrder> TakeOrder();
 
   JobState state() const { return state_; }
@@ -173,6 +195,18 @@ class JobMachine {
   std::string HostOf(int shim) const;
   void NoteAttemptNodes();
 
+  // A new root (job_heir.cc).
+  void SendRecord();
+  bool LoadRecord(int old_root, const std::string& what, double now);
+  void CheckTakeover(double now);
+  void FinishTakeover(double now);
+  bool LostMajority() const;
+  std::string MajorityText(int reached) const;
+  void NoteOrphan(int shim, bool silent, double now);
+  void RefuseOrphan(int shim);
+  std::vector<int> BelowOf(int shim) const;
+  double ElectionDeadline() const;
+
   // Rank 0's decisions.
   void NoteFailure(FailNote f, double now);
   const FailNote& EarliestFailure() const;
@@ -218,7 +252,13 @@ class JobMachine {
   // said "finish": every NODE_RANK's ranks ended with 0); this shim said so.
   int node_ = 0;
   bool finished_ = false, well_sent_ = false;
-  // Rank 0.
+  // The root (rank 0's shim, or the heir that took its place).
+  bool root_ = false;
+  int heir_ = -1;               // the child it named its heir
+  std::string record_;          // the heir: the root's last record
+  double elect_until_ = 0;      // electing: the shims that reach the heir by then count
+  double not_before_ = 0;       // and not before the old root, alive, stepped down
+  std::vector<int> parents_;    // a new root: the tree (each shim's parent)
   std::map<int, std::string> shim_hosts_, shim_addrs_;
   std::optional<Roster> roster_;
   std::set<int> well_;         // shims whose NODE_RANK's ranks ended well

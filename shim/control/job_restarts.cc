@@ -69,21 +69,29 @@ void JobMachine::FinalStop(const std::string& stop, LinkOrder own, const std::st
 
 // This node's ranks all ended after rank 0 said "end": say so (once).
 void JobMachine::MaybeSendEnded(double now) {
-  if (state_ != JobState::kEnding || !children_done_ || ended_sent_) return;
+  if ((state_ != JobState::kEnding && state_ != JobState::kElecting) || !children_done_ ||
+      ended_sent_)
+    return;
   ended_sent_ = true;
-  if (c_.rank == 0) {
-    NoteEnded(0, outcome_.first_output_wall, now);
+  if (root_) {
+    NoteEnded(c_.rank, outcome_.first_output_wall, now);
     return;
   }
-  ports_->SendUp(
-      Msg("ended").Set("shim", c_.rank).SetNumber("out", outcome_.first_output_wall).Encode());
+  ports_->SendUp(Msg("ended")
+                     .Set("shim", c_.rank)
+                     .Set("host", c_.host)
+                     .SetNumber("out", outcome_.first_output_wall)
+                     .Encode());
 }
 
 void JobMachine::NoteEnded(int shim, double first_output_wall, double now) {
-  if (state_ != JobState::kEnding || shim < 0 || shim >= c_.size || ended_.count(shim)) return;
+  if ((state_ != JobState::kEnding && state_ != JobState::kElecting) || shim < 0 ||
+      shim >= c_.size || ended_.count(shim))
+    return;
   ended_.insert(shim);
   if (first_output_wall > 0 && (ended_output_ == 0 || first_output_wall < ended_output_))
     ended_output_ = first_output_wall;
+  if (state_ == JobState::kElecting) return CheckTakeover(now);
   RecheckRound(now);
 }
 
@@ -138,7 +146,7 @@ void JobMachine::SendRestart(double now) {
     }
     o.line = RosterLines(before) + o.line;
     o.roster = true;
-    o.node_rank = node_ = roster_->NodeOf(0);
+    o.node_rank = node_ = roster_->NodeOf(c_.rank);
     const int holder0 = roster_->HolderOf(0);
     auto addr = shim_addrs_.find(holder0);
     o.master_addr = holder0 == 0 || addr == shim_addrs_.end() ? "" : addr->second;
@@ -149,6 +157,12 @@ void JobMachine::SendRestart(double now) {
   ports_->SendDown(restart.Encode());
   ResetRound(now);
   orders_.push_back(std::move(o));
+  // The heir (named anew: the last may be lost, or this shim was it)
+  // carries the record of every attempt so far.
+  if (roster_ && c_.size >= 3) {
+    heir_ = ports_->NameHeir();
+    SendRecord();
+  }
 }
 
 // A new attempt: nothing of the last one counts (its failures, its stacks,

@@ -43,7 +43,7 @@ void JobMachine::MaybeSendWell(double now) {
       failed_at_ > 0 || outcome_.code != 0)
     return;
   well_sent_ = true;
-  if (c_.rank == 0) return NoteWell(0, now);
+  if (root_) return NoteWell(c_.rank, now);
   ports_->SendUp(Msg("well").Set("shim", c_.rank).Encode());
 }
 
@@ -75,9 +75,9 @@ void JobMachine::OnFinish(double now) {
 // none is left.
 void JobMachine::RetireLost(int shim, const std::string& what, double now) {
   if (Over()) return;
-  if (shim <= 0 || shim >= c_.size) return StopAsLost(what, now);
+  if (shim < 0 || shim == c_.rank || shim >= c_.size) return StopAsLost(what, now);
   std::vector<int> cut = {shim};
-  for (int s : ports_->Below(shim)) cut.push_back(s);
+  for (int s : BelowOf(shim)) cut.push_back(s);
   bool held = false;
   for (int s : cut) {
     if (!gone_.insert(s).second) continue;
@@ -88,8 +88,21 @@ void JobMachine::RetireLost(int shim, const std::string& what, double now) {
                                             " above it in the tree was lost",
                             restarts_ + 1);
   }
+  // A heir electing decides once the wait is over (job_heir.cc).
+  if (state_ == JobState::kElecting) return CheckTakeover(now);
+  // The heir lost: another takes its place, with the record.
+  if (heir_ >= 0 && gone_.count(heir_) && c_.size >= 3) {
+    heir_ = ports_->NameHeir();
+    SendRecord();
+  }
   // The job had ended well: nothing of it is lost.
   if (finished_) return;
+  // More than half of the shims lost: they may be alive on the other side
+  // of a cut, and take the job there (job_heir.cc); this side ends.
+  if (LostMajority())
+    return StopNoSpare("no majority: " + EscapeControl(what) + "; " +
+                           MajorityText(c_.size - static_cast<int>(gone_.size())),
+                       now);
   // A NODE_RANK retired (now or before) that no spare left can take.
   if (roster_->Vacant() > static_cast<int>(roster_->Spares().size()))
     return StopNoSpare("no spare left: " + EscapeControl(what), now);

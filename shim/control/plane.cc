@@ -68,6 +68,14 @@ std::vector<int> ControlPlane::Below(int shim) const {
   return planner_ ? planner_->Below(shim) : std::vector<int>{};
 }
 
+std::string ControlPlane::AddressOf(int shim) const {
+  return planner_ ? planner_->AddressOf(shim) : "";
+}
+
+std::vector<int> ControlPlane::Parents() const {
+  return planner_ ? planner_->Parents(c_.size) : std::vector<int>{};
+}
+
 int ControlPlane::FreePort() const {
   auto l = ListenAny(0);
   return l.ok() ? l->port : c_.master_port;
@@ -167,10 +175,12 @@ void ControlPlane::ReadChild(Peer& p, double now) {
 
 void ControlPlane::ReadParent(double now) {
   std::vector<std::string> frames;
+  const Peer* read = parent_.get();
   parent_->link->Read(&frames);
   for (const std::string& f : frames) {
     tree_.OnParentFrame(f, now);
-    if (tree_.parent_lost()) return;
+    // Lost, or linked to the root's heir in its place (Relink).
+    if (tree_.parent_lost() || parent_.get() != read) return;
   }
   if (parent_->link->broken()) tree_.OnParentClosed(parent_->link->why(), now);
 }

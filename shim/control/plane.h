@@ -88,7 +88,7 @@ class ControlPlane : public JobLink, private LinkIo {
   void OnShimSignalled(int sig, const std::string& why = "") override;
   bool MayExit() const override;
   bool PrintsOwnFailure() const override;
-  bool WritesJobRecord() const override { return c_.rank == 0; }
+  bool WritesJobRecord() const override { return tree_.machine().root(); }
   std::optional<LinkOrder> TakeOrder() override;
 
   // For -v and the bench: the tree's depth and this shim's connections.
@@ -130,6 +130,9 @@ class ControlPlane : public JobLink, private LinkIo {
   double WallNow() const override;
   int FreePort() const override;
   std::vector<int> Below(int shim) const override;
+  std::string AddressOf(int shim) const override;
+  std::vector<int> Parents() const override;
+  bool Relink(int heir, const std::string& addr, double now) override;
   // This shim's side of a door's proofs (door.h).
   Msg Introduce(const std::string& type, const std::string& challenge,
                 const std::string& nonce) const;

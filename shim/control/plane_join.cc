@@ -219,6 +219,35 @@ Status ControlPlane::JoinAsMember() {
   return RunUntilGo(deadline + 5);
 }
 
+// --spares: the root was lost and this shim links to its heir in its
+// place (job_heir.cc), with the same hello as to its parent at the join,
+// within 5 s. False when the heir does not answer so.
+bool ControlPlane::Relink(int heir, const std::string& at, double now) {
+  (void)now;
+  const size_t colon = at.rfind(':');
+  if (colon == std::string::npos) return false;
+  const std::string addr = at.substr(0, colon);
+  const int port = std::atoi(at.c_str() + colon + 1);
+  const std::string nonce = NewNonce();
+  auto hello = [&](const std::string& challenge) { return Introduce("hello", challenge, nonce); };
+  auto reply = Ask(addr, port, ProofKindName(c_.prover.kind()), hello, 5.0, 5.0);
+  auto m = reply.ok() ? Msg::Decode(reply->frame) : Result<Msg>(reply.error());
+  if (m.ok() && m->type() == "welcome" && !ProvesDown("tree", *m, reply->challenge, nonce))
+    m = Error{"a welcome without this job's proof"};
+  if (!m.ok() || m->type() != "welcome") {
+    LogWarning("control plane: " + ShimName(c_.rank, c_.host) + " could not link to the root's heir, " +
+               ShimName(heir, "") + " at " + EscapeControl(at) + ": " +
+               (m.ok() ? "it answered '" + EscapeControl(m->type()) + "'" : m.error().message));
+    return false;
+  }
+  parent_ = std::make_unique<Peer>();
+  parent_->rank = heir;
+  parent_->addr = addr;
+  parent_->link = std::make_unique<FrameLink>(std::move(reply->fd), kMaxFrame);
+  parent_rank_ = heir;
+  return true;
+}
+
 // The same loop the supervisor runs later, until rank 0 says go.
 Status ControlPlane::RunUntilGo(double deadline) {
   for (;;) {

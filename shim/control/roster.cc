@@ -180,4 +180,63 @@ std::string Roster::RetiredText() const {
   return out;
 }
 
+std::string Roster::Save() const {
+  return "{\"holders\":" + JsonQuote(Encode()) + ",\"spares\":" + JsonQuote(Runs(spares_)) +
+         ",\"retired\":" + RetiredJson() + ",\"streak\":[" + std::to_string(streak_shim_) + "," +
+         std::to_string(streak_) + "]}";
+}
+
+bool Roster::Load(const JsonValue& v) {
+  auto str = [&](const char* key) -> const std::string* {
+    const JsonValue* x = v.Find(key);
+    return x && x->kind == JsonValue::Kind::kString ? &x->text : nullptr;
+  };
+  auto num = [](const JsonValue* x, long fallback) {
+    return x && x->kind == JsonValue::Kind::kNumber ? std::strtol(x->text.c_str(), nullptr, 10)
+                                                    : fallback;
+  };
+  const std::string* holders = str("holders");
+  const std::string* spares = str("spares");
+  const JsonValue* retired = v.Find("retired");
+  const JsonValue* streak = v.Find("streak");
+  if (!holders || !spares || !retired || retired->kind != JsonValue::Kind::kArray) return false;
+  const std::vector<int> h = Decode(*holders);
+  const std::vector<int> sp = spares->empty() ? std::vector<int>{} : Decode(*spares);
+  const int shims = static_cast<int>(node_of_.size());
+  if (h.size() != holder_.size() || (!spares->empty() && sp.empty())) return false;
+  for (int x : h)
+    if (x >= shims) return false;
+  for (int x : sp)
+    if (x < 0 || x >= shims) return false;
+  std::vector<Retirement> rs;
+  for (const JsonValue& r : retired->items) {
+    if (r.kind != JsonValue::Kind::kObject) return false;
+    Retirement one;
+    one.shim = static_cast<int>(num(r.Find("shim"), -1));
+    one.node = static_cast<int>(num(r.Find("node"), -1));
+    one.attempt = static_cast<int>(num(r.Find("attempt"), 0));
+    const JsonValue* host = r.Find("host");
+    const JsonValue* reason = r.Find("reason");
+    one.host = host && host->kind == JsonValue::Kind::kString ? host->text : "";
+    one.reason = reason && reason->kind == JsonValue::Kind::kString ? reason->text : "";
+    if (one.shim < 0 || one.shim >= shims) return false;
+    rs.push_back(std::move(one));
+  }
+  holder_ = h;
+  node_of_.assign(node_of_.size(), -1);
+  for (size_t n = 0; n < holder_.size(); ++n)
+    if (holder_[n] >= 0) node_of_[static_cast<size_t>(holder_[n])] = static_cast<int>(n);
+  spares_ = sp;
+  retirements_ = std::move(rs);
+  retired_.clear();
+  for (const Retirement& r : retirements_) retired_.insert(r.shim);
+  streak_shim_ = -1;
+  streak_ = 0;
+  if (streak && streak->kind == JsonValue::Kind::kArray && streak->items.size() == 2) {
+    streak_shim_ = static_cast<int>(num(&streak->items[0], -1));
+    streak_ = static_cast<int>(num(&streak->items[1], 0));
+  }
+  return true;
+}
+
 }  // namespace aml

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "shim/base/json_read.h"
+
 namespace aml {
 
 struct Retirement {
@@ -65,6 +67,11 @@ class Roster {
   // `shim` in it: -1 when it holds none, -2 when the list is malformed.
   static std::vector<int> Decode(const std::string& holders);
   static int NodeIn(const std::string& holders, int shim);
+  // The whole roster (holders, spares, retirements, streak) as JSON, and
+  // it read back over a roster of the same shims (docs/control-plane.md,
+  // "A new root": the root hands it to its heir). False when malformed.
+  std::string Save() const;
+  bool Load(const JsonValue& v);
   // failure.json's "retired": [{"node":..,"host":..,"reason":..,"attempt":..}].
   std::string RetiredJson() const;
   // One line each: "NODE_RANK 3 (rank 3's shim on n3): reason".

@@ -92,14 +92,25 @@ void TreeLinks::OnChildFrame(int rank, const std::string& frame, double now) {
 void TreeLinks::OnParentFrame(const std::string& frame, double now) {
   if (parent_ < 0 || parent_lost_) return;
   auto m = Msg::Decode(frame);
-  if (!m.ok()) return LoseParent("it sent a garbled message", now);
+  if (!m.ok()) return LoseParent("it sent a garbled message", true, now);
   parent_live_.Heard(now);
   const std::string& t = m->type();
   ++frames_[t];
   if (t == "beat") return;
   if (t == "go") {
+    if (go_) return;  // a heir's welcome to a shim linked anew
     go_ = true;
     SendDown(frame);
+    return;
+  }
+  if (t == "heir") {
+    // The root named its heir (job_heir.cc); the heir gets its record too.
+    heir_ = static_cast<int>(m->Int("shim", -1));
+    heir_addr_ = m->Str("addr");
+    return;
+  }
+  if (t == "record") {
+    machine_.OnRecord(frame);
     return;
   }
   if (t == "abort") {
@@ -127,14 +138,35 @@ void TreeLinks::Lose(Child& c, const std::string& why, double now) {
                       now);
 }
 
-void TreeLinks::OnParentClosed(const std::string& why, double now) { LoseParent(why, now); }
+void TreeLinks::OnParentClosed(const std::string& why, double now) {
+  LoseParent(why, false, now);
+}
 
-void TreeLinks::LoseParent(const std::string& why, double now) {
+void TreeLinks::LoseParent(const std::string& why, bool silent, double now) {
   if (parent_lost_) return;
   parent_lost_ = true;
   if (!go_) {
     abort_ = "control plane: lost its parent, " + ShimName(parent_, "") + " (" + why + ")";
     return;
+  }
+  // The root lost, a heir named (job_heir.cc): the heir takes its place,
+  // every other child links to the heir; else this part is cut off.
+  const int heir = heir_;
+  heir_ = -1;
+  if (heir >= 0 && machine_.MayTakeOver(heir == job_.rank)) {
+    const std::string what = "the control plane lost " + ShimName(parent_, "") + " (" +
+                             EscapeControl(why) + ")";
+    if (heir == job_.rank) {
+      parent_ = -1;
+      return machine_.OnRootLost(true, silent, what, now);
+    }
+    if (io_->Relink(heir, heir_addr_, now)) {
+      parent_ = heir;
+      parent_addr_ = heir_addr_;
+      parent_lost_ = false;
+      parent_live_.Start(now);
+      return machine_.OnRootLost(false, silent, what, now);
+    }
   }
   machine_.OnParentLost("aml-shim: lost the control plane: the link to its parent, " +
                             ShimName(parent_, "") + " at " + parent_addr_ + ", " +
@@ -170,7 +202,8 @@ void TreeLinks::OnTimer(double now) {
     if (!c.done && !c.gone && go_ && now >= c.live.LostAt(now, startup_until))
       Lose(c, "silent for " + FormatNumber(now - c.live.last_heard, "%.1f") + " s", now);
   if (parent_ >= 0 && !parent_lost_ && go_ && now >= parent_live_.LostAt(now, startup_until))
-    LoseParent("silent for " + FormatNumber(now - parent_live_.last_heard, "%.1f") + " s", now);
+    LoseParent("silent for " + FormatNumber(now - parent_live_.last_heard, "%.1f") + " s", true,
+               now);
   if (now >= next_beat_) Beat(now);
   if (go_) machine_.OnTimer(now);
 }
@@ -179,6 +212,31 @@ void TreeLinks::OnTimer(double now) {
 
 void TreeLinks::SendUp(const std::string& frame) {
   if (parent_ >= 0 && !parent_lost_) io_->Send(parent_, frame);
+}
+
+// The root's heir: its first child still linked whose address it knows;
+// every child is told which (the heir and the others alike).
+int TreeLinks::NameHeir() {
+  if (parent_ >= 0) return -1;
+  int heir = -1;
+  std::string addr;
+  for (const Child& c : children_) {
+    if (c.done || c.gone) continue;
+    addr = io_->AddressOf(c.rank);
+    if (!addr.empty()) {
+      heir = c.rank;
+      break;
+    }
+  }
+  if (heir < 0) return -1;
+  const std::string frame = Msg("heir").Set("shim", heir).Set("addr", addr).Encode();
+  for (const Child& c : children_)
+    if (!c.done && !c.gone) io_->Send(c.rank, frame);
+  return heir;
+}
+
+void TreeLinks::SendTo(int shim, const std::string& frame) {
+  if (Keeps(shim)) io_->Send(shim, frame);
 }
 
 void TreeLinks::SendDown(const std::string& frame) {

@@ -34,6 +34,19 @@ class LinkIo {
   // A frame sent down to every child (once, whatever their number: the
   // simulator records rank 0's verdicts by it).
   virtual void SentDown(const std::string& frame) { (void)frame; }
+  // --spares, a new root (job_heir.cc): where a child shim listens for
+  // the tree ("" when unknown), each shim's parent as the join placed it
+  // (the root's planner; empty elsewhere), and a link to the heir in
+  // place of the parent lost: true once the heir took it as its child.
+  virtual std::string AddressOf(int shim) const {
+    (void)shim;
+    return "";
+  }
+  virtual std::vector<int> Parents() const { return {}; }
+  virtual bool Relink(int heir, const std::string& addr, double now) {
+    (void)heir, (void)addr, (void)now;
+    return false;
+  }
 };
 
 class TreeLinks : private JobPorts {
@@ -64,6 +77,7 @@ class TreeLinks : private JobPorts {
   void OnParentClosed(const std::string& why, double now);
   void OnOutput(double now) { my_output_ = now; }
 
+  int heir() const { return heir_; }
   // A child still part of the job (not done, not lost); the parent lost or gone.
   bool Keeps(int child) const;
   bool parent_lost() const { return parent_lost_; }
@@ -90,7 +104,7 @@ class TreeLinks : private JobPorts {
   };
   Child* Find(int rank);
   void Lose(Child& c, const std::string& why, double now);
-  void LoseParent(const std::string& why, double now);
+  void LoseParent(const std::string& why, bool silent, double now);
   void Beat(double now);
 
   // JobPorts.
@@ -104,6 +118,9 @@ class TreeLinks : private JobPorts {
   double WallNow() const override { return io_->WallNow(); }
   int FreePort() const override { return io_->FreePort(); }
   std::vector<int> Below(int shim) const override { return io_->Below(shim); }
+  int NameHeir() override;
+  void SendTo(int shim, const std::string& frame) override;
+  std::vector<int> Parents() const override { return io_->Parents(); }
 
   JobConfig job_;
   LinkIo* io_;
@@ -112,6 +129,8 @@ class TreeLinks : private JobPorts {
   std::string parent_addr_;
   Liveness parent_live_;
   bool parent_lost_ = false;
+  int heir_ = -1;               // the root's heir, as the root (the parent) named it
+  std::string heir_addr_;
   std::vector<Child> children_;
   std::set<int> up_;            // rank 0: shims up
   std::string abort_;

@@ -14,6 +14,7 @@ TreePlanner::TreePlanner(int fanout, const std::string& root_host, const std::st
 TreePlace TreePlanner::Assign(int rank, const std::string& host, const std::string& addr,
                               int port) {
   if (auto it = placed_.find(rank); it != placed_.end()) return it->second;
+  where_[rank] = addr + ":" + std::to_string(port);
   TreePlace place;
   auto it = leader_of_.find(host);
   if (it != leader_of_.end() && leaders_[it->second].members < fanout_) {
@@ -38,6 +39,18 @@ std::vector<int> TreePlanner::Below(int rank) const {
     for (const auto& [r, place] : placed_)
       if (place.parent == out[i] && r != out[i]) out.push_back(r);
   out.erase(out.begin());
+  return out;
+}
+
+std::string TreePlanner::AddressOf(int rank) const {
+  auto it = where_.find(rank);
+  return it == where_.end() ? "" : it->second;
+}
+
+std::vector<int> TreePlanner::Parents(int size) const {
+  std::vector<int> out(static_cast<size_t>(std::max(0, size)), -1);
+  for (const auto& [r, place] : placed_)
+    if (r >= 0 && r < size && r != place.parent) out[static_cast<size_t>(r)] = place.parent;
   return out;
 }
 

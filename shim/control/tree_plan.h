@@ -32,6 +32,10 @@ class TreePlanner {
   // Every shim placed below `rank` (its children, theirs, ...).
   std::vector<int> Below(int rank) const;
   size_t assigned() const { return placed_.size(); }
+  // Where shim `rank` listens ("addr:port", "" when not placed), and each
+  // of `size` shims' parent (-1: rank 0, or not placed).
+  std::string AddressOf(int rank) const;
+  std::vector<int> Parents(int size) const;
 
  private:
   struct Node {
@@ -45,6 +49,7 @@ class TreePlanner {
   std::vector<Node> leaders_;                  // in the order they joined
   std::map<std::string, size_t> leader_of_;    // host -> index in leaders_
   std::map<int, TreePlace> placed_;
+  std::map<int, std::string> where_;           // rank -> "addr:port"
   int depth_ = 0;
 };
 

@@ -138,6 +138,33 @@ void DrawRandom(int shims, std::mt19937_64* rng, FaultPlan* p) {
     // Spare nodes: a loss or a node that keeps failing is routed around.
     p->spares = Draw(rng, 1, std::min(3, shims - 2));
     p->max_restarts = std::max(p->max_restarts, 1);
+    if (Draw(rng, 0, 3) == 0) {
+      // Rank 0's shim lost (a new root takes the job, docs/control-plane.md
+      // "A new root"): killed, frozen, or cut off by a partition of any
+      // size, alone in its plan.
+      p->faults.clear();
+      p->quiet = false;
+      p->restarts_succeed = true;
+      Fault f;
+      f.at_s = DrawS(rng, 0, 60);
+      const int how = Draw(rng, 0, 2);
+      f.kind = how == 0 ? FaultKind::kKill : how == 1 ? FaultKind::kFreeze : FaultKind::kPartition;
+      f.shim = 0;
+      if (f.kind == FaultKind::kPartition) {
+        const int size = Draw(rng, 1, shims - 1);
+        std::set<int> g;
+        if (Draw(rng, 0, 1) == 0) {
+          const int first = Draw(rng, 1, shims - size);
+          for (int s = first; s < first + size; ++s) g.insert(s);
+        } else {
+          while (static_cast<int>(g.size()) < size) g.insert(Draw(rng, 1, shims - 1));
+        }
+        f.group.assign(g.begin(), g.end());
+        f.shim = f.group.front();
+      }
+      p->faults.push_back(f);
+      return;
+    }
   }
   if (shims >= 2 && Draw(rng, 0, 5) == 0) {
     for (const Fault& first : p->faults) {
@@ -226,14 +253,20 @@ Status ParseSpec(const std::string& spec, int shims, std::mt19937_64* rng, Fault
       f.shim = static_cast<int>(*n);
       if ((f.kind == FaultKind::kReplay || f.kind == FaultKind::kTwin) && f.shim == 0)
         return Error{"--faults: '" + item + "': rank 0's shim has no parent to say hello to"};
-      if (NeedsTwo(f.kind) && f.shim == 0)
-        return Error{"--faults: '" + item + "': rank 0's shim cannot be lost (the job's "
-                     "root)"};
+      if (f.kind == FaultKind::kCut && f.shim == 0)
+        return Error{"--faults: '" + item + "': rank 0's shim has no parent to be cut from"};
     } else {
       f.shim = f.kind == FaultKind::kFail ? Draw(rng, 0, shims - 1) : other();
     }
     p->faults.push_back(f);
   }
+  // Without spares rank 0's loss ends the job at once: no run to simulate.
+  for (const Fault& f : p->faults)
+    if ((f.kind == FaultKind::kKill || f.kind == FaultKind::kFreeze) && f.shim == 0 &&
+        (p->spares == 0 || p->max_restarts == 0))
+      return Error{"--faults: '" + std::string(FaultKindName(f.kind)) +
+                   ":0': rank 0's shim can be lost only with spares=K and restarts=N "
+                   "(a new root takes the job)"};
   return Ok();
 }
 

@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "shim/base/units.h"
+#include "shim/control/liveness.h"
 
 namespace aml {
 namespace {
@@ -201,6 +202,7 @@ class Seer {
     for (const Fault& f : p.faults) {
       const int s = f.shim;
       if (f.kind == FaultKind::kKill || f.kind == FaultKind::kFreeze || f.kind == FaultKind::kCut) {
+        if (s <= 0) continue;  // rank 0's own loss: RootLoss's
         Event e;
         e.kind = Kind::kLoss;
         e.t = f.at_s;
@@ -668,7 +670,10 @@ class Seer {
     }
     st.now = lo;
     using Phase = State::Phase;
-    if (Vacant(st) > static_cast<int>(st.spare.size())) {
+    // More than half of the shims lost (docs/control-plane.md, "A new
+    // root"): rank 0 ends its part, as when no spare is left.
+    const bool majority = w_.n >= 3 && static_cast<int>(st.gone.size()) * 2 > w_.n;
+    if (majority || Vacant(st) > static_cast<int>(st.spare.size())) {
       // Rank 0 hears the losses of one moment one by one (this one, those
       // taken just before, those due now) and stops at the first it has no
       // spare for: it may name any of them, any of them may be retired by
@@ -698,8 +703,39 @@ class Seer {
         a.announced = false;
         st.attempts.push_back(a);
       }
-      st.story += "; no spare left";
-      return Final(st, 125, lo, hi, named, "nospare");
+      // Which of the two it finds first, with the losses heard one by one:
+      // either, where both hold once every loss named is in.
+      std::set<int> all = st.gone;
+      for (int s : named) {
+        all.insert(s);
+        for (int c : Below(s)) all.insert(c);
+      }
+      int vacant = 0;
+      for (int h : st.holder)
+        if (all.count(h) || h < 0) ++vacant;
+      int spares_left = 0;
+      for (int sp : st.spare)
+        if (!all.count(sp)) ++spares_left;
+      const bool could_majority = w_.n >= 3 && static_cast<int>(all.size()) * 2 > w_.n;
+      const bool could_nospare = vacant > spares_left;
+      st.story += majority ? "; no majority" : "; no spare left";
+      refused_also_.clear();
+      if (could_majority) refused_also_.insert("majority");
+      if (could_nospare) refused_also_.insert("nospare");
+      Final(st, 125, lo, hi, named, majority ? "majority" : "nospare");
+      refused_also_.clear();
+      if (could_majority && o_.heir > 0 && w_.dead_at[o_.heir] >= kInf) {
+        // The heir, on the other side, may take the job with more than
+        // half of the shims (RootLoss foresees it exactly alone in its
+        // plan; beside other faults, any end but rank 0's own).
+        Foreseen f = out_.back();
+        f.story += "; or shim " + std::to_string(o_.heir) + " takes the job";
+        f.takeover = f.loose = true;
+        for (int s = 1; s < w_.n; ++s)
+          f.codes[s] |= kExit0 | kExit7 | kExit124 | kExit125 | kExit137 | kExit143 | kNoExit;
+        out_.push_back(std::move(f));
+      }
+      return;
     }
     if (held) st.replaced = true;
     switch (st.phase) {
@@ -797,6 +833,7 @@ class Seer {
     f.code = code;
     f.restarts = st.restarts;
     f.refused = refused;
+    f.refused_also = refused_also_;
     f.lost = lost;
     for (size_t i = 1; i < st.rosters.size(); ++i) f.rosters.push_back(st.rosters[i].second);
     f.retired = st.retired;
@@ -922,6 +959,7 @@ class Seer {
   double L_ = 0.25;
   std::vector<Event> statics_;  // losses and signals: at fixed times
   bool spares_ = false;
+  std::set<std::string> refused_also_;  // (Final) other reasons as good as `refused`
   std::vector<Foreseen> out_;
   int steps_ = 0;
 };
@@ -951,7 +989,95 @@ std::string ExitBitsText(uint8_t bits) {
   return out.empty() ? "nothing" : out;
 }
 
+// --spares, rank 0's shim lost (docs/control-plane.md, "A new root"): a
+// plan whose one fault kills or freezes rank 0's shim, or cuts it off
+// from more than half of the shims. The root's heir (its first child) takes
+// the job when it is on the other side and more than half of the shims
+// reach it: the shims that do (H) end their ranks, the root's node and every
+// shim not in H are retired, a spare takes each NODE_RANK left empty, and
+// the next attempt (which ends well) ends the job with 0 on every shim of H.
+// The rest: the old root alive loses more than half and ends its part
+// (125), a shim cut off from both ends its own (125). Empty when the plan
+// is not such a plan or the heir cannot take the job (then the rules of
+// Seer hold: the old root, cut off from more than half, ends its part).
+static std::vector<Foreseen> RootLoss(const FaultPlan& p, const OracleSetup& o) {
+  const World w = Facts(p, o);
+  if (p.spares <= 0 || p.faults.size() != 1 || w.n < 3 || p.quiet || p.max_restarts < 1 ||
+      o.heir <= 0)
+    return {};
+  const Fault& f = p.faults[0];
+  const bool dies = (f.kind == FaultKind::kKill || f.kind == FaultKind::kFreeze) && f.shim == 0;
+  std::set<int> H;
+  if (dies) {
+    for (int s = 1; s < w.n; ++s) H.insert(s);
+  } else if (f.kind == FaultKind::kPartition) {
+    int cut = 0;
+    for (int s = 1; s < w.n; ++s)
+      if (w.cutoff[s] < kInf) ++cut;
+    if (cut * 2 <= w.n) return {};  // rank 0 keeps the job
+    std::vector<bool> in(w.n, false);
+    for (int g : f.group) in[g] = true;
+    if (!in[o.heir]) return {};
+    for (int s = 1; s < w.n; ++s) {
+      bool whole = in[s];
+      for (int a = w.parent[s]; whole && a > 0; a = w.parent[a]) whole = in[a];
+      if (whole) H.insert(s);
+    }
+  } else {
+    return {};
+  }
+  if (static_cast<int>(H.size()) * 2 <= w.n) return {};
+  Foreseen out;
+  const double t = f.at_s;
+  out.story = std::string(FaultKindName(f.kind)) + "@" + FormatNumber(t, "%.3f") +
+              ": rank 0's shim lost; shim " + std::to_string(o.heir) + " takes the job with " +
+              std::to_string(H.size()) + " of " + std::to_string(w.n) + " shims";
+  // Each NODE_RANK of a shim not in H to a spare in H, lowest first.
+  const int nodes = w.n - p.spares;
+  std::vector<int> holders, spares;
+  for (int s = nodes; s < w.n; ++s)
+    if (H.count(s)) spares.push_back(s);
+  size_t next = 0;
+  bool filled = true;
+  for (int n = 0; n < nodes; ++n) {
+    if (H.count(n)) {
+      holders.push_back(n);
+    } else if (next < spares.size()) {
+      holders.push_back(spares[next++]);
+    } else {
+      filled = false;
+    }
+  }
+  out.decided_lo = t;
+  out.decided_hi = t + 400;
+  if (f.kind == FaultKind::kPartition) out.extra_halt = {t, t + kMaxSilenceS + 2};
+  ForeseenAttempt lost;
+  lost.code = 125;
+  out.ended.push_back(lost);
+  for (int s = 0; s < w.n; ++s)
+    if (!H.count(s)) out.retired.insert(s);
+  out.retired_max = out.retired;
+  out.takeover = true;
+  if (filled) {
+    out.code = 0;
+    out.restarts = 1;
+    out.rosters.push_back(holders);
+    out.restart_times.emplace_back(t, t + 2 * kMaxSilenceS + o.grace_s + 30 + 10);
+    out.story += "; restart 1 with a spare";
+  } else {
+    out.code = 125;
+    out.refused = "nospare";
+    out.attempts.push_back(lost);
+    out.story += "; no spare left";
+  }
+  out.codes.assign(w.n, kExit125);
+  for (int s : H) out.codes[s] = filled ? kExit0 : kExit125;
+  if (dies) out.codes[0] = kNoExit;
+  return {out};
+}
+
 std::vector<Foreseen> Foresee(const FaultPlan& plan, const OracleSetup& setup) {
+  if (std::vector<Foreseen> r = RootLoss(plan, setup); !r.empty()) return r;
   return Seer(plan, setup).Run();
 }
 

@@ -39,6 +39,7 @@ struct OracleSetup {
   double startup_s = 30;    // a silent link is allowed 30 s this long after go
   double term_s = 0.05;     // ranks end this long after SIGTERM (unless stubborn)
   double slack_s = 0.25;    // the tree's latency: a word reaches everyone within it
+  int heir = -1;            // --spares: the root's heir (its first child)
 };
 
 // One attempt as failure.json's "attempts" must list it.
@@ -56,7 +57,9 @@ struct Foreseen {
   int restarts = 0;
   std::vector<ForeseenAttempt> ended;     // every attempt that did not end well
   std::vector<ForeseenAttempt> attempts;  // failure.json's: with --max-restarts, when the job fails
-  std::string refused;     // why no restart followed: "", "spent", "same", "lost", "nospare"
+  std::string refused;     // why no restart followed: "", "spent", "same", "lost", "nospare",
+                           // "majority" (more than half of the shims lost)
+  std::set<std::string> refused_also;  // any of these as well (the order losses are heard in)
   std::set<int> lost;      // a loss: the shims rank 0 may name
   // --spares: the shims retired by the end (failure.json's "retired"): at
   // least the first set, at most the second (the losses of one partition
@@ -75,6 +78,10 @@ struct Foreseen {
   // heard one by one: the first had a spare, the next had none).
   std::pair<double, double> extra_halt{-1, -1};
   std::vector<uint8_t> codes;  // per shim: the exit codes it may end with
+  // The root's heir took the job (the run's record is the heir's). When
+  // foreseen beside other faults (rank 0 lost more than half the shims),
+  // only the exit codes are: `loose`.
+  bool takeover = false, loose = false;
 };
 
 // Every way the run may go (at least one).

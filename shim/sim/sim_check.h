@@ -31,6 +31,7 @@ struct RunRecord {
   bool has_final = false;
   LinkOrder final_order;
   double first_failure_at = -1;  // the first rank's failure anywhere
+  int root = 0;  // the shim that held the job at its end (a heir, when rank 0's was lost)
   int restarts = 0;
 };
 

@@ -92,6 +92,11 @@ class Shim : public LinkIo, public JobChannel {
   int FreePort() const override { return 29500 + tree.machine().restarts() + 1; }
   std::vector<int> Below(int shim) const override;
   void SentDown(const std::string& frame) override;
+  // A new root (job_heir.cc): every shim listens; the tree the planner made;
+  // a hello to the heir, as plane.cc's Relink says it.
+  std::string AddressOf(int shim) const override { return "sim:" + std::to_string(shim); }
+  std::vector<int> Parents() const override;
+  bool Relink(int heir, const std::string& addr, double now) override;
 
   // JobChannel: the supervisor's machine and the job's talk through it, at
   // the time of the event the shim handles.
@@ -106,7 +111,7 @@ class Shim : public LinkIo, public JobChannel {
   }
   bool MayExit() const override { return machine().MayExit(now_); }
   bool PrintsOwnFailure() const override { return machine().PrintsOwnFailure(); }
-  bool WritesJobRecord() const override { return id_ == 0; }
+  bool WritesJobRecord() const override { return machine().root(); }
   std::optional<LinkOrder> TakeOrder() override;
 
   void set_now(double t) {
@@ -130,6 +135,7 @@ class Shim : public LinkIo, public JobChannel {
   int exit_code = 0;
   uint64_t timer_gen = 0;
   int spins = 0;
+  JobState last_state = JobState::kRunning;  // (for the check of one root)
   double timer_at = -1;
   // What it was told.
   double stop_order_at = -1, restart_order_at = -1, collect_order_at = -1, end_order_at = -1;
@@ -191,7 +197,9 @@ class Cluster {
   SimResult Run();
   void Send(int from, int to, const std::string& frame);
   std::vector<int> Below(int shim) const { return planner_->Below(shim); }
-  void NoteVerdict(const std::string& frame);
+  std::vector<int> Parents() const { return planner_->Parents(o_.shims); }
+  bool Relink(int from, int heir, double now);
+  void NoteVerdict(int from, const std::string& frame);
   void Schedule(int shim, double at, size_t child, bool straggler, uint64_t epoch, int status) {
     Event e{at, 0, Ev::kProc, shim, 0, nullptr};
     e.child = child;
@@ -247,6 +255,7 @@ class Cluster {
   void Exit(Shim& s, double now);
   std::string Replay() const;
   void Violate(const std::string& what);
+  void TookOver(const Shim& s);
   void Check(SimResult* r);
   void CheckRosters();
   double ReplaceSeconds() const;
@@ -275,6 +284,7 @@ class Cluster {
   std::mt19937_64 nonces_;
   std::string violation_;
   RunRecord record_;
+  int job_root_ = 0;  // the shim that holds the job (rank 0's, or a heir that took it)
 };
 
 void ScheduleProc(Cluster* w, int shim, double at, size_t child, bool straggler, uint64_t epoch,
@@ -287,7 +297,35 @@ void Shim::Send(int peer, const std::string& frame) { w_->Send(id_, peer, frame)
 std::vector<int> Shim::Below(int shim) const { return w_->Below(shim); }
 
 void Shim::SentDown(const std::string& frame) {
-  if (id_ == 0 && !killed && !exited) w_->NoteVerdict(frame);
+  if (!killed && !exited) w_->NoteVerdict(id_, frame);
+}
+
+std::vector<int> Shim::Parents() const { return w_->Parents(); }
+
+bool Shim::Relink(int heir, const std::string& addr, double now) {
+  (void)addr;
+  return w_->Relink(id_, heir, now);
+}
+
+// The hello that links a shim to the root's heir, ordered with what the
+// shim sends after it (the heir takes it as its child when it arrives).
+const char kRelinkHello[] = "\x01relink";
+
+bool Cluster::Relink(int from, int heir, double now) {
+  Shim& h = *shims_[static_cast<size_t>(heir)];
+  Shim& s = *shims_[static_cast<size_t>(from)];
+  // A frozen heir's kernel would take the connection, but the hello would
+  // go unanswered (plane.cc gives up after 5 s): here it fails at once.
+  if (h.killed || h.exited || h.frozen || !h.started || Cut(from, heir)) return false;
+  // The link to the lost parent is closed (plane.cc drops it).
+  if (s.parent() >= 0) CloseLink(s, s.parent(), now);
+  s.closed.erase(heir);
+  h.closed.erase(from);
+  // (Connect and challenge first: a round trip and a half; what the shim
+  // sends next follows it on the link.)
+  Push({Arrival(from, heir, 64, now + 2 * lat_s_), 0, Ev::kFrame, heir, from,
+        std::make_shared<const std::string>(kRelinkHello)});
+  return true;
 }
 
 void Cluster::Send(int from, int to, const std::string& frame) {
@@ -475,6 +513,11 @@ void Cluster::AtTreeDoor(const Fault& f, double now) {
 void Cluster::OnFrame(Shim& s, int from, const std::string& frame, double now) {
   ++s.handled;
   s.bytes += static_cast<long long>(frame.size());
+  if (frame == kRelinkHello) {
+    s.closed.erase(from);
+    s.tree.AddChild(from, "n" + std::to_string(from), now);
+    return;
+  }
   if (from == s.parent()) {
     s.tree.OnParentFrame(frame, now);
     if (s.tree.go() && !s.started) Go(s, now);
@@ -548,8 +591,11 @@ void Cluster::Wake(Shim& s, double now, bool woke_by_timer) {
     Violate("shim " + std::to_string(s.id()) + " made " + std::to_string(s.restart_orders) +
             " restarts, over --max-restarts " + std::to_string(plan_.max_restarts));
   const JobState st = s.machine().state();
+  if (s.last_state == JobState::kElecting && st != JobState::kElecting) TookOver(s);
+  s.last_state = st;
   const bool waits = st == JobState::kDeciding || st == JobState::kCollecting ||
-                     st == JobState::kBackingOff || (st == JobState::kEnding && s.id() == 0);
+                     st == JobState::kBackingOff || st == JobState::kElecting ||
+                     (st == JobState::kEnding && s.machine().root());
   if (waits && s.machine().NextDeadline(now) >= now + 3600)
     Violate("shim " + std::to_string(s.id()) + " waits in state " + JobStateName(st) +
             " without a deadline");
@@ -649,12 +695,39 @@ void Cluster::OnFault(const Fault& f, double now) {
   }
 }
 
+// A heir left "electing": it took the job, or its part ended. Never two
+// roots: a heir takes the job only once the old root, alive on the other
+// side of a cut, has ended its part.
+void Cluster::TookOver(const Shim& s) {
+  const JobState st = s.machine().state();
+  if (st == JobState::kStopped || st == JobState::kSignalled) return;
+  for (const auto& op : shims_) {
+    const Shim& o = *op;
+    if (o.id() == s.id() || !o.machine().root() || o.exited || dead_.count(o.id())) continue;
+    const JobState os = o.machine().state();
+    if (os == JobState::kStopped || os == JobState::kSignalled) continue;
+    return Violate("two roots: shim " + std::to_string(s.id()) + " took the job at " +
+                   FormatNumber(now_ - root_go_, "%.3f") + " s while shim " +
+                   std::to_string(o.id()) + " still held it (state " + JobStateName(os) + ")");
+  }
+  job_root_ = s.id();
+}
+
 void Cluster::Violate(const std::string& what) {
   if (violation_.empty()) violation_ = what;
 }
 
-// Rank 0's verdicts, each once (as it sends it down to every child).
-void Cluster::NoteVerdict(const std::string& frame) {
+// The root's verdicts, each once (as it sends it down to every child).
+void Cluster::NoteVerdict(int from, const std::string& frame) {
+  // The job's root's alone: not a heir's while it is electing (until it
+  // took the job, its word is its part's), nor a relay's. A heir's first
+  // word once it took the job makes it the job's root.
+  if (from != job_root_) {
+    const Shim& s = *shims_[static_cast<size_t>(from)];
+    if (!s.machine().root() || s.machine().state() == JobState::kElecting) return;
+    TookOver(s);
+    if (from != job_root_) return;
+  }
   if (frame.find("\"beat\"") != std::string::npos) return;
   auto m = Msg::Decode(frame);
   if (!m.ok()) return;
@@ -780,7 +853,8 @@ double Percentile(std::vector<double> v, double p) {
 }
 
 void Cluster::Check(SimResult* r) {
-  const Shim& root = *shims_[0];
+  const Shim& root = *shims_[static_cast<size_t>(job_root_)];
+  record_.root = job_root_;
   r->join_s = go_all_;
   for (const auto& s : shims_) r->depth = std::max(r->depth, s->tree.depth());
   r->restarts = root.restart_orders;
@@ -804,7 +878,7 @@ void Cluster::Check(SimResult* r) {
                                     s.end_order_at < 0 ? 1e18 : s.end_order_at);
     if (first_fail_ >= 0 && stopped < 1e18) stops.push_back(stopped - first_fail_);
     if (s.restart_order_at >= 0) last_restart = std::max(last_restart, s.restart_order_at);
-    if (s.has_final && !s.final_order.attempts_json.empty() && s.id() != 0)
+    if (s.has_final && !s.final_order.attempts_json.empty() && !s.machine().root())
       Violate("shim " + std::to_string(s.id()) + " was given the job's record (failure.json)");
   }
   if (violation_.empty() && plan_.spares > 0) CheckRosters();
@@ -819,8 +893,11 @@ void Cluster::Check(SimResult* r) {
     double cost = 0;
     for (const auto& sp : shims_) cost = std::max(cost, sp->cost_s);
     setup.slack_s = 0.2 + 4 * static_cast<double>(shims_.size()) * cost;
+    // The tree as the join made it (a shim linked to a new root since has
+    // another parent now).
+    setup.parent = Parents();
+    if (!shims_[0]->tree.children().empty()) setup.heir = shims_[0]->tree.children().front();
     for (const auto& sp : shims_) {
-      setup.parent.push_back(sp->parent());
       ShimRecord rec;
       rec.exited = sp->exited;
       rec.dead = dead_.count(sp->id()) > 0;
@@ -866,6 +943,7 @@ void Cluster::Check(SimResult* r) {
   }
   if (first_fail_ >= 0 && last_restart >= 0) r->restart_round_s = last_restart - first_fail_;
   if (plan_.spares > 0) r->replace_s = ReplaceSeconds();
+  if (job_root_ != 0) r->new_root = job_root_;
   if (!violation_.empty())
     r->invariants = violation_ + " (replay: " + Replay() + ")";
 }

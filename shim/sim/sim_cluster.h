@@ -51,6 +51,7 @@ struct SimResult {
   double rollcall_s = -1;     // hang verdict to the printed roll-call
   double restart_round_s = -1;  // first failure to the last shim's restart order
   double replace_s = -1;      // --spares: the failure to the spare's attempt ordered everywhere
+  int new_root = -1;          // --spares: the heir that took the job from rank 0's shim (-1: none)
   double end_s = 0;           // when the last shim exited
   long long msgs_max_per_shim = 0;  // frames one shim handled, at most
   long long rank0_msgs = 0, rank0_bytes = 0;

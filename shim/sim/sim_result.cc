@@ -30,6 +30,7 @@ std::string SimResult::Json() const {
   j += ",\"rollcall_s\":" + num(rollcall_s);
   j += ",\"restart_round_s\":" + num(restart_round_s);
   j += ",\"replace_s\":" + num(replace_s);
+  j += ",\"new_root\":" + std::to_string(new_root);
   j += ",\"end_s\":" + num(end_s);
   j += ",\"exit_code\":" + std::to_string(exit_code);
   j += ",\"restarts\":" + std::to_string(restarts);

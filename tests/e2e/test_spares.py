@@ -12,6 +12,7 @@ import os
 import re
 import signal
 import tempfile
+import time
 import unittest
 
 from harness import (CKPT, PYTHON, SHIM, clean_env, free_port, kill_group, main, run, slurp,
@@ -54,14 +55,20 @@ def kill_all(pids):
 class Spares(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        # The weights of an undisturbed run of the same 4 ranks.
+        # The weights of an undisturbed run of the same 4 ranks (of 8 epochs
+        # too, for the tests that kill a shim mid-job).
+        cls.weights = cls.undisturbed()
+        cls.weights8 = cls.undisturbed(EPOCHS="8")
+
+    @staticmethod
+    def undisturbed(**env):
         with tempfile.TemporaryDirectory() as tmp:
             r = run([SHIM, "--nproc-per-node", "4", "--", PYTHON, CKPT],
-                    env=clean_env(CKPT_DIR=tmp, FAIL_RANK="-1", MASTER_PORT=free_port()),
+                    env=clean_env(CKPT_DIR=tmp, FAIL_RANK="-1", MASTER_PORT=free_port(), **env),
                     timeout=180)
         if r.returncode != 0 or not final_weights(r.stdout):
             raise AssertionError("the undisturbed run failed:\n" + r.stdout + r.stderr)
-        cls.weights = final_weights(r.stdout)
+        return final_weights(r.stdout)
 
     def start(self, tmp, *args, shims=3, bad=(), extra_env=None):
         """The shims, side by side; `bad`: the shims whose node is bad."""
@@ -151,6 +158,7 @@ class Spares(unittest.TestCase):
             self.assertIn("aml-shim: NODE_RANK 1 moves to rank 2's shim on", errs[0])
             self.assertIn("lost: the control plane lost rank 1's shim on", errs[0])
             self.assertRegex(outs[2], r"\[rank 3\] rank 3 epoch 7 saved")
+            self.assertEqual(final_weights(outs[0]), self.weights8, text)
 
     def test_a_frozen_node_is_replaced_by_the_spare(self):
         # Node 1 freezes (SIGSTOP to its shim, its keeper and its ranks, as a
@@ -191,19 +199,55 @@ class Spares(unittest.TestCase):
             self.assertEqual(final_weights(outs[2]), self.weights, text)
             self.assertIsNone(final_weights(outs[0]))
 
-    def test_losing_rank_zeros_shim_still_ends_the_job(self):
-        # The control plane's root is not replaced (docs/control-plane.md):
-        # every other shim is cut off and ends its part with 125.
+    def test_rank_zeros_shim_killed_its_heir_takes_the_job_and_the_spare_node_rank_zero(self):
+        # Rank 0's shim (the control plane's root) is SIGKILLed mid-job: its
+        # heir (its first child) takes the job with 2 of the 3 shims, more
+        # than half (docs/control-plane.md, "A new root"); the spare takes
+        # NODE_RANK 0 and ranks 0-1; the job ends with the undisturbed weights.
         with tempfile.TemporaryDirectory() as tmp:
-            procs = self.start(tmp, "--max-restarts", "2",
+            procs = self.start(tmp, "--max-restarts", "2", "--log-dir", f"{tmp}/logs",
                                extra_env={"EPOCHS": "8", "FAIL_EPOCH": "99"})
-            self.assertTrue(wait_for(lambda: "epoch 0 saved" in slurp(f"{tmp}/shim-1.out"), 180))
+            self.assertTrue(wait_for(lambda: "epoch 1 saved" in slurp(f"{tmp}/shim-1.out"), 180),
+                            "\n".join(sum(self.outputs(tmp), [])))
             procs[0].send_signal(signal.SIGKILL)
             procs[0].wait(timeout=30)
-            codes = [procs[i].wait(timeout=120) for i in (1, 2)]
-            _, errs = self.outputs(tmp)
-            self.assertEqual(codes, [125, 125], "\n".join(errs))
-            self.assertIn("lost the control plane", errs[1])
+            codes = [procs[i].wait(timeout=300) for i in (1, 2)]
+            outs, errs = self.outputs(tmp)
+            text = "\n".join(outs + errs)
+            self.assertEqual(codes, [0, 0], text)
+            heirs = [i for i in (1, 2) if "takes the job as its root" in errs[i]]
+            self.assertEqual(len(heirs), 1, text)
+            self.assertRegex(errs[heirs[0]], r"aml-shim: rank 0's shim on \S+ was lost \(the "
+                                             r"control plane lost rank 0's shim \(closed\)\); "
+                                             r"rank [12]'s shim on \S+ takes the job as its root: "
+                                             r"2 of 3 shims reached it")
+            self.assertIn("aml-shim: NODE_RANK 0 moves to rank 2's shim on", errs[heirs[0]])
+            self.assertRegex(outs[2], r"\[rank 0\] rank 0 resumed at epoch [1-9]")
+            self.assertEqual(final_weights(outs[2]), self.weights8, text)
+            self.assertNotIn("LEFTOVER", text)
+
+    def test_rank_zeros_shim_lost_with_too_few_shims_left_ends_the_job(self):
+        # The spare is lost first (rank 0's shim retires it and names shim 1
+        # its heir), then rank 0's shim: 1 of 3 shims is not more than half,
+        # so shim 1 ends the job (125) and its record names both losses.
+        with tempfile.TemporaryDirectory() as tmp:
+            procs = self.start(tmp, "--max-restarts", "2", "--log-dir", f"{tmp}/logs",
+                               extra_env={"EPOCHS": "8", "FAIL_EPOCH": "99"})
+            self.assertTrue(wait_for(lambda: "epoch 1 saved" in slurp(f"{tmp}/shim-1.out"), 180))
+            procs[2].send_signal(signal.SIGKILL)
+            procs[2].wait(timeout=30)
+            time.sleep(2)  # rank 0's shim sees the spare's link close at once
+            procs[0].send_signal(signal.SIGKILL)
+            procs[0].wait(timeout=30)
+            code = procs[1].wait(timeout=300)
+            outs, errs = self.outputs(tmp)
+            self.assertEqual(code, 125, "\n".join(outs + errs))
+            self.assertRegex(errs[1], r"no majority: rank 0's shim on \S+ was lost and 1 of the "
+                                      r"job's 3 shims reach rank 1's shim")
+            record = json.loads(slurp(f"{tmp}/logs/failure.json"))
+            self.assertEqual(record["exit_code"], 125, record)
+            self.assertEqual(sorted(r["shim"] for r in record["retired"]), [0, 2], record)
+            self.assertIn("no majority", record["restart_refused"])
 
     def test_spares_need_one_shim_per_node_and_restarts(self):
         env = clean_env(RANK=0, WORLD_SIZE=3, LOCAL_RANK=0, LOCAL_WORLD_SIZE=3,

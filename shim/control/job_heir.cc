@@ -1,0 +1,251 @@
+// The job's state machine (job_machine.h) with --spares: a new root when
+// rank 0's shim is lost (docs/control-plane.md, "A new root"). The root
+// names one of its child shims its heir, tells every child which, and
+// hands the heir its record (every attempt so far, the roster, the tree,
+// the spares' addresses) as the job starts and at every restart. When a
+// child of the root loses it, the heir is electing and every other child
+// links to the heir; the shims that reach it end their ranks and say so.
+// The heir takes the job only with more than half of the shims that
+// started (the root, alive on the other side of a cut, has then lost more
+// than half and ended its part: never two roots), and not before the old
+// root, if alive, must have found the cut (a silent link: kMaxSilenceS
+// and a second after the heir and each child found it; a closed one: the
+// root's process is gone). The attempt ends with the root's loss, its node
+// is retired, and a spare takes NODE_RANK 0 at the restart.
+#include <algorithm>
+
+#include "shim/base/log.h"
+#include "shim/base/units.h"
+#include "shim/control/job_machine.h"
+#include "shim/control/job_record.h"
+#include "shim/control/liveness.h"
+
+namespace aml {
+namespace {
+
+// The tree travels in the record up to this many shims (its text is about
+// 6 bytes a shim; the frame's cap is 1 MiB). Beyond it a new root knows
+// only what reaches it: a lost shim's subtree is found by the round.
+constexpr int kMaxTreeInRecord = 50000;
+
+std::string IntsText(const std::vector<int>& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
+  return out;
+}
+
+std::vector<int> IntsOf(const std::string& text) {
+  std::vector<int> out;
+  size_t from = 0;
+  while (from < text.size()) {
+    const size_t comma = std::min(text.find(',', from), text.size());
+    out.push_back(std::atoi(text.substr(from, comma - from).c_str()));
+    from = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+bool JobMachine::LostMajority() const {
+  return c_.size >= 3 && static_cast<int>(gone_.size()) * 2 > c_.size;
+}
+
+std::string JobMachine::MajorityText(int reached) const {
+  return std::to_string(reached) + " of the job's " + std::to_string(c_.size) +
+         " shims reach " + ShimName(c_.rank, c_.host) + ", not more than half";
+}
+
+// ---- The root's side: its record, at its heir
+
+void JobMachine::SendRecord() {
+  if (!root_ || !roster_ || heir_ < 0) return;
+  Msg m("record");
+  m.Set("root", c_.rank).Set("host", c_.host).Set("n", restarts_);
+  m.SetNumber("wall", attempt_wall_);
+  m.SetRaw("attempts", SaveAttempts(attempts_));
+  m.SetRaw("roster", roster_->Save());
+  m.SetRaw("nodes", SaveStrings(attempt_nodes_));
+  // The spares' hosts and addresses (one takes NODE_RANK 0, MASTER_ADDR with it).
+  std::vector<std::string> spares;
+  for (int s : roster_->Spares()) {
+    auto addr = shim_addrs_.find(s);
+    spares.push_back(std::to_string(s) + " " + HostOf(s) + " " +
+                     (addr == shim_addrs_.end() ? "" : addr->second));
+  }
+  m.SetRaw("spares", SaveStrings(spares));
+  if (c_.size <= kMaxTreeInRecord) {
+    std::vector<int> tree = parents_.empty() ? ports_->Parents() : parents_;
+    if (static_cast<int>(tree.size()) == c_.size) m.Set("tree", IntsText(tree));
+  }
+  ports_->SendTo(heir_, m.Encode());
+}
+
+std::vector<int> JobMachine::BelowOf(int shim) const {
+  if (parents_.empty()) return ports_->Below(shim);
+  std::vector<int> out;
+  for (int s = 0; s < c_.size; ++s)
+    for (int a = parents_[static_cast<size_t>(s)], hops = 0; a >= 0 && hops < c_.size;
+         a = parents_[static_cast<size_t>(a)], ++hops)
+      if (a == shim) {
+        out.push_back(s);
+        break;
+      }
+  return out;
+}
+
+// ---- The loss of the root, at its children
+
+bool JobMachine::MayTakeOver(bool as_heir) const {
+  return Spares() && c_.size >= 3 && !root_ && !Over() && state_ != JobState::kDone &&
+         !finished_ && restarts_ < c_.max_restarts && (!as_heir || !record_.empty());
+}
+
+void JobMachine::OnRootLost(bool as_heir, bool silent, const std::string& what, double now) {
+  if (!as_heir) {
+    // Linked to the heir: say how the root was lost (the heir waits out a
+    // silent one), then end the ranks here and below and say so there.
+    ports_->SendUp(
+        Msg("orphan").Set("shim", c_.rank).Set("silent", silent ? 1 : 0).Encode());
+    ended_sent_ = false;
+    if (state_ != JobState::kEnding) {
+      Enter(JobState::kEnding, now);
+      orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));
+    }
+    ports_->SendDown(Msg("end").Set("again", 1).Encode());
+    MaybeSendEnded(now);
+    return;
+  }
+  const int old_root = 0;
+  if (!LoadRecord(old_root, what, now)) {
+    // A record this shim cannot read: cut off, as without a heir.
+    root_ = false;
+    return OnParentLost("aml-shim: " + EscapeControl(what) +
+                            "; its record did not reach this shim: ending this node's ranks\n",
+                        now);
+  }
+  Enter(JobState::kElecting, now);
+  elect_until_ = now + kMaxSilenceS + c_.grace_s + kEndingS;
+  not_before_ = silent ? now + kMaxSilenceS + 1 : now;
+  ended_.clear();
+  ended_output_ = 0;
+  ended_sent_ = false;
+  orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));
+  ports_->SendDown(Msg("end").Set("again", 1).Encode());
+  MaybeSendEnded(now);
+}
+
+// The heir: the root's record becomes this shim's; the attempt under way
+// ends with the root's loss, and the root's node is retired.
+bool JobMachine::LoadRecord(int old_root, const std::string& what, double now) {
+  (void)now;
+  auto m = Msg::Decode(record_);
+  if (!m.ok()) return false;
+  const JsonValue* attempts = m->Raw("attempts");
+  const JsonValue* roster = m->Raw("roster");
+  std::vector<AttemptRecord> list;
+  Roster r(c_.size, c_.spares);
+  if (!attempts || !roster || !LoadAttempts(*attempts, &list) || !r.Load(*roster)) return false;
+  root_ = true;
+  attempts_ = std::move(list);
+  roster_ = std::move(r);
+  restarts_ = static_cast<int>(m->Int("n", restarts_));
+  attempt_wall_ = m->Number("wall", attempt_wall_);
+  attempt_nodes_ = LoadStrings(m->Raw("nodes"));
+  shim_hosts_[old_root] = m->Str("host");
+  for (const std::string& line : LoadStrings(m->Raw("spares"))) {
+    std::vector<std::string> f;
+    for (size_t from = 0; from <= line.size();) {
+      const size_t sp = std::min(line.find(' ', from), line.size());
+      f.push_back(line.substr(from, sp - from));
+      from = sp + 1;
+    }
+    if (f.empty()) continue;
+    const int s = std::atoi(f[0].c_str());
+    if (f.size() > 1 && !f[1].empty()) shim_hosts_[s] = f[1];
+    if (f.size() > 2 && !f[2].empty()) shim_addrs_[s] = f[2];
+  }
+  parents_ = IntsOf(m->Str("tree"));
+  if (static_cast<int>(parents_.size()) != c_.size) parents_.clear();
+  if (!parents_.empty()) parents_[static_cast<size_t>(c_.rank)] = -1;
+  // The attempt under way: the root's loss is its failure.
+  gone_.clear();
+  gone_.insert(old_root);
+  well_.clear();
+  fails_.clear();
+  const std::string lost = EscapeControl(what);
+  roster_->Retire(old_root, HostOf(old_root), "lost: " + lost, restarts_ + 1);
+  replaced_ = true;
+  current_ = NewAttempt(ports_->WallNow());
+  current_.exit_code = 125;
+  current_.what = lost;
+  current_.node_replaced = true;
+  Msg stop("stop");
+  stop.Set("kind", std::string("lost")).Set("code", 125).Set("what", what);
+  ending_plan_ = Ending{stop.Encode(),
+                       LinkOrder::Stop(125, "aml-shim: " + lost + ": ending the job\n", ""),
+                       "aml-shim: " + lost + "\n", false};
+  return true;
+}
+
+void JobMachine::NoteOrphan(int shim, bool silent, double now) {
+  if (state_ != JobState::kElecting) return;
+  if (silent) not_before_ = std::max(not_before_, now + kMaxSilenceS + 1);
+  if (!parents_.empty() && shim >= 0 && shim < c_.size)
+    parents_[static_cast<size_t>(shim)] = c_.rank;
+  CheckTakeover(now);
+}
+
+void JobMachine::RefuseOrphan(int shim) {
+  if (shim < 0 || shim >= c_.size) return;
+  ports_->SendTo(shim, Msg("stop")
+                           .Set("kind", std::string("lost"))
+                           .Set("code", 125)
+                           .Set("what", "the control plane lost " + ShimName(shim, "") +
+                                            "'s link to rank 0's shim, which holds the job still")
+                           .Encode());
+}
+
+double JobMachine::ElectionDeadline() const {
+  return std::max(not_before_, AllIn(ended_) ? not_before_ : elect_until_);
+}
+
+void JobMachine::CheckTakeover(double now) {
+  if (state_ != JobState::kElecting || now < ElectionDeadline()) return;
+  FinishTakeover(now);
+}
+
+// Every shim that reached the heir ended its ranks (or the wait is over):
+// with more than half of the job's shims the heir is its root, and the
+// next attempt starts with a spare in the lost nodes' places; else this
+// part of the job ends (125), as a part cut off does.
+void JobMachine::FinishTakeover(double now) {
+  int reached = 0;
+  for (int s = 0; s < c_.size; ++s) {
+    if (!Counted(s)) continue;
+    if (ended_.count(s)) {
+      ++reached;
+      continue;
+    }
+    gone_.insert(s);
+    well_.erase(s);
+    roster_->Retire(s, HostOf(s),
+                    "lost: it did not reach " + ShimName(c_.rank, c_.host) +
+                        ", the new root, within " + FormatRate(elect_until_ - entered_) + " s",
+                    restarts_ + 1);
+  }
+  if (reached * 2 <= c_.size) {
+    return StopNoSpare("no majority: " + ShimName(0, HostOf(0)) + " was lost and " +
+                           MajorityText(reached),
+                       now);
+  }
+  // Printed by the new root before the restart line.
+  ending_plan_.message = "aml-shim: " + ShimName(0, HostOf(0)) + " was lost (" + current_.what +
+                         "); " + ShimName(c_.rank, c_.host) + " takes the job as its root: " +
+                         std::to_string(reached) + " of " + std::to_string(c_.size) +
+                         " shims reached it\n";
+  Enter(JobState::kEnding, now);
+  RecheckRound(now);
+}
+
+}  // namespace aml
