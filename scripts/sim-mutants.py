@@ -205,6 +205,23 @@ MUTANTS = [
      "      holder_[n] = spares_.front();\n      node_of_[static_cast<size_t>(holder_[n])] = static_cast<int>(n);\n      spares_.erase(spares_.begin());",
      "      holder_[n] = spares_.back();\n      node_of_[static_cast<size_t>(holder_[n])] = static_cast<int>(n);\n      spares_.pop_back();",
      "spares are taken last first (docs: lowest launcher rank first)"),
+    # A new root (shim/control/job_heir.cc)
+    ("heir-without-majority", "shim/control/job_heir.cc",
+     "  if (reached * 2 <= c_.size) {",
+     "  if (reached * 2 < 0) {",
+     "the heir takes the job with half of the shims or fewer"),
+    ("old-root-keeps-the-job", "shim/control/job_heir.cc",
+     "  return c_.size >= 3 && static_cast<int>(gone_.size()) * 2 > c_.size;",
+     "  return false;",
+     "a root that lost more than half of the shims goes on"),
+    ("heir-does-not-wait", "shim/control/job_heir.cc",
+     "  not_before_ = silent ? now + kMaxSilenceS + 1 : now;",
+     "  not_before_ = now;",
+     "the heir takes the job before a silent old root must have let it go"),
+    ("heir-runs-rank-0s-node", "shim/control/job_restarts.cc",
+     "    o.node_rank = node_ = roster_->NodeOf(c_.rank);",
+     "    o.node_rank = node_ = roster_->NodeOf(0);",
+     "a new root takes the NODE_RANK of rank 0's shim, not its own"),
 ]
 
 SIM_RUNS = [
@@ -214,7 +231,7 @@ SIM_RUNS = [
      for k in ["fail", "freeze", "cut", "kill", "partition", "hang", "restart", "sigterm"]] + [
     (["--shims", "4-200", "--fanout", "2-32", "--faults", k], k)
      for k in ["kill,restarts=2,spares=2", "fail,restarts=3(failing),spares=1",
-               "partition,restarts=2,spares=2"]] + [
+               "partition,restarts=2,spares=2", "rootloss"]] + [
     (["--file", os.path.join(ROOT, "tests", "sim", "kinds.txt")], "kinds"),
     (["--file", os.path.join(ROOT, "tests", "sim", "regressions.txt")], "regressions")]
 

@@ -84,6 +84,35 @@ void SetRun(FaultPlan* p) {
   p->run_s = p->quiet ? 1e9 : p->faults.empty() ? kHealthyRunS : last + kPastFaultS;
 }
 
+// Rank 0's shim lost (a new root takes the job, docs/control-plane.md "A
+// new root"): killed, frozen, or cut off by a partition of any size, alone
+// in its plan, with 1 to 3 spares and a restart that ends well.
+void DrawRootLoss(int shims, std::mt19937_64* rng, FaultPlan* p) {
+  p->faults.clear();
+  p->quiet = false;
+  p->restarts_succeed = true;
+  p->max_restarts = std::max(p->max_restarts, 1);
+  if (p->spares == 0) p->spares = Draw(rng, 1, std::min(3, shims - 2));
+  Fault f;
+  f.at_s = DrawS(rng, 0, 60);
+  const int how = Draw(rng, 0, 2);
+  f.kind = how == 0 ? FaultKind::kKill : how == 1 ? FaultKind::kFreeze : FaultKind::kPartition;
+  f.shim = 0;
+  if (f.kind == FaultKind::kPartition) {
+    const int size = Draw(rng, 1, shims - 1);
+    std::set<int> g;
+    if (Draw(rng, 0, 1) == 0) {
+      const int first = Draw(rng, 1, shims - size);
+      for (int s = first; s < first + size; ++s) g.insert(s);
+    } else {
+      while (static_cast<int>(g.size()) < size) g.insert(Draw(rng, 1, shims - 1));
+    }
+    f.group.assign(g.begin(), g.end());
+    f.shim = f.group.front();
+  }
+  p->faults.push_back(f);
+}
+
 // --faults random: 1 to 3 faults of any kind, and at times a partition and
 // a second failure a moment after a first (as a job's ranks fail together).
 void DrawRandom(int shims, std::mt19937_64* rng, FaultPlan* p) {
@@ -138,33 +167,7 @@ void DrawRandom(int shims, std::mt19937_64* rng, FaultPlan* p) {
     // Spare nodes: a loss or a node that keeps failing is routed around.
     p->spares = Draw(rng, 1, std::min(3, shims - 2));
     p->max_restarts = std::max(p->max_restarts, 1);
-    if (Draw(rng, 0, 3) == 0) {
-      // Rank 0's shim lost (a new root takes the job, docs/control-plane.md
-      // "A new root"): killed, frozen, or cut off by a partition of any
-      // size, alone in its plan.
-      p->faults.clear();
-      p->quiet = false;
-      p->restarts_succeed = true;
-      Fault f;
-      f.at_s = DrawS(rng, 0, 60);
-      const int how = Draw(rng, 0, 2);
-      f.kind = how == 0 ? FaultKind::kKill : how == 1 ? FaultKind::kFreeze : FaultKind::kPartition;
-      f.shim = 0;
-      if (f.kind == FaultKind::kPartition) {
-        const int size = Draw(rng, 1, shims - 1);
-        std::set<int> g;
-        if (Draw(rng, 0, 1) == 0) {
-          const int first = Draw(rng, 1, shims - size);
-          for (int s = first; s < first + size; ++s) g.insert(s);
-        } else {
-          while (static_cast<int>(g.size()) < size) g.insert(Draw(rng, 1, shims - 1));
-        }
-        f.group.assign(g.begin(), g.end());
-        f.shim = f.group.front();
-      }
-      p->faults.push_back(f);
-      return;
-    }
+    if (Draw(rng, 0, 3) == 0) return DrawRootLoss(shims, rng, p);
   }
   if (shims >= 2 && Draw(rng, 0, 5) == 0) {
     for (const Fault& first : p->faults) {
@@ -230,7 +233,7 @@ Status ParseSpec(const std::string& spec, int shims, std::mt19937_64* rng, Fault
     if (!KindOf(kind, &f.kind))
       return Error{"--faults: '" + item + "' names no fault (none, fail, freeze, cut, kill, "
                    "partition, hang, restart, sigterm, slow, stubborn, straggler, stranger, replay, "
-                   "twin, random, or "
+                   "twin, random, rootloss, or "
                    "KIND[@S][:SHIM],...)"};
     f.at_s = kSteadyS;
     if (!at.empty()) {
@@ -340,6 +343,9 @@ Result<FaultPlan> MakeFaultPlan(const std::string& spec, int shims, std::mt19937
     p.faults.push_back({FaultKind::kSigterm, DrawS(rng, 0.5, 5), Draw(rng, 0, shims - 1), {}});
   } else if (spec == "random") {
     DrawRandom(shims, rng, &p);
+  } else if (spec == "rootloss") {
+    if (shims < 3) return Error{"--faults rootloss needs --shims 3 or more"};
+    DrawRootLoss(shims, rng, &p);
   } else {
     Status st = ParseSpec(spec, shims, rng, &p);
     if (!st.ok()) return st.error();

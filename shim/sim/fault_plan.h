@@ -22,6 +22,8 @@
 //   (the doors must refuse all three; the job goes on as if they never came)
 //   random    any mix of the above, several at once, at random moments
 //             (and at times spares: "spares=K" in a spec)
+//   rootloss  with spares, rank 0's shim killed, frozen or cut off by a
+//             partition of any size ("kill:0,restarts=1,spares=1" in a spec)
 //
 // A SPEC is a comma-separated list of KIND[@SECONDS][:SHIM], e.g.
 // "fail@12:37,freeze@40:5": the kinds above at a virtual time after rank 0's
