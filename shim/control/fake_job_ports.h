@@ -1,10 +1,11 @@
 // A JobMachine's ports for unit tests: every frame it sends, recorded, and
 // what it asks of its links, set by the test (job_machine_test.cc,
-// job_spares_test.cc).
+// job_spares_test.cc, job_heir_test.cc).
 #pragma once
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "shim/control/job_machine.h"
@@ -30,8 +31,19 @@ struct FakePorts : JobPorts {
     auto it = below.find(shim);
     return it == below.end() ? std::vector<int>{} : it->second;
   }
+  int NameHeir() override {
+    ++heirs_named;
+    return heir;
+  }
+  void SendTo(int shim, const std::string& f) override { to.emplace_back(shim, f); }
+  std::vector<int> Parents() const override { return parents; }
   std::map<int, std::vector<int>> below;
   double wall = 1000;
+  // A new root (job_heir.cc): the heir the links name, how often, the
+  // frames sent to one child alone, the tree.
+  int heir = -1, heirs_named = 0;
+  std::vector<std::pair<int, std::string>> to;  // (shim, frame)
+  std::vector<int> parents;
 };
 
 // The types of the frames sent, in order.

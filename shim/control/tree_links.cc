@@ -24,7 +24,9 @@ void TreeLinks::AddChild(int rank, const std::string& host, double now) {
   c.rank = rank;
   c.host = host;
   c.live.Start(now);
-  c.output = now;
+  // A shim linked anew while the job runs (to the root's heir) brings no
+  // output by linking: its beats will say when its part last wrote.
+  c.output = go_ ? SubtreeOutput() : now;
   children_.push_back(std::move(c));
 }
 

@@ -1,0 +1,176 @@
+// A new root (job_heir.cc, docs/control-plane.md "A new root"): the root's
+// record at its heir, the heir's election, and the majority rule, over
+// fake ports, frame by frame.
+#include <gtest/gtest.h>
+
+#include "shim/control/fake_job_ports.h"
+#include "shim/control/job_machine.h"
+
+namespace aml {
+namespace {
+
+// 5 shims, the last a spare, 3 restarts; shim 1 is the root's heir.
+JobConfig Config(int rank, int size = 5, int spares = 1) {
+  JobConfig c;
+  c.rank = rank;
+  c.size = size;
+  c.node = rank;
+  c.host = "h" + std::to_string(rank);
+  c.ranks = {rank};
+  c.world_ranks = size - spares;
+  c.grace_s = 2;
+  c.max_restarts = 3;
+  c.spares = spares;
+  return c;
+}
+
+void FromChild(JobMachine* m, const Msg& msg, double now) {
+  m->OnFromChild(msg.Encode(), *Msg::Decode(msg.Encode()), now);
+}
+
+Msg Ended(int shim) {
+  Msg m("ended");
+  m.Set("shim", shim).Set("host", "h" + std::to_string(shim)).SetNumber("out", 0);
+  return m;
+}
+
+// Rank 0's record, as it reached shim 1 at the job's start.
+std::string RootRecord() {
+  FakePorts root_ports;
+  root_ports.heir = 1;
+  root_ports.parents = {-1, 0, 0, 1, 2};
+  JobMachine root(Config(0), &root_ports);
+  root.NoteHost(4, "h4", "10.0.0.4");
+  root.Start(0);
+  EXPECT_EQ(root_ports.heirs_named, 1);
+  EXPECT_EQ(root_ports.to.size(), 1u);
+  EXPECT_EQ(root_ports.to.at(0).first, 1);
+  EXPECT_EQ(Msg::Decode(root_ports.to.at(0).second)->type(), "record");
+  return root_ports.to.at(0).second;
+}
+
+// Shim 1, the heir, with rank 0's record; rank 0's shim lost now.
+struct Heir {
+  FakePorts ports;
+  JobMachine m{Config(1), &ports};
+  explicit Heir(bool silent, double now = 40) {
+    ports.children_done = false;
+    ports.linked = true;
+    m.Start(0);
+    m.OnRecord(RootRecord());
+    EXPECT_TRUE(m.MayTakeOver(true));
+    m.OnRootLost(true, silent, "the control plane lost rank 0's shim (closed)", now);
+  }
+};
+
+TEST(JobHeir, TheRootSendsItsHeirTheRecordAtTheStart) {
+  const auto m = Msg::Decode(RootRecord());
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->Int("root"), 0);
+  EXPECT_EQ(m->Str("host"), "h0");
+  EXPECT_EQ(m->Int("n"), 0);
+  EXPECT_EQ(m->Str("tree"), "-1,0,0,1,2");
+  EXPECT_NE(m->Raw("spares"), nullptr);
+}
+
+TEST(JobHeir, WithMoreThanHalfTheHeirTakesTheJobAndASpareTakesNodeRankZero) {
+  Heir h(false);
+  EXPECT_TRUE(h.m.root());
+  EXPECT_EQ(h.m.state(), JobState::kElecting);
+  // Its ranks and those below end, and every shim says so anew.
+  ASSERT_FALSE(h.ports.down.empty());
+  EXPECT_EQ(h.ports.down.back().type(), "end");
+  EXPECT_EQ(h.ports.down.back().Int("again"), 1);
+  h.m.OnChildrenDone({0, 0}, 40.1);
+  for (int s : {2, 3}) FromChild(&h.m, Ended(s), 40.2);
+  EXPECT_EQ(h.m.state(), JobState::kElecting);  // shim 4, the spare, not yet
+  FromChild(&h.m, Ended(4), 40.3);
+  // A closed link: no wait for the old root. The restart, with the spare
+  // (shim 4) in NODE_RANK 0 and MASTER_ADDR its address.
+  ASSERT_EQ(h.ports.down.back().type(), "restart");
+  EXPECT_EQ(h.ports.down.back().Str("nodes"), "4,1-3");
+  EXPECT_EQ(h.ports.down.back().Str("maddr"), "10.0.0.4");
+  EXPECT_EQ(h.m.restarts(), 1);
+  EXPECT_EQ(h.m.node(), 1);  // its own NODE_RANK
+  EXPECT_EQ(h.m.state(), JobState::kRunning);
+  EXPECT_EQ(h.ports.heirs_named, 1);  // it names its own heir
+}
+
+TEST(JobHeir, ASilentRootIsWaitedOutBeforeTheHeirTakesTheJob) {
+  Heir h(true, 40);
+  h.m.OnChildrenDone({0, 0}, 40.1);
+  for (int s : {2, 3, 4}) FromChild(&h.m, Ended(s), 40.2);
+  EXPECT_EQ(h.m.state(), JobState::kElecting);
+  EXPECT_GE(h.m.NextDeadline(41), 40 + 31 - 1e-9);
+  h.m.OnTimer(70);
+  EXPECT_EQ(h.m.state(), JobState::kElecting);
+  h.m.OnTimer(71.1);
+  EXPECT_NE(h.m.state(), JobState::kElecting);
+  EXPECT_EQ(h.m.restarts(), 1);
+}
+
+TEST(JobHeir, HalfOfTheShimsOrFewerIsNoMajority) {
+  Heir h(false, 40);
+  h.m.OnChildrenDone({0, 0}, 40.1);
+  FromChild(&h.m, Ended(2), 40.2);  // 2 of 5 reached the heir
+  // Nobody else comes: the wait ends at 30 s + --grace + 30 s.
+  h.m.OnTimer(40 + 30 + 2 + 30 + 0.1);
+  EXPECT_EQ(h.m.state(), JobState::kStopped);
+  std::optional<LinkOrder> last;
+  for (auto o = h.m.TakeOrder(); o; o = h.m.TakeOrder()) last = o;
+  ASSERT_TRUE(last);
+  EXPECT_EQ(last->kind, LinkOrder::Kind::kStop);
+  EXPECT_EQ(last->exit_code, 125);
+  EXPECT_NE(last->why_not.find("no majority"), std::string::npos) << last->why_not;
+  EXPECT_NE(last->retired_json.find("\"shim\":3"), std::string::npos) << last->retired_json;
+}
+
+TEST(JobHeir, ARootThatLostMoreThanHalfEndsItsPart) {
+  FakePorts ports;
+  ports.children_done = false;
+  ports.linked = true;
+  ports.below = {{1, {3}}, {2, {4}}};
+  JobMachine root(Config(0, 5, 2), &ports);  // NODE_RANKs 0-2, spares 3 and 4
+  root.Start(0);
+  root.OnShimLost(1, "the control plane lost rank 1's shim (silent for 5.0 s)", 40);
+  EXPECT_NE(root.state(), JobState::kStopped);  // 2 of 5 lost, the spare 4 left
+  root.OnShimLost(2, "the control plane lost rank 2's shim (silent for 5.0 s)", 40.1);
+  EXPECT_EQ(root.state(), JobState::kStopped);  // 4 of 5
+  ASSERT_EQ(ports.down.back().type(), "stop");
+  EXPECT_NE(ports.down.back().Str("what").find("no majority"), std::string::npos);
+}
+
+TEST(JobHeir, NoHeirTakesOverWithoutARecordOrARestartLeft) {
+  FakePorts ports;
+  JobMachine m(Config(1), &ports);
+  m.Start(0);
+  EXPECT_FALSE(m.MayTakeOver(true));  // no record yet
+  EXPECT_TRUE(m.MayTakeOver(false));
+  JobConfig c = Config(1);
+  c.max_restarts = 0;
+  FakePorts p2;
+  JobMachine spent(c, &p2);
+  spent.Start(0);
+  spent.OnRecord(RootRecord());
+  EXPECT_FALSE(spent.MayTakeOver(true));
+}
+
+TEST(JobHeir, AShimCutOffFromARootThatHoldsTheJobIsStoppedByTheHeir) {
+  FakePorts ports;
+  ports.children_done = false;
+  ports.linked = true;
+  JobMachine heir(Config(1), &ports);  // linked to rank 0 still
+  heir.Start(0);
+  Msg orphan("orphan");
+  orphan.Set("shim", 2).Set("silent", 1);
+  FromChild(&heir, orphan, 40);
+  ASSERT_EQ(ports.to.size(), 1u);
+  EXPECT_EQ(ports.to[0].first, 2);
+  const auto stop = Msg::Decode(ports.to[0].second);
+  EXPECT_EQ(stop->type(), "stop");
+  EXPECT_EQ(stop->Int("code"), 125);
+  EXPECT_TRUE(ports.up.empty());  // not passed up
+}
+
+}  // namespace
+}  // namespace aml
