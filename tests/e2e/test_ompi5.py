@@ -179,13 +179,12 @@ class OpenMpi5(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         assert_converged(self, r.stdout, 4)
 
-    def test_a_spare_takes_a_killed_shims_place_under_prterun_enable_recovery(self):
-        # Open MPI 5's prterun ends the whole job when one of its processes
-        # dies, unless --enable-recovery: then the others run on (and
-        # prterun exits 0). 3 nodes, one shim each, the third a spare; the
-        # shim of NODE_RANK 1 is SIGKILLed mid-job (its keeper ends its
-        # ranks): rank 0 retires it, the spare takes NODE_RANK 1, and the
-        # job ends with the weights of an undisturbed run.
+    def spare_job(self, victim, daemon=False):
+        """3 nodes, one shim each, the third a spare, under prterun
+        --enable-recovery; mid-job the shim whose ranks include `victim` is
+        SIGKILLed (its keeper ends its ranks), or with `daemon` the prted
+        above it. Returns prterun's status, the output, and an undisturbed
+        run's final weights."""
         with tempfile.TemporaryDirectory() as alone:
             r = self.inroot([SHIM, "--nproc-per-node", "4", "--", PY, CKPT], CKPT_DIR=alone,
                             FAIL_RANK="-1", EPOCHS="8", MASTER_PORT=str(free_port()))
@@ -203,18 +202,55 @@ class OpenMpi5(unittest.TestCase):
             self.addCleanup(lambda: p.poll() is None and os.killpg(p.pid, signal.SIGKILL))
             self.assertTrue(wait_for(lambda: "rank 2 epoch 1 saved" in slurp(f"{tmp}/out"), 240),
                             slurp(f"{tmp}/out"))
-            rank2 = int(slurp(f"{tmp}/pid-0-2"))
-            shim = int(slurp(f"/proc/{rank2}/stat").rsplit(")", 1)[1].split()[1])
-            os.kill(shim, signal.SIGKILL)
+            pid = int(slurp(f"{tmp}/pid-0-{victim}"))
+            for _ in range(2 if daemon else 1):  # the rank's shim (and its prted)
+                pid = int(slurp(f"/proc/{pid}/stat").rsplit(")", 1)[1].split()[1])
+            os.kill(pid, signal.SIGKILL)
             p.wait(timeout=300)
             text = slurp(f"{tmp}/out")
-        self.assertEqual(p.returncode, 0, text)
+        return p.returncode, text, undisturbed
+
+    def test_a_spare_takes_a_killed_shims_place_under_prterun_enable_recovery(self):
+        # Open MPI 5's prterun ends the whole job when one of its processes
+        # dies, unless --enable-recovery: then the others run on (and
+        # prterun exits 0). The shim of NODE_RANK 1 is lost: rank 0 retires
+        # it, the spare takes NODE_RANK 1, and the job ends with the weights
+        # of an undisturbed run.
+        code, text, undisturbed = self.spare_job(victim=2)
+        self.assertEqual(code, 0, text)
         self.assertIn("lost: the control plane lost rank 1's shim on", text)
         self.assertIn(f"aml-shim: NODE_RANK 1 moves to rank 2's shim on {CLUSTER}3", text)
         self.assertRegex(text, r"rank 2 resumed at epoch [1-7]")
         self.assertRegex(text, r"rank 3 epoch 7 saved")
         self.assertEqual(re.findall(r"final weights ([0-9a-f]{64})", text), undisturbed, text)
         self.assertNotIn("LEFTOVER", text)
+
+    def test_a_new_root_takes_the_job_when_rank_zeros_shim_is_lost_under_prterun(self):
+        # Rank 0's shim is lost: its heir takes the job (docs/control-plane.md,
+        # "A new root"), the spare takes NODE_RANK 0 and MASTER_ADDR moves to
+        # it; the job ends with the undisturbed weights, prterun with 0.
+        code, text, undisturbed = self.spare_job(victim=0)
+        self.assertEqual(code, 0, text)
+        self.assertRegex(text, r"rank 1's shim on \S+ takes the job as its root: 2 of 3 shims "
+                               r"reached it")
+        self.assertIn(f"aml-shim: NODE_RANK 0 moves to rank 2's shim on {CLUSTER}3", text)
+        self.assertIn("MASTER_ADDR moves with it", text)
+        self.assertRegex(text, r"rank 0 resumed at epoch [1-7]")
+        self.assertEqual(re.findall(r"final weights ([0-9a-f]{64})", text), undisturbed, text)
+        self.assertNotIn("LEFTOVER", text)
+
+    def test_a_lost_prted_ends_the_job_even_with_enable_recovery(self):
+        # The loss of a whole node (its prted SIGKILLed, and with it the
+        # shim's launcher) is more than --enable-recovery survives: PRRTE
+        # ends the job ("We cannot recover from this failure"), and prterun
+        # still exits 0. The shim whose prted is gone ends its ranks and
+        # says so; no spare takes its place (docs/control-plane.md).
+        code, text, _ = self.spare_job(victim=2, daemon=True)
+        self.assertEqual(code, 0, text)
+        self.assertIn("PRTE has lost communication with a remote daemon", text)
+        self.assertRegex(text, r"aml-shim: stopped: rank 1's shim on \S+ ended its ranks: the "
+                               r"launcher \(prted, pid \d+\) is gone")
+        self.assertEqual(re.findall(r"final weights ([0-9a-f]{64})", text), [], text)
 
     # --- item 6: what each rank did, not what prterun forwarded ------------------
 

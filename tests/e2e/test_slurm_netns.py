@@ -1,8 +1,9 @@
 """A real multi-node Slurm (scripts/slurm-netns.sh: slurmctld on the bridge,
 slurmd in each of 3 network namespaces): sbatch with srun, the per-node
 variant, srun --mpi=pmix, and mpirun inside an allocation, each training
-PyTorch DDP or checking the world every rank gets, and a spare node taking
-the place of a node lost under srun."""
+PyTorch DDP or checking the world every rank gets, a spare node taking
+the place of a node lost under srun, and a new root when rank 0's shim is
+lost."""
 import json
 import os
 import re
@@ -111,13 +112,11 @@ class SlurmNetns(unittest.TestCase):
                     env=self.env(CKPT_DIR=tmp), timeout=300)
         assert_resumed_once(self, r, shims=2)
 
-    def test_a_spare_takes_a_lost_nodes_place_under_srun_without_kill_on_bad_exit(self):
-        # 3 nodes, one shim each, the third a spare. Mid-job the shim that
-        # holds NODE_RANK 1 is SIGKILLed (its keeper ends its ranks): srun
-        # without -K lets the other tasks run, rank 0 finds the shim lost and
-        # retires it, the spare takes NODE_RANK 1 (ranks 2 and 3), and the
-        # job ends with the weights of an undisturbed run. srun itself exits
-        # non-zero: one of its tasks was killed.
+    def spare_job(self, victim):
+        """3 nodes, one shim each, the third a spare; mid-job the shim whose
+        ranks include `victim` is SIGKILLed (its keeper ends its ranks).
+        Returns srun's status, the job's output, and an undisturbed run's
+        final weights."""
         with tempfile.TemporaryDirectory() as alone:
             r = run([SHIM, "--nproc-per-node", "4", "--", PYTHON, CKPT],
                     env=clean_env(CKPT_DIR=alone, FAIL_RANK="-1", EPOCHS="8",
@@ -134,15 +133,41 @@ class SlurmNetns(unittest.TestCase):
             self.addCleanup(lambda: p.poll() is None and os.killpg(p.pid, signal.SIGKILL))
             self.assertTrue(wait_for(lambda: "rank 2 epoch 1 saved" in slurp(f"{tmp}/out"), 180),
                             slurp(f"{tmp}/out") + slurp(f"{tmp}/err"))
-            rank2 = int(slurp(f"{tmp}/pid-0-2"))
-            shim = int(slurp(f"/proc/{rank2}/stat").rsplit(")", 1)[1].split()[1])
+            rank = int(slurp(f"{tmp}/pid-0-{victim}"))
+            shim = int(slurp(f"/proc/{rank}/stat").rsplit(")", 1)[1].split()[1])
             os.kill(shim, signal.SIGKILL)
             p.wait(timeout=300)
             text = slurp(f"{tmp}/out") + slurp(f"{tmp}/err")
-        self.assertNotEqual(p.returncode, 0, text)
+        return p.returncode, text, undisturbed
+
+    def test_a_spare_takes_a_lost_nodes_place_under_srun_without_kill_on_bad_exit(self):
+        # The shim that holds NODE_RANK 1 is lost: srun without -K lets the
+        # other tasks run, rank 0 finds the shim lost and retires it, the
+        # spare takes NODE_RANK 1 (ranks 2 and 3), and the job ends with the
+        # weights of an undisturbed run. srun itself exits non-zero: one of
+        # its tasks was killed.
+        code, text, undisturbed = self.spare_job(victim=2)
+        self.assertNotEqual(code, 0, text)
         self.assertIn("lost: the control plane lost rank 1's shim on", text)
         self.assertIn("aml-shim: NODE_RANK 1 moves to rank 2's shim on", text)
         self.assertIn("[rank 2] rank 2 resumed at epoch", text)
+        self.assertEqual(re.findall(r"final weights ([0-9a-f]{64})", text), undisturbed, text)
+        self.assertNotIn("LEFTOVER", text)
+
+    def test_a_new_root_takes_the_job_when_rank_zeros_shim_is_lost_under_srun(self):
+        # Rank 0's shim itself (the control plane's root) is lost: its heir
+        # takes the job with 2 of the 3 shims (docs/control-plane.md, "A new
+        # root"), the spare takes NODE_RANK 0 (ranks 0 and 1) and
+        # MASTER_ADDR moves to the spare's node; the job ends with the
+        # undisturbed weights.
+        code, text, undisturbed = self.spare_job(victim=0)
+        self.assertNotEqual(code, 0, text)
+        self.assertRegex(text, r"aml-shim: rank 0's shim on \S+ was lost \(the control plane "
+                               r"lost rank 0's shim \(closed\)\); rank 1's shim on \S+ takes "
+                               r"the job as its root: 2 of 3 shims reached it")
+        self.assertIn("aml-shim: NODE_RANK 0 moves to rank 2's shim on", text)
+        self.assertIn("MASTER_ADDR moves with it", text)
+        self.assertIn("[rank 0] rank 0 resumed at epoch", text)
         self.assertEqual(re.findall(r"final weights ([0-9a-f]{64})", text), undisturbed, text)
         self.assertNotIn("LEFTOVER", text)
 
