@@ -27,6 +27,7 @@
 #include "shim/control/plane.h"
 #include "shim/net/tcp.h"
 #include "shim/plan/child_plan.h"
+#include "shim/plan/node_check.h"
 #include "shim/plan/socket_iface.h"
 #include "shim/plan/tf_config.h"
 #include "shim/preflight/membership.h"
@@ -380,6 +381,15 @@ Result<std::unique_ptr<ControlPlane>> JoinControlPlane(const Options& o, const W
     c.ranks_per_node = static_cast<int>(p.children.size());
     c.node = IsSpare(world, o.spares) ? -1 : world.rank.value;
     if (c.node < 0) c.ranks.clear();
+    // Before each restart, this node must still have what it had now (a
+    // GPU fallen off the bus, a port gone down: it is retired).
+    const NodeBaseline baseline =
+        TakeBaseline(DriverGpus(o.proc_root), o.ib != IbMode::kOff ? ProbeSysfs(o.sysfs_root)
+                                                                   : FabricReport{});
+    const bool ports = o.ib != IbMode::kOff;
+    c.node_check = [baseline, ports, proc = o.proc_root, sysfs = o.sysfs_root] {
+      return CheckNode(baseline, DriverGpus(proc), ports ? ProbeSysfs(sysfs) : FabricReport{});
+    };
   }
   c.master_addr = world.master_addr.value;
   c.master_port = world.master_port.value;

@@ -191,7 +191,7 @@ void JobMachine::OnFromChild(const std::string& frame, const Msg& m, double now)
     const int shim = static_cast<int>(m.Int("shim", -1));
     if (shim >= 0 && shim < c_.size && !m.Str("host").empty() && !shim_hosts_.count(shim))
       shim_hosts_[shim] = m.Str("host");
-    NoteEnded(shim, m.Number("out", 0), now);
+    NoteEnded(shim, m.Number("out", 0), m.Str("unfit"), now);
   } else if (t == "fail") {
     FailNote f;
     f.wall_time = m.Number("time");

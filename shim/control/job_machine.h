@@ -26,6 +26,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -63,6 +64,9 @@ struct JobConfig {
   int spares = 0;          // --spares: the last `spares` shims wait (roster.h)
   int ranks_per_node = 1;  // with spares: NODE_RANK n's ranks are n * this + i
   int retire_after = 2;    // --retire-after
+  // With --spares: this node's check before another attempt ("" when fit,
+  // else what it lost: shim/plan/node_check.h); none: always fit.
+  std::function<std::string()> node_check;
 };
 
 // What the machine needs of its overlay.
@@ -228,7 +232,8 @@ class JobMachine {
                   bool print_own, double now);
   void RecordAttempts(LinkOrder* own, const std::string& why_not) const;
   void FinalStop(const std::string& stop, LinkOrder own, const std::string& why_not, double now);
-  void NoteEnded(int shim, double first_output_wall, double now);
+  void NoteEnded(int shim, double first_output_wall, const std::string& unfit, double now);
+  void NoteUnfit(int shim, const std::string& what, double now);
   void SendRestart(double now);
 
   JobConfig c_;

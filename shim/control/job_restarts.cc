@@ -73,22 +73,28 @@ void JobMachine::MaybeSendEnded(double now) {
       ended_sent_)
     return;
   ended_sent_ = true;
+  // With spares, whether this node is still fit for another attempt.
+  const std::string unfit = Spares() && c_.node_check ? c_.node_check() : "";
   if (root_) {
-    NoteEnded(c_.rank, outcome_.first_output_wall, now);
+    NoteEnded(c_.rank, outcome_.first_output_wall, unfit, now);
     return;
   }
-  ports_->SendUp(Msg("ended")
-                     .Set("shim", c_.rank)
-                     .Set("host", c_.host)
-                     .SetNumber("out", outcome_.first_output_wall)
-                     .Encode());
+  Msg ended("ended");
+  ended.Set("shim", c_.rank).Set("host", c_.host).SetNumber("out", outcome_.first_output_wall);
+  if (!unfit.empty()) ended.Set("unfit", unfit.substr(0, 1024));
+  ports_->SendUp(ended.Encode());
 }
 
-void JobMachine::NoteEnded(int shim, double first_output_wall, double now) {
+void JobMachine::NoteEnded(int shim, double first_output_wall, const std::string& unfit,
+                           double now) {
   if ((state_ != JobState::kEnding && state_ != JobState::kElecting) || shim < 0 ||
       shim >= c_.size || ended_.count(shim))
     return;
   ended_.insert(shim);
+  if (!unfit.empty()) {
+    NoteUnfit(shim, unfit, now);
+    if (Over()) return;
+  }
   if (first_output_wall > 0 && (ended_output_ == 0 || first_output_wall < ended_output_))
     ended_output_ = first_output_wall;
   if (state_ == JobState::kElecting) return CheckTakeover(now);

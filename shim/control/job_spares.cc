@@ -157,6 +157,22 @@ void JobMachine::NoteStreak(const FailNote& first, double now) {
                now);
 }
 
+// A node that failed its check before the next attempt (a GPU gone, a
+// port down: shim/plan/node_check.h) is retired at the round's end; a
+// spare takes its place, or the job ends when none is left (a heir
+// electing decides that once it holds the job).
+void JobMachine::NoteUnfit(int shim, const std::string& what, double now) {
+  if (!roster_ || roster_->Retired(shim) || Over()) return;
+  const std::string reason = "its check before attempt " + std::to_string(restarts_ + 2) +
+                             " failed: " + EscapeControl(what);
+  current_.node_replaced = true;
+  if (state_ == JobState::kElecting) {
+    roster_->Retire(shim, HostOf(shim), reason, restarts_ + 1);
+    return;
+  }
+  RetireOrStop(shim, reason, now);
+}
+
 // Retires a NODE_RANK's holder (not lost: it stays linked and idle); stops
 // the job when no spare can take its place. False when it stopped.
 bool JobMachine::RetireOrStop(int shim, const std::string& reason, double now) {

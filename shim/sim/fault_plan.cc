@@ -27,7 +27,7 @@ const FaultKind kKinds[] = {FaultKind::kFail,    FaultKind::kFreeze,   FaultKind
                             FaultKind::kKill,    FaultKind::kHang,     FaultKind::kSigterm,
                             FaultKind::kSlow,    FaultKind::kStubbornRanks,
                             FaultKind::kPartition, FaultKind::kStraggler, FaultKind::kStranger,
-                            FaultKind::kReplay,    FaultKind::kTwin};
+                            FaultKind::kReplay,    FaultKind::kTwin,     FaultKind::kUnfit};
 
 // The kind FaultKindName names `s`.
 bool KindOf(const std::string& s, FaultKind* k) {
@@ -233,7 +233,7 @@ Status ParseSpec(const std::string& spec, int shims, std::mt19937_64* rng, Fault
     if (!KindOf(kind, &f.kind))
       return Error{"--faults: '" + item + "' names no fault (none, fail, freeze, cut, kill, "
                    "partition, hang, restart, sigterm, slow, stubborn, straggler, stranger, replay, "
-                   "twin, random, rootloss, or "
+                   "twin, unfit, random, rootloss, or "
                    "KIND[@S][:SHIM],...)"};
     f.at_s = kSteadyS;
     if (!at.empty()) {
@@ -290,6 +290,7 @@ const char* FaultKindName(FaultKind k) {
     case FaultKind::kStranger: return "stranger";
     case FaultKind::kReplay: return "replay";
     case FaultKind::kTwin: return "twin";
+    case FaultKind::kUnfit: return "unfit";
   }
   return "?";
 }

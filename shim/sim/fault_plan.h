@@ -19,6 +19,8 @@
 //             MASTER_PORT while shims join, and a hello at a shim's port
 //   replay    a shim's hello, seen on the network, sent again to its parent
 //   twin      a second hello, with the job's proof, for a rank already linked
+//   unfit     (with spares) a shim's node fails its check before the next
+//             attempt from then on (a port gone down: it is retired)
 //   (the doors must refuse all three; the job goes on as if they never came)
 //   random    any mix of the above, several at once, at random moments
 //             (and at times spares: "spares=K" in a spec)
@@ -42,7 +44,7 @@ namespace aml {
 
 enum class FaultKind {
   kFail, kFreeze, kCut, kKill, kHang, kSigterm, kSlow, kStubbornRanks, kPartition, kStraggler,
-  kStranger, kReplay, kTwin
+  kStranger, kReplay, kTwin, kUnfit
 };
 const char* FaultKindName(FaultKind k);
 

@@ -33,6 +33,7 @@ struct World {
   std::vector<double> inner;      // the first death or cut strictly below it
   std::vector<double> signal_at;  // its launcher's SIGTERM
   std::vector<double> first_fail; // its rank's failure in the first attempt
+  std::vector<double> unfit_at;   // (--spares) its node fails its check before an attempt from then on
   std::vector<bool> fails;        // it has a failing rank (it fails again in later attempts)
   std::vector<bool> stubborn;
   // What ranks that ended well leave behind is ended after them: SIGTERM,
@@ -54,6 +55,7 @@ World Facts(const FaultPlan& p, const OracleSetup& o) {
   w.inner.assign(w.n, kInf);
   w.signal_at.assign(w.n, kInf);
   w.first_fail.assign(w.n, kInf);
+  w.unfit_at.assign(w.n, kInf);
   w.fails.assign(w.n, false);
   w.stubborn.assign(w.n, false);
   for (int s = 1; s < w.n; ++s) w.kids[w.parent[s]].push_back(s);
@@ -87,6 +89,9 @@ World Facts(const FaultPlan& p, const OracleSetup& o) {
         break;
       case FaultKind::kStraggler:
         stragglers.push_back(f.shim);
+        break;
+      case FaultKind::kUnfit:
+        w.unfit_at[f.shim] = std::min(w.unfit_at[f.shim], f.at_s);
         break;
       default:
         break;
@@ -563,6 +568,22 @@ class Seer {
         return;
       }
       case Kind::kRestarted: {
+        // (--spares) Each node whose check failed as its ranks ended (it
+        // was unfit before the round began) is retired: a spare takes its
+        // place, or the job ends when none is left.
+        if (spares_) {
+          bool unfit = false;
+          for (int s = 0; s < w_.n; ++s)
+            if (w_.unfit_at[s] <= st.round_from && !st.gone.count(s) && !st.retired.count(s)) {
+              Retire(&st, s);
+              unfit = true;
+            }
+          if (unfit) st.pending_same = false;
+          if (Vacant(st) > static_cast<int>(st.spare.size())) {
+            st.story += "; a node unfit, no spare left";
+            return Final(st, 125, st.round_from, hi, {}, "nospare");
+          }
+        }
         // The round is over: the same failure twice without progress is
         // not restarted; else the next attempt (the restart line names the
         // last one's failure).

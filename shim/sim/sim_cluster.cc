@@ -198,6 +198,14 @@ class Cluster {
   void Send(int from, int to, const std::string& frame);
   std::vector<int> Below(int shim) const { return planner_->Below(shim); }
   std::vector<int> Parents() const { return planner_->Parents(o_.shims); }
+  // --spares: what shim `id`'s node check says now ("" when fit).
+  std::string Unfit(int id) const {
+    for (const Fault& f : plan_.faults)
+      if (f.kind == FaultKind::kUnfit && f.shim == id && shims_[0]->started &&
+          now_ >= root_go_ + f.at_s)
+        return "mlx5_0 port 1 is DOWN (usable as the job started)";
+    return "";
+  }
   bool Relink(int from, int heir, double now);
   void NoteVerdict(int from, const std::string& frame);
   void Schedule(int shim, double at, size_t child, bool straggler, uint64_t epoch, int status) {
@@ -372,6 +380,7 @@ void Cluster::Build() {
     c.spares = plan_.spares;
     c.retire_after = FaultPlan::kRetireAfter;
     c.world_ranks = n - plan_.spares;
+    c.node_check = [this, i] { return Unfit(i); };
     auto s = std::make_unique<Shim>(this, i, c, beat_s_, RanksOf(i));
     s->cost_s = cost_s_;
     shims_.push_back(std::move(s));

@@ -7,15 +7,17 @@ plane ends the job), each a node of 2 ranks: 2 hold NODE_RANK 0 and 1, the
 third is the spare. Real PyTorch DDP over Gloo that checkpoints each epoch
 (tests/e2e/scripts/ckpt_ddp.py). Under mpirun on network-namespace nodes:
 test_netns.py."""
+import glob
 import json
 import os
 import re
+import shutil
 import signal
 import tempfile
 import time
 import unittest
 
-from harness import (CKPT, PYTHON, SHIM, clean_env, free_port, kill_group, main, run, slurp,
+from harness import (CKPT, PYTHON, SHIM, SRC, clean_env, free_port, kill_group, main, run, slurp,
                      spawn, wait_for)
 
 
@@ -82,7 +84,8 @@ class Spares(unittest.TestCase):
                 env["BAD_NODE"] = "1"
             out = open(f"{tmp}/shim-{rank}.out", "w")
             err = open(f"{tmp}/shim-{rank}.err", "w")
-            procs.append(spawn([SHIM, "--nproc-per-node", "2", "--spares", "1", *args, "--",
+            own = [a.replace("{sys}", f"{tmp}/sys-{rank}") for a in args]
+            procs.append(spawn([SHIM, "--nproc-per-node", "2", "--spares", "1", *own, "--",
                                 PYTHON, CKPT], env=env, stdout=out, stderr=err))
             self.addCleanup(kill_group, procs[-1])
             self.addCleanup(out.close)
@@ -198,6 +201,38 @@ class Spares(unittest.TestCase):
             # Rank 0's shim still decides; the spare now runs ranks 0 and 1.
             self.assertEqual(final_weights(outs[2]), self.weights, text)
             self.assertIsNone(final_weights(outs[0]))
+
+    def test_a_node_whose_port_went_down_is_retired_before_the_next_attempt(self):
+        # Each shim sees its own fixture of an ND H100 v5 node's 8 InfiniBand
+        # ports (--sysfs-root). Mid-job node 1's first port goes DOWN, then a
+        # rank of node 0 dies: at the restart round node 1's check fails
+        # (a port usable as the job started is not), it is retired, and the
+        # spare takes NODE_RANK 1 (docs/control-plane.md, "Spares and
+        # retirement"); the job ends with the undisturbed weights.
+        with tempfile.TemporaryDirectory() as tmp:
+            for rank in range(3):
+                shutil.copytree(os.path.join(SRC, "tests", "fixtures", "sysfs", "nd_h100_v5"),
+                                f"{tmp}/sys-{rank}", symlinks=True)
+            procs = self.start(tmp, "--max-restarts", "2", "--sysfs-root", "{sys}",
+                               extra_env={"EPOCHS": "8", "FAIL_EPOCH": "99"})
+            self.assertTrue(wait_for(lambda: "epoch 1 saved" in slurp(f"{tmp}/shim-1.out"), 180),
+                            "\n".join(sum(self.outputs(tmp), [])))
+            port = glob.glob(f"{tmp}/sys-1/devices/*/*/infiniband/mlx5_ib0/ports/1/state")
+            self.assertEqual(len(port), 1)
+            with open(port[0], "w") as f:
+                f.write("1: DOWN\n")
+            os.kill(int(slurp(f"{tmp}/pid-0-0")), signal.SIGKILL)
+            codes = [p.wait(timeout=300) for p in procs]
+            outs, errs = self.outputs(tmp)
+            text = "\n".join(outs + errs)
+            self.assertEqual(codes, [0, 0, 0], text)
+            self.assertRegex(errs[0], r"aml-shim: NODE_RANK 1 moves to rank 2's shim on \S+ \(a "
+                                      r"spare\); its last holder was retired: its check before "
+                                      r"attempt 2 failed: mlx5_ib0 port 1 is DOWN \(usable as "
+                                      r"the job started\)")
+            self.assertRegex(outs[2], r"\[rank 2\] rank 2 resumed at epoch [1-9]")
+            self.assertEqual(final_weights(outs[0]), self.weights8, text)
+            self.assertNotIn("LEFTOVER", text)
 
     def test_rank_zeros_shim_killed_its_heir_takes_the_job_and_the_spare_node_rank_zero(self):
         # Rank 0's shim (the control plane's root) is SIGKILLed mid-job: its
