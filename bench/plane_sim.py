@@ -38,6 +38,12 @@ SCENARIOS = [
      "second restart's back-off of 1 s)", "replace_s", "<= 1 s at 10,000, plus the back-off"),
     ("freeze,restarts=2,spares=1", "a node frozen to the spare's attempt ordered everywhere "
      "(found at the allowance)", "replace_s", "(the allowance, 5 s)"),
+    ("kill@35:0,restarts=1,spares=1", "rank 0's shim killed: to every holder of the heir's "
+     "next attempt ordered to start, the spare in NODE_RANK 0 (a new root)", "replace_s",
+     "<= 1 s at 10,000"),
+    ("freeze@35:0,restarts=1,spares=1", "rank 0's shim frozen: the same (found at the "
+     "allowance, then 31 s for a silent root to let go)", "replace_s",
+     "(the allowance and kMaxSilenceS + 1 s)"),
 ]
 
 
@@ -80,7 +86,9 @@ def main():
             "shim waits), the replacement is from the fault to the last holder of the "
             "next attempt's NODE_RANKs taking its restart order (its ranks start at once): "
             "the deciding window of 0.1 s, the tree's latency and the back-off (none before "
-            "the first restart, 1 s before the second). Every run is checked against the "
+            "the first restart, 1 s before the second). When rank 0's shim is lost, its "
+            "heir takes the job (docs/control-plane.md, \"A new root\"): the frames are the "
+            "heir's. Every run is checked against the "
             "oracle; the simulated nodes run the real supervisor's state machine.\n\n"
             "| scenario | " + " | ".join(f"{n:,} shims" for n in sizes) +
             " | target (anchor) |\n|---|" + "---|" * len(sizes) + "---|\n" +

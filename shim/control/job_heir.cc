@@ -27,6 +27,12 @@ namespace {
 // 6 bytes a shim; the frame's cap is 1 MiB). Beyond it a new root knows
 // only what reaches it: a lost shim's subtree is found by the round.
 constexpr int kMaxTreeInRecord = 50000;
+// A record past this many bytes (a link's frames are 1 MiB at most) leaves
+// out the hosts of each attempt's NODE_RANKs and the tree, then all but
+// the last kLeanAttempts attempts: failure.json then names hosts only from
+// the takeover on, and the back-off reads the recent attempts alone.
+constexpr size_t kMaxRecordBytes = 768 << 10;
+constexpr size_t kLeanAttempts = 64;
 
 std::string IntsText(const std::vector<int>& v) {
   std::string out;
@@ -60,12 +66,25 @@ std::string JobMachine::MajorityText(int reached) const {
 
 void JobMachine::SendRecord() {
   if (!root_ || !roster_ || heir_ < 0) return;
+  std::string frame = RecordFrame(false);
+  if (frame.size() > kMaxRecordBytes) frame = RecordFrame(true);
+  ports_->SendTo(heir_, frame);
+}
+
+std::string JobMachine::RecordFrame(bool lean) const {
   Msg m("record");
   m.Set("root", c_.rank).Set("host", c_.host).Set("n", restarts_);
   m.SetNumber("wall", attempt_wall_);
-  m.SetRaw("attempts", SaveAttempts(attempts_));
+  std::vector<AttemptRecord> attempts(
+      attempts_.begin() + static_cast<long>(lean && attempts_.size() > kLeanAttempts
+                                                ? attempts_.size() - kLeanAttempts
+                                                : 0),
+      attempts_.end());
+  if (lean)
+    for (AttemptRecord& a : attempts) a.nodes.clear();
+  m.SetRaw("attempts", SaveAttempts(attempts));
   m.SetRaw("roster", roster_->Save());
-  m.SetRaw("nodes", SaveStrings(attempt_nodes_));
+  if (!lean) m.SetRaw("nodes", SaveStrings(attempt_nodes_));
   // The spares' hosts and addresses (one takes NODE_RANK 0, MASTER_ADDR with it).
   std::vector<std::string> spares;
   for (int s : roster_->Spares()) {
@@ -74,11 +93,11 @@ void JobMachine::SendRecord() {
                      (addr == shim_addrs_.end() ? "" : addr->second));
   }
   m.SetRaw("spares", SaveStrings(spares));
-  if (c_.size <= kMaxTreeInRecord) {
+  if (!lean && c_.size <= kMaxTreeInRecord) {
     std::vector<int> tree = parents_.empty() ? ports_->Parents() : parents_;
     if (static_cast<int>(tree.size()) == c_.size) m.Set("tree", IntsText(tree));
   }
-  ports_->SendTo(heir_, m.Encode());
+  return m.Encode();
 }
 
 std::vector<int> JobMachine::BelowOf(int shim) const {

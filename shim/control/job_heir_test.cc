@@ -73,6 +73,25 @@ TEST(JobHeir, TheRootSendsItsHeirTheRecordAtTheStart) {
   EXPECT_NE(m->Raw("spares"), nullptr);
 }
 
+TEST(JobHeir, ARecordTooLargeForOneFrameLeavesOutTheHostsAndTheTree) {
+  FakePorts ports;
+  ports.heir = 1;
+  JobConfig c = Config(0, 120000, 1);
+  ports.parents.assign(120000, 0);
+  ports.parents[0] = -1;
+  JobMachine root(c, &ports);
+  for (int s = 1; s < 120000; ++s) root.NoteHost(s, "gpu-node-" + std::to_string(s));
+  root.Start(0);
+  ASSERT_EQ(ports.to.size(), 1u);
+  const std::string& frame = ports.to[0].second;
+  EXPECT_LT(frame.size(), size_t{1} << 20);
+  const auto m = Msg::Decode(frame);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->Raw("nodes"), nullptr);
+  EXPECT_EQ(m->Str("tree"), "");
+  EXPECT_NE(m->Raw("roster"), nullptr);
+}
+
 TEST(JobHeir, WithMoreThanHalfTheHeirTakesTheJobAndASpareTakesNodeRankZero) {
   Heir h(false);
   EXPECT_TRUE(h.m.root());

@@ -201,6 +201,7 @@ class JobMachine {
 
   // A new root (job_heir.cc).
   void SendRecord();
+  std::string RecordFrame(bool lean) const;
   bool LoadRecord(int old_root, const std::string& what, double now);
   void CheckTakeover(double now);
   void FinishTakeover(double now);

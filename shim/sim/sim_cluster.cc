@@ -21,6 +21,7 @@
 #include "shim/control/door.h"
 #include "shim/control/job_machine.h"
 #include "shim/control/liveness.h"
+#include "shim/control/plane.h"
 #include "shim/control/roster.h"
 #include "shim/control/tree_links.h"
 #include "shim/control/tree_plan.h"
@@ -339,6 +340,11 @@ bool Cluster::Relink(int from, int heir, double now) {
 void Cluster::Send(int from, int to, const std::string& frame) {
   const Shim& s = *shims_[static_cast<size_t>(from)];
   if (s.killed || s.exited) return;
+  // A real link breaks on a frame over its cap (wire.h).
+  if (frame.size() > ControlPlane::kMaxFrame)
+    Violate("shim " + std::to_string(from) + " sent a frame of " +
+            std::to_string(frame.size()) + " bytes to shim " + std::to_string(to) +
+            ", over the links' cap of " + std::to_string(ControlPlane::kMaxFrame));
   if (Cut(from, to)) return;
   const double arrive = Arrival(from, to, frame.size() + 4, now_);
   Push({arrive, 0, Ev::kFrame, to, from, std::make_shared<const std::string>(frame)});
