@@ -84,6 +84,8 @@ std::string JobMachine::RecordFrame(bool lean) const {
     for (AttemptRecord& a : attempts) a.nodes.clear();
   m.SetRaw("attempts", SaveAttempts(attempts));
   m.SetRaw("roster", roster_->Save());
+  // The shims lost so far: the heir waits for none of them.
+  m.Set("gone", Roster::Runs(std::vector<int>(gone_.begin(), gone_.end())));
   if (!lean) m.SetRaw("nodes", SaveStrings(attempt_nodes_));
   // The spares' hosts and addresses (one takes NODE_RANK 0, MASTER_ADDR with it).
   std::vector<std::string> spares;
@@ -135,8 +137,7 @@ void JobMachine::OnRootLost(bool as_heir, bool silent, const std::string& what, 
     MaybeSendEnded(now);
     return;
   }
-  const int old_root = 0;
-  if (!LoadRecord(old_root, what, now)) {
+  if (!LoadRecord(what, now)) {
     // A record this shim cannot read: cut off, as without a heir.
     root_ = false;
     return OnParentLost("aml-shim: " + EscapeControl(what) +
@@ -156,10 +157,14 @@ void JobMachine::OnRootLost(bool as_heir, bool silent, const std::string& what, 
 
 // The heir: the root's record becomes this shim's; the attempt under way
 // ends with the root's loss, and the root's node is retired.
-bool JobMachine::LoadRecord(int old_root, const std::string& what, double now) {
+bool JobMachine::LoadRecord(const std::string& what, double now) {
   (void)now;
   auto m = Msg::Decode(record_);
   if (!m.ok()) return false;
+  // Rank 0's shim, or the heir that took the job before it.
+  const int old_root = static_cast<int>(m->Int("root", -1));
+  if (old_root < 0 || old_root >= c_.size || old_root == c_.rank) return false;
+  lost_root_ = old_root;
   const JsonValue* attempts = m->Raw("attempts");
   const JsonValue* roster = m->Raw("roster");
   std::vector<AttemptRecord> list;
@@ -189,6 +194,10 @@ bool JobMachine::LoadRecord(int old_root, const std::string& what, double now) {
   if (!parents_.empty()) parents_[static_cast<size_t>(c_.rank)] = -1;
   // The attempt under way: the root's loss is its failure.
   gone_.clear();
+  const std::string gone = m->Str("gone");
+  if (!gone.empty())
+    for (int s : Roster::Decode(gone))
+      if (s >= 0 && s < c_.size && s != c_.rank) gone_.insert(s);
   gone_.insert(old_root);
   well_.clear();
   fails_.clear();
@@ -254,15 +263,15 @@ void JobMachine::FinishTakeover(double now) {
                     restarts_ + 1);
   }
   if (reached * 2 <= c_.size) {
-    return StopNoSpare("no majority: " + ShimName(0, HostOf(0)) + " was lost and " +
-                           MajorityText(reached),
+    return StopNoSpare("no majority: " + ShimName(lost_root_, HostOf(lost_root_)) +
+                           " was lost and " + MajorityText(reached),
                        now);
   }
   // Printed by the new root before the restart line.
-  ending_plan_.message = "aml-shim: " + ShimName(0, HostOf(0)) + " was lost (" + current_.what +
-                         "); " + ShimName(c_.rank, c_.host) + " takes the job as its root: " +
-                         std::to_string(reached) + " of " + std::to_string(c_.size) +
-                         " shims reached it\n";
+  ending_plan_.message = "aml-shim: " + ShimName(lost_root_, HostOf(lost_root_)) + " was lost (" +
+                         current_.what + "); " + ShimName(c_.rank, c_.host) +
+                         " takes the job as its root: " + std::to_string(reached) + " of " +
+                         std::to_string(c_.size) + " shims reached it\n";
   Enter(JobState::kEnding, now);
   RecheckRound(now);
 }

@@ -35,11 +35,12 @@ Msg Ended(int shim) {
 }
 
 // Rank 0's record, as it reached shim 1 at the job's start.
-std::string RootRecord() {
+std::string RootRecord(int size = 5, int spares = 1) {
   FakePorts root_ports;
   root_ports.heir = 1;
   root_ports.parents = {-1, 0, 0, 1, 2};
-  JobMachine root(Config(0), &root_ports);
+  root_ports.parents.resize(static_cast<size_t>(size), 0);
+  JobMachine root(Config(0, size, spares), &root_ports);
   root.NoteHost(4, "h4", "10.0.0.4");
   root.Start(0);
   EXPECT_EQ(root_ports.heirs_named, 1);
@@ -52,12 +53,13 @@ std::string RootRecord() {
 // Shim 1, the heir, with rank 0's record; rank 0's shim lost now.
 struct Heir {
   FakePorts ports;
-  JobMachine m{Config(1), &ports};
-  explicit Heir(bool silent, double now = 40) {
+  JobMachine m;
+  explicit Heir(bool silent, double now = 40, int size = 5, int spares = 1)
+      : m(Config(1, size, spares), &ports) {
     ports.children_done = false;
     ports.linked = true;
     m.Start(0);
-    m.OnRecord(RootRecord());
+    m.OnRecord(RootRecord(size, spares));
     EXPECT_TRUE(m.MayTakeOver(true));
     m.OnRootLost(true, silent, "the control plane lost rank 0's shim (closed)", now);
   }
@@ -113,6 +115,42 @@ TEST(JobHeir, WithMoreThanHalfTheHeirTakesTheJobAndASpareTakesNodeRankZero) {
   EXPECT_EQ(h.m.node(), 1);  // its own NODE_RANK
   EXPECT_EQ(h.m.state(), JobState::kRunning);
   EXPECT_EQ(h.ports.heirs_named, 1);  // it names its own heir
+}
+
+TEST(JobHeir, ANewRootNamesItsOwnHeirWhichCanTakeTheJobFromItInTurn) {
+  // 6 shims: NODE_RANKs 0-3, spares 4 and 5.
+  Heir h(false, 40, 6, 2);
+  h.ports.heir = 2;
+  h.m.OnChildrenDone({0, 0}, 40.1);
+  for (int s : {2, 3, 4, 5}) FromChild(&h.m, Ended(s), 40.2);
+  ASSERT_EQ(h.ports.down.back().Str("nodes"), "4,1-3");
+  ASSERT_EQ(h.ports.to.size(), 1u);  // shim 1's record, at shim 2
+  EXPECT_EQ(h.ports.to[0].first, 2);
+  FakePorts ports;
+  ports.children_done = false;
+  ports.linked = true;
+  JobMachine next(Config(2, 6, 2), &ports);
+  next.Start(0);
+  next.OnRecord(h.ports.to[0].second);
+  next.OnRootLost(true, false, "the control plane lost rank 1's shim (closed)", 90);
+  next.OnChildrenDone({0, 0}, 90.1);
+  // Shim 0 was lost before: nobody waits for it.
+  for (int s : {3, 4, 5}) FromChild(&next, Ended(s), 90.2);
+  EXPECT_TRUE(next.root());
+  EXPECT_EQ(next.restarts(), 2);
+  next.OnTimer(92);  // the second restart's back-off
+  ASSERT_EQ(ports.down.back().type(), "restart");
+  EXPECT_EQ(ports.down.back().Int("n"), 2);
+  EXPECT_EQ(ports.down.back().Str("nodes"), "4-5,2-3");
+  std::optional<LinkOrder> restart;
+  for (auto o = next.TakeOrder(); o; o = next.TakeOrder())
+    if (o->kind == LinkOrder::Kind::kRestart) restart = o;
+  ASSERT_TRUE(restart);
+  EXPECT_NE(restart->message.find("aml-shim: rank 1's shim on h1 was lost"), std::string::npos)
+      << restart->message;
+  EXPECT_NE(restart->message.find("rank 2's shim on h2 takes the job as its root: 4 of 6"),
+            std::string::npos)
+      << restart->message;
 }
 
 TEST(JobHeir, ASilentRootIsWaitedOutBeforeTheHeirTakesTheJob) {

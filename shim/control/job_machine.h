@@ -202,7 +202,7 @@ class JobMachine {
   // A new root (job_heir.cc).
   void SendRecord();
   std::string RecordFrame(bool lean) const;
-  bool LoadRecord(int old_root, const std::string& what, double now);
+  bool LoadRecord(const std::string& what, double now);
   void CheckTakeover(double now);
   void FinishTakeover(double now);
   bool LostMajority() const;
@@ -262,6 +262,7 @@ class JobMachine {
   bool root_ = false;
   int heir_ = -1;               // the child it named its heir
   std::string record_;          // the heir: the root's last record
+  int lost_root_ = -1;          // a heir electing: the root it takes the place of
   double elect_until_ = 0;      // electing: the shims that reach the heir by then count
   double not_before_ = 0;       // and not before the old root, alive, stepped down
   std::vector<int> parents_;    // a new root: the tree (each shim's parent)
