@@ -3,7 +3,8 @@
 each with its own hostname): 3 nodes run 2 ranks each, the 4th is there to
 take a lost node's place. Once every rank trains (Gloo, a barrier every
 0.1 s), node 2 is lost: its launcher process and its ranks are SIGKILLed in
-the same instant, as when a node dies. Measured: from the kill to the first
+the same instant, as when a node dies; then the same with node 1 (rank 0's
+shim, whose heir takes the job; torchrun's rendezvous endpoint). Measured: from the kill to the first
 Python line of every rank of the next attempt (6 ranks, the 4th node's among
 them). Median, min and max of RUNS runs; prints a Markdown table.
 
@@ -85,10 +86,10 @@ class RunFailed(Exception):
     pass
 
 
-def once(commands, d, ranks_before):
-    """Starts each node's command, kills node 2 once every rank trains,
-    returns the kill to the last first line of the next attempt; RunFailed
-    when the job did not go on to its end."""
+def once(commands, d, ranks_before, victim):
+    """Starts each node's command, kills node `victim` (1 to 4) once every
+    rank trains, returns the kill to the last first line of the next
+    attempt; RunFailed when the job did not go on to its end."""
     procs = []
     for i, (cmd, env) in enumerate(commands, start=1):
         log = open(f"{d}/node-{i}.log", "w")
@@ -101,7 +102,8 @@ def once(commands, d, ranks_before):
                 raise RunFailed("the job did not start")
             time.sleep(0.05)
         time.sleep(2)
-        victims = [procs[1].pid] + descendants(procs[1].pid)
+        lost = procs[victim - 1]
+        victims = [lost.pid] + descendants(lost.pid)
         killed = time.time()
         for pid in victims:
             try:
@@ -109,7 +111,7 @@ def once(commands, d, ranks_before):
             except ProcessLookupError:
                 pass
         for i, p in enumerate(procs):
-            if i != 1 and p.wait(timeout=240) != 0:
+            if p is not lost and p.wait(timeout=240) != 0:
                 raise RunFailed(f"node {i + 1}'s launcher exited {p.returncode}")
         starts = [float(open(f"{d}/start-1-{r}").read()) for r in range(6)]
         return max(starts) - killed
@@ -176,28 +178,33 @@ def main():
          "last_call_timeout=1",
          lambda d, port: torchrun_commands(script, d, port, 0.1, 1), 8),
     ]
-    rows = ["| launcher | a node lost to every rank of the next attempt started, median | min | "
-            "max |", "|---|---|---|---|"]
-    print("\n".join(rows))
+    # Node 2; then node 1: rank 0's shim (a new root takes the job), and
+    # torchrun's c10d rendezvous endpoint.
+    header = ["| launcher | a node lost to every rank of the next attempt started, median | min | "
+              "max |", "|---|---|---|---|"]
+    tables = {2: list(header), 1: list(header)}
     try:
         port = 29600
-        for name, commands, ranks in peers:
-            xs, failed = [], []
-            for _ in range(args.runs):
-                port += 1
-                with tempfile.TemporaryDirectory() as d:
-                    os.chmod(d, 0o777)
-                    try:
-                        xs.append(once(commands(d, port), d, ranks))
-                    except RunFailed as e:
-                        failed.append(str(e))
-                        print(f"{name}: a run failed: {e}\n{logs(d)}", file=sys.stderr)
-            note = (f" ({len(failed)} of {args.runs} runs did not finish: "
-                    f"{'; '.join(sorted(set(failed)))})" if failed else "")
-            cells = (f"{statistics.median(xs):.2f} s | {min(xs):.2f} s | {max(xs):.2f} s"
-                     if xs else "- | - | -")
-            rows.append(f"| {name}{note} | {cells} |")
-            print(rows[-1], flush=True)
+        for victim in (2, 1):
+            rows = tables[victim]
+            print(f"node {victim} lost\n" + "\n".join(rows))
+            for name, commands, ranks in peers:
+                xs, failed = [], []
+                for _ in range(args.runs):
+                    port += 1
+                    with tempfile.TemporaryDirectory() as d:
+                        os.chmod(d, 0o777)
+                        try:
+                            xs.append(once(commands(d, port), d, ranks, victim))
+                        except RunFailed as e:
+                            failed.append(str(e))
+                            print(f"{name}: a run failed: {e}\n{logs(d)}", file=sys.stderr)
+                note = (f" ({len(failed)} of {args.runs} runs did not finish: "
+                        f"{'; '.join(sorted(set(failed)))})" if failed else "")
+                cells = (f"{statistics.median(xs):.2f} s | {min(xs):.2f} s | {max(xs):.2f} s"
+                         if xs else "- | - | -")
+                rows.append(f"| {name}{note} | {cells} |")
+                print(rows[-1], flush=True)
     finally:
         os.unlink(script)
         subprocess.run([NETNS, "down", NAME], check=False)
@@ -210,7 +217,10 @@ def main():
                   "once; from the kill to the first line of the last of the next attempt's 6 "
                   "ranks (the 4th node's among them for aml-shim; torchrun has no spare: all 4 "
                   "nodes ran, 8 ranks, and the 3 left meet again with 6).\n\n" +
-                  "\n".join(rows) + "\n")
+                  "\n".join(tables[2]) + "\n\n"
+                  "Node 1 lost instead: it runs rank 0's shim, whose heir takes the job "
+                  "(docs/control-plane.md, \"A new root\"), and torchrun's c10d rendezvous "
+                  "endpoint (its store).\n\n" + "\n".join(tables[1]) + "\n")
 
 
 if __name__ == "__main__":

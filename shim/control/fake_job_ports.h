@@ -46,6 +46,30 @@ struct FakePorts : JobPorts {
   std::vector<int> parents;
 };
 
+// A shim of `size` with one rank, its NODE_RANK its own rank, --grace 2;
+// with `spares`, the last ones spares.
+inline JobConfig TestConfig(int rank, int size, int max_restarts = 0, int spares = 0) {
+  JobConfig c;
+  c.rank = rank;
+  c.size = size;
+  c.node = rank;
+  c.host = "h" + std::to_string(rank);
+  c.ranks = {rank};
+  c.world_ranks = size - spares;
+  c.grace_s = 2;
+  c.max_restarts = max_restarts;
+  c.spares = spares;
+  return c;
+}
+
+// Frames arrive encoded; the machine reads them decoded.
+inline void FromChild(JobMachine* m, const Msg& msg, double now) {
+  m->OnFromChild(msg.Encode(), *Msg::Decode(msg.Encode()), now);
+}
+inline void FromParent(JobMachine* m, const Msg& msg, double now) {
+  m->OnFromParent(msg.Encode(), *Msg::Decode(msg.Encode()), now);
+}
+
 // The types of the frames sent, in order.
 inline std::vector<std::string> Types(const std::vector<Msg>& frames) {
   std::vector<std::string> out;

@@ -11,21 +11,7 @@ namespace {
 
 // 5 shims, the last a spare, 3 restarts; shim 1 is the root's heir.
 JobConfig Config(int rank, int size = 5, int spares = 1) {
-  JobConfig c;
-  c.rank = rank;
-  c.size = size;
-  c.node = rank;
-  c.host = "h" + std::to_string(rank);
-  c.ranks = {rank};
-  c.world_ranks = size - spares;
-  c.grace_s = 2;
-  c.max_restarts = 3;
-  c.spares = spares;
-  return c;
-}
-
-void FromChild(JobMachine* m, const Msg& msg, double now) {
-  m->OnFromChild(msg.Encode(), *Msg::Decode(msg.Encode()), now);
+  return TestConfig(rank, size, 3, spares);
 }
 
 Msg Ended(int shim) {

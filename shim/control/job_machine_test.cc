@@ -8,16 +8,7 @@ namespace aml {
 namespace {
 
 JobConfig Config(int rank, int size, int max_restarts = 0) {
-  JobConfig c;
-  c.rank = rank;
-  c.size = size;
-  c.node = rank;
-  c.host = "h" + std::to_string(rank);
-  c.ranks = {rank};
-  c.world_ranks = size;
-  c.grace_s = 2;
-  c.max_restarts = max_restarts;
-  return c;
+  return TestConfig(rank, size, max_restarts);
 }
 
 LocalFailure Failure(int rank, double wall) {
@@ -30,13 +21,6 @@ LocalFailure Failure(int rank, double wall) {
   return f;
 }
 
-// Frames arrive encoded; the machine reads them decoded.
-void FromChild(JobMachine* m, const Msg& msg, double now) {
-  m->OnFromChild(msg.Encode(), *Msg::Decode(msg.Encode()), now);
-}
-void FromParent(JobMachine* m, const Msg& msg, double now) {
-  m->OnFromParent(msg.Encode(), *Msg::Decode(msg.Encode()), now);
-}
 
 Msg FailFrom(int rank, double wall) {
   Msg m("fail");

@@ -18,24 +18,7 @@ FakePorts Ports() {
 
 // 4 shims, the last a spare, 3 restarts.
 JobConfig Config(int rank, int size = 4, int spares = 1) {
-  JobConfig c;
-  c.rank = rank;
-  c.size = size;
-  c.node = rank;
-  c.host = "h" + std::to_string(rank);
-  c.ranks = {rank};
-  c.world_ranks = size - spares;
-  c.grace_s = 2;
-  c.max_restarts = 3;
-  c.spares = spares;
-  return c;
-}
-
-void FromChild(JobMachine* m, const Msg& msg, double now) {
-  m->OnFromChild(msg.Encode(), *Msg::Decode(msg.Encode()), now);
-}
-void FromParent(JobMachine* m, const Msg& msg, double now) {
-  m->OnFromParent(msg.Encode(), *Msg::Decode(msg.Encode()), now);
+  return TestConfig(rank, size, 3, spares);
 }
 
 Msg FailFrom(int shim, double wall, int code = 7) {
