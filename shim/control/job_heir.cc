@@ -224,14 +224,33 @@ void JobMachine::NoteOrphan(int shim, bool silent, double now) {
   CheckTakeover(now);
 }
 
-void JobMachine::RefuseOrphan(int shim) {
-  if (shim < 0 || shim >= c_.size) return;
-  ports_->SendTo(shim, Msg("stop")
-                           .Set("kind", std::string("lost"))
-                           .Set("code", 125)
-                           .Set("what", "the control plane lost " + ShimName(shim, "") +
-                                            "'s link to rank 0's shim, which holds the job still")
-                           .Encode());
+// The heir, still linked to the root: a child of the root linked here. It
+// may have found the root's loss first (its link closed a moment sooner,
+// or its allowance ran out first): the heir keeps it until it finds the
+// loss too (its own allowance, kMaxSilenceS at most, then electing asks
+// every shim below anew), or stops it after that, the root holding the job
+// still (only that shim's link was cut): cut off, as without a heir.
+void JobMachine::HoldOrphan(int shim, double now) {
+  if (shim < 0 || shim >= c_.size || shim == c_.rank || Over()) return;
+  orphans_[shim] = now + kMaxSilenceS + 1;
+}
+
+void JobMachine::RefuseOrphans(double now) {
+  if (root_) orphans_.clear();  // electing: they are the election's
+  for (auto it = orphans_.begin(); it != orphans_.end();) {
+    if (now < it->second) {
+      ++it;
+      continue;
+    }
+    ports_->SendTo(it->first,
+                   Msg("stop")
+                       .Set("kind", std::string("lost"))
+                       .Set("code", 125)
+                       .Set("what", "the control plane lost " + ShimName(it->first, "") +
+                                        "'s link to rank 0's shim, which holds the job still")
+                       .Encode());
+    it = orphans_.erase(it);
+  }
 }
 
 double JobMachine::ElectionDeadline() const {

@@ -207,12 +207,41 @@ TEST(JobHeir, AShimCutOffFromARootThatHoldsTheJobIsStoppedByTheHeir) {
   Msg orphan("orphan");
   orphan.Set("shim", 2).Set("silent", 1);
   FromChild(&heir, orphan, 40);
+  // Held while the heir may yet find the root lost itself (30 s at most).
+  EXPECT_TRUE(ports.to.empty());
+  EXPECT_LE(heir.NextDeadline(40), 40 + 31 + 1e-9);
+  heir.OnTimer(70);
+  EXPECT_TRUE(ports.to.empty());
+  heir.OnTimer(71.1);
   ASSERT_EQ(ports.to.size(), 1u);
   EXPECT_EQ(ports.to[0].first, 2);
   const auto stop = Msg::Decode(ports.to[0].second);
   EXPECT_EQ(stop->type(), "stop");
   EXPECT_EQ(stop->Int("code"), 125);
   EXPECT_TRUE(ports.up.empty());  // not passed up
+}
+
+TEST(JobHeir, AShimThatFoundTheRootLostBeforeTheHeirCountsInTheElection) {
+  // Bench/spare_latency.py, node 1 lost: shim 2 saw the root's link close
+  // and linked to the heir before the heir read its own close.
+  FakePorts ports;
+  ports.children_done = false;
+  ports.linked = true;
+  JobMachine heir(Config(1), &ports);
+  heir.Start(0);
+  heir.OnRecord(RootRecord());
+  Msg orphan("orphan");
+  orphan.Set("shim", 2).Set("silent", 0);
+  FromChild(&heir, orphan, 40);
+  FromChild(&heir, Ended(2), 40.001);  // to the old root: lost with it
+  heir.OnRootLost(true, false, "the control plane lost rank 0's shim (closed)", 40.002);
+  heir.OnTimer(40.002);
+  EXPECT_TRUE(ports.to.empty());  // not stopped
+  // Asked anew ("end" again), shim 2 says so again, with shims 3 and 4.
+  heir.OnChildrenDone({0, 0}, 40.1);
+  for (int s : {2, 3, 4}) FromChild(&heir, Ended(s), 40.2);
+  ASSERT_EQ(ports.down.back().type(), "restart");
+  EXPECT_EQ(heir.restarts(), 1);
 }
 
 }  // namespace

@@ -179,10 +179,10 @@ void JobMachine::OnFromChild(const std::string& frame, const Msg& m, double now)
   } else if (!root_) {
     if (t == "fail" || t == "lost" || t == "stacks" || t == "ended" || t == "well")
       ports_->SendUp(frame);
-    // A shim that lost rank 0's shim linked here, its heir, but rank 0's
-    // shim holds the job still (only that link was cut): that shim is cut
-    // off, as without a heir (job_heir.cc).
-    if (t == "orphan") RefuseOrphan(static_cast<int>(m.Int("shim", -1)));
+    // A shim that lost rank 0's shim linked here, its heir, before this
+    // shim found the loss too; or rank 0's shim holds the job still (only
+    // that link was cut): job_heir.cc.
+    if (t == "orphan") HoldOrphan(static_cast<int>(m.Int("shim", -1)), now);
   } else if (t == "orphan") {
     NoteOrphan(static_cast<int>(m.Int("shim", -1)), m.Int("silent", 0) == 1, now);
   } else if (t == "well") {
@@ -349,6 +349,7 @@ double JobMachine::NextDeadline(double now) const {
     ahead(stop_at_ + c_.grace_s + kFlushS);
   }
   if (failed_at_ > 0 && !Over()) ahead(failed_at_ + kVerdictWaitS);
+  for (const auto& [shim, until] : orphans_) ahead(until);
   return std::max(next, now);
 }
 
@@ -390,6 +391,7 @@ void JobMachine::OnTimer(double now) {
         break;
     }
   }
+  RefuseOrphans(now);
   // A failing node that heard no verdict, no restart left: its failure is
   // the job's end as far as the shims below it can know; they end their
   // ranks before it leaves (aml-plane-sim, seed 12302: it left them running).

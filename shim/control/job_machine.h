@@ -208,7 +208,8 @@ class JobMachine {
   bool LostMajority() const;
   std::string MajorityText(int reached) const;
   void NoteOrphan(int shim, bool silent, double now);
-  void RefuseOrphan(int shim);
+  void HoldOrphan(int shim, double now);
+  void RefuseOrphans(double now);
   std::vector<int> BelowOf(int shim) const;
   double ElectionDeadline() const;
 
@@ -263,6 +264,7 @@ class JobMachine {
   int heir_ = -1;               // the child it named its heir
   std::string record_;          // the heir: the root's last record
   int lost_root_ = -1;          // a heir electing: the root it takes the place of
+  std::map<int, double> orphans_;  // the heir, not electing: shims linked here, until when
   double elect_until_ = 0;      // electing: the shims that reach the heir by then count
   double not_before_ = 0;       // and not before the old root, alive, stepped down
   std::vector<int> parents_;    // a new root: the tree (each shim's parent)

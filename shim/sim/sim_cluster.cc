@@ -187,7 +187,10 @@ std::optional<LinkOrder> Shim::TakeOrder() {
 class Cluster {
  public:
   Cluster(const SimOptions& o, FaultPlan plan)
-      : o_(o), plan_(std::move(plan)), nonces_(o.seed * 0x2545f4914f6cdd1dULL) {
+      : o_(o),
+        plan_(std::move(plan)),
+        nonces_(o.seed * 0x2545f4914f6cdd1dULL),
+        jitter_(o.seed ^ 0x6a09e667f3bcc909ULL) {
     lat_s_ = o.latency_us * 1e-6;
     cost_s_ = (o.cost_us > 0 ? o.cost_us : kFrameCostUs) * 1e-6;
     bytes_per_s_ = o.bandwidth_gbps * 1e9 / 8;
@@ -258,7 +261,9 @@ class Cluster {
   void OnProc(Shim& s, const Event& e, double now);
   void OnFault(const Fault& f, double now);
   void Go(Shim& s, double now);
-  void CloseLink(Shim& s, int peer, double now);
+  // `late`: the peer reads the close this much later (a dead process's
+  // links: each node's kernel and loop see it at their own moment).
+  void CloseLink(Shim& s, int peer, double now, double late = 0);
   void CloseFinished(Shim& s, double now);
   void Wake(Shim& s, double now, bool woke_by_timer = false);
   void Exit(Shim& s, double now);
@@ -291,6 +296,8 @@ class Cluster {
   Prover prover_{"aml-plane-sim's job secret", nullptr};
   Prover stranger_{"someone else's secret", nullptr};
   std::mt19937_64 nonces_;
+  std::mt19937_64 jitter_;  // when each node reads a dead shim's close
+  double Late() { return std::uniform_real_distribution<double>(0, 0.02)(jitter_); }
   std::string violation_;
   RunRecord record_;
   int job_root_ = 0;  // the shim that holds the job (rank 0's, or a heir that took it)
@@ -548,11 +555,12 @@ void Cluster::OnFrame(Shim& s, int from, const std::string& frame, double now) {
   }
 }
 
-void Cluster::CloseLink(Shim& s, int peer, double now) {
+void Cluster::CloseLink(Shim& s, int peer, double now, double late) {
   if (s.closed.count(peer)) return;
   s.closed.insert(peer);
   // The close follows what was sent before it on the link.
-  if (!Cut(s.id(), peer)) Push({Arrival(s.id(), peer, 0, now), 0, Ev::kClosed, peer, s.id(), nullptr});
+  if (!Cut(s.id(), peer))
+    Push({Arrival(s.id(), peer, 0, now) + late, 0, Ev::kClosed, peer, s.id(), nullptr});
 }
 
 void Cluster::CloseFinished(Shim& s, double now) {
@@ -685,8 +693,8 @@ void Cluster::OnFault(const Fault& f, double now) {
       dead_.insert(s.id());
       if (loss_at_ < 0) loss_at_ = now;
       causes_.push_back(now);
-      if (s.parent() >= 0) CloseLink(s, s.parent(), now);
-      for (int c : s.tree.children()) CloseLink(s, c, now);
+      if (s.parent() >= 0) CloseLink(s, s.parent(), now, Late());
+      for (int c : s.tree.children()) CloseLink(s, c, now, Late());
       break;
     case FaultKind::kCut:
       if (s.parent() < 0) return;
