@@ -224,15 +224,17 @@ void JobMachine::NoteOrphan(int shim, bool silent, double now) {
   CheckTakeover(now);
 }
 
-// The heir, still linked to the root: a child of the root linked here. It
-// may have found the root's loss first (its link closed a moment sooner,
-// or its allowance ran out first): the heir keeps it until it finds the
-// loss too (its own allowance, kMaxSilenceS at most, then electing asks
-// every shim below anew), or stops it after that, the root holding the job
-// still (only that shim's link was cut): cut off, as without a heir.
-void JobMachine::HoldOrphan(int shim, double now) {
+// The heir, still linked to the root: a child of the root linked here.
+// When the root's link closed there, the root's process is gone and the
+// heir reads its own close a moment later: it keeps the shim until then
+// (electing asks every shim below anew), and stops it after kMaxSilenceS
+// and a second if the root still holds the job. A shim that found the
+// root silent is cut off at once, as without a heir: only its link may
+// have been cut, and the root's verdicts reach it no more.
+void JobMachine::HoldOrphan(int shim, bool silent, double now) {
   if (shim < 0 || shim >= c_.size || shim == c_.rank || Over()) return;
-  orphans_[shim] = now + kMaxSilenceS + 1;
+  orphans_[shim] = silent ? now : now + kMaxSilenceS + 1;
+  RefuseOrphans(now);
 }
 
 void JobMachine::RefuseOrphans(double now) {

@@ -204,10 +204,15 @@ TEST(JobHeir, AShimCutOffFromARootThatHoldsTheJobIsStoppedByTheHeir) {
   ports.linked = true;
   JobMachine heir(Config(1), &ports);  // linked to rank 0 still
   heir.Start(0);
+  Msg cut("orphan");
+  cut.Set("shim", 3).Set("silent", 1);  // its link to the root fell silent: cut off
+  FromChild(&heir, cut, 40);
+  ASSERT_EQ(ports.to.size(), 1u);
+  EXPECT_EQ(ports.to[0].first, 3);
+  ports.to.clear();
   Msg orphan("orphan");
-  orphan.Set("shim", 2).Set("silent", 1);
+  orphan.Set("shim", 2).Set("silent", 0);  // closed: held, the heir may read its own close
   FromChild(&heir, orphan, 40);
-  // Held while the heir may yet find the root lost itself (30 s at most).
   EXPECT_TRUE(ports.to.empty());
   EXPECT_LE(heir.NextDeadline(40), 40 + 31 + 1e-9);
   heir.OnTimer(70);

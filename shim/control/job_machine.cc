@@ -182,7 +182,8 @@ void JobMachine::OnFromChild(const std::string& frame, const Msg& m, double now)
     // A shim that lost rank 0's shim linked here, its heir, before this
     // shim found the loss too; or rank 0's shim holds the job still (only
     // that link was cut): job_heir.cc.
-    if (t == "orphan") HoldOrphan(static_cast<int>(m.Int("shim", -1)), now);
+    if (t == "orphan")
+      HoldOrphan(static_cast<int>(m.Int("shim", -1)), m.Int("silent", 0) == 1, now);
   } else if (t == "orphan") {
     NoteOrphan(static_cast<int>(m.Int("shim", -1)), m.Int("silent", 0) == 1, now);
   } else if (t == "well") {

@@ -208,7 +208,7 @@ class JobMachine {
   bool LostMajority() const;
   std::string MajorityText(int reached) const;
   void NoteOrphan(int shim, bool silent, double now);
-  void HoldOrphan(int shim, double now);
+  void HoldOrphan(int shim, bool silent, double now);
   void RefuseOrphans(double now);
   std::vector<int> BelowOf(int shim) const;
   double ElectionDeadline() const;
