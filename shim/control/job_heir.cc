@@ -64,6 +64,14 @@ std::string JobMachine::MajorityText(int reached) const {
 
 // ---- The root's side: its record, at its heir
 
+// The root (with --spares, 3 shims or more): names its heir and sends it
+// the record.
+void JobMachine::NameHeir() {
+  if (!roster_ || c_.size < 3) return;
+  heir_ = ports_->NameHeir();
+  SendRecord();
+}
+
 void JobMachine::SendRecord() {
   if (!root_ || !roster_ || heir_ < 0) return;
   std::string frame = RecordFrame(false);
@@ -137,7 +145,7 @@ void JobMachine::OnRootLost(bool as_heir, bool silent, const std::string& what, 
     MaybeSendEnded(now);
     return;
   }
-  if (!LoadRecord(what, now)) {
+  if (!LoadRecord(what)) {
     // A record this shim cannot read: cut off, as without a heir.
     root_ = false;
     return OnParentLost("aml-shim: " + EscapeControl(what) +
@@ -157,8 +165,7 @@ void JobMachine::OnRootLost(bool as_heir, bool silent, const std::string& what, 
 
 // The heir: the root's record becomes this shim's; the attempt under way
 // ends with the root's loss, and the root's node is retired.
-bool JobMachine::LoadRecord(const std::string& what, double now) {
-  (void)now;
+bool JobMachine::LoadRecord(const std::string& what) {
   auto m = Msg::Decode(record_);
   if (!m.ok()) return false;
   // Rank 0's shim, or the heir that took the job before it.

@@ -56,10 +56,7 @@ void JobMachine::Start(double now) {
   NoteAttemptNodes();
   Enter(JobState::kRunning, now);
   // --spares: a heir that can take the root's place (job_heir.cc).
-  if (root_ && roster_ && c_.size >= 3) {
-    heir_ = ports_->NameHeir();
-    SendRecord();
-  }
+  if (root_) NameHeir();
 }
 
 void JobMachine::Enter(JobState s, double now) {

@@ -200,9 +200,10 @@ class JobMachine {
   void NoteAttemptNodes();
 
   // A new root (job_heir.cc).
+  void NameHeir();
   void SendRecord();
   std::string RecordFrame(bool lean) const;
-  bool LoadRecord(const std::string& what, double now);
+  bool LoadRecord(const std::string& what);
   void CheckTakeover(double now);
   void FinishTakeover(double now);
   bool LostMajority() const;

@@ -165,10 +165,7 @@ void JobMachine::SendRestart(double now) {
   orders_.push_back(std::move(o));
   // The heir (named anew: the last may be lost, or this shim was it)
   // carries the record of every attempt so far.
-  if (roster_ && c_.size >= 3) {
-    heir_ = ports_->NameHeir();
-    SendRecord();
-  }
+  NameHeir();
 }
 
 // A new attempt: nothing of the last one counts (its failures, its stacks,

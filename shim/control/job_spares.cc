@@ -91,10 +91,7 @@ void JobMachine::RetireLost(int shim, const std::string& what, double now) {
   // A heir electing decides once the wait is over (job_heir.cc).
   if (state_ == JobState::kElecting) return CheckTakeover(now);
   // The heir lost: another takes its place, with the record.
-  if (heir_ >= 0 && gone_.count(heir_) && c_.size >= 3) {
-    heir_ = ports_->NameHeir();
-    SendRecord();
-  }
+  if (heir_ >= 0 && gone_.count(heir_)) NameHeir();
   // The job had ended well: nothing of it is lost.
   if (finished_) return;
   // More than half of the shims lost: they may be alive on the other side
