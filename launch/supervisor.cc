@@ -476,8 +476,12 @@ void Supervisor::DrainStderr(Child& c) {
 // SIGABRT, to the rank's stderr, which aml-shim reads.
 std::vector<RankStack> Supervisor::Stacks() {
   std::vector<RankStack> stacks;
+  // A spare, or a node retired (--spares), runs no ranks in this attempt:
+  // it reports none (the ranks it ran before are another node's now).
+  if (node_rank_ < 0) return stacks;
   for (size_t i = 0; i < children_.size(); ++i) {
     Child& c = children_[i];
+    if (!c.launch) continue;  // never started
     DrainStderr(c);
     RankStack r;
     r.rank = c.launch->rank;
