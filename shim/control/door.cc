@@ -1,5 +1,8 @@
 #include "shim/control/door.h"
 
+#include "shim/control/job_machine.h"
+#include "shim/control/tree_plan.h"
+
 namespace aml {
 
 Msg DoorChallenge(const std::string& challenge, ProofKind kind) {
@@ -20,11 +23,11 @@ std::string DoorProof(const Prover& prover, const std::string& door, ProofDirect
 }
 
 Msg Introduction(const Prover& prover, const std::string& type, int rank, int size,
-                 const std::string& host, const std::string& challenge, const std::string& nonce,
-                 std::string* why) {
+                 const std::string& host, int port, const std::string& challenge,
+                 const std::string& nonce, std::string* why) {
   Msg m(type);
   m.Set("v", std::string(kPlaneVersion)).Set("rank", rank).Set("size", size);
-  m.Set("host", host).Set("nonce", nonce);
+  m.Set("host", host).Set("port", port).Set("nonce", nonce);
   m.Set("proof", DoorProof(prover, type == "join" ? "join" : "tree", ProofDirection::kUp,
                            challenge, nonce, rank, why));
   return m;
@@ -70,16 +73,35 @@ Visitor ReadHello(const Prover& prover, int size, const std::string& challenge,
   auto m = Msg::Decode(frame);
   if (!m.ok() || m->type() != "hello" || m->Str("v") != kPlaneVersion) return Refused("not a hello");
   if (std::string why; !ProvesVisitor(prover, "tree", challenge, *m, &why)) return Refused(why);
-  const long long rank = m->Int("rank");
-  if (m->Int("size") != size || rank < 1 || rank >= size) return Refused("bad rank or size");
+  const long long rank = m->Int("rank"), port = m->Int("port");
+  if (m->Int("size") != size || rank < 1 || rank >= size || port < 1 || port > 65535)
+    return Refused("bad rank, size or port");
   if (linked(static_cast<int>(rank)))
     return Refused("rank " + std::to_string(rank) + " is linked already");
   Visitor v;
   v.ok = true;
   v.rank = static_cast<int>(rank);
+  v.port = static_cast<int>(port);
   v.host = m->Str("host");
   v.nonce = m->Str("nonce");
   return v;
+}
+
+std::string ListenAddress(const std::string& from, int port) {
+  return from + ":" + std::to_string(port);
+}
+
+TreePlace PlaceJoiner(TreePlanner* planner, JobMachine* machine, const Visitor& v,
+                      const std::string& from, const std::string& local) {
+  // Shims are grouped by the node they come from: the address rank 0 sees
+  // (host names may be shared, or lie), rank 0's own when they are equal.
+  const bool root_node = from == local;
+  TreePlace place = planner->Assign(v.rank, root_node ? kRootNode : from, from, v.port);
+  // Rank 0's own address, as this shim reached it.
+  if (place.parent == 0) place.addr = local;
+  // A shim on rank 0's node is reached at rank 0's own address.
+  machine->NoteHost(v.rank, v.host, root_node ? "" : from);
+  return place;
 }
 
 Msg DoorAnswer(const Prover& prover, const std::string& type, const std::string& door,

@@ -21,7 +21,7 @@
 
 namespace aml {
 
-constexpr char kPlaneVersion[] = "aml-shim-control-2";
+constexpr char kPlaneVersion[] = "aml-shim-control-3";
 
 // The challenge a door sends as it accepts a connection.
 Msg DoorChallenge(const std::string& challenge, ProofKind kind);
@@ -34,10 +34,12 @@ std::string DoorProof(const Prover& prover, const std::string& door, ProofDirect
                       std::string* why = nullptr);
 
 // A shim's first frame at a door: a join ("join") or a hello ("hello"),
-// answering `challenge` with its own `nonce`.
+// answering `challenge` with its own `nonce`; `port`: where it listens for
+// children of its own (its parent passes on where: a new root's heir is
+// reached there, job_heir.cc).
 Msg Introduction(const Prover& prover, const std::string& type, int rank, int size,
-                 const std::string& host, const std::string& challenge, const std::string& nonce,
-                 std::string* why = nullptr);
+                 const std::string& host, int port, const std::string& challenge,
+                 const std::string& nonce, std::string* why = nullptr);
 
 // What a door makes of a connection's first frame after its greeting.
 struct Visitor {
@@ -52,9 +54,28 @@ Visitor ReadJoin(const Prover& prover, int size, const std::string& challenge,
                  const std::string& frame);
 // A parent's port: a hello with the job's proof from a rank that is not
 // linked already (a second "rank 3" is refused; the real one, asking again
-// after its first link broke, is let in once that link's end is read).
+// after its first link broke, is let in once that link's end is read), and
+// the port it listens at.
 Visitor ReadHello(const Prover& prover, int size, const std::string& challenge,
                   const std::string& frame, const std::function<bool(int rank)>& linked);
+
+// Where a visitor listens: the address its connection came from (as this
+// side sees it) and the port it named, "ADDR:PORT" as a heir's address
+// travels (plane_join.cc's Relink reads it back).
+std::string ListenAddress(const std::string& from, int port);
+
+// Rank 0's MASTER_PORT, a join proven: its place in the tree, from the
+// address the connection came from (`from`) and rank 0's own end of it
+// (`local`): a shim on rank 0's node (the same address) is grouped with
+// rank 0 and reaches it at that address; rank 0 notes the shim's host and
+// address (NODE_RANK 0's should it move there). plane_join.cc and the
+// simulator place every joiner with it.
+struct TreePlace;
+class TreePlanner;
+class JobMachine;
+constexpr char kRootNode[] = "rank 0's node";
+TreePlace PlaceJoiner(TreePlanner* planner, JobMachine* machine, const Visitor& v,
+                      const std::string& from, const std::string& local);
 
 // The door's answer to a visitor, proving itself: a place or a welcome.
 Msg DoorAnswer(const Prover& prover, const std::string& type, const std::string& door,

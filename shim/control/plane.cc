@@ -68,10 +68,6 @@ std::vector<int> ControlPlane::Below(int shim) const {
   return planner_ ? planner_->Below(shim) : std::vector<int>{};
 }
 
-std::string ControlPlane::AddressOf(int shim) const {
-  return planner_ ? planner_->AddressOf(shim) : "";
-}
-
 std::vector<int> ControlPlane::Parents() const {
   return planner_ ? planner_->Parents(c_.size) : std::vector<int>{};
 }
@@ -157,7 +153,7 @@ void ControlPlane::ReadChild(Peer& p, double now) {
       p.host = v.host;
       p.link->set_max_frame(kMaxFrame);
       p.link->Send(DoorAnswer(c_.prover, "welcome", "tree", p.challenge, v).Encode());
-      tree_.AddChild(p.rank, p.host, now);
+      tree_.AddChild(p.rank, p.host, ListenAddress(PeerAddress(p.link->fd()), v.port), now);
       if (tree_.go()) p.link->Send(Msg("go").Encode());
       continue;
     }

@@ -70,7 +70,6 @@ class ControlPlane : public JobLink, private LinkIo {
   static constexpr const char* kVersion = kPlaneVersion;
   static constexpr size_t kMaxHelloFrame = 4 << 10;  // a join or a hello
   static constexpr size_t kMaxFrame = 1 << 20;       // anything after it
-  static constexpr char kRootNode[] = "rank 0's node";
 
   // Joins the plane; returns once rank 0 said go. The error is why the job
   // cannot start (every shim exits 125).
@@ -130,7 +129,6 @@ class ControlPlane : public JobLink, private LinkIo {
   double WallNow() const override;
   int FreePort() const override;
   std::vector<int> Below(int shim) const override;
-  std::string AddressOf(int shim) const override;
   std::vector<int> Parents() const override;
   bool Relink(int heir, const std::string& addr, double now) override;
   // This shim's side of a door's proofs (door.h).

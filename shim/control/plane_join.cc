@@ -69,7 +69,8 @@ Result<Answer> Ask(const std::string& ip, int port, const std::string& kind,
 Msg ControlPlane::Introduce(const std::string& type, const std::string& challenge,
                             const std::string& nonce) const {
   std::string why;
-  Msg m = Introduction(c_.prover, type, c_.rank, c_.size, c_.host, challenge, nonce, &why);
+  Msg m = Introduction(c_.prover, type, c_.rank, c_.size, c_.host, listen_port_, challenge, nonce,
+                       &why);
   if (!why.empty()) LogVerbose("control plane: " + why);
   return m;
 }
@@ -157,7 +158,7 @@ Status ControlPlane::JoinAsMember() {
     } else {
       const std::string nonce = NewNonce();
       auto join = [&](const std::string& challenge) {
-        return Introduce("join", challenge, nonce).Set("port", listen_port_);
+        return Introduce("join", challenge, nonce);
       };
       auto reply = Ask(ips->front(), c_.master_port, ProofKindName(c_.prover.kind()), join,
                        std::min(5.0, deadline - Now()),
@@ -346,15 +347,8 @@ void ControlPlane::ReadDoor(Peer& p, double now) {
     p.rank = -2;
     return;
   }
-  const std::string addr = PeerAddress(p.link->fd());
-  // Shims are grouped by the node they come from: the address rank 0 sees
-  // (host names may be shared, or lie), rank 0's own when they are equal.
-  const std::string node = addr == LocalAddress(p.link->fd()) ? kRootNode : addr;
-  TreePlace place = planner_->Assign(v.rank, node, addr, v.port);
-  // Rank 0's own address, as this shim reached it.
-  if (place.parent == 0) place.addr = LocalAddress(p.link->fd());
-  // A shim on rank 0's node is reached at rank 0's own address.
-  tree_.machine().NoteHost(v.rank, v.host, addr == LocalAddress(p.link->fd()) ? "" : addr);
+  const TreePlace place = PlaceJoiner(planner_.get(), &tree_.machine(), v,
+                                     PeerAddress(p.link->fd()), LocalAddress(p.link->fd()));
   Msg reply = DoorAnswer(c_.prover, "place", "join", p.challenge, v);
   reply.Set("parent", place.parent).Set("addr", place.addr).Set("port", place.port);
   reply.Set("depth", place.depth);

@@ -136,7 +136,7 @@ std::string TryJoin(int port, const std::function<std::string(const std::string&
   if (challenge) *challenge = n;
   if (n.empty()) return "";
   Msg join("join");
-  join.Set("v", std::string("aml-shim-control-2")).Set("rank", 1).Set("size", 3);
+  join.Set("v", std::string("aml-shim-control-3")).Set("rank", 1).Set("size", 3);
   join.Set("port", 9).Set("nonce", std::string("c1")).Set("proof", proof(n));
   if (!SendFrame(fd->get(), join.Encode(), Clock::now() + std::chrono::seconds(1)).ok()) return "";
   auto reply = RecvFrame(fd->get(), 4096, Clock::now() + std::chrono::seconds(5));

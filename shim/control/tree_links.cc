@@ -15,7 +15,8 @@ void TreeLinks::SetParent(int rank, const std::string& addr) {
   parent_addr_ = addr;
 }
 
-void TreeLinks::AddChild(int rank, const std::string& host, double now) {
+void TreeLinks::AddChild(int rank, const std::string& host, const std::string& addr,
+                         double now) {
   // A rank that asks again after its link broke takes its place anew.
   children_.erase(std::remove_if(children_.begin(), children_.end(),
                                  [&](const Child& c) { return c.rank == rank; }),
@@ -23,6 +24,7 @@ void TreeLinks::AddChild(int rank, const std::string& host, double now) {
   Child c;
   c.rank = rank;
   c.host = host;
+  c.addr = addr;
   c.live.Start(now);
   // A shim linked anew while the job runs (to the root's heir) brings no
   // output by linking: its beats will say when its part last wrote.
@@ -216,25 +218,22 @@ void TreeLinks::SendUp(const std::string& frame) {
   if (parent_ >= 0 && !parent_lost_) io_->Send(parent_, frame);
 }
 
-// The root's heir: its first child still linked whose address it knows;
-// every child is told which (the heir and the others alike).
+// The root's heir: its first child still linked (where it listens, as its
+// hello said: the root's first or a new root's alike); every child is told
+// which (the heir and the others alike).
 int TreeLinks::NameHeir() {
   if (parent_ >= 0) return -1;
-  int heir = -1;
-  std::string addr;
-  for (const Child& c : children_) {
-    if (c.done || c.gone) continue;
-    addr = io_->AddressOf(c.rank);
-    if (!addr.empty()) {
-      heir = c.rank;
+  const Child* heir = nullptr;
+  for (const Child& c : children_)
+    if (!c.done && !c.gone && !c.addr.empty()) {
+      heir = &c;
       break;
     }
-  }
-  if (heir < 0) return -1;
-  const std::string frame = Msg("heir").Set("shim", heir).Set("addr", addr).Encode();
+  if (!heir) return -1;
+  const std::string frame = Msg("heir").Set("shim", heir->rank).Set("addr", heir->addr).Encode();
   for (const Child& c : children_)
     if (!c.done && !c.gone) io_->Send(c.rank, frame);
-  return heir;
+  return heir->rank;
 }
 
 void TreeLinks::SendTo(int shim, const std::string& frame) {

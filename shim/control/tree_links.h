@@ -34,14 +34,9 @@ class LinkIo {
   // A frame sent down to every child (once, whatever their number: the
   // simulator records rank 0's verdicts by it).
   virtual void SentDown(const std::string& frame) { (void)frame; }
-  // --spares, a new root (job_heir.cc): where a child shim listens for
-  // the tree ("" when unknown), each shim's parent as the join placed it
-  // (the root's planner; empty elsewhere), and a link to the heir in
-  // place of the parent lost: true once the heir took it as its child.
-  virtual std::string AddressOf(int shim) const {
-    (void)shim;
-    return "";
-  }
+  // --spares, a new root (job_heir.cc): each shim's parent as the join
+  // placed it (the root's planner; empty elsewhere), and a link to the heir
+  // in place of the parent lost: true once the heir took it as its child.
   virtual std::vector<int> Parents() const { return {}; }
   virtual bool Relink(int heir, const std::string& addr, double now) {
     (void)heir, (void)addr, (void)now;
@@ -58,9 +53,11 @@ class TreeLinks : private JobPorts {
   JobMachine& machine() { return machine_; }
   const JobMachine& machine() const { return machine_; }
 
-  // The tree, as the join made it.
+  // The tree, as the join made it (and a new root remakes it). `addr`:
+  // where the child listens for children of its own (door.h's
+  // ListenAddress): a heir is named by it.
   void SetParent(int rank, const std::string& addr);
-  void AddChild(int rank, const std::string& host, double now);
+  void AddChild(int rank, const std::string& host, const std::string& addr, double now);
   void set_depth(int depth) { depth_ = depth; }
   int depth() const { return depth_; }
   // The join: go said (by rank 0's word, or at rank 0 every shim up), and
@@ -96,7 +93,7 @@ class TreeLinks : private JobPorts {
  private:
   struct Child {
     int rank = -1;
-    std::string host;
+    std::string host, addr;
     Liveness live;
     double output = 0;   // its subtree's last output (our clock)
     bool done = false;   // left in order (done, or stopped by its launcher)

@@ -93,9 +93,8 @@ class Shim : public LinkIo, public JobChannel {
   int FreePort() const override { return 29500 + tree.machine().restarts() + 1; }
   std::vector<int> Below(int shim) const override;
   void SentDown(const std::string& frame) override;
-  // A new root (job_heir.cc): every shim listens; the tree the planner made;
-  // a hello to the heir, as plane.cc's Relink says it.
-  std::string AddressOf(int shim) const override { return "sim:" + std::to_string(shim); }
+  // A new root (job_heir.cc): the tree the planner made; a hello to the
+  // heir at the address the root named, as plane_join.cc's Relink says it.
   std::vector<int> Parents() const override;
   bool Relink(int heir, const std::string& addr, double now) override;
 
@@ -210,7 +209,16 @@ class Cluster {
         return "mlx5_0 port 1 is DOWN (usable as the job started)";
     return "";
   }
-  bool Relink(int from, int heir, double now);
+  bool Relink(int from, int heir, const std::string& addr, double now);
+  // Each node's address (the address its shims' connections come from) and
+  // each shim's port for the tree: "10.N.N.N", 1024 + a shim's place on its node.
+  std::string NodeAddr(int shim) const {
+    const int node = shim / o_.per_node;
+    return "10." + std::to_string(node >> 16 & 255) + "." + std::to_string(node >> 8 & 255) + "." +
+           std::to_string(node & 255);
+  }
+  int PortOf(int shim) const { return 1024 + shim % o_.per_node % 60000; }
+  std::string HostOf(int shim) const { return "n" + std::to_string(shim / o_.per_node); }
   void NoteVerdict(int from, const std::string& frame);
   void Schedule(int shim, double at, size_t child, bool straggler, uint64_t epoch, int status) {
     Event e{at, 0, Ev::kProc, shim, 0, nullptr};
@@ -319,17 +327,21 @@ void Shim::SentDown(const std::string& frame) {
 std::vector<int> Shim::Parents() const { return w_->Parents(); }
 
 bool Shim::Relink(int heir, const std::string& addr, double now) {
-  (void)addr;
-  return w_->Relink(id_, heir, now);
+  return w_->Relink(id_, heir, addr, now);
 }
 
-// The hello that links a shim to the root's heir, ordered with what the
-// shim sends after it (the heir takes it as its child when it arrives).
-const char kRelinkHello[] = "\x01relink";
+// The hello that links a shim to the root's heir (a real one, with the
+// challenge it answers before it: "\x01CHALLENGE\nHELLO"), ordered with
+// what the shim sends after it (the heir takes it as its child when it
+// arrives).
+const char kRelinkMark = '\x01';
 
-bool Cluster::Relink(int from, int heir, double now) {
+bool Cluster::Relink(int from, int heir, const std::string& addr, double now) {
   Shim& h = *shims_[static_cast<size_t>(heir)];
   Shim& s = *shims_[static_cast<size_t>(from)];
+  // Only where the heir listens does it answer (plane_join.cc connects to
+  // the address the root named; an empty or wrong one reaches nobody).
+  if (addr != ListenAddress(NodeAddr(heir), PortOf(heir))) return false;
   // A frozen heir's kernel would take the connection, but the hello would
   // go unanswered (plane.cc gives up after 5 s): here it fails at once.
   if (h.killed || h.exited || h.frozen || !h.started || Cut(from, heir)) return false;
@@ -339,8 +351,12 @@ bool Cluster::Relink(int from, int heir, double now) {
   h.closed.erase(from);
   // (Connect and challenge first: a round trip and a half; what the shim
   // sends next follows it on the link.)
-  Push({Arrival(from, heir, 64, now + 2 * lat_s_), 0, Ev::kFrame, heir, from,
-        std::make_shared<const std::string>(kRelinkHello)});
+  const std::string challenge = Nonce();
+  const std::string hello = Introduction(prover_, "hello", from, o_.shims, HostOf(from),
+                                         PortOf(from), challenge, Nonce())
+                                .Encode();
+  Push({Arrival(from, heir, hello.size() + 4, now + 2 * lat_s_), 0, Ev::kFrame, heir, from,
+        std::make_shared<const std::string>(kRelinkMark + challenge + "\n" + hello)});
   return true;
 }
 
@@ -383,7 +399,7 @@ void Cluster::Build() {
     c.rank = i;
     c.size = n;
     c.node = i;
-    c.host = "n" + std::to_string(i);
+    c.host = HostOf(i);
     c.ranks = {i};
     c.world_ranks = n;
     if (hang_s_ > 0) c.hang_timeout_s = hang_s_;
@@ -400,7 +416,8 @@ void Cluster::Build() {
   }
   for (const Fault& f : plan_.faults)
     if (f.kind == FaultKind::kSlow) shims_[static_cast<size_t>(f.shim)]->cost_s *= kSlowFactor;
-  planner_ = std::make_unique<TreePlanner>(o_.fanout, "n0", "", 1);
+  // Rank 0's planner, as plane_join.cc makes it.
+  planner_ = std::make_unique<TreePlanner>(o_.fanout, kRootNode, "", PortOf(0));
   // Every shim's process starts within the first millisecond; each asks
   // rank 0 for its place: connect, greeting and challenge take 1.5 round
   // trips before its join arrives.
@@ -434,19 +451,28 @@ std::string Cluster::Nonce() {
 void Cluster::Join(Shim& root, Shim& j, double at) {
   const std::string challenge = Nonce(), nonce = Nonce();
   const int n = o_.shims;
-  j.join = Introduction(prover_, "join", j.id(), n, "n" + std::to_string(j.id()), challenge, nonce)
-               .Set("port", 1)
+  j.join = Introduction(prover_, "join", j.id(), n, HostOf(j.id()), PortOf(j.id()), challenge,
+                        nonce)
                .Encode();
   const Visitor v = ReadJoin(prover_, n, challenge, j.join);
   if (!v.ok) return Violate("rank 0's door refused shim " + std::to_string(j.id()) + ": " + v.why);
-  TreePlace p = planner_->Assign(v.rank, "n" + std::to_string(v.rank / o_.per_node), "", v.port);
-  root.machine().NoteHost(v.rank, v.host);
+  // Where rank 0 places it, from the address its join came from (as
+  // plane_join.cc does).
+  const TreePlace p =
+      PlaceJoiner(planner_.get(), &root.machine(), v, NodeAddr(j.id()), NodeAddr(0));
   Msg place = DoorAnswer(prover_, "place", "join", challenge, v);
-  place.Set("parent", p.parent).Set("depth", p.depth);
+  place.Set("parent", p.parent).Set("addr", p.addr).Set("port", p.port).Set("depth", p.depth);
   auto back = Msg::Decode(place.Encode());
   if (!back.ok() || !ProvesDoor(prover_, "join", *back, challenge, nonce, j.id()))
     return Violate("shim " + std::to_string(j.id()) + " found rank 0's place without its proof");
-  j.tree.SetParent(static_cast<int>(back->Int("parent")), "n" + std::to_string(back->Int("parent")));
+  const int parent = static_cast<int>(back->Int("parent"));
+  const std::string where =
+      ListenAddress(back->Str("addr"), static_cast<int>(back->Int("port")));
+  // It connects where the place says: its parent must listen there.
+  if (parent < 0 || parent >= n || where != ListenAddress(NodeAddr(parent), PortOf(parent)))
+    return Violate("rank 0 placed shim " + std::to_string(j.id()) + " under shim " +
+                   std::to_string(parent) + " at " + where + ", where that shim does not listen");
+  j.tree.SetParent(parent, where);
   j.tree.set_depth(static_cast<int>(back->Int("depth")));
   Push({at + lat_s_, 0, Ev::kPlace, j.id(), 0, nullptr});
 }
@@ -454,7 +480,7 @@ void Cluster::Join(Shim& root, Shim& j, double at) {
 // A shim's hello at its parent's port.
 void Cluster::Hello(Shim& s, Shim& j, double at) {
   const std::string challenge = Nonce(), nonce = Nonce();
-  j.hello = Introduction(prover_, "hello", j.id(), o_.shims, "n" + std::to_string(j.id()),
+  j.hello = Introduction(prover_, "hello", j.id(), o_.shims, HostOf(j.id()), PortOf(j.id()),
                          challenge, nonce)
                 .Encode();
   const Visitor v =
@@ -462,7 +488,7 @@ void Cluster::Hello(Shim& s, Shim& j, double at) {
   if (!v.ok)
     return Violate("shim " + std::to_string(s.id()) + "'s door refused its child " +
                    std::to_string(j.id()) + ": " + v.why);
-  s.tree.AddChild(v.rank, v.host, at);
+  s.tree.AddChild(v.rank, v.host, ListenAddress(NodeAddr(j.id()), v.port), at);
   auto welcome = Msg::Decode(DoorAnswer(prover_, "welcome", "tree", challenge, v).Encode());
   if (!welcome.ok() || !ProvesDoor(prover_, "tree", *welcome, challenge, nonce, j.id()))
     return Violate("shim " + std::to_string(j.id()) + " found its parent's welcome without its "
@@ -476,9 +502,7 @@ void Cluster::AtJoinDoor(const Fault& f) {
   const std::string challenge = Nonce(), nonce = Nonce();
   std::string frame;
   if (f.kind == FaultKind::kStranger) {
-    frame = Introduction(stranger_, "join", 1, o_.shims, "stranger", challenge, nonce)
-                .Set("port", 1)
-                .Encode();
+    frame = Introduction(stranger_, "join", 1, o_.shims, "stranger", 1, challenge, nonce).Encode();
   } else {
     for (const auto& sp : shims_)
       if (!sp->join.empty()) frame = sp->join;
@@ -504,7 +528,7 @@ void Cluster::AtTreeDoor(const Fault& f, double now) {
     door = &target;
     const std::vector<int> kids = target.tree.children();
     const int claims = kids.empty() ? std::max(1, f.shim) : kids.front();
-    frame = Introduction(stranger_, "hello", claims, o_.shims, "stranger", challenge, nonce)
+    frame = Introduction(stranger_, "hello", claims, o_.shims, "stranger", 1, challenge, nonce)
                 .Encode();
     what = "a stranger's hello";
   } else {
@@ -516,7 +540,7 @@ void Cluster::AtTreeDoor(const Fault& f, double now) {
     } else {
       // A twin of a rank still linked (one that left may take its seat again).
       if (!Linked(*door, target.id())) return;
-      frame = Introduction(prover_, "hello", target.id(), o_.shims, "twin", challenge, nonce)
+      frame = Introduction(prover_, "hello", target.id(), o_.shims, "twin", 1, challenge, nonce)
                   .Encode();
       what = "a second hello for a linked rank";
     }
@@ -535,9 +559,17 @@ void Cluster::AtTreeDoor(const Fault& f, double now) {
 void Cluster::OnFrame(Shim& s, int from, const std::string& frame, double now) {
   ++s.handled;
   s.bytes += static_cast<long long>(frame.size());
-  if (frame == kRelinkHello) {
+  if (!frame.empty() && frame[0] == kRelinkMark) {
+    // A child of the lost root at the heir's door (door.h: the same checks).
+    const size_t nl = frame.find('\n');
+    const std::string challenge = frame.substr(1, nl - 1);
+    const Visitor v = ReadHello(prover_, o_.shims, challenge, frame.substr(nl + 1),
+                                [&](int r) { return Linked(s, r); });
+    if (!v.ok || v.rank != from)
+      return Violate("shim " + std::to_string(s.id()) + "'s door refused shim " +
+                     std::to_string(from) + " linking to it as the root's heir: " + v.why);
     s.closed.erase(from);
-    s.tree.AddChild(from, "n" + std::to_string(from), now);
+    s.tree.AddChild(from, v.host, ListenAddress(NodeAddr(from), v.port), now);
     return;
   }
   if (from == s.parent()) {
@@ -802,7 +834,7 @@ SimResult Cluster::Run() {
       }
       case Ev::kWelcome:
         now_ = Effective(s, now_, s.cost_s);
-        s.tree.SendUp(Msg("up").Set("rank", s.id()).Set("host", "n" + std::to_string(s.id())).Encode());
+        s.tree.SendUp(Msg("up").Set("rank", s.id()).Set("host", HostOf(s.id())).Encode());
         break;
       case Ev::kFrame: {
         const double at = Effective(s, now_, s.cost_s);

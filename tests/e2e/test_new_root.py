@@ -20,6 +20,25 @@ from test_spares import descendants, final_weights, kill_all
 QUIET_HANG = "import time; print('hello', flush=True); time.sleep(600)"
 
 
+def undisturbed(ranks, **env):
+    """The final weights of an undisturbed run of `ranks` ranks."""
+    with tempfile.TemporaryDirectory() as tmp:
+        r = run([SHIM, "--nproc-per-node", str(ranks), "--", PYTHON, CKPT],
+                env=clean_env(CKPT_DIR=tmp, FAIL_RANK="-1", MASTER_PORT=free_port(), **env),
+                timeout=300)
+    if r.returncode != 0 or not final_weights(r.stdout):
+        raise AssertionError("the undisturbed run failed:\n" + r.stdout + r.stderr)
+    return final_weights(r.stdout)
+
+
+def heir_of(errs):
+    """The shim whose stderr says it took the job, or None."""
+    for i, e in enumerate(errs):
+        if "takes the job as its root" in e:
+            return i
+    return None
+
+
 class NewRoot(unittest.TestCase):
     def start(self, tmp, args, command, shims=3, per_node=1, env=None):
         port = free_port()
@@ -59,6 +78,45 @@ class NewRoot(unittest.TestCase):
             self.assertNotIn("retired", record)
             self.assertEqual(sorted(g for grp in record["hang"]["groups"] for g in grp["ranks"]),
                              [0, 1], record)
+
+    def test_a_second_takeover(self):
+        # Five nodes, two spares: rank 0's shim is killed and its heir takes
+        # the job; then that new root is killed: its own heir (it names one
+        # as rank 0's shim did, from where its children listen) takes the
+        # job again, and the job ends with the undisturbed weights (every
+        # survivor exited 125, "lost the control plane", when a new root
+        # named no heir).
+        epochs = "40"
+        weights = undisturbed(3, EPOCHS=epochs)
+        with tempfile.TemporaryDirectory() as tmp:
+            procs = self.start(tmp, ["--spares", "2", "--max-restarts", "3", "--log-dir",
+                                     f"{tmp}/logs"], [PYTHON, CKPT], shims=5,
+                               env={"EPOCHS": epochs})
+            self.assertTrue(wait_for(lambda: "epoch 1 saved" in slurp(f"{tmp}/shim-1.out"), 180),
+                            "\n".join(sum(self.outputs(tmp, 5), [])))
+            procs[0].send_signal(signal.SIGKILL)
+            procs[0].wait(timeout=30)
+            self.assertTrue(wait_for(lambda: heir_of(self.outputs(tmp, 5)[1]) is not None, 120),
+                            "\n".join(sum(self.outputs(tmp, 5), [])))
+            first = heir_of(self.outputs(tmp, 5)[1])
+            # The next attempt trains: then its root is lost too.
+            self.assertTrue(wait_for(lambda: "resumed at epoch" in "".join(
+                self.outputs(tmp, 5)[0]), 180), "\n".join(sum(self.outputs(tmp, 5), [])))
+            procs[first].send_signal(signal.SIGKILL)
+            procs[first].wait(timeout=30)
+            rest = [i for i in range(1, 5) if i != first]
+            codes = [procs[i].wait(timeout=300) for i in rest]
+            outs, errs = self.outputs(tmp, 5)
+            text = "\n".join(outs + errs)
+            self.assertEqual(codes, [0, 0, 0], text)
+            second = [i for i in rest if "takes the job as its root" in errs[i]]
+            self.assertEqual(len(second), 1, text)
+            self.assertRegex(errs[second[0]], rf"aml-shim: rank {first}'s shim on \S+ was lost "
+                                              rf"\(the control plane lost rank {first}'s shim "
+                                              rf"\(closed\)\); rank \d's shim on \S+ takes the job as its root: 3 of 5 shims reached it")
+            digests = [final_weights(o) for o in outs if final_weights(o)]
+            self.assertEqual(digests, [weights], text)
+            self.assertNotIn("LEFTOVER", text)
 
 
 if __name__ == "__main__":

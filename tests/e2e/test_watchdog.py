@@ -258,7 +258,7 @@ class SideBySide(unittest.TestCase):
             # As a shim would: a greeting, the door's challenge, then a join
             # whose proof answers nothing.
             hi = b'{"t":"hi"}'
-            forged = (b'{"t":"join","v":"aml-shim-control-2","rank":1,"size":2,"port":9,'
+            forged = (b'{"t":"join","v":"aml-shim-control-3","rank":1,"size":2,"port":9,'
                       b'"host":"x","nonce":"n1","proof":"-"}')
 
             def frame(s):

@@ -1,0 +1,85 @@
+// The running links (tree_links.h) over a fake carrier: what the real
+// overlay's links decide, frame by frame, above the job's machine. Here:
+// the root's heir, and a new root's heir, named from where each child said
+// it listens (a new root has no planner: the join's addresses are rank
+// 0's alone).
+#include "shim/control/tree_links.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "shim/control/fake_job_ports.h"
+
+namespace aml {
+namespace {
+
+struct FakeIo : LinkIo {
+  std::map<int, std::vector<std::string>> sent;  // by peer, in order
+  void Send(int peer, const std::string& frame) override { sent[peer].push_back(frame); }
+  bool Open(int peer) const override { return peer >= 0; }
+  bool Pending(int) const override { return false; }
+  double WallNow() const override { return 1000; }
+  int FreePort() const override { return 4242; }
+  std::vector<int> Below(int) const override { return {}; }
+  // Frames of `type` sent to `peer`.
+  std::vector<Msg> Of(int peer, const std::string& type) const {
+    std::vector<Msg> out;
+    auto it = sent.find(peer);
+    if (it == sent.end()) return out;
+    for (const std::string& f : it->second)
+      if (Msg::Decode(f)->type() == type) out.push_back(*Msg::Decode(f));
+    return out;
+  }
+};
+
+Msg Ended(int shim) {
+  Msg m("ended");
+  m.Set("shim", shim).Set("host", "h" + std::to_string(shim)).SetNumber("out", 0);
+  return m;
+}
+
+// Five shims, NODE_RANKs 0-3 and a spare (4), 3 restarts. The join's tree:
+// rank 0 over 1, 2 and 4; shim 1 over 3.
+TEST(TreeLinks, ANewRootNamesItsHeirFromWhereItsChildrenListen) {
+  FakeIo root_io, io;
+  TreeLinks root(TestConfig(0, 5, 3, 1), &root_io, 1, 30);
+  root.AddChild(1, "h1", "10.0.0.1:1025", 0);
+  root.AddChild(2, "h2", "10.0.0.2:1026", 0);
+  root.AddChild(4, "h4", "10.0.0.4:1028", 0);
+  root.Start(0);
+  // The root's heir: its first child, at the address its hello gave.
+  ASSERT_EQ(root_io.Of(2, "heir").size(), 1u);
+  EXPECT_EQ(root_io.Of(2, "heir")[0].Int("shim"), 1);
+  EXPECT_EQ(root_io.Of(2, "heir")[0].Str("addr"), "10.0.0.1:1025");
+  ASSERT_EQ(root_io.Of(1, "record").size(), 1u);
+
+  // Shim 1, the heir, hears both; then the root's link closes.
+  TreeLinks heir(TestConfig(1, 5, 3, 1), &io, 1, 30);
+  heir.SetParent(0, "10.0.0.0:1024");
+  heir.AddChild(3, "h3", "10.0.0.3:1027", 0);
+  heir.Start(0);
+  for (const std::string& f : root_io.sent[1]) heir.OnParentFrame(f, 1);
+  heir.OnParentClosed("closed", 40);
+  EXPECT_EQ(heir.machine().state(), JobState::kElecting);
+  // The root's other children link here (plane.cc: a hello, then their words).
+  heir.AddChild(2, "h2", "10.0.0.2:1026", 40.01);
+  heir.AddChild(4, "h4", "10.0.0.4:1028", 40.01);
+  for (int s : {2, 4})
+    heir.OnChildFrame(s, Msg("orphan").Set("shim", s).Set("silent", 0).Encode(), 40.02);
+  heir.machine().OnChildrenDone({0, 0}, 40.1);
+  for (int s : {2, 3, 4}) heir.OnChildFrame(s, Ended(s).Encode(), 40.2);
+  // It took the job (4 of 5 shims): the restart, and its own heir named,
+  // its first child (from the join), where that one listens.
+  ASSERT_EQ(io.Of(3, "restart").size(), 1u);
+  EXPECT_EQ(io.Of(3, "restart")[0].Str("nodes"), "4,1-3");
+  for (int s : {2, 3, 4}) {
+    ASSERT_EQ(io.Of(s, "heir").size(), 1u) << "shim " << s;
+    EXPECT_EQ(io.Of(s, "heir")[0].Int("shim"), 3);
+    EXPECT_EQ(io.Of(s, "heir")[0].Str("addr"), "10.0.0.3:1027");
+  }
+  EXPECT_EQ(io.Of(3, "record").size(), 1u);
+}
+
+}  // namespace
+}  // namespace aml
