@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -18,6 +19,7 @@ namespace aml {
 namespace {
 
 constexpr char kFailure[] = "failure.json";
+constexpr int kLockWaitMs = 100;  // Reassign: for a rank file's last holder to let go
 
 std::string Why(int e) { return std::strerror(e); }
 
@@ -45,15 +47,35 @@ void LogDir::CloseRankFiles() {
 
 Status LogDir::Reassign(const std::vector<int>& ranks) {
   CloseRankFiles();
+  std::vector<std::pair<int, std::string>> unlocked;  // (fd, name)
   for (int rank : ranks) {
     Files f;
     f.name[0] = "rank-" + std::to_string(rank) + ".stdout";
     f.name[1] = "rank-" + std::to_string(rank) + ".stderr";
     files_.push_back(f);
     for (int i = 0; i < 2; ++i) {
-      Status st = OpenRankFile(files_.back().name[i], &files_.back().fd[i], false);
+      bool held = false;
+      Status st = OpenRankFile(files_.back().name[i], &files_.back().fd[i], false, &held);
       if (!st.ok()) return Error{"--log-dir " + path_ + ": " + st.error().message};
+      if (held) unlocked.emplace_back(files_.back().fd[i], files_.back().name[i]);
     }
+  }
+  // Their last holder lets go as it takes the same restart order: a moment
+  // (the supervisor's loop waits here, kLockWaitMs at most). One that still
+  // holds them was lost to the control plane (a frozen node keeps its
+  // locks): this job's files are appended to without the lock rather than
+  // not at all.
+  for (int waited = 0; !unlocked.empty() && waited < kLockWaitMs; waited += 10) {
+    usleep(10000);
+    unlocked.erase(std::remove_if(unlocked.begin(), unlocked.end(),
+                                  [](const auto& u) { return flock(u.first, LOCK_EX | LOCK_NB) == 0; }),
+                   unlocked.end());
+  }
+  if (!unlocked.empty()) {
+    std::string names;
+    for (const auto& u : unlocked) names += (names.empty() ? "" : ", ") + u.second;
+    LogWarning("--log-dir " + path_ + ": " + names + " still locked by their last holder (a node "
+               "the job lost, frozen perhaps): this node appends to them without the lock");
   }
   return Ok();
 }
@@ -129,7 +151,7 @@ Result<std::unique_ptr<LogDir>> LogDir::Open(const std::string& given, const std
   return d;
 }
 
-Status LogDir::OpenRankFile(const std::string& name, int* out, bool fresh) {
+Status LogDir::OpenRankFile(const std::string& name, int* out, bool fresh, bool* unlocked) {
   const char* n = name.c_str();
   int fd = openat(dir_fd_, n, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0 && errno == ELOOP)
@@ -151,14 +173,16 @@ Status LogDir::OpenRankFile(const std::string& name, int* out, bool fresh) {
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   }
-  // Taking over another node's ranks: that node lets go of their files as
-  // it takes the same restart order.
-  for (int tries = 0; !fresh && tries < 200 && flock(fd, LOCK_EX | LOCK_NB) != 0 &&
-                      errno == EWOULDBLOCK;
-       ++tries)
-    usleep(10000);
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     int e = errno;
+    if (!fresh && e == EWOULDBLOCK) {
+      // Taking over another node's ranks: that node lets go of their files
+      // as it takes the same restart order (Reassign waits a moment for it).
+      fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_APPEND);
+      *out = fd;
+      *unlocked = true;
+      return Ok();
+    }
     close(fd);
     if (e == EWOULDBLOCK)
       return Error{name + " is being written by another running aml-shim job; give each job "
@@ -177,6 +201,11 @@ Status LogDir::OpenRankFile(const std::string& name, int* out, bool fresh) {
   }
   *out = fd;
   return Ok();
+}
+
+void LogDir::RemoveRunFailure() {
+  if (ReadNoFollow(dir_fd_, kFailure, failure_prefix_.size()) == failure_prefix_)
+    unlinkat(dir_fd_, kFailure, 0);
 }
 
 void LogDir::RemoveStaleFailure(timespec shim_started) {

@@ -45,8 +45,10 @@ class LogDir {
   // NODE_RANK, or this node was retired and has none): the old ranks' files
   // are closed and the new ones opened to append, so that what an earlier
   // holder wrote there stays. A file still locked by the node that held it
-  // (it lets go as it takes the same restart order) is waited for, 2 s at
-  // most. The error names the file.
+  // (it lets go as it takes the same restart order) is waited for, 0.1 s at
+  // most (the supervisor's loop and its links wait meanwhile); past that
+  // (the node that held it was lost, and is frozen perhaps) it is appended
+  // to without the lock, with a warning. The error names the file.
   Status Reassign(const std::vector<int>& ranks);
   // Appends to the log of the `index`-th rank given to Open (or Reassign).
   void Append(size_t index, bool is_stderr, std::string_view data);
@@ -55,6 +57,9 @@ class LogDir {
   // Writes failure.json (see above); `job_record`: this is rank 0's shim,
   // whose record replaces any other of the run. The error names the path.
   Status WriteFailure(const std::string& json, bool job_record = false);
+  // The job ended well: a failure.json of this run (a shim cut off from
+  // the root that took the job wrote it: its part's end) is removed.
+  void RemoveRunFailure();
   // Writes rank-R.stack whole (temporary file + rename: a planted link is
   // replaced, never followed); the error names the path.
   Status WriteStack(int rank, const std::string& text);
@@ -66,8 +71,10 @@ class LogDir {
 
  private:
   LogDir() = default;
-  // `fresh`: truncate it (a new run); else append, waiting for its lock.
-  Status OpenRankFile(const std::string& name, int* fd, bool fresh = true);
+  // `fresh`: truncate it (a new run); else append, and `*unlocked` when
+  // another holds its lock.
+  Status OpenRankFile(const std::string& name, int* fd, bool fresh = true,
+                      bool* unlocked = nullptr);
   void CloseRankFiles();
   Result<std::string> WriteTemp(const std::string& name, std::string_view data, bool sync);
   // `text` as `name`, whole: a temporary file renamed over it (a planted link

@@ -140,6 +140,33 @@ TEST_F(LogDirTest, RefusesASecondLiveJobOnTheSameFiles) {
   EXPECT_EQ(Slurp(dir_ + "/rank-0.stdout"), "first job\n");
 }
 
+TEST_F(LogDirTest, ASpareTakesOverRankFilesThatALostNodeStillLocks) {
+  // A frozen node (its shim lost to the control plane) keeps its lock on
+  // rank 0's files; the spare that takes NODE_RANK 0 logs rank 0 anyway.
+  auto frozen = Open();
+  ASSERT_TRUE(frozen.ok()) << frozen.error().message;
+  (*frozen)->Append(0, false, "attempt 1\n");
+  auto spare = LogDir::Open(dir_, {}, "{\"run\":\"run-1\"", NowRealtime());
+  ASSERT_TRUE(spare.ok()) << spare.error().message;
+  Status st = (*spare)->Reassign({0});
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  (*spare)->Append(0, false, "attempt 2\n");
+  EXPECT_EQ(Slurp(dir_ + "/rank-0.stdout"), "attempt 1\nattempt 2\n");
+  // A job starting on the same files is still refused.
+  EXPECT_FALSE(Open().ok());
+}
+
+TEST_F(LogDirTest, AJobThatEndedWellRemovesItsRunsFailureAndNoOther) {
+  auto d = Open();
+  ASSERT_TRUE(d.ok());
+  ASSERT_TRUE((*d)->WriteFailure("{\"run\":\"run-1\",\"exit_code\":125}").ok());
+  (*d)->RemoveRunFailure();
+  EXPECT_NE(access((dir_ + "/failure.json").c_str(), F_OK), 0);
+  ASSERT_TRUE((*d)->WriteFailure("{\"run\":\"run-0\",\"exit_code\":1}", true).ok());
+  (*d)->RemoveRunFailure();
+  EXPECT_EQ(access((dir_ + "/failure.json").c_str(), F_OK), 0);
+}
+
 TEST_F(LogDirTest, RankZerosRecordOrElseTheFirstOfARunWinsAndALaterRunReplacesIt) {
   auto d = Open("run-1");
   ASSERT_TRUE(d.ok());

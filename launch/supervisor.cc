@@ -818,6 +818,10 @@ void Supervisor::Report() {
               " ended first, with " + DescribeStatus(machine_.status(*stopped));
     LogInfo(line);
   }
+  // The job's root saw it end well: a shim cut off from it on the way
+  // (a part that ended, its record written) did not end the job.
+  if (logs_ && link_ && link_->WritesJobRecord() && machine_.ExitCode() == 0)
+    logs_->RemoveRunFailure();
   if (logs_ && !logs_->losses().empty()) {
     std::string all;
     for (const std::string& l : logs_->losses()) all += (all.empty() ? "" : ", ") + l;

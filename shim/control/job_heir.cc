@@ -16,6 +16,8 @@
 
 #include "shim/base/log.h"
 #include "shim/base/units.h"
+#include "launch/failure_report.h"
+#include "launch/wait_status.h"
 #include "shim/control/job_machine.h"
 #include "shim/control/job_record.h"
 #include "shim/control/liveness.h"
@@ -69,6 +71,7 @@ std::string JobMachine::MajorityText(int reached) const {
 void JobMachine::NameHeir() {
   if (!roster_ || c_.size < 3) return;
   heir_ = ports_->NameHeir();
+  if (heir_ >= 0) heirs_named_.insert(heir_);
   SendRecord();
 }
 
@@ -153,6 +156,7 @@ void JobMachine::OnRootLost(bool as_heir, bool silent, const std::string& what, 
                         now);
   }
   Enter(JobState::kElecting, now);
+  root_silent_ = silent;
   elect_until_ = now + kMaxSilenceS + c_.grace_s + kEndingS;
   not_before_ = silent ? now + kMaxSilenceS + 1 : now;
   ended_.clear();
@@ -223,6 +227,32 @@ bool JobMachine::LoadRecord(const std::string& what) {
   return true;
 }
 
+// A heir stopped from outside (its launcher's signal, or another shim's
+// "bye": mpirun ends every process a few seconds after one is lost) while
+// it takes the place of rank 0's shim (`in`: electing), or after it took
+// it: it holds the job's record, and failure.json says why the job ended
+// (`code`, `line`: the stop's status and its one line).
+LinkOrder JobMachine::HeirStop(JobState in, int code, std::string line) {
+  if (in == JobState::kElecting) {
+    if (attempts_.empty() || attempts_.back().number != current_.number)
+      attempts_.push_back(current_);
+    line = "aml-shim: " + current_.what + "; " + ShimName(c_.rank, c_.host) +
+           ", its heir, was taking its place when the job was stopped: " + line;
+  } else {
+    // The attempt under way (or, in a restart round, the one that ended).
+    AttemptRecord a = NewAttempt(ports_->WallNow());
+    a.exit_code = code;
+    a.what = EscapeControl(line);
+    if (in == JobState::kEnding || in == JobState::kBackingOff) a = current_;
+    if (attempts_.empty() || attempts_.back().number != a.number) attempts_.push_back(a);
+    line = "aml-shim: " + ShimName(lost_root_, HostOf(lost_root_)) + " was lost and " +
+           ShimName(c_.rank, c_.host) + " took its place; then the job was stopped: " + line;
+  }
+  LinkOrder own = LinkOrder::Stop(code, line + "\n", StopJson(c_.run_id, code, line));
+  RecordAttempts(&own, "not restarted: the job was stopped from outside");
+  return own;
+}
+
 void JobMachine::NoteOrphan(int shim, bool silent, double now) {
   if (state_ != JobState::kElecting) return;
   if (silent) not_before_ = std::max(not_before_, now + kMaxSilenceS + 1);
@@ -291,9 +321,12 @@ void JobMachine::FinishTakeover(double now) {
                     restarts_ + 1);
   }
   if (reached * 2 <= c_.size) {
-    return StopNoSpare("no majority: " + ShimName(lost_root_, HostOf(lost_root_)) +
-                           " was lost and " + MajorityText(reached),
-                       now);
+    // The old root, silent, may live beyond a cut and hold the job (with
+    // half of the shims or more): then the record is its own to write.
+    const bool root_holds = root_silent_ && (c_.size - reached) * 2 >= c_.size;
+    return StopNoMajority("no majority: " + ShimName(lost_root_, HostOf(lost_root_)) +
+                              " was lost and " + MajorityText(reached),
+                          !root_holds, now);
   }
   // Printed by the new root before the restart line.
   ending_plan_.message = "aml-shim: " + ShimName(lost_root_, HostOf(lost_root_)) + " was lost (" +

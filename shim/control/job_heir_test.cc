@@ -3,6 +3,9 @@
 // fake ports, frame by frame.
 #include <gtest/gtest.h>
 
+#include <csignal>
+#include <optional>
+
 #include "shim/control/fake_job_ports.h"
 #include "shim/control/job_machine.h"
 
@@ -175,12 +178,184 @@ TEST(JobHeir, ARootThatLostMoreThanHalfEndsItsPart) {
   ports.below = {{1, {3}}, {2, {4}}};
   JobMachine root(Config(0, 5, 2), &ports);  // NODE_RANKs 0-2, spares 3 and 4
   root.Start(0);
-  root.OnShimLost(1, "the control plane lost rank 1's shim (silent for 5.0 s)", 40);
+  root.OnShimLost(1, "the control plane lost rank 1's shim (silent for 5.0 s)", true, 40);
   EXPECT_NE(root.state(), JobState::kStopped);  // 2 of 5 lost, the spare 4 left
-  root.OnShimLost(2, "the control plane lost rank 2's shim (silent for 5.0 s)", 40.1);
+  root.OnShimLost(2, "the control plane lost rank 2's shim (silent for 5.0 s)", true, 40.1);
   EXPECT_EQ(root.state(), JobState::kStopped);  // 4 of 5
   ASSERT_EQ(ports.down.back().type(), "stop");
   EXPECT_NE(ports.down.back().Str("what").find("no majority"), std::string::npos);
+}
+
+// The last order the machine gave.
+std::optional<LinkOrder> LastOrder(JobMachine* m) {
+  std::optional<LinkOrder> last;
+  for (auto o = m->TakeOrder(); o; o = m->TakeOrder()) last = o;
+  return last;
+}
+
+// Rank 0's shim frozen a minute, then continued: its children found it
+// silent, left it for the heir (each said so before it closed), and the
+// heir took the job. The closes it reads on waking, one by one, must not
+// read as the job's verdict: the spare's loss leaves a NODE_RANK with no
+// spare, but the heir, alive beyond the cut, may hold the job, and more
+// than half are lost a moment later: "no majority", and no record (it
+// wrote "no spare left" with healthy nodes retired).
+TEST(JobHeir, AnOldRootThatLostItsHeirAndTheMajorityWritesNoRecord) {
+  FakePorts ports;
+  ports.heir = 1;
+  ports.children_done = false;
+  ports.linked = true;
+  JobMachine root(Config(0), &ports);  // NODE_RANKs 0-3, the spare 4
+  root.Start(0);
+  root.OnShimLost(1, "the control plane lost rank 1's shim (closed)", true, 90);
+  root.OnShimLost(4, "the control plane lost rank 4's shim (closed)", true, 90.001);
+  EXPECT_NE(root.state(), JobState::kStopped);  // no "no spare left" yet
+  root.OnShimLost(2, "the control plane lost rank 2's shim (closed)", true, 90.002);
+  ASSERT_EQ(root.state(), JobState::kStopped);
+  auto last = LastOrder(&root);
+  ASSERT_TRUE(last);
+  EXPECT_EQ(last->exit_code, 125);
+  EXPECT_NE(last->message.find("no majority"), std::string::npos) << last->message;
+  EXPECT_NE(last->message.find("writes no record"), std::string::npos) << last->message;
+  EXPECT_EQ(last->message.find("no spare"), std::string::npos) << last->message;
+  EXPECT_TRUE(last->retired_json.empty()) << last->retired_json;
+  EXPECT_TRUE(last->attempts_json.empty()) << last->attempts_json;
+  EXPECT_TRUE(last->failure_json.empty()) << last->failure_json;
+  ASSERT_EQ(ports.down.back().type(), "stop");
+  EXPECT_NE(ports.down.back().Str("what").find("no majority"), std::string::npos);
+}
+
+// The same losses with the heir's process gone (its link closed, no word
+// that it left): nobody else holds a record, so the root's verdict is the
+// job's, written at once.
+TEST(JobHeir, ARootWhoseHeirDiedWritesTheJobsRecord) {
+  FakePorts ports;
+  ports.heir = 1;
+  ports.children_done = false;
+  ports.linked = true;
+  JobMachine root(Config(0), &ports);
+  root.Start(0);
+  root.OnShimLost(1, "the control plane lost rank 1's shim (closed)", false, 90);
+  root.OnShimLost(4, "the control plane lost rank 4's shim (closed)", false, 90.001);
+  ASSERT_EQ(root.state(), JobState::kStopped);
+  auto last = LastOrder(&root);
+  ASSERT_TRUE(last);
+  EXPECT_NE(last->why_not.find("no spare left"), std::string::npos) << last->why_not;
+  EXPECT_NE(last->retired_json.find("\"shim\":4"), std::string::npos) << last->retired_json;
+}
+
+// Seven shims: the root's children are 4 (its heir, over 1 and 6) and 3
+// (over 2 and 5). The heir's side of a cut holds at most 3 of 7 (only the
+// root's children link to the heir), so when 5 is cut off too and the
+// root has lost more than half, no shim can hold the job: the root's
+// verdict is the job's, and it writes it.
+TEST(JobHeir, ARootWritesNoMajorityWhenNoHeirCanHaveMoreThanHalf) {
+  FakePorts ports;
+  ports.heir = 4;
+  ports.children_done = false;
+  ports.linked = true;
+  ports.parents = {-1, 4, 3, 0, 0, 3, 4};
+  ports.below = {{4, {1, 6}}, {3, {2, 5}}};
+  JobMachine root(Config(0, 7, 1), &ports);
+  root.Start(0);
+  root.OnShimLost(4, "the control plane lost rank 4's shim (silent for 5.0 s)", true, 44);
+  FromChild(&root, Msg("lost").Set("shim", 5).Set("what", "the control plane lost rank 5's shim "
+                                                          "(silent for 5.0 s)"),
+            44.01);
+  ASSERT_EQ(root.state(), JobState::kStopped);
+  auto last = LastOrder(&root);
+  ASSERT_TRUE(last);
+  EXPECT_NE(last->why_not.find("no majority"), std::string::npos) << last->why_not;
+  EXPECT_NE(last->retired_json.find("\"shim\":4"), std::string::npos) << last->retired_json;
+}
+
+// The heir lost beyond a cut, with a NODE_RANK left without a spare, and
+// nothing else lost: the verdict waits until every loss of that cut would
+// have been found (kMaxSilenceS and a second), then is "no spare left".
+TEST(JobHeir, NoSpareLeftWaitsOutALostHeirsCut) {
+  FakePorts ports;
+  ports.heir = 1;
+  ports.children_done = false;
+  ports.linked = true;
+  JobMachine root(Config(0), &ports);
+  root.Start(0);
+  root.OnShimLost(4, "the control plane lost rank 4's shim (silent for 5.0 s)", true, 90);
+  root.OnShimLost(1, "the control plane lost rank 1's shim (silent for 5.0 s)", true, 90.5);
+  EXPECT_NE(root.state(), JobState::kStopped);
+  // The attempt ends (its ranks halted now), and the round completes.
+  ASSERT_EQ(ports.down.back().type(), "halt");
+  root.OnTimer(90.7);
+  root.OnChildrenDone({0, 0}, 90.8);
+  for (int s : {2, 3}) FromChild(&root, Ended(s), 90.9);
+  root.OnTimer(95);
+  EXPECT_NE(root.state(), JobState::kStopped);
+  EXPECT_LE(root.NextDeadline(95), 90.5 + 30 + 1);
+  root.OnTimer(90.5 + 30 + 1);
+  ASSERT_EQ(root.state(), JobState::kStopped);
+  auto last = LastOrder(&root);
+  ASSERT_TRUE(last);
+  EXPECT_NE(last->why_not.find("no spare left"), std::string::npos) << last->why_not;
+}
+
+// A heir that reached too few shims, its root silent (alive, maybe, with
+// half of the shims or more): the record is the root's to write, not its.
+TEST(JobHeir, AHeirWithoutAMajorityWhoseRootMayHoldTheJobWritesNoRecord) {
+  Heir h(true);
+  h.m.OnChildrenDone({0, 0}, 40.1);
+  FromChild(&h.m, Ended(3), 40.2);  // shim 1 and 3 of 5: the root may hold 0, 2, 4
+  h.m.OnTimer(40 + 30 + 2 + 30 + 0.1);
+  EXPECT_EQ(h.m.state(), JobState::kStopped);
+  auto last = LastOrder(&h.m);
+  ASSERT_TRUE(last);
+  EXPECT_EQ(last->exit_code, 125);
+  EXPECT_NE(last->message.find("no majority"), std::string::npos) << last->message;
+  EXPECT_TRUE(last->retired_json.empty()) << last->retired_json;
+  EXPECT_TRUE(last->attempts_json.empty()) << last->attempts_json;
+}
+
+// mpirun ends every process once rank 0's is lost: the heir, electing,
+// holds the record, and writes why the job ended (no shim did).
+TEST(JobHeir, AHeirStoppedByItsLauncherWhileElectingWritesTheJobsRecord) {
+  Heir h(false);
+  h.m.OnShimSignalled(SIGTERM, "", 40.05);
+  auto last = LastOrder(&h.m);
+  ASSERT_TRUE(last);
+  EXPECT_EQ(last->kind, LinkOrder::Kind::kStop);
+  EXPECT_EQ(last->exit_code, 143);
+  EXPECT_NE(last->message.find("the control plane lost rank 0's shim (closed)"),
+            std::string::npos) << last->message;
+  EXPECT_NE(last->message.find("was taking its place when the job was stopped: its launcher sent "
+                               "rank 1's shim on h1 SIGTERM"),
+            std::string::npos)
+      << last->message;
+  EXPECT_NE(last->failure_json.find("\"exit_code\":143"), std::string::npos);
+  EXPECT_NE(last->attempts_json.find("\"exit_code\":125"), std::string::npos)
+      << last->attempts_json;
+  EXPECT_NE(last->why_not.find("the job was stopped from outside"), std::string::npos);
+  EXPECT_NE(last->retired_json.find("\"shim\":0"), std::string::npos) << last->retired_json;
+}
+
+// After the takeover, another shim's launcher stopped it ("bye"): the new
+// root's record says so, after the attempt that lost rank 0's shim.
+TEST(JobHeir, ANewRootStoppedFromOutsideWritesTheJobsRecord) {
+  Heir h(false);
+  h.m.OnChildrenDone({0, 0}, 40.1);
+  for (int s : {2, 3, 4}) FromChild(&h.m, Ended(s), 40.2);
+  ASSERT_EQ(h.m.state(), JobState::kRunning);
+  LastOrder(&h.m);
+  FromChild(&h.m, Msg("bye").Set("what", "rank 3's shim on h3 was stopped by its launcher "
+                                         "(SIGTERM)").Set("code", 143),
+            45);
+  auto last = LastOrder(&h.m);
+  ASSERT_TRUE(last);
+  EXPECT_EQ(last->exit_code, 143);
+  EXPECT_NE(last->message.find("rank 0's shim on h0 was lost and rank 1's shim on h1 took its "
+                               "place; then the job was stopped: rank 3's shim"),
+            std::string::npos)
+      << last->message;
+  EXPECT_NE(last->failure_json.find("\"exit_code\":143"), std::string::npos);
+  EXPECT_NE(last->attempts_json.find("\"exit_code\":125"), std::string::npos);
+  EXPECT_NE(last->attempts_json.find("\"exit_code\":143"), std::string::npos);
 }
 
 TEST(JobHeir, NoHeirTakesOverWithoutARecordOrARestartLeft) {

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "launch/failure_report.h"
 #include "launch/wait_status.h"
 #include "shim/base/log.h"
 #include "shim/base/text_list.h"
@@ -160,6 +161,10 @@ void JobMachine::OnShimSignalled(int sig, const std::string& why, double now) {
   bye.Set("code", 128 + sig);
   ports_->SendUp(bye.Encode());
   ports_->SendDown(bye.Encode());
+  if (HeldByHeir())
+    orders_.push_back(HeirStop(signalled_in_, 128 + sig,
+                               "its launcher sent " + ShimName(c_.rank, c_.host) + " " +
+                                   SignalName(sig)));
 }
 
 // ---- Frames from the tree
@@ -272,33 +277,40 @@ void JobMachine::OnBye(const std::string& frame, const Msg& m, double now) {
   if (Over()) return;
   ports_->SendUp(frame);
   ports_->SendDown(frame);
-  Stop(LinkOrder::Stop(static_cast<int>(m.Int("code", 143)),
-                       "aml-shim: stopped: " + EscapeControl(m.Str("what")) + "\n", ""),
+  const int code = static_cast<int>(m.Int("code", 143));
+  const std::string what = EscapeControl(m.Str("what"));
+  Stop(HeldByHeir() ? HeirStop(state_, code, what)
+                    : LinkOrder::Stop(code, "aml-shim: stopped: " + what + "\n", ""),
        now);
 }
 
-void JobMachine::OnShimLost(int shim, const std::string& what, double now) {
+void JobMachine::OnShimLost(int shim, const std::string& what, bool may_live, double now) {
   // A part of this subtree is gone: it did not end well, whatever the
   // ranks here did (aml-plane-sim, seed 1313: the parent of a frozen shim
   // said done and exited 0).
   lost_below_ = true;
   if (Over()) return;
+  if (root_ && may_live) {
+    lost_alive_.insert(shim);
+    if (heirs_named_.count(shim)) heir_lost_at_ = now;
+  }
   if (root_ && Spares()) RetireLost(shim, what, now);
   else if (root_) StopAsLost(what, now);
   else ports_->SendUp(Msg("lost").Set("what", what).Set("shim", shim).Encode());
 }
 
-void JobMachine::OnParentLost(const std::string& line, double now) {
+void JobMachine::OnParentLost(const std::string& line, double now, bool record) {
   if (cut_off_) return;
   cut_off_ = true;
   if (Over() || state_ == JobState::kDone) return;
+  LinkOrder own = LinkOrder::Stop(125, line, record ? StopJson(c_.run_id, 125, line) : "");
   // Cut off from rank 0: this node cannot hear the job's verdicts, so it
   // ends its part (the launcher ends the rest, or they learn it the same way).
   ports_->SendDown(Msg("stop").Set("kind", std::string("lost")).Set("code", 125)
                        .Set("what", "the control plane lost " + ShimName(c_.rank, c_.host) +
                                         "'s parent")
                        .Encode());
-  Stop(LinkOrder::Stop(125, line, ""), now);
+  Stop(std::move(own), now);
 }
 
 void JobMachine::Stop(LinkOrder own, double now) {

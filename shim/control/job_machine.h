@@ -127,10 +127,14 @@ class JobMachine {
   // sent nothing more.
   void OnFromChild(const std::string& frame, const Msg& m, double now);
   void OnFromParent(const std::string& frame, const Msg& m, double now);
-  // A shim below was lost (`what` says which and why); the link to the
-  // parent was lost (`what` too: this node's one line).
-  void OnShimLost(int shim, const std::string& what, double now);
-  void OnParentLost(const std::string& what, double now);
+  // A shim below was lost (`what` says which and why; `may_live`: its link
+  // fell silent, or it said it left this shim for the root's heir, rather
+  // than closed with its process); the link to the parent was lost (`what`
+  // too: this node's one line; `record`: the root and its heir were lost
+  // together, and this shim, a child of the root, writes why the job ended
+  // into failure.json, unless a shim of the same run wrote first).
+  void OnShimLost(int shim, const std::string& what, bool may_live, double now);
+  void OnParentLost(const std::string& what, double now, bool record = false);
 
   // --spares: a new root (job_heir.cc, docs/control-plane.md "A new root").
   // The root's record reached its heir; the overlay asks whether the loss
@@ -192,6 +196,9 @@ class JobMachine {
   void NoteStreak(const FailNote& first, double now);
   bool RetireOrStop(int shim, const std::string& reason, double now);
   void StopNoSpare(const std::string& why, double now);
+  void StopNoMajority(const std::string& why, bool writes_record, double now);
+  bool HeirLostAlive(double now) const;
+  bool HeirMayHoldJob() const;
   bool Counted(int shim) const { return !gone_.count(shim); }
   bool AllIn(const std::set<int>& heard) const;
   void RecheckRound(double now);
@@ -209,6 +216,8 @@ class JobMachine {
   bool LostMajority() const;
   std::string MajorityText(int reached) const;
   void NoteOrphan(int shim, bool silent, double now);
+  LinkOrder HeirStop(JobState in, int code, std::string line);
+  bool HeldByHeir() const { return root_ && lost_root_ >= 0; }
   void HoldOrphan(int shim, bool silent, double now);
   void RefuseOrphans(double now);
   std::vector<int> BelowOf(int shim) const;
@@ -263,6 +272,12 @@ class JobMachine {
   // The root (rank 0's shim, or the heir that took its place).
   bool root_ = false;
   int heir_ = -1;               // the child it named its heir
+  // The root: every heir it named; its children lost while they may live
+  // (silent, or each said it left for the heir); when the last heir among
+  // them was: beyond a cut such a heir may take the job (job_heir.cc).
+  std::set<int> heirs_named_, lost_alive_;
+  double heir_lost_at_ = -1;
+  bool root_silent_ = false;    // a heir electing: the root's link fell silent
   std::string record_;          // the heir: the root's last record
   int lost_root_ = -1;          // a heir electing: the root it takes the place of
   std::map<int, double> orphans_;  // the heir, not electing: shims linked here, until when

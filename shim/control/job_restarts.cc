@@ -3,6 +3,7 @@
 // ended, then restarts (after a back-off) or stops the job; every shim
 // obeys (docs/control-plane.md, "Restarts").
 #include "shim/control/job_machine.h"
+#include "shim/control/liveness.h"
 
 #include <algorithm>
 
@@ -129,6 +130,13 @@ void JobMachine::RecheckRound(double now) {
 
 // The back-off is over (or there was none): every shim starts its ranks.
 void JobMachine::SendRestart(double now) {
+  // No spare for a retired NODE_RANK while a heir lost beyond a cut may
+  // yet take the job: wait until every loss of that cut is found.
+  if (roster_ && roster_->Vacant() > static_cast<int>(roster_->Spares().size()) &&
+      HeirLostAlive(now)) {
+    backoff_until_ = heir_lost_at_ + kMaxSilenceS + 1;
+    return;
+  }
   LinkOrder o = std::move(*backoff_);
   backoff_.reset();
   o.master_port = ports_->FreePort();

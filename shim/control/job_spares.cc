@@ -7,6 +7,7 @@
 
 #include "shim/base/log.h"
 #include "shim/control/job_machine.h"
+#include "shim/control/liveness.h"
 
 namespace aml {
 
@@ -95,13 +96,18 @@ void JobMachine::RetireLost(int shim, const std::string& what, double now) {
   // The job had ended well: nothing of it is lost.
   if (finished_) return;
   // More than half of the shims lost: they may be alive on the other side
-  // of a cut, and take the job there (job_heir.cc); this side ends.
+  // of a cut, and take the job there (job_heir.cc); this side ends, and
+  // writes the job's record only when no heir of its can hold the job.
   if (LostMajority())
-    return StopNoSpare("no majority: " + EscapeControl(what) + "; " +
-                           MajorityText(c_.size - static_cast<int>(gone_.size())),
-                       now);
-  // A NODE_RANK retired (now or before) that no spare left can take.
-  if (roster_->Vacant() > static_cast<int>(roster_->Spares().size()))
+    return StopNoMajority("no majority: " + EscapeControl(what) + "; " +
+                              MajorityText(c_.size - static_cast<int>(gone_.size())),
+                          !HeirMayHoldJob(), now);
+  // A NODE_RANK retired (now or before) that no spare left can take. When
+  // a heir was lost that may live beyond a cut, the other losses of that
+  // cut are all found within kMaxSilenceS: until then the attempt ends as
+  // for any lost holder, and the restart waits (job_restarts.cc); more than
+  // half lost by then is "no majority", not "no spare".
+  if (roster_->Vacant() > static_cast<int>(roster_->Spares().size()) && !HeirLostAlive(now))
     return StopNoSpare("no spare left: " + EscapeControl(what), now);
   if (!held) {
     // A spare: the job goes on; a round or a roll-call no longer waits for it.
@@ -200,6 +206,41 @@ void JobMachine::StopNoSpare(const std::string& why, double now) {
   RecordAttempts(&own, "not restarted: " + EscapeControl(why));
   StopJob(Msg("stop").Set("kind", std::string("lost")).Set("code", 125).Set("what", why),
           std::move(own), now);
+}
+
+// More than half of the shims lost (a root's), or not more than half
+// reached (a heir's): this part of the job ends (125). Its record is the
+// job's only when no other shim can hold the job (`writes_record`);
+// otherwise it writes none and prints why (a batch script must not read
+// the end of a part as the job's verdict while the rest of it runs on).
+void JobMachine::StopNoMajority(const std::string& why, bool writes_record, double now) {
+  if (writes_record) return StopNoSpare(why, now);
+  const std::string line = "aml-shim: " + EscapeControl(why) +
+                           ": this part of the job ends; the other part may hold the job, so "
+                           "this shim writes no record of it\n";
+  StopJob(Msg("stop").Set("kind", std::string("lost")).Set("code", 125).Set("what", why),
+          LinkOrder::Stop(125, line, ""), now);
+}
+
+// A heir of this root lost while it may live, up to kMaxSilenceS and a
+// second ago: the other losses of its cut may not all be found yet.
+bool JobMachine::HeirLostAlive(double now) const {
+  return heir_lost_at_ >= 0 && now < heir_lost_at_ + kMaxSilenceS + 1;
+}
+
+// Whether a heir lost alive could have more than half of the shims: the
+// root's children that link to it are those lost alive (a shim deeper in
+// the tree stays below its parent), with the shims below them. Without the
+// tree, it could.
+bool JobMachine::HeirMayHoldJob() const {
+  bool heir = false;
+  for (int s : lost_alive_) heir = heir || heirs_named_.count(s);
+  if (!heir) return false;
+  if (parents_.empty() && ports_->Parents().empty()) return true;
+  std::set<int> side(lost_alive_.begin(), lost_alive_.end());
+  for (int c : lost_alive_)
+    for (int s : BelowOf(c)) side.insert(s);
+  return static_cast<int>(side.size()) * 2 > c_.size;
 }
 
 // The restart line's preface: who took each retired NODE_RANK.

@@ -92,7 +92,7 @@ TEST(JobSpares, ALostNodeIsRetiredAndTheSpareTakesItsNodeRank) {
   JobMachine m(Config(0), &ports);
   m.NoteHost(3, "h3", "10.0.0.3");
   m.Start(0);
-  m.OnShimLost(1, "the control plane lost rank 1's shim on h1 (closed)", 10);
+  m.OnShimLost(1, "the control plane lost rank 1's shim on h1 (closed)", false, 10);
   EXPECT_EQ(m.state(), JobState::kDeciding);
   EXPECT_EQ(ports.down.back().type(), "halt");
   m.OnTimer(10 + kFailWindowS);
@@ -176,8 +176,8 @@ TEST(JobSpares, NoSpareLeftEndsTheJobWithTheRetiredNodes) {
   m.NoteHost(1, "h1");
   m.NoteHost(2, "h2");
   m.Start(0);
-  m.OnShimLost(1, "the control plane lost rank 1's shim on h1 (closed)", 10);
-  m.OnShimLost(2, "the control plane lost rank 2's shim on h2 (closed)", 10.01);
+  m.OnShimLost(1, "the control plane lost rank 1's shim on h1 (closed)", false, 10);
+  m.OnShimLost(2, "the control plane lost rank 2's shim on h2 (closed)", false, 10.01);
   EXPECT_EQ(m.state(), JobState::kStopped);
   EXPECT_EQ(ports.down.back().Int("code"), 125);
   std::optional<LinkOrder> o, last;
@@ -197,7 +197,7 @@ TEST(JobSpares, ALostShimTakesItsSubtreeWithIt) {
   ports.below[1] = {3};  // the spare hangs under shim 1
   JobMachine m(Config(0), &ports);
   m.Start(0);
-  m.OnShimLost(1, "the control plane lost rank 1's shim (silent for 5.0 s)", 10);
+  m.OnShimLost(1, "the control plane lost rank 1's shim (silent for 5.0 s)", true, 10);
   // Both are retired: NODE_RANK 1 has no spare left.
   EXPECT_EQ(m.state(), JobState::kStopped);
   EXPECT_EQ(m.roster()->retirements().size(), 2u);
@@ -207,7 +207,7 @@ TEST(JobSpares, ALostSpareIsOnlyNoted) {
   FakePorts ports = Ports();
   JobMachine m(Config(0), &ports);
   m.Start(0);
-  m.OnShimLost(3, "the control plane lost rank 3's shim (closed)", 10);
+  m.OnShimLost(3, "the control plane lost rank 3's shim (closed)", false, 10);
   EXPECT_EQ(m.state(), JobState::kRunning);
   EXPECT_TRUE(ports.down.empty());
   EXPECT_TRUE(m.roster()->Spares().empty());

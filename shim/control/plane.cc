@@ -185,7 +185,8 @@ void ControlPlane::ReadParent(double now) {
 void ControlPlane::ForgetGoneChildren(double now) {
   for (auto it = children_.begin(); it != children_.end();) {
     Peer& p = **it;
-    if (p.rank >= 0 && p.link->broken()) tree_.OnChildClosed(p.rank, p.link->why(), now);
+    // Its last words first (a write that found it closed comes before them).
+    if (p.rank >= 0 && p.link->broken()) ReadChild(p, now);
     // Kept: linked, and still to say hello or still part of the job.
     const bool keep = !p.link->broken() && (p.rank == -1 || (p.rank >= 0 && tree_.Keeps(p.rank)));
     it = keep ? it + 1 : children_.erase(it);

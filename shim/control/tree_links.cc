@@ -70,13 +70,19 @@ void TreeLinks::OnChildFrame(int rank, const std::string& frame, double now) {
   Child* c = Find(rank);
   if (!c || c->done || c->gone) return;
   auto m = Msg::Decode(frame);
-  if (!m.ok()) return Lose(*c, "sent a garbled message (" + m.error().message + ")", now);
+  if (!m.ok()) return Lose(*c, "sent a garbled message (" + m.error().message + ")", false, now);
   c->live.Heard(now);
   const std::string& t = m->type();
   ++frames_[t];
   if (t == "beat") {
     const double age = m->Number("age", 0);
     if (age >= 0) c->output = std::max(c->output, now - age);
+    return;
+  }
+  if (t == "left") {
+    // It found this shim (the root) lost and left for the heir: alive,
+    // its close that follows is no death (job_heir.cc).
+    c->left = true;
     return;
   }
   if (t == "up") {
@@ -111,6 +117,8 @@ void TreeLinks::OnParentFrame(const std::string& frame, double now) {
     // The root named its heir (job_heir.cc); the heir gets its record too.
     heir_ = static_cast<int>(m->Int("shim", -1));
     heir_addr_ = m->Str("addr");
+    LogVerbose("control plane: the root's heir is " + ShimName(heir_, "") + " at " +
+               EscapeControl(heir_addr_));
     return;
   }
   if (t == "record") {
@@ -130,16 +138,16 @@ void TreeLinks::OnParentFrame(const std::string& frame, double now) {
 
 void TreeLinks::OnChildClosed(int rank, const std::string& why, double now) {
   Child* c = Find(rank);
-  if (c && !c->done && !c->gone) Lose(*c, why, now);
+  if (c && !c->done && !c->gone) Lose(*c, why, false, now);
 }
 
-void TreeLinks::Lose(Child& c, const std::string& why, double now) {
+void TreeLinks::Lose(Child& c, const std::string& why, bool silent, double now) {
   c.gone = true;
   departed_output_ = std::max(departed_output_, c.output);
   if (!go_) return;
   machine_.OnShimLost(c.rank, "the control plane lost " + ShimName(c.rank, c.host) + " (" +
                           EscapeControl(why) + ")",
-                      now);
+                      silent || c.left, now);
 }
 
 void TreeLinks::OnParentClosed(const std::string& why, double now) {
@@ -157,9 +165,12 @@ void TreeLinks::LoseParent(const std::string& why, bool silent, double now) {
   // every other child links to the heir; else this part is cut off.
   const int heir = heir_;
   heir_ = -1;
+  const std::string what =
+      "the control plane lost " + ShimName(parent_, "") + " (" + EscapeControl(why) + ")";
   if (heir >= 0 && machine_.MayTakeOver(heir == job_.rank)) {
-    const std::string what = "the control plane lost " + ShimName(parent_, "") + " (" +
-                             EscapeControl(why) + ")";
+    // Should the root live (frozen, or beyond a cut that heals), it reads
+    // that this shim left it alive: its close is no death (job_heir.cc).
+    io_->Send(parent_, Msg("left").Set("silent", silent ? 1 : 0).Encode());
     if (heir == job_.rank) {
       parent_ = -1;
       return machine_.OnRootLost(true, silent, what, now);
@@ -172,10 +183,17 @@ void TreeLinks::LoseParent(const std::string& why, bool silent, double now) {
       return machine_.OnRootLost(false, silent, what, now);
     }
   }
+  // A child of the root (it named a heir) that reached no heir: the root
+  // and its heir were lost together (or no restart is left): it says why
+  // the job ended in failure.json (the first of the root's children wins).
+  const std::string via = heir >= 0 && heir != job_.rank
+                              ? " (and its heir, " + ShimName(heir, "") + " at " +
+                                    EscapeControl(heir_addr_) + ", did not take this shim)"
+                              : "";
   machine_.OnParentLost("aml-shim: lost the control plane: the link to its parent, " +
                             ShimName(parent_, "") + " at " + parent_addr_ + ", " +
-                            EscapeControl(why) + "; ending this node's ranks\n",
-                        now);
+                            EscapeControl(why) + via + "; ending this node's ranks\n",
+                        now, heir >= 0);
 }
 
 // ---- Time
@@ -204,7 +222,7 @@ void TreeLinks::OnTimer(double now) {
   const double startup_until = go_at_ + startup_s_;
   for (Child& c : children_)
     if (!c.done && !c.gone && go_ && now >= c.live.LostAt(now, startup_until))
-      Lose(c, "silent for " + FormatNumber(now - c.live.last_heard, "%.1f") + " s", now);
+      Lose(c, "silent for " + FormatNumber(now - c.live.last_heard, "%.1f") + " s", true, now);
   if (parent_ >= 0 && !parent_lost_ && go_ && now >= parent_live_.LostAt(now, startup_until))
     LoseParent("silent for " + FormatNumber(now - parent_live_.last_heard, "%.1f") + " s", true,
                now);

@@ -98,9 +98,10 @@ class TreeLinks : private JobPorts {
     double output = 0;   // its subtree's last output (our clock)
     bool done = false;   // left in order (done, or stopped by its launcher)
     bool gone = false;   // lost
+    bool left = false;   // it said it left for the root's heir (alive)
   };
   Child* Find(int rank);
-  void Lose(Child& c, const std::string& why, double now);
+  void Lose(Child& c, const std::string& why, bool silent, double now);
   void LoseParent(const std::string& why, bool silent, double now);
   void Beat(double now);
 

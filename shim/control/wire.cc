@@ -84,18 +84,17 @@ FrameLink::FrameLink(Fd fd, size_t max_frame, size_t max_queue)
     : fd_(std::move(fd)), max_frame_(max_frame), max_queue_(max_queue) {}
 
 void FrameLink::Read(std::vector<std::string>* frames) {
-  if (broken()) return;
+  if (read_ended_) return;
   char buf[64 * 1024];
   for (;;) {
     ssize_t n = recv(fd_.get(), buf, sizeof buf, MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-    if (n < 0) {
-      why_ = std::strerror(errno);
-      break;
-    }
-    if (n == 0) {
-      why_ = "closed";
+    if (n <= 0) {
+      read_ended_ = true;
+      // (The peer's close read after a write to it failed: "closed".)
+      if (n == 0) why_ = "closed";
+      else if (why_.empty()) why_ = std::strerror(errno);
       break;
     }
     in_.append(buf, static_cast<size_t>(n));
@@ -105,6 +104,7 @@ void FrameLink::Read(std::vector<std::string>* frames) {
       const auto* p = reinterpret_cast<const unsigned char*>(in_.data());
       const size_t len = (size_t{p[0]} << 24) | (size_t{p[1]} << 16) | (size_t{p[2]} << 8) | p[3];
       if (len > max_frame_) {
+        read_ended_ = true;
         why_ = "sent a frame of " + std::to_string(len) + " bytes (cap " +
                std::to_string(max_frame_) + ")";
         return;

@@ -51,6 +51,8 @@ class FrameLink {
   void set_max_frame(size_t n) { max_frame_ = n; }
   // Reads what the socket holds; complete frames are appended. A closed or
   // broken link sets why() ("closed", "frame of N bytes over the cap", ...).
+  // A link broken on its write side (the peer closed: EPIPE) still gives
+  // what the peer sent before it closed: its last words are read.
   void Read(std::vector<std::string>* frames);
   // Queues one frame and writes what the socket takes now.
   void Send(const std::string& payload);
@@ -63,6 +65,7 @@ class FrameLink {
   size_t sent_ = 0;
   size_t received_ = 0;
   std::string why_;
+  bool read_ended_ = false;  // an end, an error or a frame over the cap was read
 };
 
 }  // namespace aml

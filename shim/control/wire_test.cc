@@ -33,6 +33,23 @@ TEST(Wire, MessagesRoundTripWithAnyBytes) {
   EXPECT_FALSE(Msg::Decode("{\"t\":\"x\"").ok());
 }
 
+TEST(Wire, APeersLastWordsAreReadAfterAWriteToItFailed) {
+  // It said "left" and closed; this side wrote to it before reading.
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+  FrameLink a{Fd(sv[0]), 1 << 20};
+  {
+    FrameLink b{Fd(sv[1]), 1 << 20};
+    b.Send("left");
+  }
+  a.Send("beat");
+  EXPECT_TRUE(a.broken());
+  std::vector<std::string> got;
+  a.Read(&got);
+  EXPECT_EQ(got, std::vector<std::string>{"left"});
+  EXPECT_EQ(a.why(), "closed");
+}
+
 TEST(Wire, FramesArriveWholeAndInOrder) {
   auto [a, b] = Pair(1 << 20);
   a.Send("one");

@@ -674,6 +674,7 @@ void Cluster::Wake(Shim& s, double now, bool woke_by_timer) {
 }
 
 void Cluster::Exit(Shim& s, double now) {
+  if (std::getenv("AML_SIM_DEBUG")) std::fprintf(stderr, "exit %d at %.3f: %s (parent %d)\n", s.id(), now, s.final_order.message.c_str(), s.parent());
   s.exited = true;
   s.exit_at = now;
   s.exit_code = s.node.ExitCode();  // the supervisor's own rule

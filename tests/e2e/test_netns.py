@@ -13,7 +13,7 @@ import unittest
 
 from harness import (require_namespaces, CKPT, PYTHON, SHIM, SRC, TRAIN, assert_converged, assert_resumed_once,
                      clean_env, finals, free_port, main, mpirun, recorded, require, run, slurp,
-                     spawn)
+                     spawn, wait_for)
 
 CLUSTER = "amle"
 SUBNET = 42
@@ -393,6 +393,70 @@ class NetnsCluster(unittest.TestCase):
             self.assertEqual(weights, undisturbed, text)
             self.assertNotIn("LEFTOVER", text)
 
+
+    def kill_rank_zeros_shim_mid_job(self, tmp, *mpirun_extra):
+        """3 nodes, --spares 1, under mpirun: rank 0's shim (the control
+        plane's root; its ranks' parent) is SIGKILLed once the job trains.
+        Returns mpirun's CompletedProcess."""
+        # QUIET: the ranks write to $CKPT_DIR/log-R (mpirun's pipes are read
+        # only at the end).
+        env = clean_env(CKPT_DIR=tmp, FAIL_RANK="-1", EPOCHS="40", QUIET="1")
+        p = spawn(cluster_mpirun({1: 1, 2: 1, 3: 1}, SHIM, "--nproc-per-node", "2", "--spares",
+                                 "1", "--max-restarts", "2", "--log-dir", f"{tmp}/logs", "--",
+                                 PYTHON, CKPT, x=["CKPT_DIR", "FAIL_RANK", "EPOCHS", "QUIET"],
+                                 extra=list(mpirun_extra)),
+                  env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            self.assertTrue(wait_for(lambda: "epoch 1 saved" in slurp(f"{tmp}/log-1")
+                                     if os.path.exists(f"{tmp}/log-1") else False, 180))
+            rank0 = int(slurp(f"{tmp}/pid-0-0"))
+            shim = int(slurp(f"/proc/{rank0}/stat").rsplit(")", 1)[1].split()[1])
+            os.kill(shim, 9)
+            out, err = p.communicate(timeout=400)
+        finally:
+            if p.poll() is None:
+                p.kill()
+        return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+
+    def test_open_mpi_4_with_recovery_survives_the_loss_of_rank_zeros_shim(self):
+        # Open MPI 4.1 ends the job on any lost process, unless told to
+        # recover: with orte_enable_recovery and without aborting on a
+        # non-zero status, the heir takes the job, the spare takes NODE_RANK
+        # 0, the job ends with the undisturbed weights and mpirun exits 0.
+        with tempfile.TemporaryDirectory() as alone:
+            r = run([SHIM, "--nproc-per-node", "4", "--", PYTHON, CKPT],
+                    env=clean_env(CKPT_DIR=alone, FAIL_RANK="-1", EPOCHS="40",
+                                  MASTER_PORT=free_port()), timeout=300)
+        undisturbed = re.findall(r"final weights ([0-9a-f]{64})", r.stdout)
+        self.assertEqual(len(undisturbed), 1, r.stdout + r.stderr)
+        with tempfile.TemporaryDirectory() as tmp:
+            os.chmod(tmp, 0o777)
+            r = self.kill_rank_zeros_shim_mid_job(tmp, "--mca", "orte_enable_recovery", "1",
+                                                  "--mca", "orte_abort_on_non_zero_status", "0")
+            text = r.stdout + r.stderr
+            self.assertEqual(r.returncode, 0, text)
+            self.assertIn("takes the job as its root: 2 of 3 shims reached it", r.stderr)
+            self.assertIn("aml-shim: NODE_RANK 0 moves to rank 2's shim on", r.stderr)
+            self.assertEqual(re.findall(r"final weights ([0-9a-f]{64})", slurp(f"{tmp}/log-0")),
+                             undisturbed, text)
+            self.assertFalse(os.path.exists(f"{tmp}/logs/failure.json"))
+
+    def test_mpirun_ending_the_job_after_rank_zeros_loss_leaves_the_heirs_record(self):
+        # Without recovery, mpirun ends every process a few seconds after
+        # rank 0's shim is lost, while its heir takes the job or after it
+        # did: the heir holds the job's record and writes why the job ended
+        # (before, every shim exited and nothing was written).
+        with tempfile.TemporaryDirectory() as tmp:
+            os.chmod(tmp, 0o777)
+            r = self.kill_rank_zeros_shim_mid_job(tmp)
+            text = r.stdout + r.stderr
+            self.assertNotEqual(r.returncode, 0, text)
+            record = json.loads(slurp(f"{tmp}/logs/failure.json"))
+            self.assertEqual(record["exit_code"], 143, record)
+            self.assertRegex(record["error"], r"rank 0's shim|its heir", record)
+            self.assertEqual(record["attempts"][0]["exit_code"], 125, record)
+            self.assertIn("lost rank 0's shim", record["attempts"][0]["first_failure"], record)
+            self.assertEqual(record["retired"][0]["shim"], 0, record)
 
     # --- Frameworks that start their node's processes (docs/frameworks.md) ----------
 

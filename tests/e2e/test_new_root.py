@@ -7,6 +7,7 @@ lost together. Shims started side by side, as srun without
 plane ends the job), one rank each unless a test says otherwise."""
 import json
 import os
+import re
 import signal
 import tempfile
 import time
@@ -117,6 +118,81 @@ class NewRoot(unittest.TestCase):
             digests = [final_weights(o) for o in outs if final_weights(o)]
             self.assertEqual(digests, [weights], text)
             self.assertNotIn("LEFTOVER", text)
+
+    def test_a_frozen_root_comes_back_after_the_job_moved_on(self):
+        # Rank 0's shim, its keeper and its ranks stop (SIGSTOP: a node
+        # stalled by its kernel or a hypervisor). Its children find it
+        # silent, link to its heir, and the heir takes the job with 4 of 5
+        # shims; the spare takes NODE_RANK 0 and rank 0's log file, which
+        # the frozen shim still locks. The job ends well. Then the old root
+        # wakes: it reads that every child left it, has no majority, and
+        # ends its part (125) without writing what would read as the job's
+        # verdict (it wrote "no spare left" and retired healthy nodes into
+        # failure.json, and rank 0's new output was not logged).
+        epochs = "60"
+        weights = undisturbed(4, EPOCHS=epochs)
+        with tempfile.TemporaryDirectory() as tmp:
+            procs = self.start(tmp, ["--spares", "1", "--max-restarts", "2", "--log-dir",
+                                     f"{tmp}/logs"], [PYTHON, CKPT], shims=5,
+                               env={"EPOCHS": epochs})
+            self.assertTrue(wait_for(lambda: "epoch 1 saved" in slurp(f"{tmp}/shim-1.out"), 180),
+                            "\n".join(sum(self.outputs(tmp, 5), [])))
+            frozen = [procs[0].pid] + descendants(procs[0].pid)
+            self.addCleanup(kill_all, frozen)
+            for pid in frozen:
+                os.kill(pid, signal.SIGSTOP)
+            codes = [procs[i].wait(timeout=400) for i in range(1, 5)]
+            outs, errs = self.outputs(tmp, 5)
+            text = "\n".join(outs + errs)
+            self.assertEqual(codes, [0, 0, 0, 0], text)
+            self.assertEqual([final_weights(o) for o in outs if final_weights(o)], [weights], text)
+            self.assertFalse(os.path.exists(f"{tmp}/logs/failure.json"), text)
+            # The spare's rank 0 is logged after what the frozen node wrote.
+            self.assertRegex(slurp(f"{tmp}/logs/rank-0.stdout"),
+                             r"rank 0 epoch 1 saved(.|\n)*rank 0 resumed at epoch")
+            for pid in frozen:
+                try:
+                    os.kill(pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+            self.assertEqual(procs[0].wait(timeout=120), 125)
+            err0 = slurp(f"{tmp}/shim-0.err")
+            self.assertIn("no majority", err0)
+            self.assertIn("writes no record", err0)
+            self.assertNotIn("no spare left", err0)
+            self.assertNotIn("retired nodes", err0)
+            self.assertFalse(os.path.exists(f"{tmp}/logs/failure.json"),
+                             slurp(f"{tmp}/logs/failure.json")
+                             if os.path.exists(f"{tmp}/logs/failure.json") else "")
+
+    def test_the_root_and_its_heir_lost_together_leave_one_record(self):
+        # Rank 0's shim and its heir are killed at once: the other two reach
+        # no heir and end (125), and one of them writes why into the shared
+        # --log-dir's failure.json (before, no shim wrote anything).
+        with tempfile.TemporaryDirectory() as tmp:
+            procs = self.start(tmp, ["-v", "--spares", "1", "--max-restarts", "2", "--log-dir",
+                                     f"{tmp}/logs"], [PYTHON, CKPT], shims=4,
+                               env={"EPOCHS": "60"})
+            self.assertTrue(wait_for(lambda: "epoch 1 saved" in slurp(f"{tmp}/shim-1.out"), 180),
+                            "\n".join(sum(self.outputs(tmp, 4), [])))
+            named = set()
+            for e in self.outputs(tmp, 4)[1]:
+                named.update(int(h) for h in re.findall(r"the root's heir is rank (\d+)'s shim", e))
+            self.assertEqual(len(named), 1, named)
+            heir = named.pop()
+            for i in (0, heir):
+                procs[i].send_signal(signal.SIGKILL)
+            rest = [i for i in range(1, 4) if i != heir]
+            codes = [procs[i].wait(timeout=120) for i in rest]
+            outs, errs = self.outputs(tmp, 4)
+            text = "\n".join(outs + errs)
+            self.assertEqual(codes, [125, 125], text)
+            record = json.loads(slurp(f"{tmp}/logs/failure.json"))
+            self.assertEqual(record["exit_code"], 125, record)
+            self.assertRegex(record["error"], rf"lost the control plane: the link to its parent, "
+                                              rf"rank 0's shim at \S+, closed \(and its heir, "
+                                              rf"rank {heir}'s shim at \S+, did not take this "
+                                              rf"shim\)", record)
 
 
 if __name__ == "__main__":
