@@ -106,6 +106,11 @@ std::string JobMachine::RecordFrame(bool lean) const {
                      (addr == shim_addrs_.end() ? "" : addr->second));
   }
   m.SetRaw("spares", SaveStrings(spares));
+  // NODE_RANK 0's holder, when a spare took it: where MASTER_ADDR is (a
+  // heir that takes the job keeps it there).
+  const int holder0 = roster_->HolderOf(0);
+  if (auto addr = shim_addrs_.find(holder0); holder0 > 0 && addr != shim_addrs_.end())
+    m.Set("maddr", std::to_string(holder0) + " " + addr->second);
   if (!lean && c_.size <= kMaxTreeInRecord) {
     std::vector<int> tree = parents_.empty() ? ports_->Parents() : parents_;
     if (static_cast<int>(tree.size()) == c_.size) m.Set("tree", IntsText(tree));
@@ -187,6 +192,13 @@ bool JobMachine::LoadRecord(const std::string& what) {
   restarts_ = static_cast<int>(m->Int("n", restarts_));
   attempt_wall_ = m->Number("wall", attempt_wall_);
   attempt_nodes_ = LoadStrings(m->Raw("nodes"));
+  // Each holder's host, as the root knew it (for the record: a shim that
+  // does not reach this one is retired under its host, not "").
+  for (int n = 0; n < roster_->nodes() && n < static_cast<int>(attempt_nodes_.size()); ++n) {
+    const int h = roster_->HolderOf(n);
+    const std::string& host = attempt_nodes_[static_cast<size_t>(n)];
+    if (h >= 0 && host != "rank " + std::to_string(h) + "'s shim") shim_hosts_[h] = host;
+  }
   shim_hosts_[old_root] = m->Str("host");
   for (const std::string& line : LoadStrings(m->Raw("spares"))) {
     std::vector<std::string> f;
@@ -199,6 +211,10 @@ bool JobMachine::LoadRecord(const std::string& what) {
     const int s = std::atoi(f[0].c_str());
     if (f.size() > 1 && !f[1].empty()) shim_hosts_[s] = f[1];
     if (f.size() > 2 && !f[2].empty()) shim_addrs_[s] = f[2];
+  }
+  if (const std::string maddr = m->Str("maddr"); !maddr.empty()) {
+    const size_t sp = maddr.find(' ');
+    if (sp != std::string::npos) shim_addrs_[std::atoi(maddr.c_str())] = maddr.substr(sp + 1);
   }
   parents_ = IntsOf(m->Str("tree"));
   if (static_cast<int>(parents_.size()) != c_.size) parents_.clear();

@@ -131,6 +131,9 @@ TEST(JobHeir, ANewRootNamesItsOwnHeirWhichCanTakeTheJobFromItInTurn) {
   ASSERT_EQ(ports.down.back().type(), "restart");
   EXPECT_EQ(ports.down.back().Int("n"), 2);
   EXPECT_EQ(ports.down.back().Str("nodes"), "4-5,2-3");
+  // NODE_RANK 0 stays with shim 4: MASTER_ADDR with it (a second new root
+  // knows where from its record; it gave "", rank 0's lost address).
+  EXPECT_EQ(ports.down.back().Str("maddr"), "10.0.0.4");
   std::optional<LinkOrder> restart;
   for (auto o = next.TakeOrder(); o; o = next.TakeOrder())
     if (o->kind == LinkOrder::Kind::kRestart) restart = o;

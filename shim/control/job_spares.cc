@@ -182,7 +182,9 @@ bool JobMachine::RetireOrStop(int shim, const std::string& reason, double now) {
   roster_->Retire(shim, HostOf(shim), reason, restarts_ + 1);
   well_.erase(shim);
   replaced_ = true;
-  if (roster_->Vacant() <= static_cast<int>(roster_->Spares().size())) return true;
+  // (After a heir was lost alive the restart waits out its cut first.)
+  if (roster_->Vacant() <= static_cast<int>(roster_->Spares().size()) || HeirLostAlive(now))
+    return true;
   StopNoSpare("no spare left: " + ShimName(shim, HostOf(shim)) + " was retired (" + reason + ")",
               now);
   return false;

@@ -173,14 +173,23 @@ void TreeLinks::LoseParent(const std::string& why, bool silent, double now) {
     io_->Send(parent_, Msg("left").Set("silent", silent ? 1 : 0).Encode());
     if (heir == job_.rank) {
       parent_ = -1;
-      return machine_.OnRootLost(true, silent, what, now);
+      machine_.OnRootLost(true, silent, what, now);
+      // The losses it passed up to the root, lost with it, are its own now.
+      for (const std::string& lost : lost_up_)
+        if (auto m = Msg::Decode(lost); m.ok()) machine_.OnFromChild(lost, *m, now);
+      return;
     }
     if (io_->Relink(heir, heir_addr_, now)) {
       parent_ = heir;
       parent_addr_ = heir_addr_;
       parent_lost_ = false;
       parent_live_.Start(now);
-      return machine_.OnRootLost(false, silent, what, now);
+      machine_.OnRootLost(false, silent, what, now);
+      // The losses it passed up may have gone to the lost root alone: the
+      // heir hears them again (else it would wait for those shims until
+      // its election's deadline).
+      for (const std::string& lost : lost_up_) io_->Send(parent_, lost);
+      return;
     }
   }
   // A child of the root (it named a heir) that reached no heir: the root
@@ -233,6 +242,8 @@ void TreeLinks::OnTimer(double now) {
 // ---- JobPorts
 
 void TreeLinks::SendUp(const std::string& frame) {
+  // (Each loss passed up is kept: a heir hears it again, LoseParent.)
+  if (frame.rfind("{\"t\":\"lost\"", 0) == 0) lost_up_.push_back(frame);
   if (parent_ >= 0 && !parent_lost_) io_->Send(parent_, frame);
 }
 

@@ -137,6 +137,7 @@ class TreeLinks : private JobPorts {
   double go_at_ = 0, next_beat_ = 0;
   double my_output_ = 0, departed_output_ = 0;
   std::map<std::string, long> frames_;
+  std::vector<std::string> lost_up_;  // every "lost" it passed up
   JobMachine machine_;
 };
 

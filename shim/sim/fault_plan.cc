@@ -167,7 +167,28 @@ void DrawRandom(int shims, std::mt19937_64* rng, FaultPlan* p) {
     // Spare nodes: a loss or a node that keeps failing is routed around.
     p->spares = Draw(rng, 1, std::min(3, shims - 2));
     p->max_restarts = std::max(p->max_restarts, 1);
-    if (Draw(rng, 0, 3) == 0) return DrawRootLoss(shims, rng, p);
+    if (Draw(rng, 0, 7) == 0) return DrawRootLoss(shims, rng, p);
+    if (Draw(rng, 0, 3) == 0) {
+      // A node whose check before the next attempt fails from then on.
+      p->faults.push_back({FaultKind::kUnfit, DrawS(rng, 0, 60), Draw(rng, 0, shims - 1), {}});
+    }
+    if (Draw(rng, 0, 2) == 0) {
+      // The root lost beside the other faults (before, during or after
+      // them), and at times the new root too, once it holds the job.
+      FaultPlan alone;
+      alone.spares = p->spares;
+      DrawRootLoss(shims, rng, &alone);
+      p->faults.push_back(alone.faults[0]);
+      p->max_restarts = std::max(p->max_restarts, 1);
+      if (Draw(rng, 0, 2) == 0) {
+        Fault again;
+        again.kind = Draw(rng, 0, 1) == 0 ? FaultKind::kKill : FaultKind::kFreeze;
+        again.at_s = alone.faults[0].at_s + DrawS(rng, 70, 100);
+        again.shim = Fault::kRoot;
+        p->faults.push_back(again);
+        p->max_restarts = std::max(p->max_restarts, 2);
+      }
+    }
   }
   if (shims >= 2 && Draw(rng, 0, 5) == 0) {
     for (const Fault& first : p->faults) {
@@ -250,6 +271,8 @@ Status ParseSpec(const std::string& spec, int shims, std::mt19937_64* rng, Fault
       if (!g.ok()) return g.error();
       f.group = std::move(*g);
       f.shim = f.group.front();
+    } else if (who == "root" && (f.kind == FaultKind::kKill || f.kind == FaultKind::kFreeze)) {
+      f.shim = Fault::kRoot;
     } else if (!who.empty()) {
       auto n = ParseInt("--faults", who, 0, shims - 1);
       if (!n.ok()) return Error{n.error().message + " (a shim of '" + item + "')"};
@@ -265,7 +288,8 @@ Status ParseSpec(const std::string& spec, int shims, std::mt19937_64* rng, Fault
   }
   // Without spares rank 0's loss ends the job at once: no run to simulate.
   for (const Fault& f : p->faults)
-    if ((f.kind == FaultKind::kKill || f.kind == FaultKind::kFreeze) && f.shim == 0 &&
+    if ((f.kind == FaultKind::kKill || f.kind == FaultKind::kFreeze) &&
+        (f.shim == 0 || f.shim == Fault::kRoot) &&
         (p->spares == 0 || p->max_restarts == 0))
       return Error{"--faults: '" + std::string(FaultKindName(f.kind)) +
                    ":0': rank 0's shim can be lost only with spares=K and restarts=N "
@@ -300,7 +324,9 @@ std::string FaultPlan::Describe() const {
   for (const Fault& f : faults)
     out += (out.empty() ? "" : ",") + std::string(FaultKindName(f.kind)) + "@" +
            FormatNumber(f.at_s, "%.3f") + ":" +
-           (f.kind == FaultKind::kPartition ? GroupText(f.group) : std::to_string(f.shim));
+           (f.kind == FaultKind::kPartition ? GroupText(f.group)
+            : f.shim == Fault::kRoot         ? std::string("root")
+                                             : std::to_string(f.shim));
   if (quiet) out += (out.empty() ? "" : ",") + std::string("hang");
   if (max_restarts > 0)
     out += (out.empty() ? "" : ",") + std::string("restarts=") + std::to_string(max_restarts) +

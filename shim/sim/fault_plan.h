@@ -25,7 +25,11 @@
 //   random    any mix of the above, several at once, at random moments
 //             (and at times spares: "spares=K" in a spec)
 //   rootloss  with spares, rank 0's shim killed, frozen or cut off by a
-//             partition of any size ("kill:0,restarts=1,spares=1" in a spec)
+//             partition of any size ("kill:0,restarts=1,spares=1" in a spec);
+//             "kill@100:root" kills whichever shim holds the job then (a
+//             heir that took it): random plans with spares lose the root
+//             beside any other fault, before, during or after it, and at
+//             times twice in a row
 //
 // A SPEC is a comma-separated list of KIND[@SECONDS][:SHIM], e.g.
 // "fail@12:37,freeze@40:5": the kinds above at a virtual time after rank 0's
@@ -51,8 +55,11 @@ const char* FaultKindName(FaultKind k);
 struct Fault {
   FaultKind kind = FaultKind::kFail;
   double at_s = 0;         // virtual seconds after rank 0's go
-  int shim = -1;           // -1 until drawn
+  int shim = -1;           // -1 until drawn; kRoot: the job's root then
   std::vector<int> group;  // kPartition: the shims cut off from the rest
+  // A kill or a freeze of the shim that holds the job when it comes (rank
+  // 0's, or the heir that took the job from it): "kill@100:root".
+  static constexpr int kRoot = -3;
 };
 
 struct FaultPlan {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 
 #include "shim/base/units.h"
 #include "shim/control/liveness.h"
@@ -21,35 +22,67 @@ constexpr double kMaxBackoffS = 30;
 constexpr double kFirstOutputS = 0.5; // the simulated ranks print this long after start
 constexpr double kCutOffExitS = 31;   // a shim cut off knows it within 30 s (and a beat)
 
-// Facts of the plan, per shim.
+// Facts of the plan, per shim, in the tree rooted at `root`: the join's
+// (rank 0's), or a new root's (the shims that reached it: its subtree, and
+// the old root's children that linked to it with theirs).
 struct World {
   int n = 0;
-  std::vector<int> parent;
-  std::vector<std::vector<int>> kids;
+  int root = 0;
+  std::vector<int> parent;        // -1: the root; kOutside: not in this tree
+  std::vector<std::vector<int>> kids;  // in the order they linked
   std::vector<int> height;        // levels below it
   std::vector<double> dead_at;    // frozen or killed
+  std::vector<double> frozen_at;  // frozen (alive, silent)
   std::vector<double> cut_at;     // the link to its parent stops carrying frames
-  std::vector<double> cutoff;     // its path to rank 0 breaks (a death or a cut above it)
+  std::vector<double> cutoff;     // its path to the root breaks (a death or a cut above it)
   std::vector<double> inner;      // the first death or cut strictly below it
   std::vector<double> signal_at;  // its launcher's SIGTERM
   std::vector<double> first_fail; // its rank's failure in the first attempt
   std::vector<double> unfit_at;   // (--spares) its node fails its check before an attempt from then on
   std::vector<bool> fails;        // it has a failing rank (it fails again in later attempts)
   std::vector<bool> stubborn;
+  // Each partition's sides (0: the rest), for links a new tree makes.
+  std::vector<std::pair<double, std::vector<bool>>> partitions;
   // What ranks that ended well leave behind is ended after them: SIGTERM,
   // then SIGKILL after min(--grace, 2 s) when it ignores SIGTERM.
   double drain_s = 0;
   bool any_signal = false;
   int max_depth = 0;
+  std::set<int> relinked;         // the old root's children linked to this root
+  bool In(int s) const { return s >= 0 && s < n && parent[s] != kOutside; }
+  static constexpr int kOutside = -2;
 };
 
-World Facts(const FaultPlan& p, const OracleSetup& o) {
+// When the link between a and b stops carrying frames: a partition with
+// them on two sides (a cut between a shim and its parent is its own).
+double Split(const World& w, int a, int b) {
+  double t = kInf;
+  for (const auto& [at, in] : w.partitions)
+    if (in[a] != in[b]) t = std::min(t, at);
+  return t;
+}
+
+// A fault's shim: "the root" (Fault::kRoot) is the one that holds the job
+// when it comes: `root` from `root_since` on (an earlier root's before).
+int FaultShim(const Fault& f, int root, double root_since) {
+  if (f.shim != Fault::kRoot) return f.shim;
+  return f.at_s >= root_since ? root : -1;
+}
+
+// `relinked`: children of a lost root that linked to `root` (its heir) at
+// `since`; a cut of their old link before then no longer matters; `root`
+// holds the job from `root_since` on.
+World Facts(const FaultPlan& p, const OracleSetup& o, int root, const std::vector<int>& parent,
+            const std::set<int>& relinked = {}, double since = 0, double root_since = 0) {
   World w;
-  w.n = static_cast<int>(o.parent.size());
-  w.parent = o.parent;
+  w.n = static_cast<int>(parent.size());
+  w.root = root;
+  w.parent = parent;
+  w.relinked = relinked;
   w.kids.resize(w.n);
   w.height.assign(w.n, 0);
   w.dead_at.assign(w.n, kInf);
+  w.frozen_at.assign(w.n, kInf);
   w.cut_at.assign(w.n, kInf);
   w.cutoff.assign(w.n, kInf);
   w.inner.assign(w.n, kInf);
@@ -58,22 +91,40 @@ World Facts(const FaultPlan& p, const OracleSetup& o) {
   w.unfit_at.assign(w.n, kInf);
   w.fails.assign(w.n, false);
   w.stubborn.assign(w.n, false);
-  for (int s = 1; s < w.n; ++s) w.kids[w.parent[s]].push_back(s);
+  // Children in the order they linked (the join's, then those relinked).
+  std::vector<int> joined = o.join_order;
+  if (static_cast<int>(joined.size()) != w.n - 1) {
+    joined.clear();
+    for (int s = 1; s < w.n; ++s) joined.push_back(s);
+  }
+  for (int s : joined)
+    if (s >= 0 && s < w.n && w.In(s) && parent[s] >= 0 && !relinked.count(s))
+      w.kids[parent[s]].push_back(s);
+  for (int s : relinked)
+    if (w.In(s)) w.kids[parent[s]].push_back(s);
   std::vector<int> stragglers;
   for (const Fault& f : p.faults) {
+    const int at = FaultShim(f, root, root_since);
     switch (f.kind) {
       case FaultKind::kFreeze:
+        if (at < 0) break;
+        w.frozen_at[at] = std::min(w.frozen_at[at], f.at_s);
+        [[fallthrough]];
       case FaultKind::kKill:
-        w.dead_at[f.shim] = std::min(w.dead_at[f.shim], f.at_s);
+        if (at < 0) break;
+        w.dead_at[at] = std::min(w.dead_at[at], f.at_s);
         break;
       case FaultKind::kCut:
+        if (relinked.count(f.shim) && f.at_s < since) break;
         w.cut_at[f.shim] = std::min(w.cut_at[f.shim], f.at_s);
         break;
       case FaultKind::kPartition: {
         std::vector<bool> in(w.n, false);
         for (int s : f.group) in[s] = true;
-        for (int s = 1; s < w.n; ++s)
-          if (in[s] != in[w.parent[s]]) w.cut_at[s] = std::min(w.cut_at[s], f.at_s);
+        w.partitions.emplace_back(f.at_s, in);
+        for (int s = 0; s < w.n; ++s)
+          if (parent[s] >= 0 && in[s] != in[parent[s]])
+            w.cut_at[s] = std::min(w.cut_at[s], f.at_s);
         break;
       }
       case FaultKind::kSigterm:
@@ -99,18 +150,19 @@ World Facts(const FaultPlan& p, const OracleSetup& o) {
   }
   for (int s : stragglers)
     w.drain_s = std::max(w.drain_s, w.stubborn[s] ? std::min(o.grace_s, 2.0) : o.term_s);
-  // Parents come before their children (the planner hangs a shim under one
-  // that joined earlier): one pass down, one up.
+  // Parents come before their children: one pass down, one up.
   std::vector<int> order, depth(w.n, 0);
-  order.push_back(0);
+  order.push_back(root);
   for (size_t i = 0; i < order.size(); ++i)
     for (int c : w.kids[order[i]]) {
       order.push_back(c);
       depth[c] = depth[order[i]] + 1;
       w.max_depth = std::max(w.max_depth, depth[c]);
     }
+  for (int s = 0; s < w.n; ++s)
+    if (!w.In(s)) w.cutoff[s] = -1;  // outside: never reached
   for (int s : order)
-    if (s != 0)
+    if (s != root)
       w.cutoff[s] = std::min({w.cutoff[w.parent[s]], w.dead_at[w.parent[s]], w.cut_at[s]});
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const int s = *it;
@@ -122,8 +174,10 @@ World Facts(const FaultPlan& p, const OracleSetup& o) {
   return w;
 }
 
+World Facts(const FaultPlan& p, const OracleSetup& o) { return Facts(p, o, 0, o.parent); }
+
 enum class Kind {
-  kFail, kLoss, kSignal, kHang, kEnd, kEndingTimeout, kVerdict, kCollected, kRestarted
+  kFail, kLoss, kSignal, kHang, kEnd, kEndingTimeout, kVerdict, kCollected, kRestarted, kRootLost
 };
 
 const char* KindName(Kind k) {
@@ -137,6 +191,7 @@ const char* KindName(Kind k) {
     case Kind::kVerdict: return "verdict";
     case Kind::kCollected: return "roll-call";
     case Kind::kRestarted: return "restart";
+    case Kind::kRootLost: return "the root's loss";
   }
   return "?";
 }
@@ -145,6 +200,8 @@ struct Event {
   Kind kind = Kind::kFail;
   double lo = 0, hi = 0;  // when rank 0 acts on it
   double t = 0;           // when it happened (a failure's wall clock)
+  double at = 0;          // a loss's or a signal's fault: when it came
+  int fault = -1;         // and which of the plan's it is
   std::set<int> who;      // its shims (a failure's ranks, a loss's lost shims)
   bool maybe = false;     // it may not reach rank 0 at all
   std::set<int> others;   // a failure: other failing shims rank 0 may hear in its window
@@ -197,6 +254,21 @@ struct State {
   std::set<int> pending_missing_min, pending_missing_max;
   std::set<int> missing_min, missing_max;  // the roll-call taken
   std::vector<std::pair<double, double>> halts, restart_times;
+  // A new root (docs/control-plane.md, "A new root"). The root's children
+  // lost while they may live (silent), among them a heir (when, at the
+  // earliest and the latest: a "no spare left" waits out its cut); the
+  // shim that holds the job; those that left the tree at a takeover, with
+  // the exit codes they may end with; whether the run is foreseen only
+  // loosely (exit codes and the root), a compound of faults these rules
+  // do not order.
+  std::set<int> lost_alive;
+  double heir_lost_lo = -1, heir_lost_hi = -1;
+  double nospare_lo = -1, nospare_hi = -1;  // a "no spare left" that waits, until then
+  bool no_record = false;  // the root ends without writing the job's record
+  bool unfit_taken = false;  // (a restart's nodes unfit during the round, retired)
+  int root = 0;
+  std::map<int, uint8_t> fixed;
+  bool loose = false;
 };
 
 class Seer {
@@ -204,13 +276,40 @@ class Seer {
   Seer(const FaultPlan& p, const OracleSetup& o) : p_(p), o_(o), w_(Facts(p, o)) {
     L_ = o.slack_s;
     spares_ = p.spares > 0 && w_.n > 1;
-    for (const Fault& f : p.faults) {
-      const int s = f.shim;
+    BuildStatics(0);
+  }
+
+  // The losses and signals of the plan from `from` on, at the root of the
+  // world (w_): when it must act on each. The root's own loss (killed,
+  // frozen, or a partition that parts it from a child) is a kRootLost
+  // event: with spares its heir may take the job.
+  void BuildStatics(double from) {
+    statics_.clear();
+    const int root = w_.root;
+    for (size_t i = 0; i < p_.faults.size(); ++i) {
+      const Fault& f = p_.faults[i];
+      const int s = FaultShim(f, root, from);
+      if (f.at_s < from) continue;
+      Event e;
+      e.at = f.at_s;
+      e.fault = static_cast<int>(i);
       if (f.kind == FaultKind::kKill || f.kind == FaultKind::kFreeze || f.kind == FaultKind::kCut) {
-        if (s <= 0) continue;  // rank 0's own loss: RootLoss's
-        Event e;
+        if (!w_.In(s)) continue;
+        if (s == root) {
+          if (f.kind == FaultKind::kCut) continue;  // the root has no parent
+          e.kind = Kind::kRootLost;
+          e.who = {s};
+          // Its children find it lost: a kill's closes at once, a freeze's silence.
+          if (f.kind == FaultKind::kKill) {
+            e.lo = f.at_s;
+            e.hi = f.at_s + 0.02 + 2 * L_;
+          } else {
+            Silence(f.at_s, &e);
+          }
+          statics_.push_back(e);
+          continue;
+        }
         e.kind = Kind::kLoss;
-        e.t = f.at_s;
         e.who = {s};
         if (f.kind == FaultKind::kKill && w_.cut_at[s] > f.at_s) {
           e.lo = f.at_s;  // its links close: found at once
@@ -218,30 +317,33 @@ class Seer {
         } else {  // (a kill behind a cut closes nothing that arrives)
           Silence(f.at_s, &e);
         }
-        // Found by its parent, which must still reach rank 0.
+        // Found by its parent, which must still reach the root.
         if (w_.cutoff[w_.parent[s]] < e.lo || w_.dead_at[w_.parent[s]] < e.lo) continue;
         e.maybe = w_.cutoff[w_.parent[s]] < e.hi || w_.dead_at[w_.parent[s]] < e.hi;
         statics_.push_back(e);
       } else if (f.kind == FaultKind::kPartition) {
-        Event e;
         e.kind = Kind::kLoss;
-        e.t = f.at_s;
         Silence(f.at_s, &e);
         std::vector<bool> in(w_.n, false);
         for (int g : f.group) in[g] = true;
-        for (int c = 1; c < w_.n; ++c)
-          if (in[c] && !in[w_.parent[c]] && w_.cutoff[w_.parent[c]] >= e.lo) e.who.insert(c);
+        bool root_child = false;
+        for (int c = 0; c < w_.n; ++c)
+          if (c != root && w_.In(c) && in[c] != in[w_.parent[c]] &&
+              w_.cutoff[w_.parent[c]] >= e.lo && w_.dead_at[w_.parent[c]] >= e.lo) {
+            e.who.insert(c);
+            if (w_.parent[c] == root) root_child = true;
+          }
+        // A child of the root on the other side: its heir may be there.
+        if (root_child && spares_) e.kind = Kind::kRootLost;
         if (!e.who.empty()) statics_.push_back(e);
       } else if (f.kind == FaultKind::kSigterm) {
-        if (w_.dead_at[s] <= f.at_s) continue;  // a frozen shim takes no signal
-        Event e;
+        if (!w_.In(s) || w_.dead_at[s] <= f.at_s) continue;  // a frozen shim takes no signal
         e.kind = Kind::kSignal;
-        e.t = f.at_s;
         e.lo = f.at_s;
         e.hi = f.at_s + 2 * L_;
         e.who = {s};
-        if (s != 0 && w_.cutoff[s] < e.hi) {
-          if (w_.cutoff[s] < e.lo - L_) continue;  // its bye never reaches rank 0
+        if (s != root && w_.cutoff[s] < e.hi) {
+          if (w_.cutoff[s] < e.lo - L_) continue;  // its bye never reaches the root
           e.maybe = true;
         }
         statics_.push_back(e);
@@ -339,20 +441,20 @@ class Seer {
       Event e;
       e.kind = Kind::kEnd;
       e.lo = st.t_lo + p_.run_s;
-      e.hi = st.t_hi + p_.run_s + w_.drain_s + L_ * (w_.height[0] + 2);
+      e.hi = st.t_hi + p_.run_s + w_.drain_s + L_ * (w_.height[w_.root] + 2);
       // Every part of the job must be there to end well (a shim lost before
       // leaves its ancestors waiting for the loss's verdict).
       if (!spares_) {
-        if (Whole(0, e.lo - L_)) ev->push_back(e);
+        if (Whole(w_.root, e.lo - L_)) ev->push_back(e);
       } else {
         // With spares: every NODE_RANK's ranks must say they ended well; a
         // lost spare is only found (and its parent freed) later.
         bool whole = true;
         for (int h : st.holder)
           if (h < 0 || Unreachable(h) < e.lo - L_) whole = false;
-        for (int s = 1; s < w_.n && whole; ++s)
-          if (!st.gone.count(s) && Unreachable(s) < e.hi)
-            e.hi = std::max(e.hi, FoundBy(s) + L_ * (w_.height[0] + 2));
+        for (int s = 0; s < w_.n && whole; ++s)
+          if (s != w_.root && !st.gone.count(s) && Unreachable(s) < e.hi)
+            e.hi = std::max(e.hi, FoundBy(s) + L_ * (w_.height[w_.root] + 2));
         if (whole) ev->push_back(e);
       }
     } else if (o_.hang_s > 0) {
@@ -368,7 +470,7 @@ class Seer {
     // after its start (unless later attempts succeed).
     std::vector<Event> fails;
     for (int s = 0; s < w_.n; ++s) {
-      if (!w_.fails[s] || !Runs(st, s)) continue;
+      if (!w_.fails[s] || !Runs(st, s) || !w_.In(s)) continue;
       double lo, hi;
       if (st.attempt == 1) {
         lo = hi = w_.first_fail[s];
@@ -385,8 +487,8 @@ class Seer {
       e.lo = lo;
       e.hi = hi + 2 * L_;
       e.who = {s};
-      if (s != 0 && w_.cutoff[s] < e.hi) {
-        if (w_.cutoff[s] < lo - L_) continue;  // its word never reaches rank 0
+      if (s != w_.root && w_.cutoff[s] < e.hi) {
+        if (w_.cutoff[s] < lo - L_) continue;  // its word never reaches the root
         e.maybe = true;
       }
       if (w_.dead_at[s] < hi || w_.signal_at[s] < hi) e.maybe = true;
@@ -480,6 +582,8 @@ class Seer {
     switch (e.kind) {
       case Kind::kSignal:
         return Final(st, 143, lo, hi, {}, "");
+      case Kind::kRootLost:
+        return TakeRootLoss(st, e, lo, hi);
       case Kind::kLoss:
         if (spares_) return TakeLoss(st, e, lo, hi);
         [[fallthrough]];
@@ -505,7 +609,8 @@ class Seer {
         if (hang) {
           // Every shim's stacks, but from those frozen or cut off.
           std::set<int> mmin, mmax;
-          for (int s = 1; s < w_.n; ++s) {
+          for (int s = 0; s < w_.n; ++s) {
+            if (s == w_.root) continue;
             const double gone = std::min(w_.dead_at[s], w_.cutoff[s]);
             if (gone < lo - L_) mmin.insert(s);
             if (gone < hi + L_) mmax.insert(s);
@@ -571,17 +676,36 @@ class Seer {
         // (--spares) Each node whose check failed as its ranks ended (it
         // was unfit before the round began) is retired: a spare takes its
         // place, or the job ends when none is left.
+        // A node that became unfit during the round (it checks as its
+        // ranks end) may be retired or not: both.
         if (spares_) {
+          std::vector<int> maybe;
+          for (int s = 0; s < w_.n; ++s)
+            if (w_.unfit_at[s] > st.round_from && w_.unfit_at[s] <= hi && !st.gone.count(s) &&
+                !st.retired.count(s) && w_.In(s))
+              maybe.push_back(s);
+          if (!maybe.empty() && !st.unfit_taken) {
+            State with = st;
+            with.unfit_taken = true;
+            for (int s : maybe) {
+              Retire(&with, s);
+              with.pending_same = false;
+            }
+            Take(with, e, lo, hi);
+          }
           bool unfit = false;
           for (int s = 0; s < w_.n; ++s)
-            if (w_.unfit_at[s] <= st.round_from && !st.gone.count(s) && !st.retired.count(s)) {
+            if (w_.unfit_at[s] <= st.round_from && !st.gone.count(s) && !st.retired.count(s) &&
+                w_.In(s)) {
               Retire(&st, s);
               unfit = true;
             }
+          st.unfit_taken = false;
           if (unfit) st.pending_same = false;
           if (Vacant(st) > static_cast<int>(st.spare.size())) {
-            st.story += "; a node unfit, no spare left";
-            return Final(st, 125, st.round_from, hi, {}, "nospare");
+            st.story += unfit ? "; a node unfit, no spare left" : "; no spare left";
+            const double at = st.nospare_lo >= 0 ? std::max(lo, st.nospare_lo) : st.round_from;
+            return Final(st, 125, std::min(at, hi), hi, {}, "nospare");
           }
         }
         // The round is over: the same failure twice without progress is
@@ -656,6 +780,7 @@ class Seer {
     st.round_from = lo;
     st.pending_same = same;
     st.pending_code = code;
+    Defer(&st.round, st);
     if (gone < hi + end_s + 2 * L_) {
       State blocked = st;
       blocked.phase = State::Phase::kRoundBlocked;
@@ -675,11 +800,31 @@ class Seer {
     return Step(st);
   }
 
-  // (--spares) A loss rank 0 hears: the lost shims and every shim below
+  // (--spares) A loss the root hears: the lost shims and every shim below
   // them are retired. A spare's loss is only noted; a NODE_RANK's holder's
   // ends the attempt as a failure (a halt, then the verdict after the
   // window), unless no spare is left for it: the job ends with 125.
-  void TakeLoss(State st, const Event& e, double lo, double hi) {
+  void TakeLoss(State st, const Event& e, double lo, double hi, bool heir_last = false) {
+    // A child of the root lost while it may live (its link fell silent:
+    // frozen, cut, or beyond a partition), the root's heir among them: a
+    // heir alive may take the job beyond the cut (job_spares.cc).
+    const int heir = HeirOf(st);
+    const Fault* f = e.fault >= 0 ? &p_.faults[static_cast<size_t>(e.fault)] : nullptr;
+    const bool silent = f && (f->kind != FaultKind::kKill ||
+                              w_.cut_at[FaultShim(*f, w_.root, 0)] <= f->at_s);
+    if (silent && heir >= 0 && e.who.count(heir) && e.who.size() > 1 && !heir_last) {
+      // The losses of one moment are heard one by one: those heard before
+      // the heir's may already leave no spare (its verdict, written, then).
+      TakeLoss(st, e, lo, hi, true);
+    }
+    if (silent) {
+      for (int s : e.who)
+        if (w_.parent[s] == w_.root) st.lost_alive.insert(s);
+      if (heir >= 0 && e.who.count(heir) && !heir_last) {
+        st.heir_lost_lo = lo;
+        st.heir_lost_hi = hi;
+      }
+    }
     st.dropped.insert(static_cast<int>(e.t));
     st.losses.push_back(e);
     bool held = false;
@@ -690,12 +835,32 @@ class Seer {
         if (st.gone.insert(c).second && Retire(&st, c)) held = true;
     }
     st.now = lo;
+    // No spare left after a heir was lost alive: the verdict waits until
+    // every loss of that cut is found (31 s; more than half lost by then is
+    // "no majority"), the attempt ending meanwhile as for any lost holder.
+    const bool majority = w_.n >= 3 && static_cast<int>(st.gone.size()) * 2 > w_.n;
+    const bool nospare = Vacant(st) > static_cast<int>(st.spare.size());
+    if (!majority && nospare && st.heir_lost_lo >= 0 &&
+        lo < st.heir_lost_hi + kMaxSilenceS + 1 + L_) {
+      State waits = st;
+      waits.nospare_lo = st.heir_lost_lo + kMaxSilenceS + 1;
+      waits.nospare_hi = st.heir_lost_hi + kMaxSilenceS + 1 + 2 * L_;
+      LossVerdict(waits, e, lo, hi, held, true);
+      if (hi < st.heir_lost_lo + kMaxSilenceS + 1) return;  // it surely waits
+    }
+    LossVerdict(st, e, lo, hi, held, false);
+  }
+
+  // What the root does once the loss is taken (`waits`: a "no spare left"
+  // waits out a lost heir's cut).
+  void LossVerdict(State st, const Event& e, double lo, double hi, bool held, bool waits) {
     using Phase = State::Phase;
     // More than half of the shims lost (docs/control-plane.md, "A new
-    // root"): rank 0 ends its part, as when no spare is left.
+    // root"): the root ends its part, as when no spare is left.
     const bool majority = w_.n >= 3 && static_cast<int>(st.gone.size()) * 2 > w_.n;
-    if (majority || Vacant(st) > static_cast<int>(st.spare.size())) {
-      // Rank 0 hears the losses of one moment one by one (this one, those
+    const bool nospare = !waits && Vacant(st) > static_cast<int>(st.spare.size());
+    if (majority || nospare) {
+      // The root hears the losses of one moment one by one (this one, those
       // taken just before, those due now) and stops at the first it has no
       // spare for: it may name any of them, any of them may be retired by
       // then, and a first one that left a spare may have halted the ranks.
@@ -738,24 +903,35 @@ class Seer {
       for (int sp : st.spare)
         if (!all.count(sp)) ++spares_left;
       const bool could_majority = w_.n >= 3 && static_cast<int>(all.size()) * 2 > w_.n;
-      const bool could_nospare = vacant > spares_left;
+      const bool could_nospare =
+          vacant > spares_left &&
+          !(st.heir_lost_lo >= 0 && hi < st.heir_lost_lo + kMaxSilenceS + 1);
       st.story += majority ? "; no majority" : "; no spare left";
+      // Without a majority the root writes the job's record only when no
+      // heir it lost alive could hold more than half: the root's children
+      // lost alive, with the shims below them.
+      if (majority && st.heir_lost_lo >= 0) {
+        std::set<int> side;
+        for (int c : st.lost_alive) {
+          side.insert(c);
+          for (int b : Below(c)) side.insert(b);
+        }
+        if (static_cast<int>(side.size()) * 2 > w_.n) {
+          st.no_record = true;
+          st.story += " (no record: its heir may hold the job)";
+        }
+      }
       refused_also_.clear();
+      if (st.no_record && could_nospare) {
+        // "No spare left" (its record written) may come first.
+        State spare_first = st;
+        spare_first.no_record = false;
+        Final(spare_first, 125, lo, hi, named, "nospare");
+      }
       if (could_majority) refused_also_.insert("majority");
-      if (could_nospare) refused_also_.insert("nospare");
+      if (could_nospare && !st.no_record) refused_also_.insert("nospare");
       Final(st, 125, lo, hi, named, majority ? "majority" : "nospare");
       refused_also_.clear();
-      if (could_majority && o_.heir > 0 && w_.dead_at[o_.heir] >= kInf) {
-        // The heir, on the other side, may take the job with more than
-        // half of the shims (RootLoss foresees it exactly alone in its
-        // plan; beside other faults, any end but rank 0's own).
-        Foreseen f = out_.back();
-        f.story += "; or shim " + std::to_string(o_.heir) + " takes the job";
-        f.takeover = f.loose = true;
-        for (int s = 1; s < w_.n; ++s)
-          f.codes[s] |= kExit0 | kExit7 | kExit124 | kExit125 | kExit137 | kExit143 | kNoExit;
-        out_.push_back(std::move(f));
-      }
       return;
     }
     if (held) st.replaced = true;
@@ -771,10 +947,10 @@ class Seer {
       }
       case Phase::kCollecting: {
         // The roll-call no longer waits for the lost.
-        bool waits = false;
+        bool waits_for = false;
         for (int s : st.pending_missing_min)
-          if (!st.gone.count(s)) waits = true;
-        if (!waits) st.pending.lo = std::min(st.pending.lo, std::max(lo, st.now));
+          if (!st.gone.count(s)) waits_for = true;
+        if (!waits_for) st.pending.lo = std::min(st.pending.lo, std::max(lo, st.now));
         return Step(st);
       }
       case Phase::kRoundBlocked: {
@@ -791,11 +967,270 @@ class Seer {
         st.pending = st.round;
         st.pending.lo = std::max(st.pending.lo, lo);
         st.pending.hi = std::max(st.pending.hi, hi + Backoff(st.past) + 4 * L_);
+        Defer(&st.pending, st);
         return Step(st);
       }
+      case Phase::kRound:
+        Defer(&st.pending, st);
+        return Step(st);
       default:
         return Step(st);
     }
+  }
+
+  // A restart with no spare for a place left empty waits out a lost heir's
+  // cut (the "no spare left" verdict comes then).
+  void Defer(Event* restart, const State& st) const {
+    if (st.nospare_lo < 0 || Vacant(st) <= static_cast<int>(st.spare.size())) return;
+    restart->lo = std::max(restart->lo, st.nospare_lo);
+    restart->hi = std::max(restart->hi, st.nospare_hi);
+  }
+
+  // ---- A new root (docs/control-plane.md, "A new root")
+
+  // The root's heir: its first child (in the order they linked) still in
+  // the tree; -1: none.
+  int HeirOf(const State& st) const {
+    for (int c : w_.kids[w_.root])
+      if (!st.gone.count(c)) return c;
+    return -1;
+  }
+
+  // When a shim finds the root lost: its links close at once when the root
+  // is killed (each node reads the close at its own moment, within 20 ms),
+  // else its silence.
+  void RootFound(const Fault& f, Event* e) const {
+    if (f.kind == FaultKind::kKill) {
+      e->lo = f.at_s;
+      e->hi = f.at_s + 0.02 + 2 * L_;
+    } else {
+      Silence(f.at_s, e);
+    }
+  }
+
+  // A shim that left the tree at a takeover (the old root, or one that did
+  // not reach the heir): what it may end with, as a part cut off ends.
+  uint8_t OutsideBits(int s) const {
+    uint8_t bits = kExit125;
+    if (w_.any_signal) bits |= kExit143 | kExit137;
+    if (w_.fails[s]) bits |= kExit7;
+    if (o_.hang_s > 0 && p_.quiet) bits |= kExit124;
+    if (w_.dead_at[s] < kInf) bits |= kNoExit;
+    return bits;
+  }
+
+  // The root's loss as its heir finds it: the root killed or frozen, or
+  // parted by a partition from children of its (e.who). The heir (its
+  // first child still linked, holding the root's record) gathers the shims
+  // that reach it: its own subtree, and each other child of the root that
+  // finds the root lost and reaches the heir, with its subtree. With more
+  // than half of the job's shims it takes the job: once every shim that
+  // counts ended its ranks (or at the election's deadline), and not before
+  // an old root alive must have found the cut (31 s after the last silent
+  // finding); the root and every shim that did not reach it are retired,
+  // the attempt under way ends with the root's loss (125), and the job
+  // restarts from there with the heir as its root. Without a majority the
+  // heir's side ends (125); an old root alive goes on as its own losses say.
+  void TakeRootLoss(State st, const Event& e, double lo, double hi) {
+    const int r = w_.root;
+    const Fault& f = p_.faults[static_cast<size_t>(e.fault)];
+    const bool dies = e.who.count(r) > 0;
+    const int h = HeirOf(st);
+    Event loss = e;  // the root's own view of a partition
+    loss.kind = Kind::kLoss;
+    if (!dies && (h < 0 || !e.who.count(h))) {
+      // The heir stays with the root: its losses, as any.
+      return spares_ ? TakeLoss(st, loss, lo, hi) : Take(st, loss, lo, hi);
+    }
+    st.dropped.insert(static_cast<int>(e.t));
+    const bool can = spares_ && w_.n >= 3 && h >= 0 && st.restarts < p_.max_restarts &&
+                     w_.dead_at[h] > hi;
+    if (!can) {
+      if (!dies) return TakeLoss(st, loss, lo, hi);
+      // No heir takes the job: every shim is cut off (a child of the root
+      // writes why into failure.json).
+      st.story += "; no heir can take the job";
+      return Final(st, 125, lo, hi + kCutOffExitS, {}, "lost");
+    }
+    const bool silent = f.kind != FaultKind::kKill || w_.cut_at[h] <= f.at_s;
+    // A relinked child's heir is one of several in an order the oracle
+    // cannot tell: foreseen loosely.
+    if (w_.relinked.count(h)) {
+      int relinked = 0;
+      for (int c : w_.relinked)
+        if (!st.gone.count(c)) ++relinked;
+      if (relinked > 1) st.loose = true;
+    }
+    // Who reaches the heir, and by when each says its ranks ended.
+    const double settle = hi + 4 * L_ + o_.grace_s + 1;
+    std::set<int> reach, relinked;
+    bool unsure = false;
+    std::function<void(int)> subtree = [&](int top) {
+      reach.insert(top);
+      for (int c : w_.kids[top]) {
+        if (st.gone.count(c)) continue;
+        const double gone = std::min(w_.dead_at[c], w_.cut_at[c]);
+        if (gone < lo) continue;
+        if (gone < settle) unsure = true;
+        subtree(c);
+      }
+    };
+    subtree(h);
+    for (int c : w_.kids[r]) {
+      if (c == h || st.gone.count(c) || (!dies && !e.who.count(c))) continue;
+      Event found;
+      RootFound(f, &found);
+      // (Its own link to the root is lost too: the one to the heir counts.)
+      const double gone = std::min(w_.dead_at[c], Split(w_, c, h));
+      if (gone < found.lo) continue;
+      if (gone < settle) unsure = true;
+      relinked.insert(c);
+      subtree(c);
+    }
+    for (int s : reach)
+      if (w_.unfit_at[s] < settle && w_.unfit_at[s] >= lo) unsure = true;
+    const int reached = static_cast<int>(reach.size());
+    // (Faults on the shims that reached it, during the election: the
+    // oracle does not order them.)
+    for (const Fault& g : p_.faults)
+      if (&g != &f && g.at_s > f.at_s && g.at_s <= hi + 2 * kMaxSilenceS + o_.grace_s + 30 &&
+          (reach.count(g.shim) || g.shim == Fault::kRoot || g.kind == FaultKind::kPartition))
+        unsure = true;
+    if (unsure) {
+      // Faults on the shims it gathers while it gathers them: the heir may
+      // take the job or not, any of them may be lost or retired on the
+      // way; foreseen loosely (exit codes as wide as they come, the root).
+      for (int root : {r, h}) {
+        Foreseen lax;
+        lax.story = st.story + "; shim " + std::to_string(h) +
+                    (root == h ? " takes the job" : " does not take the job") +
+                    " (faults during its election: loosely)";
+        lax.root = root;
+        // (A later loss of the root then: any shim may hold the job.)
+        for (const Fault& g : p_.faults)
+          if (g.shim == Fault::kRoot && g.at_s > f.at_s) lax.root = -2;
+        lax.loose = true;
+        lax.codes.assign(static_cast<size_t>(w_.n), kExit0 | kExit7 | kExit124 | kExit125 |
+                                                       kExit137 | kExit143 | kNoExit);
+        out_.push_back(std::move(lax));
+      }
+      return;
+    }
+    // Every shim that counts reached it, or was found lost by a shim that
+    // did (with those below it): the heir need not wait for the election's
+    // deadline.
+    double ready_lo = silent ? lo + kMaxSilenceS + 1 : lo;
+    double ready_hi = silent ? hi + kMaxSilenceS + 1 + 2 * L_ : hi;
+    ready_hi = std::max(ready_hi, settle);
+    bool all = true;
+    for (int s = 0; s < w_.n && all; ++s) {
+      if (s == r || !w_.In(s) || st.gone.count(s) || reach.count(s)) continue;
+      int q = s;
+      while (w_.parent[q] >= 0 && w_.parent[q] != r && !reach.count(w_.parent[q]))
+        q = w_.parent[q];
+      const int p = w_.parent[q];
+      if (p < 0 || p == r) {
+        all = false;  // the heir waits for it until the deadline
+        break;
+      }
+      Event found;
+      const double t = std::min({w_.dead_at[q], w_.cut_at[q], Split(w_, q, p)});
+      if (t == w_.dead_at[q] && w_.frozen_at[q] > t) {
+        found.lo = t;
+        found.hi = t + 2 * L_;
+      } else {
+        Silence(t, &found);
+      }
+      ready_lo = std::max(ready_lo, found.lo);
+      ready_hi = std::max(ready_hi, found.hi + 2 * L_);
+    }
+    const double deadline = hi + kMaxSilenceS + o_.grace_s + kEndingWaitS + 2 * L_;
+    const double t_lo = all ? std::min(ready_lo, deadline)
+                            : lo + kMaxSilenceS + o_.grace_s + kEndingWaitS;
+    const double t_hi = all ? std::min(ready_hi, deadline) : deadline;
+    st.story += "; shim " + std::to_string(h) + " reached by " + std::to_string(reached) +
+                " of " + std::to_string(w_.n);
+    // (Unsure: the shims counted may be fewer, never more.)
+    const bool majority = reached * 2 > w_.n;
+    if (!majority || unsure) {
+      // No majority: the heir's side ends (125). An old root alive (a
+      // partition) goes on with its own view of the losses.
+      State no = st;
+      no.story += "; no majority at the heir";
+      if (!dies) {
+        TakeLoss(no, loss, lo, hi);
+      } else {
+        for (int s = 0; s < w_.n; ++s)
+          if (s != r && !reach.count(s) && w_.In(s)) no.fixed[s] = OutsideBits(s);
+        Final(no, 125, t_lo, t_hi, {}, "majority");
+      }
+    }
+    if (!majority) return;
+    // The takeover.
+    st.story += "; shim " + std::to_string(h) + " takes the job at " + FormatNumber(t_lo, "%.2f") +
+                "-" + FormatNumber(t_hi, "%.2f") + " s";
+    // The attempt under way (decided since the last restart or not) ends
+    // with the root's loss: the heir's record holds the attempts up to the
+    // last restart.
+    using Phase = State::Phase;
+    if (st.phase == Phase::kRound || st.phase == Phase::kRoundBlocked) {
+      if (!st.attempts.empty()) st.attempts.pop_back();
+      if (!st.past.empty()) st.past.pop_back();
+    }
+    ForeseenAttempt a;
+    a.code = 125;
+    a.announced = true;
+    st.attempts.push_back(a);
+    const double duration = lo - st.t_lo;
+    st.past.push_back({125, duration >= kProgressS || (!p_.quiet && st.t_hi + kFirstOutputS + L_ <=
+                                                                        lo - kLastWordsS),
+                       duration});
+    // The old root and every shim that did not reach the heir are retired.
+    std::vector<int> parent(static_cast<size_t>(w_.n), World::kOutside);
+    for (int s = 0; s < w_.n; ++s) {
+      if (reach.count(s)) {
+        parent[static_cast<size_t>(s)] = s == h ? -1 : relinked.count(s) ? h : w_.parent[s];
+        continue;
+      }
+      if (!st.fixed.count(s))
+        st.fixed[s] = s == r && w_.dead_at[r] < kInf ? static_cast<uint8_t>(kNoExit)
+                                                     : OutsideBits(s);
+      if (st.gone.insert(s).second) Retire(&st, s);
+    }
+    for (int s : reach)
+      if (w_.unfit_at[s] < lo) Retire(&st, s);
+    st.replaced = true;
+    st.streak_shim = -1;  // a loss breaks a node's streak
+    st.streak = 0;
+    st.lost_alive.clear();
+    st.heir_lost_lo = st.heir_lost_hi = -1;
+    st.nospare_lo = st.nospare_hi = -1;
+    st.root = h;
+    st.extra_halt = {-1, -1};
+    if (!dies) st.extra_halt = {lo, hi};  // the old root may have halted its side first
+    st.retired_maybe.clear();
+    // The restart, after the back-off (kRestarted fills the places left).
+    const double backoff = Backoff(st.past);
+    st.phase = Phase::kRound;
+    st.round = Event{};
+    st.round.kind = Kind::kRestarted;
+    st.round.lo = t_lo + backoff;
+    st.round.hi = t_hi + backoff + 4 * L_;
+    st.round_from = t_lo;
+    st.pending = st.round;
+    st.pending_same = false;
+    st.pending_code = 125;
+    st.now = t_lo;
+    // The job goes on in the tree the heir holds.
+    World saved = w_;
+    std::vector<Event> saved_statics = statics_;
+    std::set<int> dropped;
+    std::swap(dropped, st.dropped);
+    w_ = Facts(p_, o_, h, parent, relinked, lo, t_hi);
+    BuildStatics(t_hi);
+    Step(st);
+    w_ = std::move(saved);
+    statics_ = std::move(saved_statics);
   }
 
   // (--spares) Rank 0's verdict on a failed attempt: the streak of the node
@@ -862,6 +1297,9 @@ class Seer {
     f.retired_max.insert(st.retired_maybe.begin(), st.retired_maybe.end());
     f.decided_lo = lo;
     f.decided_hi = hi;
+    f.root = st.root;
+    f.loose = st.loose;
+    f.no_record = st.no_record;
     f.halts = st.halts;
     f.extra_halt = st.extra_halt;
     f.restart_times = st.restart_times;
@@ -922,7 +1360,7 @@ class Seer {
         }
         ways.push_back({sig, sig, own_signal});
       }
-      if (s != 0 && w_.cutoff[s] < kInf) {
+      if (s != w_.root && w_.cutoff[s] < kInf) {
         uint8_t cut = kExit125;
         // Its own failure, when its rank failed in this attempt and no
         // verdict reached it; its part's end, when that came first; a
@@ -934,7 +1372,7 @@ class Seer {
         if (w_.fails[s] && code != 0 && seen >= p_.max_restarts) cut |= kExit7;
         // Or the stop of a failing shim above it on its side, which heard no
         // verdict either and had no restart left.
-        for (int a = w_.parent[s]; a > 0; a = w_.parent[a])
+        for (int a = w_.parent[s]; a >= 0 && a != w_.root; a = w_.parent[a])
           if (w_.fails[a] && Runs(st, a) && code != 0 && seen >= p_.max_restarts) cut |= kExit7;
         // (It runs on in the attempt it was cut off in.)
         double own_end = kInf;
@@ -969,6 +1407,8 @@ class Seer {
         if (w_.dead_at[s] < first_lo) bits = kNoExit;
         else bits |= kNoExit;
       }
+      // It left the tree at a takeover: what it ended with then.
+      if (auto it = st.fixed.find(s); it != st.fixed.end()) bits = it->second;
       f.codes[s] = bits;
     }
     out_.push_back(std::move(f));
@@ -1010,95 +1450,7 @@ std::string ExitBitsText(uint8_t bits) {
   return out.empty() ? "nothing" : out;
 }
 
-// --spares, rank 0's shim lost (docs/control-plane.md, "A new root"): a
-// plan whose one fault kills or freezes rank 0's shim, or cuts it off
-// from more than half of the shims. The root's heir (its first child) takes
-// the job when it is on the other side and more than half of the shims
-// reach it: the shims that do (H) end their ranks, the root's node and every
-// shim not in H are retired, a spare takes each NODE_RANK left empty, and
-// the next attempt (which ends well) ends the job with 0 on every shim of H.
-// The rest: the old root alive loses more than half and ends its part
-// (125), a shim cut off from both ends its own (125). Empty when the plan
-// is not such a plan or the heir cannot take the job (then the rules of
-// Seer hold: the old root, cut off from more than half, ends its part).
-static std::vector<Foreseen> RootLoss(const FaultPlan& p, const OracleSetup& o) {
-  const World w = Facts(p, o);
-  if (p.spares <= 0 || p.faults.size() != 1 || w.n < 3 || p.quiet || p.max_restarts < 1 ||
-      o.heir <= 0)
-    return {};
-  const Fault& f = p.faults[0];
-  const bool dies = (f.kind == FaultKind::kKill || f.kind == FaultKind::kFreeze) && f.shim == 0;
-  std::set<int> H;
-  if (dies) {
-    for (int s = 1; s < w.n; ++s) H.insert(s);
-  } else if (f.kind == FaultKind::kPartition) {
-    int cut = 0;
-    for (int s = 1; s < w.n; ++s)
-      if (w.cutoff[s] < kInf) ++cut;
-    if (cut * 2 <= w.n) return {};  // rank 0 keeps the job
-    std::vector<bool> in(w.n, false);
-    for (int g : f.group) in[g] = true;
-    if (!in[o.heir]) return {};
-    for (int s = 1; s < w.n; ++s) {
-      bool whole = in[s];
-      for (int a = w.parent[s]; whole && a > 0; a = w.parent[a]) whole = in[a];
-      if (whole) H.insert(s);
-    }
-  } else {
-    return {};
-  }
-  if (static_cast<int>(H.size()) * 2 <= w.n) return {};
-  Foreseen out;
-  const double t = f.at_s;
-  out.story = std::string(FaultKindName(f.kind)) + "@" + FormatNumber(t, "%.3f") +
-              ": rank 0's shim lost; shim " + std::to_string(o.heir) + " takes the job with " +
-              std::to_string(H.size()) + " of " + std::to_string(w.n) + " shims";
-  // Each NODE_RANK of a shim not in H to a spare in H, lowest first.
-  const int nodes = w.n - p.spares;
-  std::vector<int> holders, spares;
-  for (int s = nodes; s < w.n; ++s)
-    if (H.count(s)) spares.push_back(s);
-  size_t next = 0;
-  bool filled = true;
-  for (int n = 0; n < nodes; ++n) {
-    if (H.count(n)) {
-      holders.push_back(n);
-    } else if (next < spares.size()) {
-      holders.push_back(spares[next++]);
-    } else {
-      filled = false;
-    }
-  }
-  out.decided_lo = t;
-  out.decided_hi = t + 400;
-  if (f.kind == FaultKind::kPartition) out.extra_halt = {t, t + kMaxSilenceS + 2};
-  ForeseenAttempt lost;
-  lost.code = 125;
-  out.ended.push_back(lost);
-  for (int s = 0; s < w.n; ++s)
-    if (!H.count(s)) out.retired.insert(s);
-  out.retired_max = out.retired;
-  out.takeover = true;
-  if (filled) {
-    out.code = 0;
-    out.restarts = 1;
-    out.rosters.push_back(holders);
-    out.restart_times.emplace_back(t, t + 2 * kMaxSilenceS + o.grace_s + 30 + 10);
-    out.story += "; restart 1 with a spare";
-  } else {
-    out.code = 125;
-    out.refused = "nospare";
-    out.attempts.push_back(lost);
-    out.story += "; no spare left";
-  }
-  out.codes.assign(w.n, kExit125);
-  for (int s : H) out.codes[s] = filled ? kExit0 : kExit125;
-  if (dies) out.codes[0] = kNoExit;
-  return {out};
-}
-
 std::vector<Foreseen> Foresee(const FaultPlan& plan, const OracleSetup& setup) {
-  if (std::vector<Foreseen> r = RootLoss(plan, setup); !r.empty()) return r;
   return Seer(plan, setup).Run();
 }
 

@@ -39,7 +39,9 @@ struct OracleSetup {
   double startup_s = 30;    // a silent link is allowed 30 s this long after go
   double term_s = 0.05;     // ranks end this long after SIGTERM (unless stubborn)
   double slack_s = 0.25;    // the tree's latency: a word reaches everyone within it
-  int heir = -1;            // --spares: the root's heir (its first child)
+  // Every shim but rank 0's, in the order it linked to its parent as the
+  // job joined (a root's first child still linked is its heir).
+  std::vector<int> join_order;
 };
 
 // One attempt as failure.json's "attempts" must list it.
@@ -78,10 +80,14 @@ struct Foreseen {
   // heard one by one: the first had a spare, the next had none).
   std::pair<double, double> extra_halt{-1, -1};
   std::vector<uint8_t> codes;  // per shim: the exit codes it may end with
-  // The root's heir took the job (the run's record is the heir's). When
-  // foreseen beside other faults (rank 0 lost more than half the shims),
-  // only the exit codes are: `loose`.
-  bool takeover = false, loose = false;
+  // The shim that holds the job at the end: rank 0's, or a heir that took
+  // it (the run's record is that shim's). `loose`: a compound of faults
+  // these rules do not order, foreseen by its exit codes and root alone.
+  int root = 0;  // (-2: any)
+  bool loose = false;
+  // The root ends without writing the job's record (a heir it lost alive
+  // may hold the job beyond a cut).
+  bool no_record = false;
 };
 
 // Every way the run may go (at least one).

@@ -68,9 +68,10 @@ std::vector<std::string> Differences(const FaultPlan& plan, const Foreseen& f,
       if (out.size() > 3) return out;
     }
   }
-  if (f.takeover != (run.root != 0)) {
+  if (f.root != run.root && f.root != -2) {
     out.push_back(run.root != 0 ? "shim " + std::to_string(run.root) + " took the job"
                                 : std::string("no heir took the job"));
+    if (f.root > 0) out.back() += " (foreseen: shim " + std::to_string(f.root) + ")";
     return out;
   }
   if (f.loose) return out;
@@ -103,6 +104,13 @@ std::vector<std::string> Differences(const FaultPlan& plan, const Foreseen& f,
                   Num(f.decided_lo) + "-" + Num(f.decided_hi) + " s");
   if (!run.has_final) return out;
   const LinkOrder& o = run.final_order;
+  // A root that may have been replaced beyond a cut writes no record.
+  if (f.no_record) {
+    if (!o.attempts_json.empty() || !o.retired_json.empty() || !o.failure_json.empty())
+      out.push_back("the root wrote the job's record (" + o.why_not.substr(0, 120) +
+                    "), though a heir it lost may hold the job");
+    return out;
+  }
   // failure.json: the attempts and why no restart followed.
   if (plan.max_restarts > 0 && root.code != 0 && root.code != 143) {
     auto j = ParseJson(o.attempts_json.empty() ? "[]" : o.attempts_json);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "shim/base/clock.h"
+#include "shim/base/json_read.h"
 #include "shim/base/units.h"
 #include "shim/control/door.h"
 #include "shim/control/job_machine.h"
@@ -143,6 +144,7 @@ class Shim : public LinkIo, public JobChannel {
   int restart_orders = 0;
   std::vector<double> restart_orders_at;  // when it took each restart order
   std::vector<int> nodes;  // --spares: its NODE_RANK in each restart (-1: none)
+  std::vector<std::string> maddrs;  // and its ranks' MASTER_ADDR ("": the job's)
   bool has_final = false;
   LinkOrder final_order;  // its stop (rank 0's: the job's record)
   std::string join, hello;  // its join and its hello, as the network saw them
@@ -169,7 +171,10 @@ std::optional<LinkOrder> Shim::TakeOrder() {
       ++restart_orders;
       restart_order_at = now_;
       restart_orders_at.push_back(now_);
-      if (o->roster) nodes.push_back(o->node_rank);
+      if (o->roster) {
+        nodes.push_back(o->node_rank);
+        maddrs.push_back(o->master_addr);
+      }
       break;
     case LinkOrder::Kind::kStop:
       procs.stopped = true;
@@ -309,6 +314,7 @@ class Cluster {
   std::string violation_;
   RunRecord record_;
   int job_root_ = 0;  // the shim that holds the job (rank 0's, or a heir that took it)
+  std::vector<int> join_order_;  // each shim as it linked to its parent at the join
 };
 
 void ScheduleProc(Cluster* w, int shim, double at, size_t child, bool straggler, uint64_t epoch,
@@ -489,6 +495,7 @@ void Cluster::Hello(Shim& s, Shim& j, double at) {
     return Violate("shim " + std::to_string(s.id()) + "'s door refused its child " +
                    std::to_string(j.id()) + ": " + v.why);
   s.tree.AddChild(v.rank, v.host, ListenAddress(NodeAddr(j.id()), v.port), at);
+  join_order_.push_back(v.rank);
   auto welcome = Msg::Decode(DoorAnswer(prover_, "welcome", "tree", challenge, v).Encode());
   if (!welcome.ok() || !ProvesDoor(prover_, "tree", *welcome, challenge, nonce, j.id()))
     return Violate("shim " + std::to_string(j.id()) + " found its parent's welcome without its "
@@ -709,7 +716,8 @@ void Cluster::OnFault(const Fault& f, double now) {
   if (f.kind == FaultKind::kStranger || f.kind == FaultKind::kReplay ||
       f.kind == FaultKind::kTwin)
     return AtTreeDoor(f, now);
-  Shim& s = *shims_[static_cast<size_t>(f.shim)];
+  // "the root": the shim that holds the job now.
+  Shim& s = *shims_[static_cast<size_t>(f.shim == Fault::kRoot ? job_root_ : f.shim)];
   if (s.exited || s.killed) return;
   switch (f.kind) {
     case FaultKind::kFreeze:
@@ -761,7 +769,10 @@ void Cluster::TookOver(const Shim& s) {
     const Shim& o = *op;
     if (o.id() == s.id() || !o.machine().root() || o.exited || dead_.count(o.id())) continue;
     const JobState os = o.machine().state();
-    if (os == JobState::kStopped || os == JobState::kSignalled) continue;
+    // (A heir still electing holds nothing: only one side can gather more
+    // than half of the shims.)
+    if (os == JobState::kStopped || os == JobState::kSignalled || os == JobState::kElecting)
+      continue;
     return Violate("two roots: shim " + std::to_string(s.id()) + " took the job at " +
                    FormatNumber(now_ - root_go_, "%.3f") + " s while shim " +
                    std::to_string(o.id()) + " still held it (state " + JobStateName(os) + ")");
@@ -952,7 +963,7 @@ void Cluster::Check(SimResult* r) {
     // The tree as the join made it (a shim linked to a new root since has
     // another parent now).
     setup.parent = Parents();
-    if (!shims_[0]->tree.children().empty()) setup.heir = shims_[0]->tree.children().front();
+    setup.join_order = join_order_;
     for (const auto& sp : shims_) {
       ShimRecord rec;
       rec.exited = sp->exited;
@@ -1037,6 +1048,14 @@ void Cluster::CheckRosters() {
     }
     for (int h : rosters.back())
       if (!seen.count(h)) dropped.insert(h);
+    // MASTER_ADDR moves with NODE_RANK 0 to where its new holder's node is
+    // (the address rank 0's door saw it come from; "" on rank 0's node).
+    const int h0 = holders[0];
+    const std::string maddr = h0 == 0 || NodeAddr(h0) == NodeAddr(0) ? "" : NodeAddr(h0);
+    if (m->Str("maddr") != maddr)
+      return Violate("restart order at " + FormatNumber(at, "%.3f") + " s gives MASTER_ADDR '" +
+                     m->Str("maddr") + "'; NODE_RANK 0's holder, shim " + std::to_string(h0) +
+                     ", is at '" + maddr + "'");
     rosters.push_back(holders);
   }
   for (const auto& sp : shims_) {
@@ -1048,6 +1067,14 @@ void Cluster::CheckRosters() {
         return Violate("shim " + std::to_string(s.id()) + " started ranks in attempt " +
                        std::to_string(a + 1) + ", which gives it no NODE_RANK");
     }
+    for (size_t k = 0; k < s.maddrs.size() && k + 1 < rosters.size(); ++k) {
+      const int h0 = rosters[k + 1][0];
+      const std::string maddr = h0 == 0 || NodeAddr(h0) == NodeAddr(0) ? "" : NodeAddr(h0);
+      if (s.maddrs[k] != maddr)
+        return Violate("shim " + std::to_string(s.id()) + "'s ranks would get MASTER_ADDR '" +
+                       s.maddrs[k] + "' in attempt " + std::to_string(k + 2) + ", not '" +
+                       maddr + "'");
+    }
     for (size_t k = 0; k < s.nodes.size(); ++k) {
       const std::vector<int>& r = rosters[std::min(k + 1, rosters.size() - 1)];
       const auto it = std::find(r.begin(), r.end(), s.id());
@@ -1058,6 +1085,50 @@ void Cluster::CheckRosters() {
                        "; its order gave it " + std::to_string(want));
     }
   }
+  // The job's record: each attempt's NODE_RANKs' hosts as its order gave
+  // them, and each retired shim under its host and the NODE_RANK it held.
+  const Shim& root = *shims_[static_cast<size_t>(job_root_)];
+  if (!root.has_final) return;
+  auto attempts = ParseJson(root.final_order.attempts_json.empty() ? "[]"
+                                                                    : root.final_order.attempts_json);
+  if (attempts.ok())
+    for (const JsonValue& a : attempts->items) {
+      const JsonValue* number = a.Find("attempt");
+      const JsonValue* hosts = a.Find("nodes");
+      const int k = number ? std::atoi(number->text.c_str()) - 1 : -1;
+      if (k < 0 || k >= static_cast<int>(rosters.size())) continue;
+      std::string want, got;
+      for (int h : rosters[static_cast<size_t>(k)]) want += (want.empty() ? "" : ",") + HostOf(h);
+      if (hosts)
+        for (const JsonValue& v : hosts->items) got += (got.empty() ? "" : ",") + v.text;
+      if (got != want)
+        return Violate("failure.json's attempt " + std::to_string(k + 1) + " lists its nodes as [" +
+                       got.substr(0, 200) + "], not [" + want.substr(0, 200) + "]");
+    }
+  auto retired = ParseJson(root.final_order.retired_json.empty() ? "[]"
+                                                                  : root.final_order.retired_json);
+  if (retired.ok())
+    for (const JsonValue& r : retired->items) {
+      const JsonValue* shim = r.Find("shim");
+      const JsonValue* host = r.Find("host");
+      const JsonValue* node = r.Find("node");
+      const JsonValue* attempt = r.Find("attempt");
+      if (!shim) continue;
+      const int id = std::atoi(shim->text.c_str());
+      if (!host || host->text != HostOf(id))
+        return Violate("failure.json retires shim " + std::to_string(id) + " under host '" +
+                       (host ? host->text : "") + "', not '" + HostOf(id) + "'");
+      const int k = attempt ? std::atoi(attempt->text.c_str()) - 1 : -1;
+      if (node && node->kind == JsonValue::Kind::kNumber && k >= 0 &&
+          k < static_cast<int>(rosters.size())) {
+        const int at = std::atoi(node->text.c_str());
+        const std::vector<int>& held = rosters[static_cast<size_t>(k)];
+        if (at < 0 || at >= static_cast<int>(held.size()) || held[static_cast<size_t>(at)] != id)
+          return Violate("failure.json retires shim " + std::to_string(id) + " from NODE_RANK " +
+                         std::to_string(at) + " in attempt " + std::to_string(k + 1) +
+                         ", which another held");
+      }
+    }
 }
 
 // --spares: from the failure (or loss) that led to the first restart that
