@@ -226,6 +226,18 @@ bool JobMachine::LoadRecord(const std::string& what) {
     for (int s : Roster::Decode(gone))
       if (s >= 0 && s < c_.size && s != c_.rank) gone_.insert(s);
   gone_.insert(old_root);
+  // The losses the root heard after its record.
+  for (const std::string& note : gone_notes_) {
+    auto g = Msg::Decode(note);
+    if (!g.ok()) continue;
+    const int lost = static_cast<int>(g->Int("shim", -1));
+    for (int s : Roster::Decode(g->Str("cut")))
+      if (s >= 0 && s < c_.size && s != c_.rank && gone_.insert(s).second)
+        roster_->Retire(s, HostOf(s), LostReason(lost, s, g->Str("what")),
+                        static_cast<int>(g->Int("attempt", restarts_ + 1)));
+  }
+  // A loss breaks a node's streak (the attempt under way ends with one).
+  roster_->NoteFirstFailure(-1);
   well_.clear();
   fails_.clear();
   const std::string lost = EscapeControl(what);

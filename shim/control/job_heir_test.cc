@@ -361,6 +361,37 @@ TEST(JobHeir, ANewRootStoppedFromOutsideWritesTheJobsRecord) {
   EXPECT_NE(last->attempts_json.find("\"exit_code\":143"), std::string::npos);
 }
 
+// A shim lost after the root's last record: the root says so to its heir,
+// which neither waits for it at its election (it waited until the
+// deadline, 62 s) nor gives it a place (a spare lost is no spare).
+TEST(JobHeir, TheHeirHearsOfTheLossesAfterItsRecord) {
+  FakePorts root_ports;
+  root_ports.heir = 1;
+  root_ports.children_done = false;
+  root_ports.linked = true;
+  JobMachine root(Config(0, 6, 2), &root_ports);  // NODE_RANKs 0-3, spares 4 and 5
+  root.NoteHost(4, "h4", "10.0.0.4");
+  root.NoteHost(5, "h5", "10.0.0.5");
+  root.Start(0);
+  root.OnShimLost(4, "the control plane lost rank 4's shim on h4 (closed)", false, 10);
+  ASSERT_EQ(root_ports.to.size(), 2u);
+  EXPECT_EQ(Msg::Decode(root_ports.to[1].second)->type(), "gone");
+  FakePorts ports;
+  ports.children_done = false;
+  ports.linked = true;
+  JobMachine heir(Config(1, 6, 2), &ports);
+  heir.Start(0);
+  heir.OnRecord(root_ports.to[0].second);
+  heir.OnGone(root_ports.to[1].second);
+  heir.OnRootLost(true, false, "the control plane lost rank 0's shim (closed)", 40);
+  heir.OnChildrenDone({0, 0}, 40.1);
+  for (int s : {2, 3, 5}) FromChild(&heir, Ended(s), 40.2);
+  // Taken at once (nothing waits for shim 4); NODE_RANK 0 to shim 5.
+  ASSERT_EQ(ports.down.back().type(), "restart");
+  EXPECT_EQ(ports.down.back().Str("nodes"), "5,1-3");
+  EXPECT_EQ(ports.down.back().Str("maddr"), "10.0.0.5");
+}
+
 TEST(JobHeir, NoHeirTakesOverWithoutARecordOrARestartLeft) {
   FakePorts ports;
   JobMachine m(Config(1), &ports);

@@ -142,7 +142,13 @@ class JobMachine {
   // heir), and then says it happened: this shim is the heir, or it linked
   // to the heir; `silent`: the root's link fell silent (it may live on the
   // other side of a cut) rather than closed.
-  void OnRecord(const std::string& frame) { record_ = frame; }
+  void OnRecord(const std::string& frame) {
+    record_ = frame;
+    gone_notes_.clear();
+  }
+  // The root's word that shims were lost since its record ("gone"): the
+  // heir retires them too should it take the job.
+  void OnGone(const std::string& frame) { gone_notes_.push_back(frame); }
   bool MayTakeOver(bool as_heir) const;
   void OnRootLost(bool as_heir, bool silent, const std::string& what, double now);
   bool root() const { return root_; }
@@ -193,6 +199,7 @@ class JobMachine {
   void NoteWell(int shim, double now);
   void OnFinish(double now);
   void RetireLost(int shim, const std::string& what, double now);
+  std::string LostReason(int lost, int s, const std::string& what) const;
   void NoteStreak(const FailNote& first, double now);
   bool RetireOrStop(int shim, const std::string& reason, double now);
   void StopNoSpare(const std::string& why, double now);
@@ -200,6 +207,9 @@ class JobMachine {
   bool HeirLostAlive(double now) const;
   bool HeirMayHoldJob() const;
   bool Counted(int shim) const { return !gone_.count(shim); }
+  // The attempt under way, or (backing off) the one that just ended: a
+  // node retired then was retired in it.
+  int Attempt() const { return state_ == JobState::kBackingOff ? restarts_ : restarts_ + 1; }
   bool AllIn(const std::set<int>& heard) const;
   void RecheckRound(double now);
   std::string RosterLines(const std::vector<int>& before) const;
@@ -279,6 +289,7 @@ class JobMachine {
   double heir_lost_at_ = -1;
   bool root_silent_ = false;    // a heir electing: the root's link fell silent
   std::string record_;          // the heir: the root's last record
+  std::vector<std::string> gone_notes_;  // and the losses since (OnGone)
   int lost_root_ = -1;          // a heir electing: the root it takes the place of
   std::map<int, double> orphans_;  // the heir, not electing: shims linked here, until when
   double elect_until_ = 0;      // electing: the shims that reach the heir by then count

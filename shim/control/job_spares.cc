@@ -80,15 +80,21 @@ void JobMachine::RetireLost(int shim, const std::string& what, double now) {
   std::vector<int> cut = {shim};
   for (int s : BelowOf(shim)) cut.push_back(s);
   bool held = false;
+  std::vector<int> fresh;
   for (int s : cut) {
     if (!gone_.insert(s).second) continue;
+    fresh.push_back(s);
     well_.erase(s);
-    held |= roster_->Retire(s, HostOf(s),
-                            s == shim ? "lost: " + what
-                                      : "cut off: " + ShimName(shim, HostOf(shim)) +
-                                            " above it in the tree was lost",
-                            restarts_ + 1);
+    held |= roster_->Retire(s, HostOf(s), LostReason(shim, s, what), Attempt());
   }
+  // The heir hears of it: its record (the attempt's start) does not say.
+  if (root_ && heir_ >= 0 && !gone_.count(heir_) && !fresh.empty())
+    ports_->SendTo(heir_, Msg("gone")
+                              .Set("shim", shim)
+                              .Set("what", what)
+                              .Set("cut", Roster::Runs(fresh))
+                              .Set("attempt", Attempt())
+                              .Encode());
   // A heir electing decides once the wait is over (job_heir.cc).
   if (state_ == JobState::kElecting) return CheckTakeover(now);
   // The heir lost: another takes its place, with the record.
@@ -136,6 +142,12 @@ void JobMachine::RetireLost(int shim, const std::string& what, double now) {
     default:
       break;  // backing off: the next attempt fills it
   }
+}
+
+// Why `s` is retired when `lost` was: it was, or it was below it.
+std::string JobMachine::LostReason(int lost, int s, const std::string& what) const {
+  return s == lost ? "lost: " + what
+                   : "cut off: " + ShimName(lost, HostOf(lost)) + " above it in the tree was lost";
 }
 
 // ---- A node that fails first, attempt after attempt

@@ -125,6 +125,10 @@ void TreeLinks::OnParentFrame(const std::string& frame, double now) {
     machine_.OnRecord(frame);
     return;
   }
+  if (t == "gone") {
+    machine_.OnGone(frame);
+    return;
+  }
   if (t == "abort") {
     abort_ = m->Str("why");
     SendDown(frame);

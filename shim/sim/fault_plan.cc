@@ -267,6 +267,8 @@ Status ParseSpec(const std::string& spec, int shims, std::mt19937_64* rng, Fault
       return Error{"--faults: '" + item + "' needs --shims 2 or more"};
     if (f.kind == FaultKind::kPartition) {
       if (who.empty()) who = std::to_string(other());
+      // "half": shims 1 to N/2 (an even job splits in two halves).
+      if (who == "half") who = shims >= 3 ? "1-" + std::to_string(shims / 2) : "1";
       auto g = ParseGroup(item, who, shims);
       if (!g.ok()) return g.error();
       f.group = std::move(*g);

@@ -34,7 +34,7 @@
 // A SPEC is a comma-separated list of KIND[@SECONDS][:SHIM], e.g.
 // "fail@12:37,freeze@40:5": the kinds above at a virtual time after rank 0's
 // go, on a shim (a random one when left out); a partition names its shims
-// as a range, "partition@40:5-9".
+// as a range, "partition@40:5-9", or "half" (shims 1 to N/2).
 #pragma once
 
 #include <cstdint>

@@ -266,6 +266,7 @@ struct State {
   double nospare_lo = -1, nospare_hi = -1;  // a "no spare left" that waits, until then
   bool no_record = false;  // the root ends without writing the job's record
   bool unfit_taken = false;  // (a restart's nodes unfit during the round, retired)
+  int signalled_running = -1;  // a shim signalled while its ranks surely ran
   int root = 0;
   std::map<int, uint8_t> fixed;
   bool loose = false;
@@ -580,8 +581,17 @@ class Seer {
     st.story += (st.story.empty() ? "" : "; ") + std::string(KindName(e.kind)) + " at " +
                 FormatNumber(lo, "%.2f") + "-" + FormatNumber(hi, "%.2f") + " s";
     switch (e.kind) {
-      case Kind::kSignal:
+      case Kind::kSignal: {
+        // Its ranks surely ran when it came: an attempt under way here,
+        // past its start, before its end: the status of the one that
+        // ended first after it (SIGKILL's, when they ignore SIGTERM).
+        const int s = *e.who.begin();
+        const double sig = w_.signal_at[s];
+        if (st.phase == State::Phase::kRunning && Runs(st, s) && st.t_hi + L_ < sig &&
+            (p_.quiet || st.t_lo + p_.run_s > sig + L_))
+          st.signalled_running = s;
         return Final(st, 143, lo, hi, {}, "");
+      }
       case Kind::kRootLost:
         return TakeRootLoss(st, e, lo, hi);
       case Kind::kLoss:
@@ -704,8 +714,12 @@ class Seer {
           if (unfit) st.pending_same = false;
           if (Vacant(st) > static_cast<int>(st.spare.size())) {
             st.story += unfit ? "; a node unfit, no spare left" : "; no spare left";
-            const double at = st.nospare_lo >= 0 ? std::max(lo, st.nospare_lo) : st.round_from;
-            return Final(st, 125, std::min(at, hi), hi, {}, "nospare");
+            // (After a heir lost alive, it waits out the heir's cut.)
+            if (Deferred(st, st.round_from))
+              return Final(st, 125, std::max(st.round_from, st.heir_lost_lo + kMaxSilenceS + 1),
+                           std::max(hi, st.heir_lost_hi + kMaxSilenceS + 1 + 2 * L_), {},
+                           "nospare");
+            return Final(st, 125, st.round_from, hi, {}, "nospare");
           }
         }
         // The round is over: the same failure twice without progress is
@@ -771,6 +785,27 @@ class Seer {
       if (w_.stubborn[s]) stubborn = true;
     }
     const double end_s = stubborn ? o_.grace_s : o_.term_s;
+    // (--spares) A node unfit by now says so as its ranks end, and is
+    // retired then: with no spare for its place the job ends there, unless
+    // a heir lost alive may yet hold it (the verdict waits out its cut).
+    if (spares_) {
+      State unfit = st;
+      bool any = false;
+      for (int s = 0; s < w_.n; ++s)
+        if (w_.unfit_at[s] <= lo && w_.In(s) && !unfit.gone.count(s) && !unfit.retired.count(s) &&
+            w_.dead_at[s] > hi && w_.cutoff[s] > hi) {
+          Retire(&unfit, s);
+          any = true;
+        }
+      if (any && Vacant(unfit) > static_cast<int>(unfit.spare.size())) {
+        if (!Deferred(st, lo)) {
+          unfit.story += "; a node unfit as its ranks end, no spare left";
+          return Final(unfit, 125, lo, hi + end_s + 2 * L_, {}, "nospare");
+        }
+        st.nospare_lo = st.heir_lost_lo + kMaxSilenceS + 1;
+        st.nospare_hi = st.heir_lost_hi + kMaxSilenceS + 1 + 2 * L_;
+      }
+    }
     const double backoff = same ? 0 : Backoff(st.past);
     st.now = lo;
     st.round = Event{};
@@ -819,7 +854,7 @@ class Seer {
     }
     if (silent) {
       for (int s : e.who)
-        if (w_.parent[s] == w_.root) st.lost_alive.insert(s);
+        if (w_.parent[s] == w_.root && !st.gone.count(s)) st.lost_alive.insert(s);
       if (heir >= 0 && e.who.count(heir) && !heir_last) {
         st.heir_lost_lo = lo;
         st.heir_lost_hi = hi;
@@ -978,6 +1013,12 @@ class Seer {
     }
   }
 
+  // A "no spare left" at `t` waits out the cut of a heir lost alive
+  // (job_spares.cc's HeirLostAlive).
+  bool Deferred(const State& st, double t) const {
+    return st.heir_lost_lo >= 0 && t < st.heir_lost_hi + kMaxSilenceS + 1 + L_;
+  }
+
   // A restart with no spare for a place left empty waits out a lost heir's
   // cut (the "no spare left" verdict comes then).
   void Defer(Event* restart, const State& st) const {
@@ -1031,11 +1072,22 @@ class Seer {
   // the attempt under way ends with the root's loss (125), and the job
   // restarts from there with the heir as its root. Without a majority the
   // heir's side ends (125); an old root alive goes on as its own losses say.
-  void TakeRootLoss(State st, const Event& e, double lo, double hi) {
+  void TakeRootLoss(const State& st, const Event& e, double lo, double hi) {
+    // A new root's heir is its first child as they linked: its own from the
+    // join, else one of the old root's children that linked to it, in an
+    // order the oracle cannot tell (each is followed).
+    const int first = HeirOf(st);
+    if (first < 0 || !w_.relinked.count(first)) return TakeRootLossTo(st, e, lo, hi, first);
+    std::vector<int> heirs;  // (a copy: each branch swaps the world)
+    for (int c : w_.kids[w_.root])
+      if (!st.gone.count(c)) heirs.push_back(c);
+    for (int c : heirs) TakeRootLossTo(st, e, lo, hi, c);
+  }
+
+  void TakeRootLossTo(State st, const Event& e, double lo, double hi, int h) {
     const int r = w_.root;
     const Fault& f = p_.faults[static_cast<size_t>(e.fault)];
     const bool dies = e.who.count(r) > 0;
-    const int h = HeirOf(st);
     Event loss = e;  // the root's own view of a partition
     loss.kind = Kind::kLoss;
     if (!dies && (h < 0 || !e.who.count(h))) {
@@ -1052,25 +1104,34 @@ class Seer {
       st.story += "; no heir can take the job";
       return Final(st, 125, lo, hi + kCutOffExitS, {}, "lost");
     }
-    const bool silent = f.kind != FaultKind::kKill || w_.cut_at[h] <= f.at_s;
-    // A relinked child's heir is one of several in an order the oracle
-    // cannot tell: foreseen loosely.
-    if (w_.relinked.count(h)) {
-      int relinked = 0;
-      for (int c : w_.relinked)
-        if (!st.gone.count(c)) ++relinked;
-      if (relinked > 1) st.loose = true;
-    }
+    // When a child of the root finds the root lost: a kill's closes at
+    // once, unless its own link to the root was cut before (then its
+    // silence, from the cut); a freeze's or a partition's silence.
+    auto found_by = [&](int c, Event* fe) {
+      const double cut = std::min(w_.cut_at[c], Split(w_, c, r));
+      if (f.kind == FaultKind::kKill && cut > f.at_s) {
+        RootFound(f, fe);
+        return false;
+      }
+      Silence(std::min(cut, f.at_s), fe);
+      return true;
+    };
+    Event hf;
+    const bool silent = found_by(h, &hf);
+    const double hlo = std::max(lo, hf.lo), hhi = std::max(hi, hf.hi);
+    bool unsure = w_.dead_at[h] <= hhi + 2 * L_;  // the heir lost as it finds the root lost
     // Who reaches the heir, and by when each says its ranks ended.
-    const double settle = hi + 4 * L_ + o_.grace_s + 1;
+    const double settle = hhi + 4 * L_ + o_.grace_s + 1;
+    const double deadline = hhi + kMaxSilenceS + o_.grace_s + kEndingWaitS + 2 * L_;
     std::set<int> reach, relinked;
-    bool unsure = false;
+    double ready_lo = silent ? hlo + kMaxSilenceS + 1 : hlo;
+    double ready_hi = silent ? hhi + kMaxSilenceS + 1 + 2 * L_ : hhi;
     std::function<void(int)> subtree = [&](int top) {
       reach.insert(top);
       for (int c : w_.kids[top]) {
         if (st.gone.count(c)) continue;
         const double gone = std::min(w_.dead_at[c], w_.cut_at[c]);
-        if (gone < lo) continue;
+        if (gone < hlo) continue;
         if (gone < settle) unsure = true;
         subtree(c);
       }
@@ -1078,49 +1139,29 @@ class Seer {
     subtree(h);
     for (int c : w_.kids[r]) {
       if (c == h || st.gone.count(c) || (!dies && !e.who.count(c))) continue;
-      Event found;
-      RootFound(f, &found);
+      Event cf;
+      const bool csilent = found_by(c, &cf);
       // (Its own link to the root is lost too: the one to the heir counts.)
-      const double gone = std::min(w_.dead_at[c], Split(w_, c, h));
-      if (gone < found.lo) continue;
-      if (gone < settle) unsure = true;
+      const double gone = std::min({w_.dead_at[c], Split(w_, c, h), w_.dead_at[h]});
+      if (gone < cf.lo || cf.lo > deadline) continue;
+      if (gone < cf.hi + 2 * L_ || cf.hi > deadline) unsure = true;
+      // One that finds the root silent before the heir did is stopped
+      // there at once (the heir cannot tell a frozen root from a cut link).
+      if (csilent && cf.hi < hf.lo) continue;
+      if (csilent && cf.lo < hf.hi) unsure = true;
+      if (csilent) {
+        ready_lo = std::max(ready_lo, cf.lo + kMaxSilenceS + 1);
+        ready_hi = std::max(ready_hi, cf.hi + kMaxSilenceS + 1 + 2 * L_);
+      }
       relinked.insert(c);
       subtree(c);
     }
     for (int s : reach)
-      if (w_.unfit_at[s] < settle && w_.unfit_at[s] >= lo) unsure = true;
+      if (w_.unfit_at[s] < settle && w_.unfit_at[s] >= hlo) unsure = true;
     const int reached = static_cast<int>(reach.size());
-    // (Faults on the shims that reached it, during the election: the
-    // oracle does not order them.)
-    for (const Fault& g : p_.faults)
-      if (&g != &f && g.at_s > f.at_s && g.at_s <= hi + 2 * kMaxSilenceS + o_.grace_s + 30 &&
-          (reach.count(g.shim) || g.shim == Fault::kRoot || g.kind == FaultKind::kPartition))
-        unsure = true;
-    if (unsure) {
-      // Faults on the shims it gathers while it gathers them: the heir may
-      // take the job or not, any of them may be lost or retired on the
-      // way; foreseen loosely (exit codes as wide as they come, the root).
-      for (int root : {r, h}) {
-        Foreseen lax;
-        lax.story = st.story + "; shim " + std::to_string(h) +
-                    (root == h ? " takes the job" : " does not take the job") +
-                    " (faults during its election: loosely)";
-        lax.root = root;
-        // (A later loss of the root then: any shim may hold the job.)
-        for (const Fault& g : p_.faults)
-          if (g.shim == Fault::kRoot && g.at_s > f.at_s) lax.root = -2;
-        lax.loose = true;
-        lax.codes.assign(static_cast<size_t>(w_.n), kExit0 | kExit7 | kExit124 | kExit125 |
-                                                       kExit137 | kExit143 | kNoExit);
-        out_.push_back(std::move(lax));
-      }
-      return;
-    }
     // Every shim that counts reached it, or was found lost by a shim that
     // did (with those below it): the heir need not wait for the election's
     // deadline.
-    double ready_lo = silent ? lo + kMaxSilenceS + 1 : lo;
-    double ready_hi = silent ? hi + kMaxSilenceS + 1 + 2 * L_ : hi;
     ready_hi = std::max(ready_hi, settle);
     bool all = true;
     for (int s = 0; s < w_.n && all; ++s) {
@@ -1144,10 +1185,38 @@ class Seer {
       ready_lo = std::max(ready_lo, found.lo);
       ready_hi = std::max(ready_hi, found.hi + 2 * L_);
     }
-    const double deadline = hi + kMaxSilenceS + o_.grace_s + kEndingWaitS + 2 * L_;
     const double t_lo = all ? std::min(ready_lo, deadline)
-                            : lo + kMaxSilenceS + o_.grace_s + kEndingWaitS;
+                            : hlo + kMaxSilenceS + o_.grace_s + kEndingWaitS;
     const double t_hi = all ? std::min(ready_hi, deadline) : deadline;
+    // (Faults on the shims that reached it, during the election: the
+    // oracle does not order them.)
+    for (const Fault& g : p_.faults)
+      if (&g != &f && g.at_s > f.at_s && g.at_s <= t_hi + L_ &&
+          (reach.count(g.shim) || g.shim == Fault::kRoot || g.kind == FaultKind::kPartition))
+        unsure = true;
+    if (unsure) {
+      // Faults on the shims it gathers while it gathers them: the heir may
+      // take the job or not, any of them may be lost or retired on the
+      // way; foreseen loosely (exit codes as wide as they come, the root).
+      for (int root : {r, h}) {
+        Foreseen lax;
+        lax.story = st.story + "; shim " + std::to_string(h) +
+                    (root == h ? " takes the job" : " does not take the job") +
+                    " (faults during its election: loosely)";
+        lax.root = root;
+        // (A later loss of the root then: any shim may hold the job.)
+        for (const Fault& g : p_.faults)
+          if ((g.shim == Fault::kRoot || g.kind == FaultKind::kPartition ||
+               g.kind == FaultKind::kKill || g.kind == FaultKind::kFreeze) &&
+              g.at_s > f.at_s)
+            lax.root = -2;
+        lax.loose = true;
+        lax.codes.assign(static_cast<size_t>(w_.n), kExit0 | kExit7 | kExit124 | kExit125 |
+                                                       kExit137 | kExit143 | kNoExit);
+        out_.push_back(std::move(lax));
+      }
+      return;
+    }
     st.story += "; shim " + std::to_string(h) + " reached by " + std::to_string(reached) +
                 " of " + std::to_string(w_.n);
     // (Unsure: the shims counted may be fewer, never more.)
@@ -1193,8 +1262,7 @@ class Seer {
         continue;
       }
       if (!st.fixed.count(s))
-        st.fixed[s] = s == r && w_.dead_at[r] < kInf ? static_cast<uint8_t>(kNoExit)
-                                                     : OutsideBits(s);
+        st.fixed[s] = s == r && dies ? static_cast<uint8_t>(kNoExit) : OutsideBits(s);
       if (st.gone.insert(s).second) Retire(&st, s);
     }
     for (int s : reach)
@@ -1267,13 +1335,19 @@ class Seer {
         st.streak_shim = -1;
         st.streak = 0;
         if (Vacant(st) > static_cast<int>(st.spare.size())) {
-          ForeseenAttempt a = st.pending_attempt;
-          a.announced = false;
-          a.ranks = {alone};
-          st.attempts.push_back(a);
-          st.story += "; no spare left";
-          Final(st, 125, lo, hi, {alone}, "nospare");
-          continue;
+          if (Deferred(st, lo)) {
+            // (After a heir lost alive the restart waits out its cut.)
+            st.nospare_lo = st.heir_lost_lo + kMaxSilenceS + 1;
+            st.nospare_hi = st.heir_lost_hi + kMaxSilenceS + 1 + 2 * L_;
+          } else {
+            ForeseenAttempt a = st.pending_attempt;
+            a.announced = false;
+            a.ranks = {alone};
+            st.attempts.push_back(a);
+            st.story += "; no spare left";
+            Final(st, 125, lo, hi, {alone}, "nospare");
+            continue;
+          }
         }
       }
       EndAttempt(st, st.pending_attempt, 7, st.pending_progress, st.pending_duration, lo, hi);
@@ -1295,6 +1369,11 @@ class Seer {
     f.retired = st.retired;
     f.retired_max = st.retired;
     f.retired_max.insert(st.retired_maybe.begin(), st.retired_maybe.end());
+    // A stop during a restart round: a node unfit by then may have said
+    // so, and been retired, as its ranks ended.
+    if (st.phase == State::Phase::kRound || st.phase == State::Phase::kRoundBlocked)
+      for (int s = 0; s < w_.n; ++s)
+        if (w_.unfit_at[s] <= hi) f.retired_max.insert(s);
     f.decided_lo = lo;
     f.decided_hi = hi;
     f.root = st.root;
@@ -1332,7 +1411,7 @@ class Seer {
       if (w_.signal_at[s] < kInf) {
         const double sig = w_.signal_at[s];
         own_signal = kExit143;
-        if (w_.stubborn[s]) own_signal |= kExit137;
+        if (w_.stubborn[s]) own_signal = s == st.signalled_running ? kExit137 : kExit143 | kExit137;
         bool failed_before = w_.fails[s] && w_.first_fail[s] <= sig + L_;
         if (w_.fails[s] && !p_.restarts_succeed)
           for (size_t k = 1; k < st.starts.size(); ++k)

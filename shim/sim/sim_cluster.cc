@@ -27,6 +27,7 @@
 #include "shim/control/tree_links.h"
 #include "shim/control/tree_plan.h"
 #include "shim/control/wire.h"
+#include "shim/plan/node_check.h"
 #include "shim/sim/fault_plan.h"
 #include "shim/sim/oracle.h"
 #include "shim/sim/sim_check.h"
@@ -206,13 +207,36 @@ class Cluster {
   void Send(int from, int to, const std::string& frame);
   std::vector<int> Below(int shim) const { return planner_->Below(shim); }
   std::vector<int> Parents() const { return planner_->Parents(o_.shims); }
-  // --spares: what shim `id`'s node check says now ("" when fit).
+  // --spares: what shim `id`'s node check says now ("" when fit): the real
+  // check (shim/plan/node_check.h) over the node as the job started (8
+  // GPUs, two InfiniBand ports) and as it is now: an "unfit" fault takes a
+  // GPU off the bus or sets a port DOWN (by the shim's parity).
   std::string Unfit(int id) const {
+    FabricReport now = NodeFabric();
+    int gpus = kNodeGpus;
     for (const Fault& f : plan_.faults)
       if (f.kind == FaultKind::kUnfit && f.shim == id && shims_[0]->started &&
-          now_ >= root_go_ + f.at_s)
-        return "mlx5_0 port 1 is DOWN (usable as the job started)";
-    return "";
+          now_ >= root_go_ + f.at_s) {
+        if (id % 2 == 0) now.devices[0].ports[0].state = "DOWN";
+        else gpus = kNodeGpus - 1;
+      }
+    return CheckNode(TakeBaseline(kNodeGpus, NodeFabric()), gpus, now);
+  }
+  static constexpr int kNodeGpus = 8;
+  static FabricReport NodeFabric() {
+    FabricReport r;
+    for (int d = 0; d < 2; ++d) {
+      IbDevice dev;
+      dev.name = "mlx5_" + std::to_string(d);
+      IbPort port;
+      port.port = 1;
+      port.state = "ACTIVE";
+      port.phys_state = "LinkUp";
+      port.link_layer = "InfiniBand";
+      dev.ports.push_back(port);
+      r.devices.push_back(dev);
+    }
+    return r;
   }
   bool Relink(int from, int heir, const std::string& addr, double now);
   // Each node's address (the address its shims' connections come from) and
