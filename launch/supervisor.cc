@@ -248,8 +248,10 @@ bool Supervisor::Start(size_t i, const LinkOrder* restart, int* code) {
   EnvSets sets = c.launch->env_sets;
   const bool node = c.launch->node_launcher;
   // NODE_RANK 0 moved to another node (--spares): the store is there.
-  if (restart && restart->roster && !restart->master_addr.empty())
+  if (restart && restart->roster && !restart->master_addr.empty()) {
     sets.emplace_back("MASTER_ADDR", restart->master_addr);
+    if (node) sets.emplace_back("PET_MASTER_ADDR", restart->master_addr);
+  }
   if (restart) {
     // The new attempt's store port: the old one may still be held.
     sets.emplace_back("MASTER_PORT", std::to_string(restart->master_port));

@@ -343,9 +343,6 @@ Status Validate(const po::variables_map& vm, const Origins& origin,
     if (o.spares > 0 && o.max_restarts <= 0)
       return Error{origin.Name("spares") + "=" + std::to_string(o.spares) +
                    " needs --max-restarts: a spare takes a retired node's place at a restart"};
-    if (o.spares > 0 && o.node_launcher)
-      return Error{"--node-launcher and " + origin.Name("spares") +
-                   " do not go together yet: a spare's NODE_RANK changes between attempts"};
   }
   if (vm.count("retire-after")) {
     auto n = ParseInt(origin.Name("retire-after"), str("retire-after"), 1, 10000);

@@ -394,23 +394,25 @@ class NetnsCluster(unittest.TestCase):
             self.assertNotIn("LEFTOVER", text)
 
 
-    def kill_rank_zeros_shim_mid_job(self, tmp, *mpirun_extra):
+    def kill_rank_zeros_shim_mid_job(self, tmp, *mpirun_extra,
+                                     command=("--nproc-per-node", "2", "--", PYTHON, CKPT)):
         """3 nodes, --spares 1, under mpirun: rank 0's shim (the control
-        plane's root; its ranks' parent) is SIGKILLed once the job trains.
+        plane's root; its ranks' ancestor) is SIGKILLed once the job trains.
         Returns mpirun's CompletedProcess."""
         # QUIET: the ranks write to $CKPT_DIR/log-R (mpirun's pipes are read
         # only at the end).
         env = clean_env(CKPT_DIR=tmp, FAIL_RANK="-1", EPOCHS="40", QUIET="1")
-        p = spawn(cluster_mpirun({1: 1, 2: 1, 3: 1}, SHIM, "--nproc-per-node", "2", "--spares",
-                                 "1", "--max-restarts", "2", "--log-dir", f"{tmp}/logs", "--",
-                                 PYTHON, CKPT, x=["CKPT_DIR", "FAIL_RANK", "EPOCHS", "QUIET"],
+        p = spawn(cluster_mpirun({1: 1, 2: 1, 3: 1}, SHIM, "--spares", "1", "--max-restarts",
+                                 "2", "--log-dir", f"{tmp}/logs", *command,
+                                 x=["CKPT_DIR", "FAIL_RANK", "EPOCHS", "QUIET"],
                                  extra=list(mpirun_extra)),
                   env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             self.assertTrue(wait_for(lambda: "epoch 1 saved" in slurp(f"{tmp}/log-1")
                                      if os.path.exists(f"{tmp}/log-1") else False, 180))
-            rank0 = int(slurp(f"{tmp}/pid-0-0"))
-            shim = int(slurp(f"/proc/{rank0}/stat").rsplit(")", 1)[1].split()[1])
+            shim = int(slurp(f"{tmp}/pid-0-0"))
+            while slurp(f"/proc/{shim}/comm").strip() != "aml-shim":
+                shim = int(slurp(f"/proc/{shim}/stat").rsplit(")", 1)[1].split()[1])
             os.kill(shim, 9)
             out, err = p.communicate(timeout=400)
         finally:
@@ -440,6 +442,32 @@ class NetnsCluster(unittest.TestCase):
             self.assertEqual(re.findall(r"final weights ([0-9a-f]{64})", slurp(f"{tmp}/log-0")),
                              undisturbed, text)
             self.assertFalse(os.path.exists(f"{tmp}/logs/failure.json"))
+
+    def test_torchrun_per_node_with_a_spare_survives_the_loss_of_rank_zeros_node(self):
+        # --spares with --node-launcher: torchrun on each node; rank 0's
+        # node (its shim, torchrun and workers) is lost; the heir takes the
+        # job, the spare's torchrun starts as NODE_RANK 0 (PET_NODE_RANK) with
+        # the store on its own node (PET_MASTER_ADDR moves with it), and the
+        # job ends with the undisturbed weights.
+        with tempfile.TemporaryDirectory() as alone:
+            r = run([SHIM, "--nproc-per-node", "4", "--", PYTHON, CKPT],
+                    env=clean_env(CKPT_DIR=alone, FAIL_RANK="-1", EPOCHS="40",
+                                  MASTER_PORT=free_port()), timeout=300)
+        undisturbed = re.findall(r"final weights ([0-9a-f]{64})", r.stdout)
+        with tempfile.TemporaryDirectory() as tmp:
+            os.chmod(tmp, 0o777)
+            r = self.kill_rank_zeros_shim_mid_job(
+                tmp, "--mca", "orte_enable_recovery", "1", "--mca",
+                "orte_abort_on_non_zero_status", "0",
+                command=("--node-launcher", "--", PYTHON, TORCHRUN, "--nproc_per_node", "2",
+                         CKPT))
+            text = r.stdout + r.stderr
+            self.assertEqual(r.returncode, 0, text)
+            self.assertIn("aml-shim: NODE_RANK 0 moves to rank 2's shim on", r.stderr)
+            self.assertIn("MASTER_ADDR moves with it", r.stderr)
+            self.assertIn("rank 0 resumed at epoch", slurp(f"{tmp}/log-0"))
+            self.assertEqual(re.findall(r"final weights ([0-9a-f]{64})", slurp(f"{tmp}/log-0")),
+                             undisturbed, text)
 
     def test_mpirun_ending_the_job_after_rank_zeros_loss_leaves_the_heirs_record(self):
         # Without recovery, mpirun ends every process a few seconds after

@@ -297,10 +297,6 @@ class Spares(unittest.TestCase):
                 env=clean_env(RANK=0, WORLD_SIZE=3, MASTER_ADDR="127.0.0.1"))
         self.assertEqual(r.returncode, 125)
         self.assertIn("--spares 3 leaves no node to run ranks", r.stderr)
-        r = run([SHIM, "--spares", "1", "--max-restarts", "1", "--node-launcher", "--", "true"],
-                env=clean_env(RANK=0, WORLD_SIZE=3, MASTER_ADDR="127.0.0.1"))
-        self.assertEqual(r.returncode, 125)
-        self.assertIn("--node-launcher and --spares", r.stderr)
 
 
 if __name__ == "__main__":
