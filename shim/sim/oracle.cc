@@ -839,18 +839,20 @@ class Seer {
   // them are retired. A spare's loss is only noted; a NODE_RANK's holder's
   // ends the attempt as a failure (a halt, then the verdict after the
   // window), unless no spare is left for it: the job ends with 125.
-  void TakeLoss(State st, const Event& e, double lo, double hi, bool heir_last = false) {
+  // `heir_is`: the root's heir, when a branch chose it among several.
+  void TakeLoss(State st, const Event& e, double lo, double hi, bool heir_last = false,
+                int heir_is = kHeirOf) {
     // A child of the root lost while it may live (its link fell silent:
     // frozen, cut, or beyond a partition), the root's heir among them: a
     // heir alive may take the job beyond the cut (job_spares.cc).
-    const int heir = HeirOf(st);
+    const int heir = heir_is != kHeirOf ? heir_is : HeirOf(st);
     const Fault* f = e.fault >= 0 ? &p_.faults[static_cast<size_t>(e.fault)] : nullptr;
     const bool silent = f && (f->kind != FaultKind::kKill ||
                               w_.cut_at[FaultShim(*f, w_.root, 0)] <= f->at_s);
     if (silent && heir >= 0 && e.who.count(heir) && e.who.size() > 1 && !heir_last) {
       // The losses of one moment are heard one by one: those heard before
       // the heir's may already leave no spare (its verdict, written, then).
-      TakeLoss(st, e, lo, hi, true);
+      TakeLoss(st, e, lo, hi, true, heir);
     }
     if (silent) {
       for (int s : e.who)
@@ -1029,6 +1031,7 @@ class Seer {
 
   // ---- A new root (docs/control-plane.md, "A new root")
 
+  static constexpr int kHeirOf = -3;  // (TakeLoss: the heir is HeirOf's)
   // The root's heir: its first child (in the order they linked) still in
   // the tree; -1: none.
   int HeirOf(const State& st) const {
@@ -1092,13 +1095,13 @@ class Seer {
     loss.kind = Kind::kLoss;
     if (!dies && (h < 0 || !e.who.count(h))) {
       // The heir stays with the root: its losses, as any.
-      return spares_ ? TakeLoss(st, loss, lo, hi) : Take(st, loss, lo, hi);
+      return spares_ ? TakeLoss(st, loss, lo, hi, false, h) : Take(st, loss, lo, hi);
     }
     st.dropped.insert(static_cast<int>(e.t));
     const bool can = spares_ && w_.n >= 3 && h >= 0 && st.restarts < p_.max_restarts &&
                      w_.dead_at[h] > hi;
     if (!can) {
-      if (!dies) return TakeLoss(st, loss, lo, hi);
+      if (!dies) return TakeLoss(st, loss, lo, hi, false, h);
       // No heir takes the job: every shim is cut off (a child of the root
       // writes why into failure.json).
       st.story += "; no heir can take the job";
@@ -1227,7 +1230,7 @@ class Seer {
       State no = st;
       no.story += "; no majority at the heir";
       if (!dies) {
-        TakeLoss(no, loss, lo, hi);
+        TakeLoss(no, loss, lo, hi, false, h);
       } else {
         for (int s = 0; s < w_.n; ++s)
           if (s != r && !reach.count(s) && w_.In(s)) no.fixed[s] = OutsideBits(s);
