@@ -126,4 +126,17 @@ if [ "$mode" = real ] && "$PY" -c 'import torch,sys; sys.exit(not torch.cuda.is_
 else
   echo "DDP over NCCL: skipped (no GPU or no CUDA PyTorch)"
 fi
+# 9. --spares: a node's NCCL check before another attempt (its GPUs
+#    all-reduce once more as its ranks end in a restart round), on one GPU
+#    (the unit test, with the real libraries: not judged, and fit).
+tests=build/shim/preflight/aml_preflight_tests
+if [ "$mode" = real ] && [ -x "$tests" ]; then
+  if one env AML_TEST_REAL_GPU=1 "$tests" --gtest_filter=NodeNcclCheck.OnARealGpu >"$out/9" 2>&1 &&
+     grep -q '\[  PASSED  \] 1 test' "$out/9"; then
+    report "node's NCCL check before a restart" ok "$(grep -o '([0-9]* ms)' "$out/9" | tail -1)"
+  else
+    report "node's NCCL check before a restart" FAIL "$(grep -m1 -A3 'Failure' "$out/9" | tr '\n' ' ')"
+  fi
+fi
+
 exit $fails

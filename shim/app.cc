@@ -32,6 +32,7 @@
 #include "shim/plan/tf_config.h"
 #include "shim/preflight/membership.h"
 #include "shim/preflight/nccl_stage.h"
+#include "shim/preflight/node_nccl_check.h"
 #include "shim/preflight/preflight.h"
 #include "shim/rendezvous/mpi_collective.h"
 #include "shim/rendezvous/world_rendezvous.h"
@@ -359,10 +360,14 @@ std::string RunId(const EnvSnapshot& env, const std::string& host) {
          std::to_string(g_started.tv_nsec);
 }
 
+// A node's NCCL check before another attempt (--spares): its bound, within
+// the root's wait for a restart round (--grace + 30 s).
+constexpr double kNodeNcclCheckS = 20;
+
 // The job-wide control plane (--fail-fast job, --hang-timeout): every shim
 // joins before any child starts. Null when off; exit code when it failed.
 Result<std::unique_ptr<ControlPlane>> JoinControlPlane(const Options& o, const World& world,
-                                                       const Planned& p,
+                                                       const Planned& p, const EnvSnapshot& env,
                                                        const std::string& host,
                                                        const Membership& member,
                                                        const std::string& run_id) {
@@ -387,8 +392,23 @@ Result<std::unique_ptr<ControlPlane>> JoinControlPlane(const Options& o, const W
         TakeBaseline(DriverGpus(o.proc_root), o.ib != IbMode::kOff ? ProbeSysfs(o.sysfs_root)
                                                                    : FabricReport{});
     const bool ports = o.ib != IbMode::kOff;
-    c.node_check = [baseline, ports, proc = o.proc_root, sysfs = o.sysfs_root] {
-      return CheckNode(baseline, DriverGpus(proc), ports ? ProbeSysfs(sysfs) : FabricReport{});
+    // With --preflight nccl --min-busbw, its GPUs' all-reduce too, on a
+    // thread of its own (shim/preflight/node_nccl_check.h).
+    std::shared_ptr<NodeNcclCheck> nccl;
+    if (o.preflight.nccl && o.min_busbw)
+      nccl = std::make_shared<NodeNcclCheck>(
+          world.rank.value, host, NcclSetup(o, world, p.children, env),
+          ApplyContract(env, p.children[0].vars), *o.min_busbw,
+          std::min(o.preflight_timeout_s, kNodeNcclCheckS));
+    c.node_check = [baseline, ports, nccl, proc = o.proc_root,
+                    sysfs = o.sysfs_root]() -> std::optional<std::string> {
+      std::string lost =
+          CheckNode(baseline, DriverGpus(proc), ports ? ProbeSysfs(sysfs) : FabricReport{});
+      if (!nccl) return lost;
+      std::optional<std::string> bandwidth = nccl->Poll();
+      if (!bandwidth) return std::nullopt;
+      if (!bandwidth->empty()) lost += (lost.empty() ? "" : "; ") + *bandwidth;
+      return lost;
     };
   }
   c.master_addr = world.master_addr.value;
@@ -452,7 +472,7 @@ int Run(const Options& o, const World& world, const Planned& p, const EnvSnapsho
     config.tag_output = p.tag;
     config.log_dir = o.log_dir;
     config.run_id = RunId(env, host);
-    auto plane = JoinControlPlane(o, world, p, host, member, config.run_id);
+    auto plane = JoinControlPlane(o, world, p, env, host, member, config.run_id);
     if (!plane.ok()) {
       LogError(plane.error().message);
       return kExitShimFailure;

@@ -360,6 +360,7 @@ double JobMachine::NextDeadline(double now) const {
   }
   if (failed_at_ > 0 && !Over()) ahead(failed_at_ + kVerdictWaitS);
   for (const auto& [shim, until] : orphans_) ahead(until);
+  if (checking_) next = std::min(next, now + kCheckPollS);
   return std::max(next, now);
 }
 
@@ -402,6 +403,7 @@ void JobMachine::OnTimer(double now) {
     }
   }
   RefuseOrphans(now);
+  if (checking_) MaybeSendEnded(now);  // its node's check may have answered
   // A failing node that heard no verdict, no restart left: its failure is
   // the job's end as far as the shims below it can know; they end their
   // ranks before it leaves (aml-plane-sim, seed 12302: it left them running).

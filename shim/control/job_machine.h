@@ -65,8 +65,10 @@ struct JobConfig {
   int ranks_per_node = 1;  // with spares: NODE_RANK n's ranks are n * this + i
   int retire_after = 2;    // --retire-after
   // With --spares: this node's check before another attempt ("" when fit,
-  // else what it lost: shim/plan/node_check.h); none: always fit.
-  std::function<std::string()> node_check;
+  // else what it lost: shim/plan/node_check.h; nothing yet while it runs,
+  // asked again until it answers: shim/preflight/node_nccl_check.h); none:
+  // always fit.
+  std::function<std::optional<std::string>()> node_check;
 };
 
 // What the machine needs of its overlay.
@@ -269,6 +271,7 @@ class JobMachine {
   double failed_at_ = 0;        // this node's first failure
   std::optional<Msg> own_failure_;  // and its stop, should no verdict come
   bool ended_sent_ = false;     // ending: this shim said its ranks ended
+  bool checking_ = false;       // and its node's check runs still
   int done_below_ = 0;          // shims below that ended well ("done")
   bool own_done_well_ = false;  // rank 0: its own ranks ended well
   bool cut_off_ = false;        // the parent's link was lost, or it left
@@ -323,5 +326,6 @@ constexpr double kFlushS = 1;           // last words before exit
 constexpr double kCollectS = 20;        // collecting at rank 0 (readers 10 s, SIGABRT 5 s)
 constexpr double kStopWaitS = 30;       // collecting elsewhere: rank 0's word after the stacks
 constexpr double kEndingS = 30;         // ending: past --grace, for every shim to end its ranks
+constexpr double kCheckPollS = 0.1;     // ending: a node's check that takes a while, asked again
 
 }  // namespace aml

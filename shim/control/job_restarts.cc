@@ -71,11 +71,20 @@ void JobMachine::FinalStop(const std::string& stop, LinkOrder own, const std::st
 // This node's ranks all ended after rank 0 said "end": say so (once).
 void JobMachine::MaybeSendEnded(double now) {
   if ((state_ != JobState::kEnding && state_ != JobState::kElecting) || !children_done_ ||
-      ended_sent_)
+      ended_sent_) {
+    checking_ = false;
     return;
+  }
+  // With spares, whether this node is still fit for another attempt (a
+  // check that takes a while answers later: OnTimer asks again).
+  std::string unfit;
+  if (Spares() && c_.node_check) {
+    const std::optional<std::string> checked = c_.node_check();
+    checking_ = !checked;
+    if (checking_) return;
+    unfit = *checked;
+  }
   ended_sent_ = true;
-  // With spares, whether this node is still fit for another attempt.
-  const std::string unfit = Spares() && c_.node_check ? c_.node_check() : "";
   if (root_) {
     NoteEnded(c_.rank, outcome_.first_output_wall, unfit, now);
     return;
@@ -180,7 +189,7 @@ void JobMachine::SendRestart(double now) {
 // its silence).
 void JobMachine::ResetRound(double now) {
   Enter(JobState::kRunning, now);
-  ended_sent_ = children_done_ = false;
+  ended_sent_ = children_done_ = checking_ = false;
   well_sent_ = replaced_ = false;
   well_.clear();
   failed_at_ = 0;

@@ -79,7 +79,8 @@ class Spares(unittest.TestCase):
         for rank in range(shims):
             env = clean_env(RANK=rank, WORLD_SIZE=shims, MASTER_ADDR="127.0.0.1",
                             MASTER_PORT=port, CKPT_DIR=tmp, FAIL_RANK="-1", FAIL_EPOCH="1")
-            env.update(extra_env or {})
+            env.update({k: str(v).replace("{shim}", str(rank))
+                        for k, v in (extra_env or {}).items()})
             if rank in bad:
                 env["BAD_NODE"] = "1"
             out = open(f"{tmp}/shim-{rank}.out", "w")
@@ -230,6 +231,39 @@ class Spares(unittest.TestCase):
                                       r"spare\); its last holder was retired: its check before "
                                       r"attempt 2 failed: mlx5_ib0 port 1 is DOWN \(usable as "
                                       r"the job started\)")
+            self.assertRegex(outs[2], r"\[rank 2\] rank 2 resumed at epoch [1-9]")
+            self.assertEqual(final_weights(outs[0]), self.weights8, text)
+            self.assertNotIn("LEFTOVER", text)
+
+    def test_a_node_under_the_nccl_floor_is_retired_before_the_next_attempt(self):
+        # --preflight nccl --min-busbw: each shim's 2 GPUs are stand-ins
+        # (tests/fakes: CUDA in host memory, NCCL over TCP). Mid-job node
+        # 1's NCCL slows 40-fold; a rank of node 0 dies; at the restart
+        # round every node all-reduces across its GPUs again: node 1 is
+        # under the floor, retired, and the spare takes NODE_RANK 1.
+        fakes = {"AML_SHIM_LIBCUDART": os.environ.get("AML_FAKE_CUDART", ""),
+                 "AML_SHIM_LIBNCCL": os.environ.get("AML_FAKE_NCCL", ""),
+                 "FAKE_CUDA_DEVICES": "2", "FAKE_NCCL_SLOW_MS": "300", "EPOCHS": "8",
+                 "FAIL_EPOCH": "99"}
+        if not fakes["AML_SHIM_LIBNCCL"]:
+            self.skipTest("the stand-in libraries (AML_FAKE_NCCL) are built by ctest")
+        with tempfile.TemporaryDirectory() as tmp:
+            fakes["FAKE_NCCL_SLOW_FILE"] = f"{tmp}/slow-{{shim}}"
+            procs = self.start(tmp, "--max-restarts", "2", "--preflight", "nccl",
+                               "--preflight-bytes", "4M", "--min-busbw", "0.05", extra_env=fakes)
+            self.assertTrue(wait_for(lambda: "epoch 1 saved" in slurp(f"{tmp}/shim-1.out"), 180),
+                            "\n".join(sum(self.outputs(tmp), [])))
+            open(f"{tmp}/slow-1", "w").close()
+            os.kill(int(slurp(f"{tmp}/pid-0-0")), signal.SIGKILL)
+            codes = [p.wait(timeout=300) for p in procs]
+            outs, errs = self.outputs(tmp)
+            text = "\n".join(outs + errs)
+            self.assertEqual(codes, [0, 0, 0], text)
+            self.assertRegex(errs[0], r"aml-shim: NODE_RANK 1 moves to rank 2's shim on \S+ \(a "
+                                      r"spare\); its last holder was retired: its check before "
+                                      r"attempt 2 failed: NCCL node 1 \(\S+\): 2 GPUs, "
+                                      r"all-reduce of 4 MiB in [0-9.]+ ms: busbw [0-9.]+ GB/s, "
+                                      r"algbw [0-9.]+ GB/s -- under --min-busbw 0.05 GB/s")
             self.assertRegex(outs[2], r"\[rank 2\] rank 2 resumed at epoch [1-9]")
             self.assertEqual(final_weights(outs[0]), self.weights8, text)
             self.assertNotIn("LEFTOVER", text)

@@ -7,7 +7,8 @@
 // ranks. Faults, for the process whose RANK equals the value:
 // FAKE_NCCL_CORRUPT_RANK (wrong sum), FAKE_NCCL_HANG_RANK (init never
 // returns), FAKE_NCCL_SLOW_RANK with FAKE_NCCL_SLOW_MS (each all-reduce
-// sleeps). FAKE_NCCL_VERSION overrides the version (22809).
+// sleeps; or every process while the file FAKE_NCCL_SLOW_FILE exists: a
+// node that became slow). FAKE_NCCL_VERSION overrides the version (22809).
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
@@ -166,8 +167,14 @@ int RunInits() {
   return 0;
 }
 
+// A node that became slow: FAKE_NCCL_SLOW_FILE names a file that exists.
+bool SlowNode() {
+  const char* f = std::getenv("FAKE_NCCL_SLOW_FILE");
+  return f && access(f, F_OK) == 0;
+}
+
 int RunReduces() {
-  if (ThisRank("FAKE_NCCL_SLOW_RANK")) {
+  if (ThisRank("FAKE_NCCL_SLOW_RANK") || SlowNode()) {
     const char* ms = std::getenv("FAKE_NCCL_SLOW_MS");
     std::this_thread::sleep_for(std::chrono::milliseconds(ms ? std::atoi(ms) : 100));
   }
