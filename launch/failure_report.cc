@@ -41,9 +41,30 @@ std::string Command(const std::vector<std::string>& argv) {
 
 }  // namespace
 
+namespace {
+
+// "==================== job failed ====================": the title in a
+// banner of kBannerWidth.
+constexpr size_t kBannerWidth = 52;
+std::string Banner(const std::string& title) {
+  const std::string t = " " + title + " ";
+  if (t.size() >= kBannerWidth) return t;
+  const size_t left = (kBannerWidth - t.size()) / 2;
+  return std::string(left, '=') + t + std::string(kBannerWidth - t.size() - left, '=');
+}
+
+}  // namespace
+
+std::string RetitleSummary(std::string summary, const std::string& title) {
+  const std::string was = Banner("job failed");
+  if (const size_t at = summary.find(was); at != std::string::npos)
+    summary.replace(at, was.size(), Banner(title));
+  return summary;
+}
+
 std::string FormatFailureSummary(const ChildOutcome& o, size_t tail_lines) {
   const std::string p = "aml-shim: ";
-  std::string out = p + "==================== job failed ====================\n";
+  std::string out = p + Banner("job failed") + "\n";
   out += p + "first failure: rank " + std::to_string(o.rank) + " (local rank " +
          std::to_string(o.local_rank) + ", node " + std::to_string(o.node_rank) +
          ", host " + o.host + ")\n";

@@ -27,6 +27,9 @@ std::vector<std::string> LastLines(const std::string& text, size_t n);
 
 // The stderr block, each line starting "aml-shim: ".
 std::string FormatFailureSummary(const ChildOutcome& o, size_t tail_lines = 20);
+// A summary whose failure ends an attempt, not the job (a restart follows):
+// its banner says `title` ("attempt 1 failed: restarting").
+std::string RetitleSummary(std::string summary, const std::string& title);
 // The same facts as one JSON object (DIR/failure.json), "run" its first key.
 std::string FailureJson(const ChildOutcome& o, size_t tail_lines = 20);
 // How every FailureJson of run `run_id` begins.

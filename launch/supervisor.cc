@@ -525,9 +525,12 @@ std::vector<RankStack> Supervisor::Stacks() {
 // Every rank, straggler and process group of the attempt is gone: the
 // restart's words, then each log and error file ready for the next attempt.
 void Supervisor::BeginRestart(const LinkOrder& order, bool print_own_failure) {
+  // The failure ends this attempt, not the job: its banner says so.
+  const std::string title =
+      "attempt " + std::to_string(order.restart) + " failed: restarting";
   if (print_own_failure)
-    err_sink_.Write(FormatFailureSummary(Outcome(*machine_.first_failure())));
-  err_sink_.Write(order.message + order.line);
+    err_sink_.Write(RetitleSummary(FormatFailureSummary(Outcome(*machine_.first_failure())), title));
+  err_sink_.Write(RetitleSummary(order.message, title) + order.line);
   for (size_t i = 0; i < children_.size() && node_rank_ >= 0; ++i) {
     if (logs_) {
       // Each log keeps every attempt, the next after this line.

@@ -28,6 +28,9 @@ ROOT=${AML_RELEASE_ROOT:-/var/cache/aml-shim/bullseye-amd64}
 MAX_GLIBC=2.17
 NEED_MB=1500   # the Debian 11 build root (771 MB) and the build in it
 log=$(mktemp)
+# debootstrap, chroot and friends live in /usr/sbin, which a user's PATH
+# may lack.
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 trap 'rm -f "$log"' EXIT
 step() { echo "release: $*"; }
 fail() { echo "release: $1 (log: last lines below)" >&2; tail -20 "$log" >&2; exit 1; }
@@ -54,7 +57,10 @@ if [ "$local_build" = 1 ]; then
     command -v "$tool" >/dev/null || { echo "release: $tool is missing: scripts/setup.sh installs it" >&2; exit 1; }
   done
   step "building with scripts/build.sh (this machine's compiler and glibc)"
-  scripts/build.sh >"$log" 2>&1 || fail "scripts/build.sh failed"
+  # The binary says the version its name carries (--version); the build
+  # directory goes back to the project's plain version afterwards.
+  scripts/build.sh -DAML_SHIM_VERSION="$version" >"$log" 2>&1 || fail "scripts/build.sh failed"
+  trap 'rm -f "$log"; cmake -S . -B build -DAML_SHIM_VERSION="$base" >/dev/null 2>&1' EXIT
   glibc=$(objdump -T build/aml-shim | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' |
           sort -t. -k1,1n -k2,2n -u | tail -1)
   local_name=$name-glibc$glibc

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What the README's two commands download and take on disk, measured where
 # a newcomer starts: a fresh Debian 12 root (debootstrap --variant=minbase,
-# made once and kept, scripts/debian-root.sh), where apt is asked (answering
+# made once and kept, scripts/debian-root.sh) with git, where apt is asked (answering
 # no) what installing each of scripts/setup.sh's package sets would fetch and
 # use. Prints one line per set, in MB:
 #   sizes: build download 95 disk 380
@@ -14,6 +14,9 @@ ROOT=${AML_SIZES_ROOT:-/var/cache/aml-shim/bookworm-minbase}
 [ "$(id -u)" = 0 ] || { echo "sizes: needs root (debootstrap, chroot); run it with sudo" >&2; exit 1; }
 scripts/debian-root.sh bookworm "$ROOT" >&2
 chroot "$ROOT" sh -c 'apt-get update -qq' >&2
+# The README's newcomer has git (the clone): its packages are not counted.
+chroot "$ROOT" sh -c 'command -v git >/dev/null ||
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends git >/dev/null' >&2
 # The package sets, as scripts/setup.sh names them.
 sets=$(sed -n '/^build=(/,/^)/p; /^demo=(/p; /^tests=(/,/^)/p' scripts/setup.sh)
 build=$(echo "$sets" | sed -n '/^build=(/,/^)/p' | tr -d '()' | sed 's/^build=//' | tr '\n' ' ')

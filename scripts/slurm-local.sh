@@ -6,9 +6,27 @@
 #   scripts/slurm-local.sh munge   # only munged (scripts/slurm-netns.sh uses it)
 # State lives under $AML_SLURM_DIR (default /tmp/aml-shim-slurm); the
 # configuration is $AML_SLURM_DIR/slurm.conf (export SLURM_CONF to use it).
-set -euo pipefail
-# A failing step must say which: set -e alone exits without a word.
+set -Eeuo pipefail
+# A failing step must say which: set -e alone exits without a word (-E: in
+# functions too).
 trap 'echo "slurm: line $LINENO failed: $BASH_COMMAND" >&2' ERR
+# What it needs, each named: nothing starts without them.
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
+if [[ ${1:-} != stop ]]; then
+  missing=()
+  for tool in munged munge unmunge slurmctld slurmd sinfo; do
+    command -v "$tool" >/dev/null || missing+=("$tool")
+  done
+  if ((${#missing[@]})); then
+    echo "slurm: ${missing[*]} not installed: sudo apt-get install slurm-wlm munge" \
+      "(scripts/setup.sh --tests installs them)" >&2
+    exit 1
+  fi
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "slurm: needs root (it starts munged, slurmctld and slurmd): sudo $0 $*" >&2
+    exit 1
+  fi
+fi
 dir=${AML_SLURM_DIR:-/tmp/aml-shim-slurm}
 conf=$dir/slurm.conf
 host=$(hostname -s)

@@ -6,6 +6,19 @@
 # user, the build is yours and ctest runs under sudo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+case "${1:-}" in
+  -h|--help)
+    cat <<'USAGE'
+usage: scripts/test.sh [CTEST ARGS...]
+Installs the test dependencies (scripts/setup.sh --tests), builds, and runs
+every test with ctest in build/. Arguments go to ctest, e.g.:
+  scripts/test.sh -R e2e.test_spares     one test file
+  scripts/test.sh -L unit                the unit tests
+  scripts/test.sh -E 'e2e\.'             all but the end-to-end tests
+docs/testing.md says what each covers and how long they take.
+USAGE
+    exit 0 ;;
+esac
 scripts/setup.sh --tests
 scripts/build.sh
 cd build

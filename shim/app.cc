@@ -115,6 +115,14 @@ Result<Resolved> Resolve(const Options& o, const EnvSnapshot& env) {
   if (!pmix.ok()) return pmix.error();
   if (*pmix) plan = PlanMaster(o, env, *world);
   if (!plan.ok()) return plan.error();
+  // One shim alone, no launcher, no port given: nothing else needs to know
+  // the port in advance, so a free one (torchrun's --standalone does the
+  // same); torchrun's 29500 collides with another job on the machine.
+  if (auto* known = std::get_if<MasterKnown>(&*plan);
+      known && world->source == Launcher::kSingleton && world->size.value == 1 &&
+      known->port.why.rfind("default", 0) == 0)
+    if (auto free = ListenAny(0); free.ok())
+      known->port = {free->port, "a free port (one shim alone: nothing else needs it before)"};
   if (o.node_launcher && world->local_size.value > 1)
     return Error{"--node-launcher runs one launcher per node, but " + world->local_size.why +
                  " says " + std::to_string(world->local_size.value) +

@@ -267,6 +267,7 @@ struct State {
   bool no_record = false;  // the root ends without writing the job's record
   bool unfit_taken = false;  // (a restart's nodes unfit during the round, retired)
   int signalled_running = -1;  // a shim signalled while its ranks surely ran
+  bool restart_deferred = false;  // a restart that waits out a lost heir's cut, re-queued
   int root = 0;
   std::map<int, uint8_t> fixed;
   bool loose = false;
@@ -523,6 +524,19 @@ class Seer {
 
   void Step(State st) {
     if (++steps_ > 20000) return;  // a bound on the search
+    // A bound on its depth (a rule that takes an event without moving on
+    // would recurse for ever): said, as no outcome at all.
+    struct Depth {
+      int* d;
+      ~Depth() { --*d; }
+    } depth{&depth_};
+    if (++depth_ > kMaxDepth) {
+      Foreseen f;
+      f.story = st.story + "; the oracle went " + std::to_string(kMaxDepth) + " events deep";
+      f.codes.assign(static_cast<size_t>(w_.n), 0);
+      out_.push_back(std::move(f));
+      return;
+    }
     std::vector<Event> ev;
     for (size_t i = 0; i < statics_.size(); ++i) {
       if (st.dropped.count(static_cast<int>(i))) continue;
@@ -713,13 +727,20 @@ class Seer {
           st.unfit_taken = false;
           if (unfit) st.pending_same = false;
           if (Vacant(st) > static_cast<int>(st.spare.size())) {
+            // After a heir lost alive the restart waits out its cut: what
+            // comes meanwhile (another loss, the root's own) comes first.
+            if (!st.restart_deferred && Deferred(st, lo)) {
+              st.restart_deferred = true;
+              st.nospare_lo = st.heir_lost_lo + kMaxSilenceS + 1;
+              st.nospare_hi = st.heir_lost_hi + kMaxSilenceS + 1 + 2 * L_;
+              st.pending = e;
+              st.pending.lo = std::max(lo, st.nospare_lo);
+              st.pending.hi = std::max(hi, st.nospare_hi);
+              st.now = lo;
+              return Step(st);
+            }
             st.story += unfit ? "; a node unfit, no spare left" : "; no spare left";
-            // (After a heir lost alive, it waits out the heir's cut.)
-            if (Deferred(st, st.round_from))
-              return Final(st, 125, std::max(st.round_from, st.heir_lost_lo + kMaxSilenceS + 1),
-                           std::max(hi, st.heir_lost_hi + kMaxSilenceS + 1 + 2 * L_), {},
-                           "nospare");
-            return Final(st, 125, st.round_from, hi, {}, "nospare");
+            return Final(st, 125, st.nospare_lo >= 0 ? lo : st.round_from, hi, {}, "nospare");
           }
         }
         // The round is over: the same failure twice without progress is
@@ -860,6 +881,11 @@ class Seer {
       if (heir >= 0 && e.who.count(heir) && !heir_last) {
         st.heir_lost_lo = lo;
         st.heir_lost_hi = hi;
+        if (st.nospare_lo >= 0) {  // a restart that waits, waits for this cut now
+          st.restart_deferred = false;
+          st.nospare_lo = lo + kMaxSilenceS + 1;
+          st.nospare_hi = hi + kMaxSilenceS + 1 + 2 * L_;
+        }
       }
     }
     st.dropped.insert(static_cast<int>(e.t));
@@ -905,8 +931,8 @@ class Seer {
       for (const Event& l : st.losses)
         if (l.hi >= lo) named.insert(l.who.begin(), l.who.end());
       for (size_t i = 0; i < statics_.size(); ++i)
-        if (statics_[i].kind == Kind::kLoss && !st.dropped.count(static_cast<int>(i)) &&
-            statics_[i].lo <= hi)
+        if ((statics_[i].kind == Kind::kLoss || statics_[i].kind == Kind::kRootLost) &&
+            !st.dropped.count(static_cast<int>(i)) && statics_[i].lo <= hi)
           named.insert(statics_[i].who.begin(), statics_[i].who.end());
       for (int s : named) {
         std::vector<int> cut = Below(s);
@@ -1197,6 +1223,10 @@ class Seer {
       if (&g != &f && g.at_s > f.at_s && g.at_s <= t_hi + L_ &&
           (reach.count(g.shim) || g.shim == Fault::kRoot || g.kind == FaultKind::kPartition))
         unsure = true;
+    // A heir lost alive that the root renamed after the cut: the children
+    // cut off with it may still hold the old one as the heir.
+    const bool stale = st.heir_lost_lo >= 0 && f.at_s < st.heir_lost_hi + 2 * L_;
+    if (stale) unsure = true;
     if (unsure) {
       // Faults on the shims it gathers while it gathers them: the heir may
       // take the job or not, any of them may be lost or retired on the
@@ -1206,7 +1236,7 @@ class Seer {
         lax.story = st.story + "; shim " + std::to_string(h) +
                     (root == h ? " takes the job" : " does not take the job") +
                     " (faults during its election: loosely)";
-        lax.root = root;
+        lax.root = stale ? -2 : root;
         // (A later loss of the root then: any shim may hold the job.)
         for (const Fault& g : p_.faults)
           if ((g.shim == Fault::kRoot || g.kind == FaultKind::kPartition ||
@@ -1504,7 +1534,8 @@ class Seer {
   bool spares_ = false;
   std::set<std::string> refused_also_;  // (Final) other reasons as good as `refused`
   std::vector<Foreseen> out_;
-  int steps_ = 0;
+  int steps_ = 0, depth_ = 0;
+  static constexpr int kMaxDepth = 400;
 };
 
 }  // namespace

@@ -5,7 +5,7 @@ import stat
 import tempfile
 import unittest
 
-from harness import SHIM, clean_env, main, run
+from harness import SHIM, SRC, clean_env, main, run
 
 
 class Cli(unittest.TestCase):
@@ -29,34 +29,28 @@ class Cli(unittest.TestCase):
                     "AML_SHIM_"]:
             self.assertIn(opt, r.stdout)
 
-    def test_cmake_install_strip_installs_a_stripped_binary_and_the_man_page(self):
-        # README "Install", from source: `cmake --install build --strip`
-        # (the build's binary carries 43 MB of debug information).
+    def test_install_script_installs_a_stripped_binary_and_uninstalls_cleanly(self):
+        # README "Install", from source: scripts/install.sh (cmake --install
+        # --strip; the build's binary carries 43 MB of debug information),
+        # then --uninstall: every file, and the folders they leave empty.
         build = os.path.dirname(os.path.realpath(SHIM))
-        if not os.path.exists(os.path.join(build, "cmake_install.cmake")):
-            self.skipTest(f"{SHIM} is not in a CMake build directory")
-        # cmake writes install_manifest.txt into the build: the one of the
-        # user's own `cmake --install` (README's uninstall reads it) is kept.
-        manifest = os.path.join(build, "install_manifest.txt")
-        kept = open(manifest, "rb").read() if os.path.exists(manifest) else None
-
-        def restore():
-            if kept is None:
-                if os.path.exists(manifest):
-                    os.unlink(manifest)
-            else:
-                with open(manifest, "wb") as f:
-                    f.write(kept)
-        self.addCleanup(restore)
-        with tempfile.TemporaryDirectory() as prefix:
-            r = run(["cmake", "--install", build, "--prefix", prefix, "--strip"])
+        if os.path.realpath(build) != os.path.realpath(os.path.join(SRC, "build")):
+            self.skipTest(f"{SHIM} is not this checkout's build/ (scripts/install.sh's)")
+        with tempfile.TemporaryDirectory() as tmp:
+            prefix = os.path.join(tmp, "prefix")
+            r = run([os.path.join(SRC, "scripts", "install.sh"), "--prefix", prefix])
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             binary = os.path.join(prefix, "bin", "aml-shim")
             sections = run(["readelf", "-S", "-W", binary]).stdout
             self.assertNotIn(".debug_info", sections)
             self.assertNotIn(".symtab", sections)
             self.assertTrue(os.path.exists(os.path.join(prefix, "share", "man", "man1", "aml-shim.1")))
+            self.assertTrue(os.path.exists(os.path.join(prefix, "share", "doc", "aml-shim", "README.md")))
             self.assertEqual(run([binary, "--version"]).stdout, run([SHIM, "--version"]).stdout)
+            self.assertIn(f"uninstall: scripts/install.sh --uninstall --prefix {prefix}", r.stdout)
+            r = run([os.path.join(SRC, "scripts", "install.sh"), "--uninstall", "--prefix", prefix])
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertEqual(os.listdir(prefix), [])
 
     def test_version(self):
         r = run([SHIM, "--version"])

@@ -49,8 +49,10 @@ class Restart(unittest.TestCase):
             text = r.stdout + r.stderr
             self.assertEqual(r.returncode, 0, text)
             self.assertRegex(r.stderr, RESTART_LINE)
-            # The failure of the first attempt is shown, once.
-            self.assertEqual(text.count("==== job failed ===="), 1, text)
+            # The failure of the first attempt is shown, once, as an
+            # attempt's end: the job did not fail.
+            self.assertEqual(text.count("==== attempt 1 failed: restarting ===="), 1, text)
+            self.assertNotIn("job failed", text)
             self.assertIn("[rank 3] rank 3 resumed at epoch 2", r.stdout)
             self.assertEqual(final_weights(r.stdout), self.weights, text)
             self.assertNotIn("LEFTOVER", text)
@@ -239,7 +241,8 @@ class Restart(unittest.TestCase):
             self.assertEqual(r.returncode, 0, text)
             # Both shims mark the restart; rank 0's prints the failure once.
             self.assertEqual(len(RESTART_LINE.findall(r.stderr)), 2, text)
-            self.assertEqual(text.count("==== job failed ===="), 1, text)
+            self.assertEqual(text.count("==== attempt 1 failed: restarting ===="), 1, text)
+            self.assertNotIn("job failed", text)
             self.assertEqual(final_weights(r.stdout), self.weights, text)
             self.assertNotIn("LEFTOVER", text)
 
