@@ -33,7 +33,14 @@ stage "making the Debian $suite root in $root (once; a few minutes; kept for lat
 rm -rf "$root"
 mkdir -p "$root"
 stage "1/2 debootstrap --variant=minbase $suite from $(mirror) (about 30 s)"
-debootstrap --variant=minbase "$suite" "$root" "$(mirror)" >"$log" 2>&1 || fail "debootstrap $suite failed"
+# A suite newer than this debootstrap knows (Debian 14, forky, on Debian
+# 12) is made with sid's script, as its own would be.
+script=()
+if [ ! -e "/usr/share/debootstrap/scripts/$suite" ] && [ -e /usr/share/debootstrap/scripts/sid ]; then
+  script=(/usr/share/debootstrap/scripts/sid)
+fi
+debootstrap --variant=minbase "$suite" "$root" "$(mirror)" "${script[@]}" >"$log" 2>&1 ||
+  fail "debootstrap $suite failed"
 took
 echo "deb $(mirror) $suite main" >"$root/etc/apt/sources.list"
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
@@ -41,8 +48,12 @@ if [ $# -gt 0 ]; then
   stage "2/2 apt-get install in the root: $*"
   # apt's own summary (how much it downloads) is shown; its progress lines go to the log.
   # (pipefail: the pipeline fails when the chroot's apt does.)
-  if ! chroot "$root" sh -c 'export DEBIAN_FRONTEND=noninteractive; apt-get update -qq &&
-      apt-get install -y --no-install-recommends "$@" && apt-get clean' sh "$@" 2>&1 |
+  # (A testing suite's Release file may be past its Valid-Until on the
+  # mirror: forky's was.)
+  if ! chroot "$root" sh -c 'export DEBIAN_FRONTEND=noninteractive
+      o="-o Acquire::Check-Valid-Until=false"
+      apt-get $o update -qq && apt-get $o install -y --no-install-recommends "$@" &&
+      apt-get clean' sh "$@" 2>&1 |
       tee "$log" | { grep -E "^(Need to get|After this operation)" | sed "s/^/debian-root:   /"; true; }; then
     fail "installing $* in the $suite root failed"
   fi
