@@ -1,0 +1,60 @@
+// One rank's flight-recorder dump (PyTorch's record of its recent
+// collectives, docs/control-plane.md "Naming the culprit"), reduced to what
+// names a hang's culprit: for each of the rank's process groups, the last
+// collective it entered (enqueued), started and completed, and two of its
+// entries: the last it entered and the first it has not completed, each
+// with its op, sizes, dtype, state and the caller's frame. The dump is read
+// by pickle.h (bounded, nothing executed); the summary is bounded too
+// (kMaxGroups groups, short strings): its bytes do not grow with the
+// recorder's buffer or the job.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shim/base/result.h"
+
+namespace aml {
+
+// One collective of a group, as the rank entered it.
+struct FrOp {
+  int64_t seq = -1;   // its sequence number in the group (-1: none)
+  std::string op;     // "all_reduce" (the profiling name less "nccl:"/"gloo:")
+  std::string sizes;  // the input sizes, "[[1048576]]"
+  std::string dtype;  // "Float"
+  std::string state;  // "scheduled", "started", "completed"
+  std::string frame;  // "<module> (train.py:6)": the first frame outside torch
+};
+
+struct FrGroup {
+  std::string pg;     // the group's name in the dump ("0")
+  std::string desc;   // "default_pg"
+  std::string ranks;  // its global ranks, compact ("0-7"; "" when the dump did not say)
+  int64_t enqueued = -1, started = -1, completed = -1;  // last sequence numbers
+  FrOp last;     // the last it entered (seq == enqueued)
+  FrOp pending;  // the first not completed (seq == completed + 1), when other than last
+};
+
+struct FrSummary {
+  int rank = -1;
+  std::string version;  // the dump's format ("2.10")
+  std::vector<FrGroup> groups;
+  int more_groups = 0;  // past kMaxGroups, only counted
+};
+
+constexpr size_t kMaxGroups = 16;
+constexpr size_t kMaxFrDump = 64 << 20;  // a dump past this is refused unread
+
+// The summary of `dump` (a pickle) written by the job's `rank`; the error
+// is one line (a malformed, foreign or oversized dump).
+Result<FrSummary> SummarizeDump(std::string_view dump, int rank);
+
+// The summary as one compact JSON object, and back (what the control plane
+// carries up the tree with the rank's stack). Parsing bounds every string
+// and the number of groups again: the bytes come from another host.
+std::string FrSummaryJson(const FrSummary& s);
+Result<FrSummary> ParseFrSummary(std::string_view json);
+
+}  // namespace aml
