@@ -60,17 +60,35 @@ std::string ReadErrorFileText(const std::string& path) {
   return ReadNoFollow(AT_FDCWD, path, kMaxErrorFile);
 }
 
+namespace {
+
+// Empties the directory open as `dfd` (and those in it, `depth` deep); closes it.
+void EmptyDir(int dfd, int depth) {
+  DIR* d = fdopendir(dfd);
+  if (!d) {
+    close(dfd);
+    return;
+  }
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    if (unlinkat(dfd, name.c_str(), 0) != 0 && errno == EISDIR && depth > 0) {
+      const int sub = openat(dfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub >= 0) EmptyDir(sub, depth - 1);
+      unlinkat(dfd, name.c_str(), AT_REMOVEDIR);
+    }
+  }
+  closedir(d);
+}
+
+}  // namespace
+
 void RemoveErrorDir(const std::string& dir) {
   // Most runs write no error file: an empty directory goes in one call.
   if (rmdir(dir.c_str()) == 0 || errno == ENOENT) return;
-  if (DIR* d = opendir(dir.c_str())) {
-    const int dfd = dirfd(d);
-    while (dirent* e = readdir(d)) {
-      std::string name = e->d_name;
-      if (name != "." && name != "..") unlinkat(dfd, name.c_str(), 0);
-    }
-    closedir(d);
-  }
+  // The flight recorder's python/ and fr-N/ are one level down.
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) EmptyDir(fd, 1);
   rmdir(dir.c_str());
 }
 

@@ -54,5 +54,24 @@ TEST_F(ErrorFile, NothingFromAbsentGarbledOrLinkedFiles) {
   EXPECT_FALSE(ReadErrorFile(ErrorFilePath(dir_, 2)).has_value());
 }
 
+TEST_F(ErrorFile, TheDirectoryGoesWithTheFlightRecordersOwn) {
+  // python/ (the agent) and fr-0/ (an attempt's pipes and dumps) inside:
+  // TearDown finds nothing left. A link to a directory is removed, not
+  // followed.
+  ASSERT_EQ(mkdir((dir_ + "/python").c_str(), 0700), 0);
+  Write(dir_ + "/python/sitecustomize.py", "#");
+  ASSERT_EQ(mkdir((dir_ + "/fr-0").c_str(), 0700), 0);
+  ASSERT_EQ(mkfifo((dir_ + "/fr-0/pipe-rank-0.pipe").c_str(), 0600), 0);
+  Write(dir_ + "/fr-0/dump-rank-0", "x");
+  const std::string outside = dir_ + "-outside";
+  ASSERT_EQ(mkdir(outside.c_str(), 0700), 0);
+  Write(outside + "/keep", "k");
+  ASSERT_EQ(symlink(outside.c_str(), (dir_ + "/fr-1").c_str()), 0);
+  RemoveErrorDir(dir_);
+  EXPECT_EQ(access((outside + "/keep").c_str(), F_OK), 0);
+  unlink((outside + "/keep").c_str());
+  rmdir(outside.c_str());
+}
+
 }  // namespace
 }  // namespace aml

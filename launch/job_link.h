@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "launch/flight/fr_dump.h"
+
 namespace aml {
 
 // This node's first failing rank, as the summary describes it.
@@ -26,9 +28,15 @@ struct LocalFailure {
 
 // One rank's stack, read when the job was judged hung.
 struct RankStack {
+  RankStack() = default;
+  RankStack(int r, std::string t, std::string sig)
+      : rank(r), text(std::move(t)), signature(std::move(sig)) {}
   int rank = 0;
   std::string text;       // the full dump (or why there is none)
   std::string signature;  // its innermost frames, one line; "" when none
+  // Its flight record's summary (launch/flight/fr_dump.h), or why none.
+  std::optional<FrSummary> fr;
+  std::string fr_why;
 };
 
 // This node's children all ended (an attempt of the job is over here).

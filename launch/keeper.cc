@@ -40,26 +40,35 @@ void CloseAllBut(int keep, int max_fd) {
     if (fd != keep) close(fd);
 }
 
-// Removes the files in `dir` (no subdirectory is expected) and `dir`, with
-// no allocation (the keeper runs after a fork): getdents64 into the stack.
+// Removes what is in the directory open as `fd` (files, and the
+// directories in it to `depth` levels: the flight recorder's python/ and
+// fr-N/) with no allocation (the keeper runs after a fork): getdents64 into
+// the stack. Closes `fd`.
+void EmptyDirNoAlloc(int fd, int depth) {
+  alignas(8) char buf[4096];
+  for (;;) {
+    const long got = syscall(SYS_getdents64, fd, buf, sizeof buf);
+    if (got <= 0) break;
+    for (long at = 0; at < got;) {
+      // struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name.
+      unsigned short reclen;
+      std::memcpy(&reclen, buf + at + 16, sizeof reclen);
+      const char* name = buf + at + 19;
+      if (std::strcmp(name, ".") != 0 && std::strcmp(name, "..") != 0 &&
+          unlinkat(fd, name, 0) != 0 && errno == EISDIR && depth > 0) {
+        const int sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub >= 0) EmptyDirNoAlloc(sub, depth - 1);
+        unlinkat(fd, name, AT_REMOVEDIR);
+      }
+      at += reclen;
+    }
+  }
+  close(fd);
+}
+
 void RemoveDirNoAlloc(const char* dir) {
   const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd >= 0) {
-    alignas(8) char buf[4096];
-    for (;;) {
-      const long got = syscall(SYS_getdents64, fd, buf, sizeof buf);
-      if (got <= 0) break;
-      for (long at = 0; at < got;) {
-        // struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name.
-        unsigned short reclen;
-        std::memcpy(&reclen, buf + at + 16, sizeof reclen);
-        const char* name = buf + at + 19;
-        if (std::strcmp(name, ".") != 0 && std::strcmp(name, "..") != 0) unlinkat(fd, name, 0);
-        at += reclen;
-      }
-    }
-    close(fd);
-  }
+  if (fd >= 0) EmptyDirNoAlloc(fd, 1);
   rmdir(dir);
 }
 

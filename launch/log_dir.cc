@@ -285,6 +285,12 @@ Status LogDir::ReplaceWhole(const std::string& name, const std::string& text) {
   return Ok();
 }
 
+Status LogDir::KeepFile(const std::string& name, std::string_view data) {
+  if (name.empty() || name.find('/') != std::string::npos || name[0] == '.')
+    return Error{"not a file name: '" + name + "'"};
+  return ReplaceWhole(name, std::string(data));
+}
+
 Status LogDir::WriteStack(int rank, const std::string& text) {
   return ReplaceWhole("rank-" + std::to_string(rank) + ".stack", text);
 }

@@ -63,6 +63,9 @@ class LogDir {
   // Writes rank-R.stack whole (temporary file + rename: a planted link is
   // replaced, never followed); the error names the path.
   Status WriteStack(int rank, const std::string& text);
+  // Writes `name` (a plain file name: a rank's flight record) whole, the
+  // same way; the error names the path.
+  Status KeepFile(const std::string& name, std::string_view data);
   // Copies a rank's error file (launch/error_file.h) in as
   // rank-R.error.json, the same way; empty `text`: removes it (a stale one
   // would be read as the next attempt's).

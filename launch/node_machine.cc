@@ -195,11 +195,18 @@ void NodeMachine::TakeOrders(double now) {
 
 // ---- Stacks (a hang's roll-call)
 
-// First from outside, while every rank still stands where it hung; then
-// SIGABRT for faulthandler's dump (PYTHONFAULTHANDLER=1), which ends it.
+// First each rank's flight record and its stack from outside, while every
+// rank still stands where it hung; then SIGABRT for faulthandler's dump
+// (PYTHONFAULTHANDLER=1), which ends it.
 void NodeMachine::CollectStacks(double now) {
-  stacks_ = StackPhase::kProbing;
+  stacks_ = StackPhase::kDumping;
   if (state_ == NodeState::kRunning) Enter(NodeState::kCollecting);
+  procs_->StartDumps(now);
+  if (procs_->DumpsDone(now)) ProbeStacks(now);
+}
+
+void NodeMachine::ProbeStacks(double now) {
+  stacks_ = StackPhase::kProbing;
   procs_->StartProbe();
   if (procs_->ProbeDone(now)) AbortForStacks(now);
 }
@@ -245,7 +252,9 @@ double NodeMachine::NextDeadline(double now) const {
   if (!AnyRunning() && (state_ == NodeState::kRunning || state_ == NodeState::kCollecting ||
                         state_ == NodeState::kTerminating || state_ == NodeState::kKilling))
     next = now;
-  if (stacks_ == StackPhase::kProbing && procs_->ProbeRunning())
+  if (stacks_ == StackPhase::kDumping)
+    next = std::min(next, procs_->DumpsNext(now));
+  else if (stacks_ == StackPhase::kProbing && procs_->ProbeRunning())
     next = std::min(next, procs_->ProbeDeadline());
   else if (stacks_ == StackPhase::kAborting)
     next = std::min(next, collect_until_);
@@ -254,6 +263,7 @@ double NodeMachine::NextDeadline(double now) const {
 }
 
 bool NodeMachine::Step(double now) {
+  if (stacks_ == StackPhase::kDumping && procs_->DumpsDone(now)) ProbeStacks(now);
   if (stacks_ == StackPhase::kProbing && procs_->ProbeDone(now)) AbortForStacks(now);
   if (stacks_ == StackPhase::kAborting) SendStacks(now);
   if (state_ == NodeState::kDone) return false;

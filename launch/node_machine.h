@@ -21,9 +21,11 @@
 //   done         nothing more is owed: the supervisor returns
 //
 // Beside the state, the stacks asked for (a hang's roll-call) go through
-// their own phases: none, probing (readers from outside, 10 s), aborting
-// (SIGABRT to each rank, 5 s for its dump), sent; a stop or a signal that
-// comes meanwhile ends the ranks while the stacks are still sent.
+// their own phases: none, dumping (each rank's flight record, --dump-timeout
+// at most: launch/flight/fr_harvest.h), probing (readers from outside,
+// 10 s), aborting (SIGABRT to each rank, 5 s for its dump), sent; a stop or
+// a signal that comes meanwhile ends the ranks while the stacks are still
+// sent.
 #pragma once
 
 #include <sys/types.h>
@@ -40,7 +42,7 @@ enum class NodeState {
   kStarting, kRunning, kCollecting, kTerminating, kKilling, kDraining, kEnded, kRestarting, kDone
 };
 const char* NodeStateName(NodeState s);
-enum class StackPhase { kNone, kProbing, kAborting, kSent };
+enum class StackPhase { kNone, kDumping, kProbing, kAborting, kSent };
 
 // What the machine needs of the processes it supervises (index: the rank's
 // place in this node's list).
@@ -64,6 +66,12 @@ class NodeProcs {
   // The process groups of ended ranks are empty; SIGKILL to those that are not.
   virtual bool GroupsEmpty() = 0;
   virtual void KillGroups() = 0;
+  // The running ranks' flight records (PyTorch's recent collectives): asked
+  // for, then looked for until every one came or --dump-timeout passed;
+  // DumpsNext: when to look again.
+  virtual void StartDumps(double now) = 0;
+  virtual bool DumpsDone(double now) = 0;
+  virtual double DumpsNext(double now) const = 0;
   // The stack readers from outside (py-spy, gdb) for the running ranks.
   virtual void StartProbe() = 0;
   virtual bool ProbeRunning() const = 0;
@@ -155,6 +163,7 @@ class NodeMachine {
   void BeginTeardown(double now);
   void StopRequested(int sig, pid_t sender, double now, const std::string& why);
   void CollectStacks(double now);
+  void ProbeStacks(double now);
   void AbortForStacks(double now);
   void SendStacks(double now);
   bool Finished(double now);

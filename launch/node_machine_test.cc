@@ -36,7 +36,17 @@ struct FakeProcs : NodeProcs {
   bool OutputOpen() const override { return output_open; }
   bool GroupsEmpty() override { return groups_empty; }
   void KillGroups() override { ++groups_killed; }
-  void StartProbe() override { probe_running = true; }
+  // The flight records: none by default (done at once), else until `dumps_until`.
+  int dumps_started = 0;
+  double dumps_until = -1;
+  bool probed_while_dumping = false;
+  void StartDumps(double) override { ++dumps_started; }
+  bool DumpsDone(double now) override { return now >= dumps_until; }
+  double DumpsNext(double now) const override { return std::max(now, dumps_until); }
+  void StartProbe() override {
+    probe_running = true;
+    probed_while_dumping = probed_while_dumping || dumps_until > 0;
+  }
   bool ProbeRunning() const override { return probe_running; }
   bool ProbeDone(double now) override { return !probe_running || now >= 10; }
   double ProbeDeadline() const override { return 10; }
@@ -296,6 +306,26 @@ TEST(NodeMachine, StacksAreReadFromOutsideThenByTheDumpThenSent) {
   m.Step(10 + NodeMachine::kCollectS);
   EXPECT_EQ(m.stacks(), StackPhase::kSent);
   EXPECT_EQ(job.stacks, 1);
+}
+
+TEST(NodeMachine, TheFlightRecordsComeFirstWhileEveryRankStandsWhereItHung) {
+  FakeProcs procs;
+  procs.dumps_until = 3;  // the records come at 3 (or --dump-timeout passes)
+  FakeJob job;
+  NodeMachine m(Two(), &procs, &job);
+  m.Start(0);
+  job.orders.push_back(LinkOrder::Of(LinkOrder::Kind::kCollectStacks));
+  m.TakeOrders(1);
+  EXPECT_EQ(procs.dumps_started, 1);
+  EXPECT_EQ(m.stacks(), StackPhase::kDumping);
+  EXPECT_EQ(m.NextDeadline(1), 3);
+  m.Step(2);
+  EXPECT_EQ(m.stacks(), StackPhase::kDumping);
+  EXPECT_FALSE(procs.probe_running) << "no reader from outside before the records";
+  EXPECT_TRUE(procs.aborted.empty());
+  m.Step(3);
+  EXPECT_EQ(m.stacks(), StackPhase::kProbing);
+  EXPECT_TRUE(procs.probe_running);
 }
 
 TEST(NodeMachine, ARankThatCannotStartEndsTheOthersAtOnce) {

@@ -20,6 +20,8 @@
 #include "launch/descendants.h"
 #include "launch/error_file.h"
 #include "launch/failure_report.h"
+#include "launch/flight/fr_env.h"
+#include "launch/flight/fr_harvest.h"
 #include "launch/keeper.h"
 #include "launch/tagged_procs.h"
 #include "launch/line_tagger.h"
@@ -33,6 +35,7 @@
 #include "shim/base/clock.h"
 #include "shim/base/exit_code.h"
 #include "shim/base/log.h"
+#include "shim/base/read_no_follow.h"
 #include "shim/base/units.h"
 
 namespace aml {
@@ -89,6 +92,7 @@ struct Child {
   Stream out, err;
   std::string err_tail;
   ProbedStack probed;  // py-spy's or the native stack, if any
+  std::optional<FlightFiles> fr;  // its flight recorder's pipe and dump (none: off)
 };
 
 // The process table of the node's machine (node_machine.h) over real
@@ -131,6 +135,7 @@ class Supervisor : private NodeProcs {
   void DrainStderr(Child& c);
   void FlushAtExit();
   void WatchStarted();
+  void KeepFlightRecord(RankStack* r);
 
   // NodeProcs.
   bool Start(size_t child, const LinkOrder* restart, int* code) override;
@@ -141,6 +146,11 @@ class Supervisor : private NodeProcs {
   bool OutputOpen() const override { return AnyOpenStream(); }
   bool GroupsEmpty() override;
   void KillGroups() override;
+  void StartDumps(double now) override;
+  bool DumpsDone(double now) override { return harvest_.Poll(now); }
+  double DumpsNext(double now) const override {
+    return std::min(now + FlightHarvest::kPollS, harvest_.deadline());
+  }
   void StartProbe() override;
   bool ProbeRunning() const override { return probe_.running(); }
   bool ProbeDone(double now) override { return !probe_.running() || probe_.Done(now); }
@@ -169,6 +179,8 @@ class Supervisor : private NodeProcs {
   bool output_seen_ = false;      // a child wrote in this poll round
   double first_output_wall_ = 0;  // this attempt's first output (CLOCK_REALTIME)
   StackProbe probe_;              // the readers from outside, before SIGABRT
+  FlightHarvest harvest_;         // the ranks' flight records, before them
+  bool flight_ = false;           // the recorder's directories were made
   // What each child of this node runs, and the node's NODE_RANK (-1: none
   // in this attempt): both change when a spare takes a retired node's place.
   std::vector<ChildLaunch> launches_;
@@ -213,7 +225,9 @@ int Supervisor::Prepare() {
   }
   // The error files' private directory: named first, so that the keeper
   // knows it before it exists (a shim killed at any moment leaves nothing).
-  const std::string error_dir = ErrorDirName(config_.tmp_dir);
+  // The caller names it when the ranks' variables name it too.
+  const std::string error_dir =
+      config_.private_dir.empty() ? ErrorDirName(config_.tmp_dir) : config_.private_dir;
   // As PID 1 the kernel ends every process of the namespace with us.
   if (getpid() != 1) {
     // The keeper's grace is --grace, at most kKeeperGraceS: the job has
@@ -226,6 +240,15 @@ int Supervisor::Prepare() {
     }
   }
   if (MakeErrorDir(error_dir)) error_dir_ = error_dir;
+  if (config_.flight_recorder) {
+    // The agent, and the first attempt's pipes and dumps (docs/control-
+    // plane.md, "Naming the culprit").
+    Status st = error_dir_.empty() ? Status(Error{"cannot make " + error_dir})
+                                   : MakeFlightAgent(error_dir_);
+    if (st.ok()) st = MakeFlightAttemptDir(error_dir_, 0);
+    if (st.ok()) flight_ = true;
+    else LogWarning("--flight-recorder: " + st.error().message + "; a hang's culprit is not named");
+  }
   children_.resize(launches_.size());
   return 0;
 }
@@ -260,6 +283,15 @@ bool Supervisor::Start(size_t i, const LinkOrder* restart, int* code) {
   }
   if (!error_dir_.empty() && !node)
     sets.emplace_back("TORCHELASTIC_ERROR_FILE", ErrorFilePath(error_dir_, c.launch->rank));
+  if (flight_ && !node) {
+    // A restart's flight records go to its own directory.
+    if (restart) {
+      ContractBuilder b(*c.launch->base_env);
+      AddFlightVars(*c.launch->base_env, error_dir_, restart->restart, &b);
+      for (auto& set : ContractSets(b.vars())) sets.push_back(std::move(set));
+    }
+    c.fr = FlightFilesOf(*c.launch->base_env, sets, c.launch->rank);
+  }
   if (keeper_.running()) {
     // After the tags of any shim above this one: each keeper finds all.
     const std::string above = c.launch->base_env->GetOr(kKeeperTagVar, "");
@@ -459,6 +491,16 @@ void Supervisor::StartProbe() {
   probe_.Start(pids, kProbeS);
 }
 
+void Supervisor::StartDumps(double now) {
+  std::vector<FlightHarvest::Ask> asks;
+  for (size_t i = 0; i < children_.size() && node_rank_ >= 0; ++i) {
+    const Child& c = children_[i];
+    if (!c.launch) continue;
+    asks.push_back({c.launch->rank, flight_ ? c.fr : std::nullopt, machine_.running(i)});
+  }
+  harvest_.Start(asks, now, config_.dump_timeout_s);
+}
+
 void Supervisor::FinishProbe() {
   if (!probe_.running()) return;
   for (ProbedStack& s : probe_.Finish())
@@ -515,9 +557,25 @@ std::vector<RankStack> Supervisor::Stacks() {
       Status st = logs_->WriteStack(r.rank, r.text);
       if (!st.ok()) LogWarning("--log-dir: " + st.error().message);
     }
+    KeepFlightRecord(&r);
     stacks.push_back(std::move(r));
   }
   return stacks;
+}
+
+// The rank's flight record, as the harvest left it; its dump kept in
+// --log-dir as torchfrtrace reads it (FlightRecordName).
+void Supervisor::KeepFlightRecord(RankStack* r) {
+  for (const FlightHarvest::Outcome& o : harvest_.outcomes()) {
+    if (o.rank != r->rank) continue;
+    r->fr = o.fr;
+    r->fr_why = o.why;
+    if (!logs_ || o.dump.empty()) return;
+    const std::string dump = ReadNoFollow(AT_FDCWD, o.dump, kMaxFrDump);
+    Status st = logs_->KeepFile(FlightRecordName(machine_.restarts() + 1, r->rank), dump);
+    if (!st.ok()) LogWarning("--log-dir: " + st.error().message);
+    return;
+  }
 }
 
 // ---- Restarts (--max-restarts)
@@ -543,6 +601,13 @@ void Supervisor::BeginRestart(const LinkOrder& order, bool print_own_failure) {
     if (logs_) CopyErrorFile(rank);
   }
   first_output_wall_ = 0;
+  if (flight_) {
+    // The ended attempt's pipes and dumps go (what a hang harvested is kept
+    // in --log-dir); the next attempt's directory is made.
+    RemoveFlightAttemptDir(error_dir_, order.restart - 1);
+    Status st = MakeFlightAttemptDir(error_dir_, order.restart);
+    if (!st.ok()) LogWarning("--flight-recorder: " + st.error().message);
+  }
   if (!order.roster || order.node_rank == node_rank_) return;
   // --spares: this node takes a retired node's NODE_RANK (its ranks' RANK
   // block), or it was retired and runs none.

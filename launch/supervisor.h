@@ -47,6 +47,14 @@ struct SupervisorConfig {
   std::string run_id;        // the job's id, or this run's: failure.json's "run"
   timespec shim_started{};   // CLOCK_REALTIME when aml-shim started
   std::string tmp_dir;       // $TMPDIR ("" for /tmp): the error files without --log-dir
+  // The shim's private directory (launch/error_file.h), named by the caller
+  // when the ranks' variables name it too ("": named here, in tmp_dir).
+  std::string private_dir;
+  // --flight-recorder auto with --hang-timeout: the agent and each
+  // attempt's directory are made, and a hang harvests the ranks' records,
+  // --dump-timeout at most (docs/control-plane.md, "Naming the culprit").
+  bool flight_recorder = false;
+  double dump_timeout_s = 10;
   double grace_s = 30;
   int node_rank = 0;
   std::string host;

@@ -12,6 +12,7 @@
 #include "ib/report.h"
 #include "ib/verbs.h"
 #include "launch/cpu_affinity.h"
+#include "launch/error_file.h"
 #include "launch/exec.h"
 #include "launch/supervisor.h"
 #include "launch/topology/gpu_count.h"
@@ -65,6 +66,9 @@ struct Resolved {
   World world;
   MasterPlan master;
   int nproc = 1;
+  // The shim's private directory, named now (made by the supervisor): the
+  // ranks' flight-recorder variables name it.
+  std::string private_dir;
   // The launcher's PMIx runtime, open until the world is settled.
   std::unique_ptr<PmixCollective> pmix;
 };
@@ -140,13 +144,22 @@ Result<Resolved> Resolve(const Options& o, const EnvSnapshot& env) {
     }
   auto nproc = o.node_launcher ? Result<int>(1) : ResolveNproc(counted, env);
   if (!nproc.ok()) return nproc.error();
-  return Resolved{std::move(*world), std::move(*plan), *nproc, std::move(*pmix)};
+  Resolved r;
+  r.world = std::move(*world);
+  r.master = std::move(*plan);
+  r.nproc = *nproc;
+  r.pmix = std::move(*pmix);
+  r.private_dir = ErrorDirName(env.GetOr("TMPDIR", ""));
+  return r;
 }
 
 // ---- Plan: what each child gets.
 
 struct Planned {
   std::vector<ChildPlan> children;
+  // The shim's private directory (launch/error_file.h) when the ranks'
+  // flight-recorder variables name it ("": --flight-recorder off).
+  std::string flight_dir;
   bool pid1 = false;  // aml-shim is PID 1 (a container's entrypoint)
   bool supervise = false, tag = false, pipe_output = false;
 };
@@ -264,6 +277,8 @@ Result<Planned> Plan(const Invocation& inv, const Resolved& r, const World& worl
   req.fault_handler = o.hang_timeout_s.has_value();
   req.max_restarts = o.max_restarts;
   req.node_launcher = o.node_launcher;
+  if (o.flight_recorder && o.hang_timeout_s && !o.node_launcher) req.flight_dir = r.private_dir;
+  p.flight_dir = req.flight_dir;
   auto children = PlanChildren(world, env, req);
   if (!children.ok()) return children.error();
   p.children = std::move(*children);
@@ -422,6 +437,8 @@ Result<std::unique_ptr<ControlPlane>> JoinControlPlane(const Options& o, const W
   c.master_addr = world.master_addr.value;
   c.master_port = world.master_port.value;
   c.hang_timeout_s = o.hang_timeout_s;
+  c.flight_recorder = o.flight_recorder && o.hang_timeout_s && !o.node_launcher;
+  c.dump_timeout_s = o.dump_timeout_s;
   c.max_restarts = o.max_restarts;
   c.join_timeout_s = o.preflight_timeout_s;
   c.grace_s = o.grace_s;
@@ -488,6 +505,9 @@ int Run(const Options& o, const World& world, const Planned& p, const EnvSnapsho
     config.link = plane->get();
     config.shim_started = g_started;
     config.tmp_dir = env.GetOr("TMPDIR", "");
+    config.private_dir = p.flight_dir;
+    config.flight_recorder = !p.flight_dir.empty();
+    config.dump_timeout_s = o.dump_timeout_s;
     config.grace_s = o.grace_s;
     config.node_rank = world.node_rank.value;
     config.host = host;

@@ -88,6 +88,7 @@ Culprit FindCulprit(const std::vector<RankFlight>& reports, int world) {
     cr.rank = rank;
     if (auto it = who.find(rank); it != who.end()) {
       cr.node = it->second->node;
+      cr.shim = it->second->shim;
       cr.host = it->second->host;
     }
     if (last) cr.last = *last;
@@ -229,6 +230,7 @@ Culprit FindCulprit(const std::vector<RankFlight>& reports, int world) {
   for (const CulpritRank& r : c.missing) nodes.insert(r.node);
   if (nodes.size() == 1 && *nodes.begin() >= 0) {
     c.node = *nodes.begin();
+    c.shim = c.missing[0].shim;
     c.host = c.missing[0].host;
   }
   return c;
@@ -247,7 +249,9 @@ std::string CulpritLine(const Culprit& c) {
              Described(c.pg, c.desc) + " where " + Ranks(c.waiting) + " entered " + OpWords(c.op);
     } else {
       out += "never entered " + OpWords(c.op) + " of " + Described(c.pg, c.desc);
-      if (!c.waiting.empty()) out += ", which " + Ranks(c.waiting) + " entered and wait in";
+      if (!c.waiting.empty())
+        out += ", which " + Ranks(c.waiting) + " entered and " +
+               (c.waiting.size() == 1 ? "waits" : "wait") + " in";
       // Where the culprits are instead: their own last collective.
       std::map<std::string, std::vector<int>> lasts;
       for (const CulpritRank& r : c.missing)

@@ -20,6 +20,7 @@ namespace aml {
 struct RankFlight {
   int rank = 0;
   int node = 0;      // its NODE_RANK
+  int shim = -1;     // the shim that holds it (its launcher rank)
   std::string host;
   std::optional<FrSummary> fr;  // none: why_none says why
   std::string why_none;
@@ -27,6 +28,7 @@ struct RankFlight {
 
 struct CulpritRank {
   int rank = 0, node = -1;  // -1: its shim never answered
+  int shim = -1;
   std::string host;
   FrOp last;  // its own last collective in the group (seq -1: none)
 };
@@ -52,8 +54,8 @@ struct Culprit {
   bool all_entered = false;
   std::string stuck_pg, stuck_desc;
   FrOp stuck_op;
-  // The node every culprit rank is on (-1: none, or several).
-  int node = -1;
+  // The node every culprit rank is on (-1: none, or several), its shim.
+  int node = -1, shim = -1;
   std::string host;
 };
 

@@ -232,7 +232,9 @@ Result<FrSummary> SummarizeDump(std::string_view dump, int rank) {
   return s;
 }
 
-std::string FrSummaryJson(const FrSummary& s) {
+namespace {
+
+std::string Encode(const FrSummary& s) {
   JsonWriter j;
   j.BeginObject();
   j.Key("rank").Int(s.rank).Key("version").String(s.version);
@@ -256,11 +258,30 @@ std::string FrSummaryJson(const FrSummary& s) {
   return j.str();
 }
 
+}  // namespace
+
+std::string FrSummaryJson(const FrSummary& s, size_t max) {
+  std::string json = Encode(s);
+  if (json.size() <= max) return json;
+  FrSummary fewer = s;
+  while (json.size() > max && !fewer.groups.empty()) {
+    fewer.groups.pop_back();
+    ++fewer.more_groups;
+    json = Encode(fewer);
+  }
+  return json;
+}
+
 Result<FrSummary> ParseFrSummary(std::string_view json) {
   if (json.size() > 64 << 10) return Error{"a flight-recorder summary of " +
                                            std::to_string(json.size()) + " bytes"};
   auto v = ParseJson(json);
   if (!v.ok()) return Error{"a flight-recorder summary that is not JSON: " + v.error().message};
+  return FrSummaryFrom(*v);
+}
+
+Result<FrSummary> FrSummaryFrom(const JsonValue& value) {
+  const JsonValue* v = &value;
   if (v->kind != JsonValue::Kind::kObject) return Error{"a flight-recorder summary not an object"};
   FrSummary s;
   s.rank = static_cast<int>(std::min<int64_t>(Number(v->Find("rank")), kMaxRankNumber));

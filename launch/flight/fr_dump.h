@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "shim/base/json_read.h"
 #include "shim/base/result.h"
 
 namespace aml {
@@ -45,6 +46,7 @@ struct FrSummary {
 };
 
 constexpr size_t kMaxGroups = 16;
+constexpr size_t kMaxFrWire = 8 << 10;  // one rank's summary on the wire
 constexpr size_t kMaxFrDump = 64 << 20;  // a dump past this is refused unread
 
 // The summary of `dump` (a pickle) written by the job's `rank`; the error
@@ -54,7 +56,9 @@ Result<FrSummary> SummarizeDump(std::string_view dump, int rank);
 // The summary as one compact JSON object, and back (what the control plane
 // carries up the tree with the rank's stack). Parsing bounds every string
 // and the number of groups again: the bytes come from another host.
-std::string FrSummaryJson(const FrSummary& s);
+// Past `max` bytes the last groups are dropped (and counted) until it fits.
+std::string FrSummaryJson(const FrSummary& s, size_t max = kMaxFrWire);
 Result<FrSummary> ParseFrSummary(std::string_view json);
+Result<FrSummary> FrSummaryFrom(const JsonValue& v);
 
 }  // namespace aml

@@ -70,6 +70,7 @@ JsonWriter& JsonWriter::Key(std::string_view key) {
   return *this;
 }
 JsonWriter& JsonWriter::String(std::string_view v) { Separate(); out_ += JsonQuote(v); return *this; }
+JsonWriter& JsonWriter::Raw(std::string_view json) { Separate(); out_ += json; return *this; }
 JsonWriter& JsonWriter::Number(double v) {
   Separate();
   if (!std::isfinite(v)) { out_ += "null"; return *this; }

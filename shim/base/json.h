@@ -23,6 +23,8 @@ class JsonWriter {
   JsonWriter& Int(long long value);
   JsonWriter& Bool(bool value);
   JsonWriter& Null();
+  // A value written already (by another JsonWriter), as it is.
+  JsonWriter& Raw(std::string_view json);
   const std::string& str() const { return out_; }
 
  private:

@@ -74,6 +74,13 @@ po::options_description Describe() {
     ("retire-after", po::value<std::string>()->value_name("N"),
      "with --spares: retire a node whose ranks were the job's first failure "
      "in N attempts in a row (default 2)")
+    ("flight-recorder", po::value<std::string>()->value_name("auto|off"),
+     "with --hang-timeout: keep PyTorch's flight recorder in every rank (its "
+     "variables, and aml-shim's sitecustomize where torch has no reader) and "
+     "name a hang's culprit from it: the collective, the ranks that never "
+     "entered it, their node and host (default auto; off sets nothing)")
+    ("dump-timeout", po::value<std::string>()->value_name("DURATION"),
+     "how long a hang waits for the ranks' flight records (default 10s)")
     ("ib", po::value<std::string>()->value_name("auto|require|off"),
      "fabric probe and NCCL/UCX env; require fails without an active "
      "InfiniBand/RoCE port (default auto)")
@@ -150,7 +157,8 @@ constexpr OptionRule kOptionRules[] = {
     {"ps-count", true, kRun | kEnv},
     {"log-dir", true, kRun},         {"tag-output", true, kRun},
     {"no-tag-output", true, kRun},   {"grace", true, kRun},
-    {"fail-fast", true, kRun},       {"hang-timeout", true, kRun},
+    {"fail-fast", true, kRun},       {"hang-timeout", true, kRun | kEnv},
+    {"flight-recorder", true, kRun | kEnv}, {"dump-timeout", true, kRun},
     {"max-restarts", true, kRun | kEnv},
     {"spares", true, kRun | kEnv},    {"retire-after", true, kRun | kEnv},
     {"ib", true, kRun | kEnv},       {"sysfs-root", true, kAll},
@@ -351,6 +359,17 @@ Status Validate(const po::variables_map& vm, const Origins& origin,
     if (o.spares <= 0)
       return Error{origin.Name("retire-after") + " retires nodes for spares to replace: give "
                    "--spares K too"};
+  }
+  if (vm.count("flight-recorder")) {
+    auto r = ParseEnum<bool>(origin.Name("flight-recorder"), str("flight-recorder"),
+                             {{"auto", true}, {"off", false}});
+    if (!r.ok()) return r.error();
+    o.flight_recorder = *r;
+  }
+  if (vm.count("dump-timeout")) {
+    auto d = ParseDuration(origin.Name("dump-timeout"), str("dump-timeout"), 1);
+    if (!d.ok()) return d.error();
+    o.dump_timeout_s = *d;
   }
   if (vm.count("ib")) {
     auto r = ParseEnum<IbMode>(origin.Name("ib"), str("ib"),

@@ -55,6 +55,12 @@ struct Options {
   // attempts in a row is retired.
   int spares = 0;
   int retire_after = 2;
+  // --flight-recorder auto|off: with --hang-timeout, PyTorch's flight
+  // recorder in every rank and a hang's culprit named from it; --dump-timeout:
+  // how long a hang waits for the ranks' records (docs/control-plane.md,
+  // "Naming the culprit").
+  bool flight_recorder = true;
+  double dump_timeout_s = 10;
   IbMode ib = IbMode::kAuto;
   std::string sysfs_root = "/sys";
   std::string proc_root = "/proc";

@@ -111,8 +111,19 @@ void JobMachine::OnStacks(const std::vector<RankStack>& stacks, double now) {
   if (root_) {
     for (const RankStack& s : stacks) {
       const auto lines = SplitLines(s.text);
-      reports_.push_back({s.rank, c_.node, c_.host, s.signature.substr(0, kMaxSignature),
-                          s.signature.empty() && !lines.empty() ? lines[0] : ""});
+      RankReport r;
+      r.rank = s.rank;
+      r.node = c_.node;
+      r.host = c_.host;
+      r.signature = s.signature.substr(0, kMaxSignature);
+      r.why_none = s.signature.empty() && !lines.empty() ? lines[0] : "";
+      r.shim = c_.rank;
+      // (Through the wire's encoding, as every other shim's comes.)
+      if (s.fr) {
+        if (auto fr = ParseFrSummary(FrSummaryJson(*s.fr)); fr.ok()) r.fr = std::move(*fr);
+      }
+      r.fr_why = s.fr_why.substr(0, 300);
+      reports_.push_back(std::move(r));
     }
     reported_.insert(c_.rank);
     if (AllIn(reported_)) FinishCollect(now);
@@ -125,6 +136,9 @@ void JobMachine::OnStacks(const std::vector<RankStack>& stacks, double now) {
     Msg one("s");
     one.Set("rank", s.rank).Set("sig", s.signature.substr(0, kMaxSignature));
     one.Set("why", s.signature.empty() && !lines.empty() ? lines[0].substr(0, 300) : "");
+    // The flight record's summary (bounded: fr_dump.h), or why none.
+    if (s.fr) one.SetRaw("fr", FrSummaryJson(*s.fr));
+    else one.Set("frwhy", s.fr_why.substr(0, 300));
     list += one.Encode();
   }
   list += "]";
@@ -335,7 +349,8 @@ double JobMachine::StateDeadline() const {
     case JobState::kDeciding:
       return entered_ + (c_.size == 1 ? 0 : kFailWindowS);
     case JobState::kCollecting:
-      return entered_ + (root ? kCollectS : kStopWaitS);
+      return entered_ + (root ? kCollectS : kStopWaitS) +
+             (c_.flight_recorder ? c_.dump_timeout_s : 0);
     case JobState::kEnding:
       return root ? entered_ + c_.grace_s + kEndingS : kNever;
     case JobState::kBackingOff:
@@ -621,8 +636,22 @@ void JobMachine::NoteStacks(const Msg& m, double now) {
       const JsonValue* sig = v.Find("sig");
       const JsonValue* why = v.Find("why");
       if (!r || r->kind != JsonValue::Kind::kNumber) continue;
-      reports_.push_back({std::atoi(r->text.c_str()), static_cast<int>(m.Int("node")),
-                          m.Str("host"), sig ? sig->text : "", why ? why->text : ""});
+      RankReport rr;
+      rr.rank = std::atoi(r->text.c_str());
+      rr.node = static_cast<int>(m.Int("node"));
+      rr.host = m.Str("host");
+      rr.signature = sig ? sig->text : "";
+      rr.why_none = why ? why->text : "";
+      rr.shim = shim;
+      if (const JsonValue* fr = v.Find("fr")) {
+        auto summary = FrSummaryFrom(*fr);
+        if (summary.ok()) rr.fr = std::move(*summary);
+        else rr.fr_why = summary.error().message;
+      } else if (const JsonValue* fr_why = v.Find("frwhy");
+                 fr_why && fr_why->kind == JsonValue::Kind::kString) {
+        rr.fr_why = fr_why->text.substr(0, 300);
+      }
+      reports_.push_back(std::move(rr));
     }
   }
   if (AllIn(reported_)) FinishCollect(now);
@@ -641,6 +670,8 @@ void JobMachine::FinishCollect(double now) {
   facts.reports = reports_;
   facts.missing = ShimsNotIn(reported_);
   facts.log_dir = c_.log_dir;
+  facts.attempt = restarts_ + 1;
+  if (c_.flight_recorder) facts.culprit = CulpritOf(reports_, c_.world_ranks);
   Msg stop("stop");
   stop.Set("kind", std::string("hang")).Set("code", 124).SetNumber("silent", hang_silent_s_);
   stop.Set("by", c_.host);
@@ -649,6 +680,8 @@ void JobMachine::FinishCollect(double now) {
   a.hang = true;
   a.what = "the job was hung (no output for " + FormatNumber(hang_silent_s_, "%.0f") + " s)";
   const std::string roll_call = FormatRollCall(facts);
+  if (facts.culprit) a.what += "; " + CulpritLine(*facts.culprit).substr(10, std::string::npos);
+  if (!a.what.empty() && a.what.back() == '\n') a.what.pop_back();
   if (after_signal) {
     signalled_in_ = JobState::kSignalled;  // once
     attempts_.push_back(a);
@@ -660,6 +693,12 @@ void JobMachine::FinishCollect(double now) {
     }
     orders_.push_back(std::move(own));
     return;
+  }
+  // A hang whose culprits are all on one node counts as that node's
+  // failure for --retire-after; any other hang breaks the streak.
+  if (Spares()) {
+    NoteCulprit(facts.culprit, now);
+    if (Over()) return;  // no spare left for the node it retired
   }
   EndAttempt(std::move(a), stop, LinkOrder::Stop(124, roll_call, HangJson(c_.run_id, facts)),
              roll_call, false, now);

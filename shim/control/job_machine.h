@@ -57,6 +57,11 @@ struct JobConfig {
   std::vector<int> ranks;  // this shim's children's ranks
   int world_ranks = 1;     // every shim's children
   std::optional<double> hang_timeout_s;
+  // --flight-recorder auto (with --hang-timeout): a hang's verdict names
+  // its culprit from the ranks' flight records, which each node waits for
+  // --dump-timeout at most before it reads stacks (0: off).
+  bool flight_recorder = false;
+  double dump_timeout_s = 0;
   double grace_s = 30;     // --grace
   std::string run_id;      // failure.json's "run"
   std::string log_dir;     // --log-dir ("" when none), for the roll-call's words
@@ -203,6 +208,7 @@ class JobMachine {
   void RetireLost(int shim, const std::string& what, double now);
   std::string LostReason(int lost, int s, const std::string& what) const;
   void NoteStreak(const FailNote& first, double now);
+  void NoteCulprit(const std::optional<Culprit>& c, double now);
   bool RetireOrStop(int shim, const std::string& reason, double now);
   void StopNoSpare(const std::string& why, double now);
   void StopNoMajority(const std::string& why, bool writes_record, double now);
@@ -325,6 +331,7 @@ constexpr double kVerdictWaitS = 5;     // failed: a failing node waits for rank
 constexpr double kFlushS = 1;           // last words before exit
 constexpr double kCollectS = 20;        // collecting at rank 0 (readers 10 s, SIGABRT 5 s)
 constexpr double kStopWaitS = 30;       // collecting elsewhere: rank 0's word after the stacks
+                                        // (both past --dump-timeout when records are asked for)
 constexpr double kEndingS = 30;         // ending: past --grace, for every shim to end its ranks
 constexpr double kCheckPollS = 0.1;     // ending: a node's check that takes a while, asked again
 

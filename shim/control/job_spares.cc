@@ -7,6 +7,7 @@
 
 #include "shim/base/log.h"
 #include "shim/control/job_machine.h"
+#include "shim/base/text_list.h"
 #include "shim/control/liveness.h"
 
 namespace aml {
@@ -169,6 +170,25 @@ void JobMachine::NoteStreak(const FailNote& first, double now) {
                    std::to_string(last - streak + 1) + " to " + std::to_string(last) +
                    "; last: rank " + std::to_string(first.rank) + " (" +
                    EscapeControl(first.status) + "))",
+               now);
+}
+
+// A hang's culprit, when every culprit rank is on one node: a streak for
+// that node, as a first failure is; a hang with no single culprit node
+// breaks the streak (docs/control-plane.md, "Spares and retirement").
+void JobMachine::NoteCulprit(const std::optional<Culprit>& c, double now) {
+  const int shim = c && c->found && c->node >= 0 ? c->shim : -1;
+  const int streak = roster_->NoteFirstFailure(shim);
+  if (shim < 0 || streak < c_.retire_after) return;
+  const int last = restarts_ + 1;
+  std::vector<int> ranks;
+  for (const CulpritRank& r : c->missing) ranks.push_back(r.rank);
+  RetireOrStop(shim,
+               "its ranks failed first or hung the job in " + std::to_string(streak) +
+                   " attempts in a row (" + std::to_string(last - streak + 1) + " to " +
+                   std::to_string(last) + "; last: " + (ranks.size() == 1 ? "rank " : "ranks ") +
+                   CompactRanks(ranks) + " never entered " + EscapeControl(c->op.op) + " #" +
+                   std::to_string(c->op.seq) + " of group " + EscapeControl(c->pg) + ")",
                now);
 }
 

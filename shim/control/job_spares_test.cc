@@ -154,6 +154,109 @@ TEST(JobSpares, ANodeThatFailsFirstTwiceInARowIsRetired) {
             "status 7))");
 }
 
+// The roll-call's stacks from shim `shim` (its one rank, no flight record).
+Msg StacksFrom(int shim) {
+  Msg m("stacks");
+  m.Set("shim", shim).Set("node", shim).Set("host", "h" + std::to_string(shim));
+  m.SetRaw("stacks", "[{\"rank\":" + std::to_string(shim) + ",\"sig\":\"wait (t.py:3)\"}]");
+  return m;
+}
+
+// Rank 0's hang round: the verdict, every shim's stacks, the restart.
+void HangRound(JobMachine* m, FakePorts* ports, double t) {
+  m->OnTimer(t);
+  ASSERT_EQ(m->state(), JobState::kCollecting);
+  while (m->TakeOrder()) {
+  }
+  m->OnStacks({{0, "x", "wait (t.py:3)"}}, t + 1);
+  for (int s : {1, 2, 3}) FromChild(m, StacksFrom(s), t + 1);
+  ASSERT_EQ(m->state(), JobState::kEnding) << JobStateName(m->state());
+  EndRound(m, {1, 2, 3}, t + 2);
+  if (m->state() == JobState::kBackingOff) m->OnTimer(m->NextDeadline(t + 2));
+  ASSERT_EQ(m->state(), JobState::kRunning) << JobStateName(m->state());
+  EXPECT_EQ(ports->down.back().type(), "restart");
+}
+
+TEST(JobSpares, AHangWithNoCulpritBreaksTheStreak) {
+  // Node 2 fails first, then the job hangs with no culprit named, then node
+  // 2 fails first again: two failures, but not in a row (docs/control-
+  // plane.md, "Spares and retirement").
+  FakePorts ports = Ports();
+  JobConfig c = Config(0);
+  c.hang_timeout_s = 50;
+  JobMachine m(c, &ports);
+  m.NoteHost(2, "h2");
+  m.NoteHost(3, "h3", "10.0.0.3");
+  m.Start(0);
+  FromChild(&m, FailFrom(2, 1010), 10);
+  m.OnTimer(10 + kFailWindowS);
+  EndRound(&m, {1, 2, 3}, 11);
+  ASSERT_EQ(m.state(), JobState::kRunning);
+  HangRound(&m, &ports, m.NextDeadline(12));
+  const double t = m.NextDeadline(0) - 10;  // before the next hang verdict
+  FromChild(&m, FailFrom(2, 1000 + t), t);
+  m.OnTimer(t + kFailWindowS);
+  ASSERT_EQ(m.state(), JobState::kEnding);
+  EXPECT_TRUE(m.roster()->retirements().empty())
+      << m.roster()->retirements()[0].reason;
+}
+
+TEST(JobSpares, AHangWhoseCulpritIsOnOneNodeRetiresIt) {
+  // Every rank of the default group entered all_reduce #6 but shim 2's:
+  // the hang is node 2's failure; --retire-after 1 retires it at once.
+  FakePorts ports = Ports();
+  JobConfig c = Config(0);
+  c.hang_timeout_s = 50;
+  c.flight_recorder = true;
+  c.dump_timeout_s = 10;
+  c.retire_after = 1;
+  JobMachine m(c, &ports);
+  m.NoteHost(2, "h2");
+  m.NoteHost(3, "h3", "10.0.0.3");
+  m.Start(0);
+  auto record = [](int rank, int entered) {
+    FrSummary s;
+    s.rank = rank;
+    FrGroup g;
+    g.pg = "0";
+    g.desc = "default_pg";
+    g.ranks = "0-2";
+    g.enqueued = entered;
+    g.completed = 5;
+    g.last.seq = entered;
+    g.last.op = "all_reduce";
+    s.groups.push_back(g);
+    return s;
+  };
+  const double t = m.NextDeadline(0);
+  m.OnTimer(t);
+  ASSERT_EQ(m.state(), JobState::kCollecting);
+  EXPECT_EQ(m.NextDeadline(t), t + kCollectS + 10) << "the records' wait is added";
+  RankStack own(0, "x", "all_reduce (t.py:3)");
+  own.fr = record(0, 6);
+  m.OnStacks({own}, t + 1);
+  for (int shim : {1, 2, 3}) {
+    Msg st("stacks");
+    st.Set("shim", shim).Set("node", shim).Set("host", "h" + std::to_string(shim));
+    std::string list = "[]";
+    if (shim < 3)
+      list = "[{\"rank\":" + std::to_string(shim) + ",\"sig\":\"x\",\"fr\":" +
+             FrSummaryJson(record(shim, shim == 2 ? 5 : 6)) + "}]";
+    st.SetRaw("stacks", list);
+    FromChild(&m, st, t + 1);
+  }
+  ASSERT_EQ(m.state(), JobState::kEnding) << JobStateName(m.state());
+  ASSERT_EQ(m.roster()->retirements().size(), 1u);
+  EXPECT_EQ(m.roster()->retirements()[0].node, 2);
+  EXPECT_EQ(m.roster()->retirements()[0].reason,
+            "its ranks failed first or hung the job in 1 attempts in a row (1 to 1; last: rank 2 "
+            "never entered all_reduce #6 of group 0)");
+  EndRound(&m, {1, 2, 3}, t + 2);
+  if (m.state() == JobState::kBackingOff) m.OnTimer(m.NextDeadline(t + 2));
+  ASSERT_EQ(ports.down.back().type(), "restart");
+  EXPECT_EQ(ports.down.back().Str("nodes"), "0-1,3");
+}
+
 TEST(JobSpares, FailuresOnSeveralNodesAtOnceOrOfTheCommandRetireNothing) {
   FakePorts ports = Ports();
   JobMachine m(Config(0), &ports);

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "launch/flight/fr_env.h"
 #include "shim/base/json.h"
 #include "shim/base/log.h"
 #include "shim/base/text_list.h"
@@ -56,6 +57,22 @@ std::string Where(const Group& g) {
 
 }  // namespace
 
+Culprit CulpritOf(const std::vector<RankReport>& reports, int world_size) {
+  std::vector<RankFlight> flights;
+  flights.reserve(reports.size());
+  for (const RankReport& r : reports) {
+    RankFlight f;
+    f.rank = r.rank;
+    f.node = r.node;
+    f.shim = r.shim;
+    f.host = r.host;
+    f.fr = r.fr;
+    f.why_none = r.fr_why;
+    flights.push_back(std::move(f));
+  }
+  return FindCulprit(flights, world_size);
+}
+
 std::string FormatRollCall(const HangFacts& f) {
   std::string out = "aml-shim: hung: no rank of the job wrote any output for " +
                     FormatNumber(f.silent_s, "%.0f") + " s (--hang-timeout " +
@@ -77,6 +94,16 @@ std::string FormatRollCall(const HangFacts& f) {
   if (!f.missing.empty())
     out += "aml-shim:   no stacks from " + JoinCapped(f.missing, 8) +
            " (gone, or no answer in time)\n";
+  if (f.culprit) {
+    out += CulpritLine(*f.culprit);
+    bool kept = false;
+    for (const RankReport& r : f.reports) kept = kept || r.fr.has_value();
+    if (kept && !f.log_dir.empty())
+      out += "aml-shim: each rank's flight record is kept as " +
+             FlightRecordPrefix(f.attempt) + "R under --log-dir " + EscapeControl(f.log_dir) +
+             " on its node; read them together with: torchfrtrace " + EscapeControl(f.log_dir) +
+             " -p " + FlightRecordPrefix(f.attempt) + "\n";
+  }
   // Where the full stacks are: a Python rank's faulthandler dump ("Fatal
   // Python error: Aborted", after the SIGABRT that asked for it) is in its
   // stderr either way.
@@ -120,6 +147,7 @@ std::string HangJson(const std::string& run_id, const HangFacts& f) {
   for (const std::string& m : f.missing) j.String(m);
   j.EndArray();
   j.EndObject();
+  if (f.culprit) j.Key("culprit").Raw(CulpritJson(*f.culprit));
   j.EndObject();
   return j.str() + "\n";
 }

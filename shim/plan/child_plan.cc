@@ -1,5 +1,7 @@
 #include "shim/plan/child_plan.h"
 
+#include "launch/flight/fr_env.h"
+
 #include "launch/cpu_affinity.h"
 #include "launch/topology/cpu_list.h"
 #include "shim/plan/contract.h"
@@ -64,6 +66,12 @@ Result<std::vector<ChildPlan>> PlanChildren(const World& world, const EnvSnapsho
       plan.vars.insert(plan.vars.end(), fv.begin(), fv.end());
     }
     plan.vars.insert(plan.vars.end(), req.socket_vars.begin(), req.socket_vars.end());
+    if (!req.flight_dir.empty() && !req.node_launcher) {
+      // The first attempt's; a restart's are set as it starts (supervisor.cc).
+      ContractBuilder b(env);
+      AddFlightVars(env, req.flight_dir, 0, &b);
+      plan.vars.insert(plan.vars.end(), b.vars().begin(), b.vars().end());
+    }
     if (req.tf_config) {
       auto tf = TfConfigVar(*req.tf_config, plan.rank, env);
       if (!tf.ok()) return tf.error();

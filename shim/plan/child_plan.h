@@ -49,6 +49,10 @@ struct PlanRequest {
   const GpuTopology* gpus = nullptr;        // for UCX's nearest port
   std::optional<TfConfigSpec> tf_config;    // --tf-config
   bool node_launcher = false;               // --node-launcher: the node's contract only
+  // --flight-recorder auto with --hang-timeout: the shim's private
+  // directory, where the recorder's variables point (launch/flight/fr_env.h;
+  // "": none are set).
+  std::string flight_dir;
 };
 
 // One plan per child. Errors when the job's size does not fit (WORLD_SIZE

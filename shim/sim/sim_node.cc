@@ -115,6 +115,8 @@ bool SimProcs::AnyPrinting() const {
 
 void SimProcs::StartProbe() { probe_until_ = now_ + kProbeS; }
 
+void SimProcs::StartDumps(double now) { dumps_until_ = now; }
+
 LocalFailure SimProcs::Failure(size_t child) {
   LocalFailure f;
   f.rank = shim_ * static_cast<int>(procs_.size()) + static_cast<int>(child);
@@ -129,8 +131,13 @@ LocalFailure SimProcs::Failure(size_t child) {
 std::vector<RankStack> SimProcs::Stacks() {
   std::vector<RankStack> out;
   for (size_t i = 0; i < procs_.size(); ++i)
-    out.push_back({shim_ * static_cast<int>(procs_.size()) + static_cast<int>(i),
-                   "no Python stack", ""});
+  {
+    RankStack r;
+    r.rank = shim_ * static_cast<int>(procs_.size()) + static_cast<int>(i);
+    r.text = "no Python stack";
+    r.fr_why = "no flight-recorder pipe";
+    out.push_back(std::move(r));
+  }
   return out;
 }
 

@@ -5,6 +5,7 @@
 // Processes end by events the cluster schedules on its virtual clock.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -65,6 +66,9 @@ class SimProcs : public NodeProcs {
   bool OutputOpen() const override;
   bool GroupsEmpty() override { return !StragglersLeft(); }
   void KillGroups() override { SignalStragglers(9); }
+  void StartDumps(double now) override;
+  bool DumpsDone(double now) override { return now >= dumps_until_; }
+  double DumpsNext(double now) const override { return std::max(now, dumps_until_); }
   void StartProbe() override;
   bool ProbeRunning() const override { return probe_until_ >= 0; }
   bool ProbeDone(double now) override { return probe_until_ < 0 || now >= probe_until_; }
@@ -100,6 +104,7 @@ class SimProcs : public NodeProcs {
   bool ran_ = false;  // ranks started in this attempt (not a spare's wait)
   uint64_t next_epoch_ = 1;
   double probe_until_ = -1;
+  double dumps_until_ = -1;
 };
 
 }  // namespace aml

@@ -1,0 +1,207 @@
+# aml-shim's flight-recorder agent (docs/control-plane.md, "Naming the
+# culprit"). aml-shim writes this file as sitecustomize.py into its private
+# directory and puts that directory first on its ranks' PYTHONPATH, as
+# opentelemetry-instrument and ddtrace-run hook Python: no change to the
+# script. It runs the user's own sitecustomize (the next one on sys.path),
+# and, once torch.distributed is imported, one daemon thread that waits for
+# the process group; when torch itself serves no dump pipe (Gloo ranks;
+# torch before 2.5), the thread makes the pipe torch would have,
+# <TORCH_NCCL_DEBUG_INFO_PIPE_FILE><rank>.pipe, and on each byte written
+# there writes the flight recorder's dump to <TORCH_FR_DUMP_TEMP_FILE><rank>
+# (whole: a temporary file renamed), with Gloo's pg_config mended so that
+# torchfrtrace loads it. It never prints, never raises into the rank and
+# never blocks it; a torch with no flight recorder gets a one-line
+# <prefix><rank>.why instead, which aml-shim's verdict quotes.
+import sys
+
+
+def _aml_flight_why(prefix, rank, text):
+    import os
+    try:
+        tmp = "%s%d.why.tmp" % (prefix, rank)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        try:
+            os.write(fd, text.encode("utf-8", "replace")[:300])
+        finally:
+            os.close(fd)
+        os.rename(tmp, "%s%d.why" % (prefix, rank))
+    except Exception:
+        pass
+
+
+def _aml_flight_mend(blob):
+    # Gloo's dump (torch 2.14) keys the default group '' in pg_config while
+    # its entries and pg_status name it: the one unnamed config is that group.
+    import pickle
+    d = pickle.loads(blob)
+    cfg = d.get("pg_config") if isinstance(d, dict) else None
+    if not isinstance(cfg, dict) or "" not in cfg:
+        return blob
+    names = {}
+    for name in (d.get("pg_status") or {}):
+        if name not in cfg:
+            names.setdefault(name, "")
+    for e in d.get("entries") or ():
+        pg = e.get("process_group") if isinstance(e, dict) else None
+        if isinstance(pg, tuple) and pg and pg[0] not in cfg:
+            names[pg[0]] = pg[1] if len(pg) > 1 and pg[1] else names.get(pg[0], "")
+    if len(names) != 1:
+        return blob
+    (name, desc), = names.items()
+    c = dict(cfg.pop(""))
+    c["name"] = name
+    c["desc"] = c.get("desc") or desc
+    cfg[name] = c
+    return pickle.dumps(d, protocol=2)
+
+
+def _aml_flight_run():
+    import os
+    import time
+    stem = os.environ.get("TORCH_NCCL_DEBUG_INFO_PIPE_FILE")
+    prefix = os.environ.get("TORCH_FR_DUMP_TEMP_FILE") or os.environ.get(
+        "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
+    if not stem or not prefix:
+        return
+    nap = 0.05
+    while True:  # until the process group is up (a dict lookup per nap)
+        time.sleep(nap)
+        nap = min(nap * 2, 1.0)
+        dist = sys.modules.get("torch.distributed")
+        try:
+            if dist is not None and dist.is_available() and dist.is_initialized():
+                break
+        except Exception:
+            return
+    rank = dist.get_rank()
+    pipe = "%s%d.pipe" % (stem, rank)
+    torch = sys.modules.get("torch")
+    version = getattr(torch, "__version__", "?")
+    try:
+        import torch._C._distributed_c10d as c10d
+    except Exception:
+        c10d = None
+    try:
+        backend = str(dist.get_backend())
+    except Exception:
+        backend = ""
+    nccl = "nccl" in backend
+    dump = getattr(c10d, "_dump_nccl_trace", None) if nccl else None
+    dump = dump or getattr(c10d, "_dump_fr_trace", None)
+    if dump is None:
+        _aml_flight_why(prefix, rank, "torch %s has no flight recorder" % version)
+        return
+    # torch's own reader (a NCCL default group, torch 2.5 on) makes the pipe
+    # as its group starts: it serves it, not us. One nap: while the rank
+    # waits in a collective, each wake-up of this thread may wait seconds
+    # for the GIL.
+    if nccl:
+        time.sleep(2)
+    if os.path.exists(pipe):
+        return
+    try:
+        os.mkfifo(pipe, 0o600)
+    except OSError:
+        return  # someone else's pipe now
+    try:
+        fd = os.open(pipe, os.O_RDWR)  # a reader and a writer: read() waits, never EOF
+    except OSError:
+        return
+    while True:
+        try:
+            if not os.read(fd, 64):
+                time.sleep(1)
+                continue
+        except OSError:
+            return
+        try:
+            blob = _aml_flight_mend(dump(True, True, False))
+            tmp = "%s%d.tmp" % (prefix, rank)
+            out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC |
+                          getattr(os, "O_NOFOLLOW", 0), 0o600)
+            try:
+                view = memoryview(blob)
+                while view:
+                    view = view[os.write(out, view):]
+            finally:
+                os.close(out)
+            os.rename(tmp, "%s%d" % (prefix, rank))
+        except Exception as e:
+            _aml_flight_why(prefix, rank, "torch %s could not dump its flight recorder: %s: %s"
+                            % (version, type(e).__name__, str(e)[:200]))
+
+
+def _aml_flight_legacy():
+    # torch before 2.9 reads the recorder's older names: set from the new
+    # ones aml-shim set, before any process group reads them (torch 2.9 on
+    # warns of the old names, so aml-shim sets only the new).
+    import os
+    torch = sys.modules.get("torch")
+    version = getattr(sys.modules.get("torch.version"), "__version__", None) or getattr(
+        torch, "__version__", None)
+    if not version:
+        return
+    try:
+        major, minor = (int(x) for x in str(version).split(".")[:2])
+    except ValueError:
+        return
+    if (major, minor) >= (2, 9):
+        return
+    for new, old in (("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE"),
+                     ("TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")):
+        if new in os.environ and old not in os.environ:
+            os.environ[old] = os.environ[new]
+
+
+class _AmlFlightWatch(object):
+    """Starts the thread as torch.distributed is first imported; answers no
+    import itself."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch.distributed":
+            try:
+                sys.meta_path.remove(self)
+            except ValueError:
+                pass
+            try:
+                _aml_flight_legacy()
+            except Exception:
+                pass
+            import threading
+            t = threading.Thread(target=_aml_flight_quiet, name="aml-shim-flight-recorder")
+            t.daemon = True
+            t.start()
+        return None
+
+
+def _aml_flight_quiet():
+    try:
+        _aml_flight_run()
+    except BaseException:
+        pass
+
+
+def _aml_flight_chain():
+    # The user's own sitecustomize, as if this one were not here; what it
+    # raises goes on to site.py, as it would have.
+    import importlib.machinery
+    import importlib.util
+    import os
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
+    if spec is None or spec.loader is None:
+        return
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = mod
+    spec.loader.exec_module(mod)
+
+
+try:
+    if "torch.distributed" in sys.modules:
+        _AmlFlightWatch().find_spec("torch.distributed")
+    else:
+        sys.meta_path.insert(0, _AmlFlightWatch())
+except Exception:
+    pass
+_aml_flight_chain()

@@ -1,0 +1,147 @@
+#include "launch/flight/fr_harvest.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "shim/base/read_no_follow.h"
+#include "shim/base/units.h"
+
+namespace aml {
+namespace {
+
+constexpr size_t kMaxWhy = 300;
+
+long long MtimeNs(const struct stat& st) {
+  return static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
+}
+
+// A regular file of ours, not a link.
+bool StatFile(const std::string& path, struct stat* st) {
+  return lstat(path.c_str(), st) == 0 && S_ISREG(st->st_mode) && st->st_uid == geteuid();
+}
+
+std::string OneLine(std::string s) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r' || static_cast<unsigned char>(c) < 0x20) c = ' ';
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s.substr(0, kMaxWhy);
+}
+
+}  // namespace
+
+std::string AskForDump(const std::string& pipe) {
+  struct stat st {};
+  if (lstat(pipe.c_str(), &st) != 0)
+    return errno == ENOENT ? "no flight-recorder pipe (not a torch.distributed rank, or its "
+                             "Python did not load aml-shim's agent)"
+                           : "its pipe " + pipe + ": " + std::strerror(errno);
+  if (!S_ISFIFO(st.st_mode)) return "its pipe " + pipe + " is not a FIFO";
+  const int fd = open(pipe.c_str(), O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENXIO ? "nothing reads its flight-recorder pipe"
+                          : "its pipe " + pipe + ": " + std::strerror(errno);
+  // What was opened is still the FIFO (not a file put there meanwhile).
+  std::string why;
+  if (fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) {
+    why = "its pipe " + pipe + " is not a FIFO";
+  } else if (write(fd, "1", 1) != 1 && errno != EAGAIN) {  // full: asked already
+    why = "its pipe " + pipe + ": " + std::strerror(errno);
+  }
+  close(fd);
+  return why;
+}
+
+void FlightHarvest::Start(const std::vector<Ask>& asks, double now, double timeout_s) {
+  outcomes_.assign(asks.size(), {});
+  states_.assign(asks.size(), {});
+  pending_ = 0;
+  timeout_s_ = timeout_s;
+  deadline_ = now + timeout_s;
+  for (size_t i = 0; i < asks.size(); ++i) {
+    Outcome& o = outcomes_[i];
+    State& s = states_[i];
+    o.rank = asks[i].rank;
+    if (!asks[i].files) {
+      o.why = "--flight-recorder off, or its variables unset";
+      continue;
+    }
+    if (!asks[i].running) {
+      o.why = "it had ended";
+      continue;
+    }
+    s.files = *asks[i].files;
+    // What the agent said when it could not serve (torch too old).
+    const std::string said = ReadNoFollow(AT_FDCWD, s.files.why, kMaxWhy);
+    // The dump as it is before the ask: an older one is not the answer.
+    struct stat st {};
+    if (StatFile(s.files.dump, &st)) {
+      s.dev = st.st_dev;
+      s.ino = st.st_ino;
+      s.mtime_ns = MtimeNs(st);
+      s.size = st.st_size;
+    }
+    const std::string why = AskForDump(s.files.pipe);
+    if (!why.empty()) {
+      o.why = said.empty() ? why : OneLine(said);
+      continue;
+    }
+    s.pending = true;
+    ++pending_;
+  }
+}
+
+void FlightHarvest::Look(size_t i, bool last) {
+  State& s = states_[i];
+  Outcome& o = outcomes_[i];
+  struct stat st {};
+  if (StatFile(s.files.dump, &st)) {
+    const bool changed = st.st_dev != s.dev || st.st_ino != s.ino ||
+                         MtimeNs(st) != s.mtime_ns || st.st_size != s.size;
+    s.dev = st.st_dev;
+    s.ino = st.st_ino;
+    s.mtime_ns = MtimeNs(st);
+    s.size = st.st_size;
+    if (static_cast<unsigned long long>(st.st_size) > kMaxFrDump) {
+      o.why = "its dump is " + FormatBytes(static_cast<uint64_t>(st.st_size)) +
+              ", over the cap of " + FormatBytes(kMaxFrDump) +
+              ": not read";
+      s.pending = false;
+    } else if (changed) {
+      const std::string data = ReadNoFollow(AT_FDCWD, s.files.dump, kMaxFrDump);
+      auto summary = SummarizeDump(data, o.rank);
+      if (summary.ok()) {
+        o.fr = std::move(*summary);
+        o.dump = s.files.dump;
+        s.pending = false;
+      } else {
+        s.error = summary.error().message;  // half written, perhaps: looked at again
+      }
+    }
+  }
+  if (s.pending) {
+    const std::string said = ReadNoFollow(AT_FDCWD, s.files.why, kMaxWhy);
+    if (!said.empty()) {
+      o.why = OneLine(said);
+      s.pending = false;
+    }
+  }
+  if (s.pending && last) {
+    o.why = s.error.empty() ? "no dump within --dump-timeout " + FormatRate(timeout_s_) + " s"
+                            : "its dump is broken: " + OneLine(s.error);
+    s.pending = false;
+  }
+  if (!s.pending) --pending_;
+}
+
+bool FlightHarvest::Poll(double now) {
+  const bool last = now >= deadline_;
+  for (size_t i = 0; i < states_.size() && pending_ > 0; ++i)
+    if (states_[i].pending) Look(i, last);
+  return done();
+}
+
+}  // namespace aml

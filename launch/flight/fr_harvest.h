@@ -1,0 +1,67 @@
+// A hang's harvest on one node (docs/control-plane.md, "Naming the
+// culprit"): each running rank is asked for its flight record through its
+// pipe (one byte, never blocking: a pipe nobody reads is said at once), and
+// its dump is waited for, --dump-timeout at most. A dump is read only when
+// it changed since the last look, refused unread past kMaxFrDump, and
+// summarized (fr_dump.h); a rank that never answers, or answers with a
+// broken dump, gets one line saying so. Nothing here blocks: Poll looks
+// and returns.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launch/flight/fr_dump.h"
+#include "launch/flight/fr_env.h"
+
+namespace aml {
+
+class FlightHarvest {
+ public:
+  static constexpr double kPollS = 0.05;  // how often the dumps are looked for
+
+  struct Ask {
+    int rank = 0;
+    std::optional<FlightFiles> files;  // none: the recorder is off for it
+    bool running = true;               // an ended rank is not asked
+  };
+  struct Outcome {
+    int rank = 0;
+    std::optional<FrSummary> fr;  // none: why says why
+    std::string why;
+    std::string dump;             // the dump's path when it came whole ("" else)
+  };
+
+  // Asks every running rank that has a pipe.
+  void Start(const std::vector<Ask>& asks, double now, double timeout_s);
+  // Reads what came. True when every rank answered or was given up on.
+  bool Poll(double now);
+  bool done() const { return pending_ == 0; }
+  double deadline() const { return deadline_; }
+  // One per rank asked, in the order of Start.
+  const std::vector<Outcome>& outcomes() const { return outcomes_; }
+
+ private:
+  struct State {
+    FlightFiles files;
+    bool pending = false;
+    dev_t dev = 0;
+    ino_t ino = 0;
+    long long mtime_ns = -1, size = -1;  // the file as last seen (-1: none)
+    std::string error;                   // the last read's
+  };
+  void Look(size_t i, bool last);
+
+  std::vector<Outcome> outcomes_;
+  std::vector<State> states_;
+  size_t pending_ = 0;
+  double deadline_ = 0, timeout_s_ = 0;
+};
+
+// "" when the byte went into `pipe`; else why the rank cannot be asked.
+std::string AskForDump(const std::string& pipe);
+
+}  // namespace aml

@@ -1,0 +1,164 @@
+#include "launch/flight/fr_harvest.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace aml {
+namespace {
+
+std::string Fixture(const std::string& name) {
+  std::ifstream in(std::string(AML_FIXTURES_DIR) + "/flight/" + name, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void Write(const std::string& path, const std::string& data) {
+  std::ofstream(path, std::ios::binary) << data;
+}
+
+class Harvest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/aml-fr-harvest-XXXXXX";
+    ASSERT_TRUE(mkdtemp(tmpl));
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    for (std::thread& t : agents_) t.join();
+    std::system(("rm -rf " + dir_).c_str());
+  }
+  FlightHarvest::Ask AskOf(int rank) {
+    FlightHarvest::Ask a;
+    a.rank = rank;
+    a.files = FlightFilesOf(EnvSnapshot({{"TORCH_NCCL_DEBUG_INFO_PIPE_FILE", dir_ + "/pipe-"},
+                                         {"TORCH_FR_DUMP_TEMP_FILE", dir_ + "/dump-"}}),
+                            EnvSets{}, rank);
+    return a;
+  }
+  // What the agent does: a FIFO it reads; on a byte, `dump` written whole
+  // (temporary file + rename). The FIFO is made here, before Start.
+  void Agent(int rank, std::string dump) {
+    const std::string pipe = dir_ + "/pipe-" + std::to_string(rank) + ".pipe";
+    ASSERT_EQ(mkfifo(pipe.c_str(), 0600), 0);
+    const int fd = open(pipe.c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    const std::string out = dir_ + "/dump-" + std::to_string(rank);
+    agents_.emplace_back([fd, out, dump] {
+      char b;
+      if (read(fd, &b, 1) == 1) {
+        Write(out + ".tmp", dump);
+        rename((out + ".tmp").c_str(), out.c_str());
+      }
+      close(fd);
+    });
+  }
+  // Polls until done; the clock is `now` (no real time matters but the agents').
+  void Finish(FlightHarvest* h, double now) {
+    for (int i = 0; i < 2000 && !h->Poll(now); ++i) usleep(5000);
+  }
+  std::string dir_;
+  std::vector<std::thread> agents_;
+};
+
+TEST_F(Harvest, EachRankThatAnswersGivesItsSummary) {
+  Agent(0, Fixture("gloo-skip-rank0.pickle"));
+  Agent(1, Fixture("gloo-skip-rank1.pickle"));
+  FlightHarvest h;
+  h.Start({AskOf(0), AskOf(1)}, 0, 10);
+  EXPECT_EQ(h.deadline(), 10);
+  Finish(&h, 1);
+  ASSERT_TRUE(h.done());
+  ASSERT_EQ(h.outcomes().size(), 2u);
+  for (int r = 0; r < 2; ++r) {
+    const auto& o = h.outcomes()[r];
+    ASSERT_TRUE(o.fr) << o.why;
+    EXPECT_EQ(o.fr->groups[0].enqueued, r == 0 ? 6 : 5);
+    EXPECT_EQ(o.dump, dir_ + "/dump-" + std::to_string(r));
+  }
+}
+
+TEST_F(Harvest, ARankThatCannotBeAskedIsSaidAtOnce) {
+  // No pipe; a pipe nobody reads; a regular file where the pipe should be
+  // (never written into); the agent's own line (torch too old).
+  ASSERT_EQ(mkfifo((dir_ + "/pipe-1.pipe").c_str(), 0600), 0);
+  Write(dir_ + "/pipe-2.pipe", "keep");
+  Write(dir_ + "/dump-3.why", "torch 1.13.1 has no flight recorder\n");
+  FlightHarvest::Ask ended = AskOf(4);
+  ended.running = false;
+  FlightHarvest::Ask off;
+  off.rank = 5;
+  FlightHarvest h;
+  h.Start({AskOf(0), AskOf(1), AskOf(2), AskOf(3), ended, off}, 0, 10);
+  ASSERT_TRUE(h.done()) << "nothing to wait for";
+  const auto& o = h.outcomes();
+  EXPECT_NE(o[0].why.find("no flight-recorder pipe"), std::string::npos) << o[0].why;
+  EXPECT_EQ(o[1].why, "nothing reads its flight-recorder pipe");
+  EXPECT_NE(o[2].why.find("is not a FIFO"), std::string::npos) << o[2].why;
+  std::ifstream kept(dir_ + "/pipe-2.pipe");
+  std::string k;
+  kept >> k;
+  EXPECT_EQ(k, "keep");
+  EXPECT_EQ(o[3].why, "torch 1.13.1 has no flight recorder");
+  EXPECT_EQ(o[4].why, "it had ended");
+  EXPECT_NE(o[5].why.find("--flight-recorder off"), std::string::npos);
+}
+
+TEST_F(Harvest, ARankThatNeverAnswersIsGivenUpAtTheDeadline) {
+  const std::string pipe = dir_ + "/pipe-0.pipe";
+  ASSERT_EQ(mkfifo(pipe.c_str(), 0600), 0);
+  const int reader = open(pipe.c_str(), O_RDWR);  // reads nothing, answers nothing
+  Write(dir_ + "/dump-0", "an older dump: not the answer");
+  FlightHarvest h;
+  h.Start({AskOf(0)}, 100, 10);
+  EXPECT_FALSE(h.Poll(105));
+  EXPECT_TRUE(h.Poll(110));
+  EXPECT_EQ(h.outcomes()[0].why, "no dump within --dump-timeout 10 s");
+  close(reader);
+}
+
+TEST_F(Harvest, AHugeOrBrokenDumpIsOneLineAndHarmsNothing) {
+  // A sparse file past the cap (not read), and a dump that is not a pickle.
+  const std::string huge = dir_ + "/dump-0";
+  const std::string pipe0 = dir_ + "/pipe-0.pipe", pipe1 = dir_ + "/pipe-1.pipe";
+  ASSERT_EQ(mkfifo(pipe0.c_str(), 0600), 0);
+  ASSERT_EQ(mkfifo(pipe1.c_str(), 0600), 0);
+  const int r0 = open(pipe0.c_str(), O_RDWR), r1 = open(pipe1.c_str(), O_RDWR);
+  FlightHarvest h;
+  h.Start({AskOf(0), AskOf(1)}, 0, 10);
+  const int fd = open(huge.c_str(), O_WRONLY | O_CREAT, 0600);
+  ASSERT_EQ(ftruncate(fd, (80 << 20)), 0);
+  close(fd);
+  Write(dir_ + "/dump-1", "\x80\x02garbage");
+  EXPECT_FALSE(h.Poll(1));
+  EXPECT_TRUE(h.Poll(10));
+  EXPECT_EQ(h.outcomes()[0].why, "its dump is 80 MiB, over the cap of 64 MiB: not read");
+  EXPECT_EQ(h.outcomes()[1].why.rfind("its dump is broken: not a flight-recorder dump: ", 0), 0u)
+      << h.outcomes()[1].why;
+  EXPECT_EQ(h.outcomes()[1].why.find('\n'), std::string::npos);
+  close(r0);
+  close(r1);
+}
+
+TEST_F(Harvest, ALinkAtTheDumpIsNotFollowed) {
+  const std::string pipe = dir_ + "/pipe-0.pipe";
+  ASSERT_EQ(mkfifo(pipe.c_str(), 0600), 0);
+  const int reader = open(pipe.c_str(), O_RDWR);
+  Write(dir_ + "/elsewhere", Fixture("gloo-skip-rank0.pickle"));
+  FlightHarvest h;
+  h.Start({AskOf(0)}, 0, 10);
+  ASSERT_EQ(symlink((dir_ + "/elsewhere").c_str(), (dir_ + "/dump-0").c_str()), 0);
+  EXPECT_TRUE(h.Poll(10));
+  EXPECT_FALSE(h.outcomes()[0].fr);
+  close(reader);
+}
+
+}  // namespace
+}  // namespace aml
