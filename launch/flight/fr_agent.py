@@ -69,10 +69,12 @@ def _aml_flight_run():
         nap = min(nap * 2, 1.0)
         dist = sys.modules.get("torch.distributed")
         try:
+            # (While torch.distributed is still being imported, what it
+            # defines may not be there yet: looked at again.)
             if dist is not None and dist.is_available() and dist.is_initialized():
                 break
         except Exception:
-            return
+            pass
     rank = dist.get_rank()
     pipe = "%s%d.pipe" % (stem, rank)
     torch = sys.modules.get("torch")

@@ -11,8 +11,11 @@ earlier attempt that is still alive. QUIET=1: it prints nothing (as a job
 that logs to files does): each rank appends its lines to $CKPT_DIR/log-R
 instead. A bad node (--spares, tests/e2e/test_spares.py): with BAD_NODE=1
 in its environment, or on the node that has the address BAD_NODE_ADDR,
-every rank exits 7 at the start of epoch $FAIL_EPOCH in every attempt.
-Used by tests/e2e/test_restart.py."""
+every rank exits 7 at the start of epoch $FAIL_EPOCH in every attempt; with
+BAD_NODE_HANGS=1 too, its LOCAL_RANK 0 sleeps there instead, in every attempt
+(it never enters the epoch's all-reduces, where the others wait: a hang
+whose culprit is that node, tests/e2e/test_culprit.py). Used by
+tests/e2e/test_restart.py."""
 import glob
 import hashlib
 import os
@@ -90,8 +93,13 @@ def main():
         say(f"rank {rank} resumed at epoch {start}")
     for epoch in range(start, epochs):
         if epoch == fail_epoch and bad_node():
-            say(f"rank {rank} on a bad node fails")
-            os._exit(7)
+            if os.environ.get("BAD_NODE_HANGS") == "1":
+                if os.environ.get("LOCAL_RANK") == "0":
+                    say(f"rank {rank} on a bad node hangs")
+                    time.sleep(1000000)
+            else:
+                say(f"rank {rank} on a bad node fails")
+                os._exit(7)
         if rank == fail_rank and epoch == fail_epoch and (attempt == 0 or always):
             if os.environ.get("HANG") == "1":
                 time.sleep(1000000)

@@ -1,0 +1,320 @@
+"""Naming a hang's culprit (issue 44; docs/control-plane.md, "Naming the
+culprit"): at the hang verdict each shim asks its ranks for PyTorch's flight
+record, and rank 0's shim names the collective, the ranks that never
+entered it, their node and host; with --spares that node is retired.
+
+- The agent (aml-shim's sitecustomize) on this machine's Python with a
+  stand-in torch package: it chains to the user's sitecustomize, serves the
+  pipe, mends Gloo's pg_config, stays out of the way of torch's own reader,
+  says why when torch has no recorder, and never prints.
+- torch 1.13 (this machine's): the roll-call as before, and why no culprit.
+- torch 2.14 in a Debian forky root (scripts/forky-root.sh) on 4 network-
+  namespace nodes (5 with a spare) under Open MPI 4.1's mpirun: plain
+  all-reduces where one rank skips one, ranks that never answer or answer
+  with a broken dump, DDP whose bad node hangs it.
+"""
+import json
+import os
+import pickle
+import re
+import subprocess
+import tempfile
+import textwrap
+import unittest
+
+from harness import (CKPT, PYTHON, SHIM, SRC, clean_env, free_port, main, require,
+                     require_namespaces, run, slurp)
+
+CLUSTER = "amlf"
+SUBNET = 44
+NET = f"198.18.{SUBNET}"
+NETNS = os.path.join(SRC, "scripts", "netns-cluster.sh")
+IN_ROOT = os.path.join(SRC, "scripts", "in-root.sh")
+SKIP = os.path.join(SRC, "tests", "e2e", "scripts", "skip_collective.py")
+# Each netns node under its own host name (netns-cluster.sh shares this
+# machine's): the verdict's host is the culprit's node.
+OWN_HOST = ["unshare", "--uts", "sh", "-c", 'hostname "$(ip netns identify)"; exec "$@"', "sh"]
+
+
+def culprit_lines(stderr):
+    return [l for l in stderr.splitlines() if l.startswith("aml-shim: culprit:") or
+            l.startswith("aml-shim: no culprit:")]
+
+
+# ---- The agent, with a stand-in torch on this machine's Python
+
+FAKE_TORCH = {
+    "torch/__init__.py": "__version__ = '2.14.0'\n",
+    "torch/version.py": "__version__ = '2.14.0'\n",
+    "torch/_C/__init__.py": "",
+    # The recorder's dump as Gloo writes it: pg_config keyed ''.
+    "torch/_C/_distributed_c10d.py": textwrap.dedent("""\
+        import os, pickle
+        if os.environ.get("FAKE_NO_FR") != "1":
+            def _dump_fr_trace(collectives, stacks, only_active):
+                rank = int(os.environ["RANK"])
+                entry = {"collective_seq_id": 3 + (rank == 1), "profiling_name": "gloo:all_reduce",
+                         "state": "scheduled", "input_sizes": [[4]], "input_dtypes": ["Float"],
+                         "process_group": ("0", "default_pg"), "pg_id": 0, "is_p2p": False,
+                         "frames": [{"filename": "/x/torch/distributed/c.py", "line": 1,
+                                     "name": "all_reduce"},
+                                    {"filename": "/job/train.py", "line": 7, "name": "<module>"}]}
+                return pickle.dumps({"version": "2.10",
+                                     "pg_config": {"": {"name": "", "desc": "", "ranks": "[0, 1]"}},
+                                     "pg_status": {"0": {"last_enqueued_collective": 3 + (rank == 1),
+                                                         "last_started_collective": -1,
+                                                         "last_completed_collective": 3}},
+                                     "entries": [entry]}, protocol=2)
+        """),
+    # A slow import (the agent's thread looks before it is done), a process
+    # group that is up once init_process_group returns; with BACKEND=nccl,
+    # torch's own reader: it makes the pipe and answers with its own dump.
+    "torch/distributed/__init__.py": textwrap.dedent("""\
+        import os, threading, time
+        time.sleep(0.5)
+        _up = False
+        def is_available(): return True
+        def is_initialized(): return _up
+        def get_rank(): return int(os.environ["RANK"])
+        def get_backend(group=None): return os.environ.get("BACKEND", "gloo")
+        def _own_reader():
+            pipe = os.environ["TORCH_NCCL_DEBUG_INFO_PIPE_FILE"] + os.environ["RANK"] + ".pipe"
+            os.mkfifo(pipe)
+            fd = os.open(pipe, os.O_RDWR)
+            def serve():
+                os.read(fd, 1)
+                import pickle
+                out = os.environ["TORCH_FR_DUMP_TEMP_FILE"] + os.environ["RANK"]
+                with open(out, "wb") as f:
+                    f.write(pickle.dumps({"version": "torch-own", "pg_status": {}, "entries": []}))
+            threading.Thread(target=serve, daemon=True).start()
+        def init_process_group(*a, **k):
+            global _up
+            if get_backend() == "nccl": _own_reader()
+            _up = True
+        """),
+}
+
+RANK_SCRIPT = textwrap.dedent("""\
+    import os, sys, time
+    import torch.distributed as dist
+    dist.init_process_group("gloo")
+    print("rank", dist.get_rank(), "up", "SITE=" + os.environ.get("USER_SITE_MARK", "-"), flush=True)
+    time.sleep(1000)
+    """)
+
+
+class Agent(unittest.TestCase):
+    """aml-shim's sitecustomize, on /usr/bin/python3 with a stand-in torch."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.dir = self.tmp.name
+        for rel, text in FAKE_TORCH.items():
+            path = os.path.join(self.dir, "lib", rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write(text)
+        # The user's own sitecustomize, on the user's PYTHONPATH.
+        os.makedirs(os.path.join(self.dir, "site"))
+        with open(os.path.join(self.dir, "site", "sitecustomize.py"), "w") as f:
+            f.write("import os\nos.environ['USER_SITE_MARK'] = 'theirs'\n")
+        with open(os.path.join(self.dir, "rank.py"), "w") as f:
+            f.write(RANK_SCRIPT)
+
+    def hang(self, *extra, **env):
+        logs = os.path.join(self.dir, "logs")
+        e = clean_env(PYTHONPATH=os.path.join(self.dir, "site") + ":" + os.path.join(self.dir, "lib"),
+                      **env)
+        r = run([SHIM, "--nproc-per-node", "2", "--hang-timeout", "4s", "--dump-timeout", "5s",
+                 "--log-dir", logs, *extra, PYTHON, os.path.join(self.dir, "rank.py")], env=e,
+                timeout=90)
+        return r, logs
+
+    def test_it_serves_the_record_mends_it_and_runs_the_users_sitecustomize(self):
+        r, logs = self.hang()
+        self.assertEqual(r.returncode, 124, r.stderr)
+        # The user's sitecustomize ran; the agent printed nothing of its own.
+        self.assertIn("[rank 0] rank 0 up SITE=theirs", r.stdout)
+        self.assertIn("[rank 1] rank 1 up SITE=theirs", r.stdout)
+        for rank in (0, 1):
+            # (Past "Fatal Python error", faulthandler's dump of every thread
+            # lists the agent's too: that is the roll-call, not the agent.)
+            err = slurp(os.path.join(logs, f"rank-{rank}.stderr"))
+            self.assertEqual(err.split("Fatal Python error")[0].strip(), "", err)
+        # Rank 1 entered #4 of the default group, rank 0 never did.
+        self.assertEqual(culprit_lines(r.stderr), [
+            "aml-shim: culprit: rank 0 [node 0, host " + os.uname().nodename + "] never entered "
+            "all_reduce #4 [[4]] Float of group 0 (default_pg), which rank 1 entered and waits "
+            "in; its last: all_reduce #3 [[4]] Float at <module> (train.py:7)"])
+        # Kept as torchfrtrace reads it: pg_config mended to the group's name.
+        with open(os.path.join(logs, "fr-attempt1-rank-1"), "rb") as f:
+            dump = pickle.load(f)
+        self.assertEqual(dump["pg_config"], {"0": {"name": "0", "desc": "default_pg",
+                                                   "ranks": "[0, 1]"}})
+        self.assertIn(f"read them together with: torchfrtrace {logs} -p fr-attempt1-rank-",
+                      r.stderr)
+        record = json.loads(slurp(os.path.join(logs, "failure.json")))
+        self.assertEqual(record["culprit"]["missing"][0]["rank"], 0)
+        self.assertEqual(record["culprit"]["seq"], 4)
+
+    def test_torchs_own_reader_is_left_to_serve(self):
+        r, logs = self.hang(BACKEND="nccl")
+        self.assertEqual(r.returncode, 124, r.stderr)
+        with open(os.path.join(logs, "fr-attempt1-rank-0"), "rb") as f:
+            self.assertEqual(pickle.load(f)["version"], "torch-own")
+
+    def test_a_torch_with_no_recorder_is_said_once(self):
+        r, logs = self.hang(FAKE_NO_FR="1")
+        self.assertEqual(r.returncode, 124, r.stderr)
+        self.assertEqual(culprit_lines(r.stderr), [
+            "aml-shim: no culprit: no rank's flight record came; no flight record from ranks "
+            "0-1: torch 2.14.0 has no flight recorder"])
+
+    def test_off_sets_nothing(self):
+        r, logs = self.hang("--flight-recorder", "off")
+        self.assertEqual(r.returncode, 124, r.stderr)
+        self.assertEqual(culprit_lines(r.stderr), [])
+        e = clean_env(PYTHONPATH="/mine")
+        shown = run([SHIM, "env", "--hang-timeout", "1m", "--flight-recorder", "off"], env=e)
+        for name in ("TORCH_FR_", "TORCH_NCCL_DEBUG_INFO_PIPE_FILE", "PYTHONPATH"):
+            self.assertNotIn(name, shown.stdout)
+        self.assertIn("PYTHONPATH", run([SHIM, "env", "--explain", "--hang-timeout", "1m"],
+                                        env=e).stdout)
+
+    def test_env_explain_says_a_users_variable_stands(self):
+        e = clean_env(TORCH_FR_BUFFER_SIZE="0")
+        r = run([SHIM, "env", "--explain", "--hang-timeout", "1m"], env=e)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        line = [l for l in r.stdout.splitlines() if "TORCH_FR_BUFFER_SIZE" in l]
+        self.assertTrue(line and "set by the user" in line[0], r.stdout)
+        self.assertRegex(r.stdout, r"TORCH_NCCL_DEBUG_INFO_PIPE_FILE.*fr-0/pipe-rank-")
+
+
+class OldTorch(unittest.TestCase):
+    """torch 1.13 (this machine's): no recorder; the roll-call, and why."""
+
+    def test_the_roll_call_and_why_there_is_no_culprit(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            r = run([SHIM, "--nproc-per-node", "2", "--hang-timeout", "6s", PYTHON, SKIP],
+                    env=clean_env(SKIP_RANK="1", SKIP_AT="3", MASTER_PORT=free_port()),
+                    timeout=120)
+        self.assertEqual(r.returncode, 124, r.stderr)
+        self.assertRegex(r.stderr, r"aml-shim:   rank 1 \[node 0, host [^]]+\] in <module> "
+                                   r"\(skip_collective.py:\d+\)")
+        self.assertEqual(culprit_lines(r.stderr), [
+            "aml-shim: no culprit: no rank's flight record came; no flight record from ranks "
+            "0-1: torch 1.13.0a0 has no flight recorder"])
+
+
+def forky_root():
+    made = subprocess.run([os.path.join(SRC, "scripts", "forky-root.sh")], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=1800)
+    if made.returncode != 0:
+        raise AssertionError("the forky root could not be made:\n" + made.stderr)
+    return made.stdout.strip()
+
+
+class OnNodes(unittest.TestCase):
+    """torch 2.14 (Gloo) in the forky root, on network-namespace nodes."""
+
+    @classmethod
+    def setUpClass(cls):
+        require("mpirun", "ip", "debootstrap", "unshare", "chroot")
+        require_namespaces("--net", "--mount", "--uts", why="network, mount and UTS namespaces")
+        cls.root = forky_root()
+        cls.addClassCleanup(subprocess.run, [NETNS, "down", CLUSTER], check=False)
+        subprocess.run([NETNS, "up", CLUSTER, "5", str(SUBNET)], check=True)
+        cls.agent = subprocess.run([NETNS, "agent", CLUSTER], stdout=subprocess.PIPE, text=True,
+                                   check=True).stdout.strip()
+
+    def job(self, nodes, *shim_args, script=SKIP, script_args=(), timeout=300, **env):
+        """One shim per node (nodes 1..`nodes`) under mpirun, each in the
+        forky root under its node's name."""
+        names = {"USE_LIBUV": "0", "MASTER_ADDR": f"{NET}.1", "MASTER_PORT": str(free_port()),
+                 "GLOO_SOCKET_IFNAME": "eth0", "AML_SHIM_PMIX": "0",
+                 "AML_ROOT_BINDS": ":".join(sorted({SRC, os.path.dirname(os.path.abspath(SHIM)),
+                                                    "/tmp"})),
+                 **{k: str(v) for k, v in env.items()}}
+        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(nodes),
+               "--mca", "btl", "self,tcp", "--mca", "plm_rsh_agent", self.agent,
+               "--mca", "oob_tcp_if_include", f"{NET}.0/24", "--mca", "btl_tcp_if_include",
+               f"{NET}.0/24", "--mca", "rtc_hwloc_vmhole", "none",
+               "--host", ",".join(f"{CLUSTER}{i}:1" for i in range(1, nodes + 1))]
+        for name in names:
+            cmd += ["-x", name]
+        cmd += OWN_HOST + [IN_ROOT, self.root, os.path.abspath(SHIM), "--nproc-per-node", "2",
+                           *shim_args, "python3", script, *script_args]
+        return run(cmd, env=clean_env(**names), timeout=timeout)
+
+    def test_the_verdict_names_the_collective_the_rank_its_node_and_host(self):
+        with tempfile.TemporaryDirectory(dir="/tmp") as logs:
+            r = self.job(4, "--hang-timeout", "20s", "--log-dir", logs, SKIP_RANK="5")
+            self.assertEqual(r.returncode, 124, r.stdout + r.stderr)
+            # Rank 5 is NODE_RANK 2's second rank: the third node, amlf3.
+            lines = culprit_lines(r.stderr)
+            self.assertEqual(len(lines), 1, r.stderr)
+            self.assertRegex(lines[0],
+                             r"^aml-shim: culprit: rank 5 \[node 2, host amlf3\] never entered "
+                             r"all_reduce #6 \[\[4\]\] Float of group 0 \(default_pg\), which ranks "
+                             r"0-4,6-7 entered and wait in; its last: all_reduce #5 \[\[4\]\] Float "
+                             r"at <module> \(skip_collective.py:\d+\)$")
+            record = json.loads(slurp(os.path.join(logs, "failure.json")))
+            c = record["culprit"]
+            self.assertEqual((c["group"], c["seq"], c["op"], c["node"], c["host"]),
+                             ("0", 6, "all_reduce", 2, "amlf3"))
+            self.assertEqual([m["rank"] for m in c["missing"]], [5])
+            # Every rank's dump, kept as torchfrtrace reads them.
+            kept = sorted(f for f in os.listdir(logs) if f.startswith("fr-attempt1-rank-"))
+            self.assertEqual(kept, [f"fr-attempt1-rank-{i}" for i in range(8)])
+            fr = run([IN_ROOT, self.root, "torchfrtrace", logs, "-p", "fr-attempt1-rank-"],
+                     env=clean_env(AML_ROOT_BINDS="/tmp"), timeout=120)
+            self.assertEqual(fr.returncode, 0, fr.stdout + fr.stderr)
+            self.assertIn("Not all ranks joining collective, sequence number: 6", fr.stdout + fr.stderr)
+            self.assertIn("missing ranks: {5}", fr.stdout + fr.stderr)
+
+    def test_ranks_that_never_answer_or_answer_badly_are_named_and_harm_nothing(self):
+        # Rank 2 never answers its pipe, rank 6 answers with 80 MiB, rank 3
+        # with garbage; rank 5 skips #6: still named, within the timeout.
+        for bad in ("huge", "garbage"):
+            with self.subTest(dump=bad):
+                bad_rank = "6" if bad == "huge" else "3"
+                r = self.job(4, "--hang-timeout", "20s", "--dump-timeout", "4s", SKIP_RANK="5",
+                             SILENT_PIPE_RANK="2", BAD_DUMP_RANK=bad_rank, BAD_DUMP=bad)
+                self.assertEqual(r.returncode, 124, r.stdout + r.stderr)
+                lines = culprit_lines(r.stderr)
+                self.assertEqual(len(lines), 1, r.stderr)
+                self.assertIn("aml-shim: culprit: rank 5 [node 2, host amlf3] never entered "
+                              "all_reduce #6", lines[0])
+                self.assertIn("rank 2: no dump within --dump-timeout 4 s", lines[0])
+                if bad == "huge":
+                    self.assertIn("rank 6: its dump is 80 MiB, over the cap of 64 MiB: not read",
+                                  lines[0])
+                else:
+                    self.assertIn("rank 3: its dump is broken: not a flight-recorder dump:",
+                                  lines[0])
+
+    def test_the_culprits_node_is_retired_and_the_spare_takes_its_place(self):
+        # DDP whose NODE_RANK 2 (the third node's address) hangs in every
+        # attempt: the hang names it, --retire-after 1 retires it, the spare
+        # (the fifth node) takes NODE_RANK 2, and the job ends as an
+        # undisturbed one.
+        with tempfile.TemporaryDirectory(dir="/tmp") as ckpt, \
+                tempfile.TemporaryDirectory(dir="/tmp") as clean:
+            calm = self.job(4, script=CKPT, CKPT_DIR=clean, FAIL_RANK="-1")
+            self.assertEqual(calm.returncode, 0, calm.stdout + calm.stderr)
+            weights = re.findall(r"final weights ([0-9a-f]{64})", calm.stdout)
+            self.assertEqual(len(weights), 1, calm.stdout)
+            r = self.job(5, "--hang-timeout", "30s", "--max-restarts", "2", "--spares", "1",
+                         "--retire-after", "1", script=CKPT, timeout=600, CKPT_DIR=ckpt,
+                         FAIL_RANK="-1", BAD_NODE_ADDR=f"{NET}.3", BAD_NODE_HANGS="1")
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertRegex(r.stderr, r"aml-shim: culprit: rank 4 \[node 2, host amlf3\] never "
+                                       r"entered ")
+            self.assertIn("NODE_RANK 2 moves to rank 4's shim on amlf5", r.stderr)
+            self.assertEqual(re.findall(r"final weights ([0-9a-f]{64})", r.stdout), weights)
+
+
+if __name__ == "__main__":
+    main()
