@@ -302,7 +302,7 @@ std::string CulpritJson(const Culprit& c) {
     j.EndArray();
     j.Key("waiting").String(CompactRanks(c.waiting));
   }
-  if (c.node >= 0) j.Key("node").Int(c.node).Key("host").String(c.host);
+  if (c.node >= 0) j.Key("node").Int(c.node).Key("host").String(c.host).Key("shim").Int(c.shim);
   j.Key("mismatches").BeginArray();
   for (const Mismatch& m : c.mismatches) {
     j.BeginObject().Key("seq").Int(m.seq).Key("variants").BeginArray();

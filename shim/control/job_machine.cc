@@ -113,7 +113,7 @@ void JobMachine::OnStacks(const std::vector<RankStack>& stacks, double now) {
       const auto lines = SplitLines(s.text);
       RankReport r;
       r.rank = s.rank;
-      r.node = c_.node;
+      r.node = node_;  // this attempt's NODE_RANK (--spares: a spare's, once it took one)
       r.host = c_.host;
       r.signature = s.signature.substr(0, kMaxSignature);
       r.why_none = s.signature.empty() && !lines.empty() ? lines[0] : "";
@@ -143,7 +143,7 @@ void JobMachine::OnStacks(const std::vector<RankStack>& stacks, double now) {
   }
   list += "]";
   Msg m("stacks");
-  m.Set("shim", c_.rank).Set("node", c_.node).Set("host", c_.host).SetRaw("stacks", list);
+  m.Set("shim", c_.rank).Set("node", node_).Set("host", c_.host).SetRaw("stacks", list);
   ports_->SendUp(m.Encode());
 }
 
@@ -697,8 +697,14 @@ void JobMachine::FinishCollect(double now) {
   // A hang whose culprits are all on one node counts as that node's
   // failure for --retire-after; any other hang breaks the streak.
   if (Spares()) {
+    hang_attempt_ = a;
     NoteCulprit(facts.culprit, now);
-    if (Over()) return;  // no spare left for the node it retired
+    hang_attempt_.reset();
+    if (Over()) {
+      // No spare left for the node it retired: why, then the roll-call.
+      if (!orders_.empty()) orders_.back().message += roll_call;
+      return;
+    }
   }
   EndAttempt(std::move(a), stop, LinkOrder::Stop(124, roll_call, HangJson(c_.run_id, facts)),
              roll_call, false, now);

@@ -209,6 +209,9 @@ class JobMachine {
   std::string LostReason(int lost, int s, const std::string& what) const;
   void NoteStreak(const FailNote& first, double now);
   void NoteCulprit(const std::optional<Culprit>& c, double now);
+  // The hang being judged (FinishCollect), for a stop that comes of its
+  // culprit's retirement.
+  std::optional<AttemptRecord> hang_attempt_;
   bool RetireOrStop(int shim, const std::string& reason, double now);
   void StopNoSpare(const std::string& why, double now);
   void StopNoMajority(const std::string& why, bool writes_record, double now);

@@ -231,6 +231,8 @@ void JobMachine::StopNoSpare(const std::string& why, double now) {
     AttemptRecord a = state_ == JobState::kEnding ? current_ : NewAttempt(ports_->WallNow());
     if (state_ == JobState::kDeciding && !fails_.empty() && EarliestFailure().lost.empty()) {
       a = FailedAttempt(EarliestFailure());
+    } else if (state_ == JobState::kCollecting && hang_attempt_) {
+      a = *hang_attempt_;  // the hang whose culprit's node was retired
     } else if (state_ != JobState::kEnding) {
       a.exit_code = 125;
       a.what = EscapeControl(why);

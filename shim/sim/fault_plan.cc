@@ -214,6 +214,13 @@ Status ParseSpec(const std::string& spec, int shims, std::mt19937_64* rng, Fault
     const size_t comma = std::min(spec.find(',', from), spec.size());
     const std::string item = spec.substr(from, comma - from);
     from = comma + 1;
+    if (item.rfind("skip=", 0) == 0 || item.rfind("nodump=", 0) == 0) {
+      const bool skip = item[0] == 's';
+      auto k = ParseInt("--faults", item.substr(skip ? 5 : 7), 0, std::max(0, shims - 1));
+      if (!k.ok()) return Error{k.error().message + " (in '" + item + "')"};
+      (skip ? p->skip : p->nodump) = static_cast<int>(*k);
+      continue;
+    }
     if (item.rfind("spares=", 0) == 0) {
       auto k = ParseInt("--faults", item.substr(7), 0, std::max(0, shims - 1));
       if (!k.ok()) return Error{k.error().message + " (in '" + item + "')"};
@@ -330,6 +337,8 @@ std::string FaultPlan::Describe() const {
             : f.shim == Fault::kRoot         ? std::string("root")
                                              : std::to_string(f.shim));
   if (quiet) out += (out.empty() ? "" : ",") + std::string("hang");
+  if (skip >= 0) out += ",skip=" + std::to_string(skip);
+  if (nodump >= 0) out += ",nodump=" + std::to_string(nodump);
   if (max_restarts > 0)
     out += (out.empty() ? "" : ",") + std::string("restarts=") + std::to_string(max_restarts) +
            (restarts_succeed ? "" : "(failing)");
@@ -372,6 +381,12 @@ Result<FaultPlan> MakeFaultPlan(const std::string& spec, int shims, std::mt19937
     p.faults.push_back({FaultKind::kSigterm, DrawS(rng, 0.5, 5), Draw(rng, 0, shims - 1), {}});
   } else if (spec == "random") {
     DrawRandom(shims, rng, &p);
+    // A hang's culprit at times, and a rank that never answers its pipe
+    // (drawn last: the draws above replay as they did).
+    if (p.quiet) {
+      if (Draw(rng, 0, 2) > 0) p.skip = Draw(rng, 0, shims - 1);
+      if (Draw(rng, 0, 3) == 0) p.nodump = Draw(rng, 0, shims - 1);
+    }
   } else if (spec == "rootloss") {
     if (shims < 3) return Error{"--faults rootloss needs --shims 3 or more"};
     DrawRootLoss(shims, rng, &p);

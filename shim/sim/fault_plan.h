@@ -9,7 +9,12 @@
 //   cut       the link between one shim and its parent drops every frame
 //   partition a set of shims is cut off from the rest, both sides alive
 //   kill      one shim dies (its links close)
-//   hang      no rank writes output: --hang-timeout judges the job hung
+//   hang      no rank writes output: --hang-timeout judges the job hung;
+//             "skip=S" too: shim S's first rank never entered the last
+//             collective that every other rank entered (the culprit that
+//             the verdict names, docs/control-plane.md "Naming the
+//             culprit"); "nodump=S": shim S's first rank never answers its
+//             flight-recorder pipe (random hangs draw both at times)
 //   restart   one rank fails, --max-restarts 1: the next attempt ends well
 //   sigterm   the launcher SIGTERMs one shim (in any phase)
 //   slow      one shim handles each frame 20 times slower
@@ -72,6 +77,10 @@ struct FaultPlan {
   // replace (job_spares.cc); --retire-after 2.
   int spares = 0;
   static constexpr int kRetireAfter = 2;
+  // With `quiet`: shim `skip`'s first rank never entered the attempt's last
+  // collective (-1: every rank entered it), in every attempt it runs ranks
+  // in; shim `nodump`'s first rank never answers its pipe (-1: all answer).
+  int skip = -1, nodump = -1;
   // How long a healthy attempt runs before its ranks end with 0: a few
   // seconds, or past the last fault (forever when the ranks hang).
   double run_s = 5;

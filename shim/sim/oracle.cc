@@ -15,6 +15,10 @@ constexpr double kInf = 1e18;
 constexpr double kWindowS = 0.1;      // rank 0 names the earliest failure of this window
 constexpr double kSteadySilenceS = 5; // a steady link is lost after this much silence
 constexpr double kCollectS = 20;      // the roll-call waits this long for stacks
+// ...and past --dump-timeout, for the ranks' flight records (the simulator's
+// ranks answer within SimProcs::kDumpS, or never: FaultPlan::nodump).
+constexpr double kDumpTimeoutS = 10;
+constexpr double kDumpS = 1;
 constexpr double kEndingWaitS = 30;   // past --grace, for every shim to end its ranks
 constexpr double kProgressS = 60;     // an attempt this long made progress
 constexpr double kLastWordsS = 1;     // output in a failure's last second is not progress
@@ -253,6 +257,7 @@ struct State {
   double round_from = 0;
   std::set<int> pending_missing_min, pending_missing_max;
   std::set<int> missing_min, missing_max;  // the roll-call taken
+  std::set<int> culprit;  // the last roll-call's culprit: the shims it may name (-1: none)
   std::vector<std::pair<double, double>> halts, restart_times;
   // A new root (docs/control-plane.md, "A new root"). The root's children
   // lost while they may live (silent), among them a heir (when, at the
@@ -648,8 +653,10 @@ class Seer {
           st.phase = State::Phase::kCollecting;
           st.pending = Event{};
           st.pending.kind = Kind::kCollected;
-          st.pending.lo = !wait_min ? lo : lo + kCollectS;
-          st.pending.hi = (!wait_max ? hi : hi + kCollectS) + 2 * L_;
+          // Each node asks its ranks for their flight records first.
+          const double dumps = p_.nodump >= 0 ? kDumpTimeoutS : kDumpS;
+          st.pending.lo = !wait_min ? lo : lo + kCollectS + kDumpTimeoutS;
+          st.pending.hi = (!wait_max ? hi + dumps : hi + kCollectS + kDumpTimeoutS) + 2 * L_;
           st.pending_missing_min = mmin;
           st.pending_missing_max = mmax;
           st.pending_code = 124;
@@ -691,9 +698,12 @@ class Seer {
         a.hang = true;
         st.missing_min = st.pending_missing_min;
         st.missing_max = st.pending_missing_max;
-        st.streak_shim = -1;  // a hang breaks a node's streak
-        st.streak = 0;
-        EndAttempt(st, a, 124, true, hi - st.t_lo, lo, hi);
+        for (int culprit : Culprits(st)) {
+          State one = st;
+          one.culprit = {culprit};
+          if (!NoteCulprit(&one, culprit, a, lo, hi)) continue;  // no spare left: the end
+          EndAttempt(one, a, 124, true, hi - st.t_lo, lo, hi);
+        }
         return;
       }
       case Kind::kRestarted: {
@@ -1406,6 +1416,57 @@ class Seer {
     }
   }
 
+  // The roll-call's culprit (docs/control-plane.md, "Naming the culprit"):
+  // the shim whose first rank skipped the attempt's last collective
+  // (FaultPlan::skip), when it runs ranks in this attempt, its record comes
+  // (it is no roll-call's silent shim, and answers its pipe), and another
+  // shim's ranks surely entered the collective; else none (-1). Each way
+  // where the roll-call may or may not hear from it.
+  std::set<int> Culprits(const State& st) const {
+    const int s = p_.skip;
+    if (!p_.quiet || s < 0 || s >= w_.n || !Runs(st, s) || st.gone.count(s) ||
+        st.missing_min.count(s) || p_.nodump == s)
+      return {-1};
+    bool other = false;  // a rank that entered it, surely heard
+    for (int t = 0; t < w_.n && !other; ++t)
+      other = t != s && Runs(st, t) && !st.gone.count(t) && !st.missing_max.count(t) &&
+              p_.nodump != t;
+    if (!other) return {-1, s};
+    if (st.missing_max.count(s)) return {-1, s};
+    return {s};
+  }
+
+  // (--spares) A hang whose culprit is one node's counts as that node's
+  // failure for the streak; any other hang breaks the streak. False when
+  // the node is retired and no spare is left: the job ends (125).
+  bool NoteCulprit(State* st, int culprit, const ForeseenAttempt& hang, double lo, double hi) {
+    if (!spares_ || culprit < 0) {
+      st->streak_shim = -1;
+      st->streak = 0;
+      return true;
+    }
+    st->streak = st->streak_shim == culprit ? st->streak + 1 : 1;
+    st->streak_shim = culprit;
+    if (st->streak < FaultPlan::kRetireAfter) return true;
+    st->story += "; shim " + std::to_string(culprit) + " retired (the hang's culprit)";
+    Retire(st, culprit);
+    st->replaced = true;
+    st->streak_shim = -1;
+    st->streak = 0;
+    if (Vacant(*st) <= static_cast<int>(st->spare.size())) return true;
+    if (Deferred(*st, lo)) {
+      st->nospare_lo = st->heir_lost_lo + kMaxSilenceS + 1;
+      st->nospare_hi = st->heir_lost_hi + kMaxSilenceS + 1 + 2 * L_;
+      return true;
+    }
+    ForeseenAttempt a = hang;
+    a.announced = false;
+    st->attempts.push_back(a);
+    st->story += "; no spare left";
+    Final(*st, 125, lo, hi, {culprit}, "nospare");
+    return false;
+  }
+
   // The job's last verdict: `code` at rank 0, decided in [lo, hi]; each
   // shim's own exit follows from what reaches it first.
   void Final(const State& st, int code, double lo, double hi, const std::set<int>& lost,
@@ -1439,6 +1500,7 @@ class Seer {
     if (code == 124) {
       f.missing_min = st.missing_min;
       f.missing_max = st.missing_max;
+      f.culprit = st.culprit;
     }
     // The current attempt's healthy end, where its ranks end with 0.
     const double end_lo = p_.quiet || st.phase != State::Phase::kRunning ? kInf : st.t_lo + p_.run_s;

@@ -72,6 +72,9 @@ struct Foreseen {
   // A hang that ends the job: the shims the roll-call names as silent, at
   // least these and at most those.
   std::set<int> missing_min, missing_max;
+  // And its culprit (failure.json's "culprit"): the shims it may name, -1
+  // for none (empty: not checked).
+  std::set<int> culprit;
   double decided_lo = 0, decided_hi = 0;  // rank 0's last verdict (or the job's end)
   // When rank 0 must order every rank ended at once on a failure (each
   // attempt that failed), and start each restart.

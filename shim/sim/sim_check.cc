@@ -243,6 +243,19 @@ std::vector<std::string> Differences(const FaultPlan& plan, const Foreseen& f,
                       "at most " + SetText(f.missing_max));
         break;
       }
+    // And the culprit its flight records name (docs/control-plane.md,
+    // "Naming the culprit"): the node of the rank that skipped the
+    // collective, or none.
+    if (!f.culprit.empty()) {
+      int blamed = -1;
+      if (j.ok())
+        if (const JsonValue* c = j->Find("culprit"))
+          if (const JsonValue* shim = c->Find("shim"); shim && shim->kind == JsonValue::Kind::kNumber)
+            blamed = std::atoi(shim->text.c_str());
+      if (!f.culprit.count(blamed))
+        out.push_back("the roll-call's culprit is shim " + std::to_string(blamed) + ", expected " +
+                      SetText(f.culprit) + " (-1: none)");
+    }
   }
   return out;
 }

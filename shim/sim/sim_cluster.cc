@@ -38,6 +38,7 @@ namespace {
 
 constexpr double kWallEpoch = 1.7e9;   // virtual CLOCK_REALTIME = this + virtual time
 constexpr double kStartupS = 30;       // PlaneConfig::startup_s
+constexpr double kSimDumpTimeoutS = 10;  // --dump-timeout (its default)
 constexpr double kJoinFrames = 3;      // frames a door handles per joiner (greeting, join, up)
 constexpr double kSlowFactor = 20;     // a slow shim's cost per frame
 constexpr pid_t kLauncherPid = 4711;   // who sends the launcher's SIGTERM
@@ -419,6 +420,9 @@ RankPlan Cluster::RanksOf(int shim) const {
     if (f.kind == FaultKind::kStubbornRanks) r.stubborn = true;
     if (f.kind == FaultKind::kStraggler) r.straggler = true;
   }
+  r.skip = plan_.quiet && plan_.skip == shim;
+  r.nodump = plan_.nodump == shim;
+  r.dump_timeout_s = kSimDumpTimeoutS;
   return r;
 }
 
@@ -433,6 +437,10 @@ void Cluster::Build() {
     c.ranks = {i};
     c.world_ranks = n;
     if (hang_s_ > 0) c.hang_timeout_s = hang_s_;
+    // The flight recorder as with --hang-timeout: its records harvested,
+    // the hang's culprit named (its default --dump-timeout).
+    c.flight_recorder = hang_s_ > 0;
+    c.dump_timeout_s = kSimDumpTimeoutS;
     c.grace_s = o_.grace_s;
     c.run_id = "sim-" + std::to_string(o_.seed);
     c.max_restarts = plan_.max_restarts;

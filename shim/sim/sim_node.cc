@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include "launch/wait_status.h"
+#include "shim/base/units.h"
 #include "shim/sim/fault_plan.h"
 
 namespace aml {
@@ -115,7 +116,18 @@ bool SimProcs::AnyPrinting() const {
 
 void SimProcs::StartProbe() { probe_until_ = now_ + kProbeS; }
 
-void SimProcs::StartDumps(double now) { dumps_until_ = now; }
+// Each running rank answers after kDumpS; the one that never answers keeps
+// the harvest waiting for --dump-timeout.
+void SimProcs::StartDumps(double now) {
+  asked_.assign(procs_.size(), false);
+  bool any = false, silent = false;
+  for (size_t i = 0; i < procs_.size(); ++i) {
+    asked_[i] = procs_[i].rank.alive;
+    any = any || asked_[i];
+    silent = silent || (asked_[i] && i == 0 && plan_.nodump);
+  }
+  dumps_until_ = !any ? now : now + (silent ? plan_.dump_timeout_s : kDumpS);
+}
 
 LocalFailure SimProcs::Failure(size_t child) {
   LocalFailure f;
@@ -135,7 +147,31 @@ std::vector<RankStack> SimProcs::Stacks() {
     RankStack r;
     r.rank = shim_ * static_cast<int>(procs_.size()) + static_cast<int>(i);
     r.text = "no Python stack";
-    r.fr_why = "no flight-recorder pipe";
+    if (i >= asked_.size() || !asked_[i]) {
+      r.fr_why = "it had ended";
+    } else if (i == 0 && plan_.nodump) {
+      r.fr_why = "no dump within --dump-timeout " + FormatRate(plan_.dump_timeout_s) + " s";
+    } else {
+      // Every rank entered the attempt's last collective but the one that
+      // skipped it; none completed it.
+      const int64_t last = kLastCollective + attempt_;
+      FrSummary s;
+      s.rank = r.rank;
+      s.version = "2.10";
+      FrGroup g;
+      g.pg = "0";
+      g.desc = "default_pg";
+      g.enqueued = i == 0 && plan_.skip ? last - 1 : last;
+      g.completed = last - 1;
+      g.last.seq = g.enqueued;
+      g.last.op = "all_reduce";
+      g.last.sizes = "[[4]]";
+      g.last.dtype = "Float";
+      g.last.state = "scheduled";
+      g.last.frame = "<module> (train.py:9)";
+      s.groups.push_back(std::move(g));
+      r.fr = std::move(s);
+    }
     out.push_back(std::move(r));
   }
   return out;

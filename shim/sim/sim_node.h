@@ -23,6 +23,12 @@ struct RankPlan {
   bool refail = false;      // a later attempt's ranks fail FaultPlan::kRefailS after start
   bool stubborn = false;    // SIGTERM is ignored: only SIGKILL ends them
   bool straggler = false;   // each leaves a process behind, holding its output pipe
+  // A hang's flight records (docs/control-plane.md, "Naming the culprit"):
+  // this node's first rank never entered the last collective (`skip`), or
+  // never answers its pipe (`nodump`: the harvest waits --dump-timeout).
+  bool skip = false;
+  bool nodump = false;
+  double dump_timeout_s = 10;
 };
 
 class SimProcs : public NodeProcs {
@@ -32,6 +38,8 @@ class SimProcs : public NodeProcs {
   static constexpr double kAbortS = 0.05;   // and after SIGABRT (its dump)
   static constexpr double kProbeS = 0.2;    // the stack readers from outside
   static constexpr double kFirstOutputS = 0.5;  // a rank's first output after start
+  static constexpr double kDumpS = 1;       // a rank's flight record, asked for, comes
+  static constexpr int64_t kLastCollective = 100;  // every rank entered it (the first attempt's)
   static constexpr int kExitFail = 7;
 
   // A process's end to schedule: (when, child, straggler?, epoch, wait status).
@@ -105,6 +113,7 @@ class SimProcs : public NodeProcs {
   uint64_t next_epoch_ = 1;
   double probe_until_ = -1;
   double dumps_until_ = -1;
+  std::vector<bool> asked_;  // each rank was running when its record was asked for
 };
 
 }  // namespace aml

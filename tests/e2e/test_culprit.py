@@ -308,7 +308,7 @@ class OnNodes(unittest.TestCase):
             self.assertEqual(len(weights), 1, calm.stdout)
             r = self.job(5, "--hang-timeout", "30s", "--max-restarts", "2", "--spares", "1",
                          "--retire-after", "1", script=CKPT, timeout=600, CKPT_DIR=ckpt,
-                         FAIL_RANK="-1", BAD_NODE_ADDR=f"{NET}.3", BAD_NODE_HANGS="1")
+                         FAIL_RANK="-1", BAD_NODE_ADDR=f"{NET}.3", BAD_NODE_HANGS="1", BEAT="1")
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             self.assertRegex(r.stderr, r"aml-shim: culprit: rank 4 \[node 2, host amlf3\] never "
                                        r"entered ")

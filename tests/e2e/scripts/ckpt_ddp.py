@@ -15,7 +15,8 @@ every rank exits 7 at the start of epoch $FAIL_EPOCH in every attempt; with
 BAD_NODE_HANGS=1 too, its LOCAL_RANK 0 sleeps there instead, in every attempt
 (it never enters the epoch's all-reduces, where the others wait: a hang
 whose culprit is that node, tests/e2e/test_culprit.py). Used by
-tests/e2e/test_restart.py."""
+tests/e2e/test_restart.py. BEAT=1: a line a second from each rank until
+its process group is up (a loaded machine's slow import is no hang)."""
 import glob
 import hashlib
 import os
@@ -53,6 +54,15 @@ with open(mine + ".tmp", "w") as f:
     f.write(str(os.getpid()))
 os.replace(mine + ".tmp", mine)
 say(f"rank {rank_env} attempt {attempt} importing torch")
+if os.environ.get("BEAT") == "1":
+    import threading
+    started = threading.Event()
+
+    def beat():
+        while not started.wait(1):
+            say(f"rank {rank_env} starting")
+
+    threading.Thread(target=beat, daemon=True).start()
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
@@ -74,6 +84,8 @@ def bad_node():
 
 def main():
     dist.init_process_group("gloo")
+    if os.environ.get("BEAT") == "1":
+        started.set()
     rank = dist.get_rank()
     say(f"rank {rank} joined the process group")
     epochs = int(os.environ.get("EPOCHS", "4"))

@@ -8,12 +8,23 @@ SILENT_PIPE_RANK makes its own pipe before its process group starts (so
 aml-shim's agent leaves it alone) and never answers it; BAD_DUMP_RANK does
 the same but answers with a dump that is not one (BAD_DUMP=garbage) or one
 of 80 MiB (BAD_DUMP=huge). Prints SITE=<value of USER_SITE_MARK> when that
-variable is set (by a user's own sitecustomize)."""
+variable is set (by a user's own sitecustomize). Until its process group is
+up each rank prints a line a second (torch's import takes tens of seconds
+on a loaded machine: that silence is not the hang under test)."""
 import os
 import threading
 import time
 
 rank = int(os.environ["RANK"])
+starting = threading.Event()
+
+
+def beat():
+    while not starting.wait(1):
+        print(f"rank {rank} starting", flush=True)
+
+
+threading.Thread(target=beat, daemon=True).start()
 if "USER_SITE_MARK" in os.environ:
     print(f"rank {rank} SITE={os.environ['USER_SITE_MARK']}", flush=True)
 
@@ -45,6 +56,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 dist.init_process_group("gloo")
+starting.set()
 t = torch.ones(4)
 for seq in range(1, int(os.environ.get("STEPS", "8")) + 1):
     if rank == int(os.environ.get("SKIP_RANK", "-1")) and seq == int(os.environ.get("SKIP_AT", "6")):
