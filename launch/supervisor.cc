@@ -241,8 +241,8 @@ int Supervisor::Prepare() {
   }
   if (MakeErrorDir(error_dir)) error_dir_ = error_dir;
   if (config_.flight_recorder) {
-    // The agent, and the first attempt's pipes and dumps (docs/control-
-    // plane.md, "Naming the culprit").
+    // The agent, and the first attempt's pipes and dumps
+    // (docs/control-plane.md, "Naming the culprit").
     Status st = error_dir_.empty() ? Status(Error{"cannot make " + error_dir})
                                    : MakeFlightAgent(error_dir_);
     if (st.ok()) st = MakeFlightAttemptDir(error_dir_, 0);

@@ -1,5 +1,5 @@
 # aml-shim's flight-recorder agent (docs/control-plane.md, "Naming the
-# culprit"). aml-shim writes this file as sitecustomize.py into its private
+# culprit"). aml-shim writes this file as `sitecustomize` into its private
 # directory and puts that directory first on its ranks' PYTHONPATH, as
 # opentelemetry-instrument and ddtrace-run hook Python: no change to the
 # script. It runs the user's own sitecustomize (the next one on sys.path),
@@ -185,7 +185,7 @@ def _aml_flight_quiet():
 
 def _aml_flight_chain():
     # The user's own sitecustomize, as if this one were not here; what it
-    # raises goes on to site.py, as it would have.
+    # raises goes on to Python's site module, as it would have.
     import importlib.machinery
     import importlib.util
     import os

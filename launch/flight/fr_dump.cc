@@ -15,10 +15,18 @@ namespace {
 constexpr size_t kMaxText = 160;  // any one string of the summary
 constexpr int64_t kMaxRankNumber = int64_t{1} << 30;
 
+// A string of the summary: printable ASCII only (a byte outside it, of a
+// name in another script or of a broken dump, is '?': the summary is read
+// on a terminal and crosses the wire as it was made), `n` bytes at most.
 std::string Cap(std::string s, size_t n = kMaxText) {
   if (s.size() > n) s = s.substr(0, n - 3) + "...";
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
   return s;
 }
+
+// A sequence number: -1 for none (or a negative one).
+int64_t Seq(const PyObj* o) { return o && o->is(PyObj::Kind::kInt) && o->i >= 0 ? o->i : -1; }
 
 std::string BaseName(const std::string& path) {
   const size_t slash = path.rfind('/');
@@ -76,7 +84,7 @@ std::string OpName(const std::string& profiling) {
 
 FrOp OpOf(const PyObj& e) {
   FrOp op;
-  op.seq = e.Get("collective_seq_id") ? e.Get("collective_seq_id")->Int() : -1;
+  op.seq = Seq(e.Get("collective_seq_id"));
   op.op = OpName(e.Get("profiling_name") ? e.Get("profiling_name")->Str() : "");
   op.sizes = Cap(Repr(e.Get("input_sizes")), 96);
   if (const PyObj* d = e.Get("input_dtypes"); d && d->is(PyObj::Kind::kList) && !d->items.empty())
@@ -177,12 +185,9 @@ Result<FrSummary> SummarizeDump(std::string_view dump, int rank) {
       FrGroup g;
       g.pg = Cap(key->s, 64);
       if (value) {
-        g.enqueued = value->Get("last_enqueued_collective")
-                         ? value->Get("last_enqueued_collective")->Int() : -1;
-        g.started = value->Get("last_started_collective")
-                        ? value->Get("last_started_collective")->Int() : -1;
-        g.completed = value->Get("last_completed_collective")
-                          ? value->Get("last_completed_collective")->Int() : -1;
+        g.enqueued = Seq(value->Get("last_enqueued_collective"));
+        g.started = Seq(value->Get("last_started_collective"));
+        g.completed = Seq(value->Get("last_completed_collective"));
       }
       index[key->s] = s.groups.size();
       s.groups.push_back(std::move(g));
@@ -223,10 +228,10 @@ Result<FrSummary> SummarizeDump(std::string_view dump, int rank) {
       if (it == index.end()) continue;
       FrGroup& g = s.groups[it->second];
       if (g.desc.empty()) g.desc = Cap(DescOf(*e), 64);
-      const PyObj* seq = e->Get("collective_seq_id");
-      if (!seq || !seq->is(PyObj::Kind::kInt)) continue;
-      if (seq->i == g.enqueued) g.last = OpOf(*e);
-      else if (seq->i == g.completed + 1) g.pending = OpOf(*e);
+      const int64_t seq = Seq(e->Get("collective_seq_id"));
+      if (seq < 0) continue;
+      if (seq == g.enqueued) g.last = OpOf(*e);
+      else if (seq == g.completed + 1) g.pending = OpOf(*e);
     }
   }
   return s;

@@ -28,8 +28,8 @@ std::string FlightAgentDir(const std::string& private_dir);
 void AddFlightVars(const EnvSnapshot& env, const std::string& private_dir, int attempt,
                    ContractBuilder* b);
 
-// Writes the agent as python/sitecustomize.py in `private_dir` (which must
-// be the shim's own, 0700). The error names the path.
+// Writes the agent as the module sitecustomize in python/ of `private_dir`
+// (which must be the shim's own, 0700). The error names the path.
 Status MakeFlightAgent(const std::string& private_dir);
 // Makes fr-<attempt>/ in `private_dir`, 0700; one already there (a link,
 // or a file) is refused. The error names the path.

@@ -179,8 +179,8 @@ void HangRound(JobMachine* m, FakePorts* ports, double t) {
 
 TEST(JobSpares, AHangWithNoCulpritBreaksTheStreak) {
   // Node 2 fails first, then the job hangs with no culprit named, then node
-  // 2 fails first again: two failures, but not in a row (docs/control-
-  // plane.md, "Spares and retirement").
+  // 2 fails first again: two failures, but not in a row
+  // (docs/control-plane.md, "Spares and retirement").
   FakePorts ports = Ports();
   JobConfig c = Config(0);
   c.hang_timeout_s = 50;
