@@ -139,4 +139,32 @@ if [ "$mode" = real ] && [ -x "$tests" ]; then
   fi
 fi
 
+# 10. A hang's flight record through torch's own NCCL pipe reader: one rank
+#     on one GPU runs 5 all-reduces and sleeps; --hang-timeout judges it,
+#     the rank's dump is asked for and read (torch's reader answers in
+#     5-7 s on an H100), kept in --log-dir, and the verdict says that its
+#     last collective completed (docs/control-plane.md, "Naming the culprit").
+if [ "$mode" = real ] && "$PY" -c 'import torch,sys; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
+  cat >"$out/hang.py" <<'PY'
+import time, torch, torch.distributed as dist
+dist.init_process_group("nccl")
+t = torch.ones(1 << 20, device="cuda")
+for _ in range(5):
+    dist.all_reduce(t)
+torch.cuda.synchronize()
+print("5 all-reduces done", flush=True)
+time.sleep(600)
+PY
+  t=$(now)
+  one "$SHIM" --hang-timeout 8s --dump-timeout 20s --log-dir "$out/10" -- "$PY" "$out/hang.py" >"$out/10.out" 2>&1
+  code=$?
+  verdict=$(grep -m1 -E '^aml-shim: (no )?culprit' "$out/10.out")
+  if [ "$code" = 124 ] && [ -s "$out/10/fr-attempt1-rank-0" ] &&
+     echo "$verdict" | grep -q "every rank's last collective completed"; then
+    report "a hang's NCCL flight record" ok "$(elapsed "$t"): $(wc -c <"$out/10/fr-attempt1-rank-0") bytes"
+  else
+    report "a hang's NCCL flight record" FAIL "exit $code; ${verdict:-$(tail -3 "$out/10.out" | tr '\n' ' ')}"
+  fi
+fi
+
 exit $fails
