@@ -37,6 +37,9 @@ struct RankStack {
   // Its flight record's summary (launch/flight/fr_dump.h), or why none.
   std::optional<FrSummary> fr;
   std::string fr_why;
+  // The node's NCCL RAS line (launch/flight/nccl_ras.h), on its first
+  // rank's stack only ("" for none).
+  std::string ras;
 };
 
 // This node's children all ended (an attempt of the job is over here).

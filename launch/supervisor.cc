@@ -22,6 +22,7 @@
 #include "launch/failure_report.h"
 #include "launch/flight/fr_env.h"
 #include "launch/flight/fr_harvest.h"
+#include "launch/flight/nccl_ras.h"
 #include "launch/keeper.h"
 #include "launch/tagged_procs.h"
 #include "launch/line_tagger.h"
@@ -50,6 +51,7 @@ constexpr int kLargePipe = 1 << 20;           // a chatty rank's
 constexpr double kFinalFlushS = 5.0;          // the reader's last chance at the end
 constexpr double kKeeperGraceS = 10.0;        // SIGTERM to SIGKILL when the shim died
 constexpr double kProbeS = 10.0;  // every stack reader at once (py-spy, gdb)
+constexpr double kRasTimeoutS = 5;  // NCCL's RAS socket, asked at a hang
 const int kForwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
 double Now() { return MonotonicSeconds(); }
@@ -147,9 +149,10 @@ class Supervisor : private NodeProcs {
   bool GroupsEmpty() override;
   void KillGroups() override;
   void StartDumps(double now) override;
-  bool DumpsDone(double now) override { return harvest_.Poll(now); }
+  bool DumpsDone(double now) override { return harvest_.Poll(now) && ras_.Done(); }
   double DumpsNext(double now) const override {
-    return std::min(now + FlightHarvest::kPollS, harvest_.deadline());
+    return harvest_.done() ? now + FlightHarvest::kPollS
+                           : std::min(now + FlightHarvest::kPollS, harvest_.deadline());
   }
   void StartProbe() override;
   bool ProbeRunning() const override { return probe_.running(); }
@@ -180,6 +183,7 @@ class Supervisor : private NodeProcs {
   double first_output_wall_ = 0;  // this attempt's first output (CLOCK_REALTIME)
   StackProbe probe_;              // the readers from outside, before SIGABRT
   FlightHarvest harvest_;         // the ranks' flight records, before them
+  NcclRasQuery ras_;              // and NCCL's RAS socket, at the same time
   bool flight_ = false;           // the recorder's directories were made
   // What each child of this node runs, and the node's NODE_RANK (-1: none
   // in this attempt): both change when a spare takes a retired node's place.
@@ -499,6 +503,12 @@ void Supervisor::StartDumps(double now) {
     asks.push_back({c.launch->rank, flight_ ? c.fr : std::nullopt, machine_.running(i)});
   }
   harvest_.Start(asks, now, config_.dump_timeout_s);
+  // NCCL's RAS socket, where this node's NCCL keeps one (NCCL 2.24 on).
+  if (flight_ && !asks.empty() && !launches_.empty()) {
+    const EnvSnapshot& env = *launches_[0].base_env;
+    if (env.GetOr("NCCL_RAS_ENABLE", "1") != "0")
+      ras_.Start(env.GetOr("NCCL_RAS_ADDR", "localhost:28028"), kRasTimeoutS);
+  }
 }
 
 void Supervisor::FinishProbe() {
@@ -559,6 +569,10 @@ std::vector<RankStack> Supervisor::Stacks() {
     }
     KeepFlightRecord(&r);
     stacks.push_back(std::move(r));
+  }
+  if (!stacks.empty() && ras_.Done()) {
+    stacks[0].ras = ras_.line();
+    if (!ras_.why().empty()) LogVerbose("NCCL RAS: " + ras_.why());
   }
   return stacks;
 }

@@ -14,6 +14,7 @@ namespace aml {
 namespace {
 
 constexpr size_t kMaxSignature = 512;
+constexpr size_t kMaxRasLine = 1000;  // a node's NCCL RAS line
 
 
 }  // namespace
@@ -124,6 +125,7 @@ void JobMachine::OnStacks(const std::vector<RankStack>& stacks, double now) {
       }
       r.fr_why = s.fr_why.substr(0, 300);
       reports_.push_back(std::move(r));
+      NoteRas(s.ras);
     }
     reported_.insert(c_.rank);
     if (AllIn(reported_)) FinishCollect(now);
@@ -144,6 +146,8 @@ void JobMachine::OnStacks(const std::vector<RankStack>& stacks, double now) {
   list += "]";
   Msg m("stacks");
   m.Set("shim", c_.rank).Set("node", node_).Set("host", c_.host).SetRaw("stacks", list);
+  for (const RankStack& s : stacks)
+    if (!s.ras.empty()) m.Set("ras", s.ras.substr(0, kMaxRasLine));
   ports_->SendUp(m.Encode());
 }
 
@@ -654,7 +658,18 @@ void JobMachine::NoteStacks(const Msg& m, double now) {
       reports_.push_back(std::move(rr));
     }
   }
+  NoteRas(m.Str("ras"));
   if (AllIn(reported_)) FinishCollect(now);
+}
+
+// A node's NCCL RAS line, kept once (every node's NCCL sees the whole job:
+// most say the same), a few at most.
+void JobMachine::NoteRas(const std::string& line) {
+  if (line.empty() || line.rfind("aml-shim: NCCL RAS", 0) != 0 || ras_lines_.size() >= 3) return;
+  std::string one = line.substr(0, kMaxRasLine);
+  if (one.back() != '\n') one += "\n";
+  if (std::find(ras_lines_.begin(), ras_lines_.end(), one) == ras_lines_.end())
+    ras_lines_.push_back(std::move(one));
 }
 
 void JobMachine::FinishCollect(double now) {
@@ -671,6 +686,7 @@ void JobMachine::FinishCollect(double now) {
   facts.missing = ShimsNotIn(reported_);
   facts.log_dir = c_.log_dir;
   facts.attempt = restarts_ + 1;
+  facts.ras = ras_lines_;
   if (c_.flight_recorder) facts.culprit = CulpritOf(reports_, c_.world_ranks);
   Msg stop("stop");
   stop.Set("kind", std::string("hang")).Set("code", 124).SetNumber("silent", hang_silent_s_);

@@ -209,6 +209,8 @@ class JobMachine {
   std::string LostReason(int lost, int s, const std::string& what) const;
   void NoteStreak(const FailNote& first, double now);
   void NoteCulprit(const std::optional<Culprit>& c, double now);
+  void NoteRas(const std::string& line);
+  std::vector<std::string> ras_lines_;  // the roll-call's NCCL RAS lines
   // The hang being judged (FinishCollect), for a stop that comes of its
   // culprit's retirement.
   std::optional<AttemptRecord> hang_attempt_;

@@ -196,6 +196,7 @@ void JobMachine::ResetRound(double now) {
   own_failure_.reset();
   fails_.clear();
   reports_.clear();
+  ras_lines_.clear();
   reported_.clear();
   hang_silent_s_ = 0;
   ports_->ResetOutput(now);

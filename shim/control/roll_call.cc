@@ -96,6 +96,7 @@ std::string FormatRollCall(const HangFacts& f) {
            " (gone, or no answer in time)\n";
   if (f.culprit) {
     out += CulpritLine(*f.culprit);
+    for (const std::string& line : f.ras) out += line;
     bool kept = false;
     for (const RankReport& r : f.reports) kept = kept || r.fr.has_value();
     if (kept && !f.log_dir.empty())
@@ -148,6 +149,11 @@ std::string HangJson(const std::string& run_id, const HangFacts& f) {
   j.EndArray();
   j.EndObject();
   if (f.culprit) j.Key("culprit").Raw(CulpritJson(*f.culprit));
+  if (!f.ras.empty()) {
+    j.Key("nccl_ras").BeginArray();
+    for (const std::string& line : f.ras) j.String(line.substr(0, line.size() - 1));
+    j.EndArray();
+  }
   j.EndObject();
   return j.str() + "\n";
 }

@@ -38,6 +38,7 @@ struct HangFacts {
   // off), and the attempt (1: the first) whose records --log-dir keeps.
   std::optional<Culprit> culprit;
   int attempt = 1;
+  std::vector<std::string> ras;  // what NCCL's RAS sockets said (one line each, distinct)
 };
 
 // The verdict from the reports' flight records (launch/flight/culprit.h).

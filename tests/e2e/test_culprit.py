@@ -17,9 +17,11 @@ import json
 import os
 import pickle
 import re
+import socket
 import subprocess
 import tempfile
 import textwrap
+import threading
 import unittest
 
 from harness import (CKPT, PYTHON, SHIM, SRC, clean_env, free_port, main, require,
@@ -190,6 +192,69 @@ class Agent(unittest.TestCase):
         line = [l for l in r.stdout.splitlines() if "TORCH_FR_BUFFER_SIZE" in l]
         self.assertTrue(line and "set by the user" in line[0], r.stdout)
         self.assertRegex(r.stdout, r"TORCH_NCCL_DEBUG_INFO_PIPE_FILE.*fr-0/pipe-rank-")
+
+
+class StandInRas:
+    """A stand-in for NCCL's RAS socket (localhost:28028 on a node with
+    NCCL 2.24 on): it answers the exchange ncclras speaks
+    (tests/fixtures/flight/README.md) with `report`, for each client."""
+
+    def __init__(self, report):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.addr = "127.0.0.1:%d" % self.sock.getsockname()[1]
+        self.heard = []
+        self.report = report
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            with c, c.makefile("rwb") as f:
+                for line in f:
+                    line = line.decode().strip()
+                    self.heard.append(line)
+                    if line == "STATUS":
+                        f.write(self.report.encode())
+                        break
+                    f.write(b"SERVER PROTOCOL 2\n" if line.startswith("CLIENT") else b"OK\n")
+                    f.flush()
+
+    def close(self):
+        self.sock.close()
+
+
+class Ras(Agent):
+    """NCCL's RAS socket asked at the verdict, beside the flight records."""
+
+    def test_what_rass_socket_says_is_in_the_roll_call(self):
+        report = json.dumps({"nccl_version": "2.28.9", "communicators": [{
+            "hash": "0x1", "size": 2, "missing_ranks": [{"rank": 1, "host": "10.0.0.2"}],
+            "ranks": [{"rank": 0, "host": "10.0.0.1", "status": {"async_error": 0},
+                       "collective_counts": {"AllReduce": 4}}]}]})
+        ras = StandInRas(report)
+        self.addCleanup(ras.close)
+        r, logs = self.hang(NCCL_RAS_ADDR=ras.addr)
+        self.assertEqual(r.returncode, 124, r.stderr)
+        line = ("aml-shim: NCCL RAS (NCCL 2.28.9): communicator 0x1 of 2 ranks: rank 1 missing "
+                "(NCCL cannot reach them: 10.0.0.2)")
+        self.assertIn(line + "\n", r.stderr)
+        self.assertEqual(r.stderr.count("NCCL RAS"), 1, r.stderr)
+        self.assertEqual(ras.heard[:4], ["CLIENT PROTOCOL 2", "TIMEOUT 5", "SET FORMAT json",
+                                         "STATUS"])
+        record = json.loads(slurp(os.path.join(logs, "failure.json")))
+        self.assertEqual(record["nccl_ras"], [line])
+
+    # (The Agent tests are not run again here.)
+    test_it_serves_the_record_mends_it_and_runs_the_users_sitecustomize = None
+    test_torchs_own_reader_is_left_to_serve = None
+    test_a_torch_with_no_recorder_is_said_once = None
+    test_off_sets_nothing = None
+    test_env_explain_says_a_users_variable_stands = None
 
 
 class OldTorch(unittest.TestCase):
