@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "launch/wait_status.h"
 #include "shim/base/exit_code.h"
@@ -65,6 +66,9 @@ bool NodeMachine::StartAll(const LinkOrder* restart, double now) {
     ranks_[i].start = now;
   }
   Enter(NodeState::kRunning);
+  last_output_ = last_look_ = now;
+  last_progress_ = -1;
+  looking_ = false;
   return true;
 }
 
@@ -199,9 +203,10 @@ void NodeMachine::TakeOrders(double now) {
 // rank still stands where it hung; then SIGABRT for faulthandler's dump
 // (PYTHONFAULTHANDLER=1), which ends it.
 void NodeMachine::CollectStacks(double now) {
+  looking_ = false;  // (its dumps are asked for again)
   stacks_ = StackPhase::kDumping;
   if (state_ == NodeState::kRunning) Enter(NodeState::kCollecting);
-  procs_->StartDumps(now);
+  procs_->StartDumps(now, true);
   if (procs_->DumpsDone(now)) ProbeStacks(now);
 }
 
@@ -259,10 +264,50 @@ double NodeMachine::NextDeadline(double now) const {
   else if (stacks_ == StackPhase::kAborting)
     next = std::min(next, collect_until_);
   if (restart_ && state_ == NodeState::kEnded) next = now;
+  if (looking_) next = std::min(next, procs_->DumpsNext(now));
+  else next = std::min(next, NextLook());
   return std::max(next, now);
 }
 
+// ---- Looks: progress beyond output
+
+// When the next look is due: its ranks silent for look_every_s, and that
+// long since the last look (never while anything else is under way).
+double NodeMachine::NextLook() const {
+  if (c_.look_every_s <= 0 || state_ != NodeState::kRunning || stacks_ != StackPhase::kNone ||
+      !AnyRunning())
+    return std::numeric_limits<double>::infinity();
+  return std::max(last_output_, last_look_) + c_.look_every_s;
+}
+
+// A look due is started; one whose records came says whether any rank
+// completed a collective since the last: activity, as output is.
+void NodeMachine::Look(double now) {
+  if (!looking_ && now >= NextLook()) {
+    looking_ = true;
+    last_look_ = now;
+    procs_->StartDumps(now, false);
+  }
+  if (looking_) {
+    if (state_ != NodeState::kRunning || stacks_ != StackPhase::kNone) {
+      looking_ = false;  // overtaken: the attempt ends, or the stacks are asked for
+      return;
+    }
+    if (!procs_->DumpsDone(now)) return;
+    looking_ = false;
+    int answered = 0;
+    const int64_t progress = procs_->DumpsProgress(&answered);
+    if (answered == 0) return;
+    if (last_progress_ >= 0 && progress > last_progress_) {
+      last_output_ = now;
+      if (job_) job_->OnOutput(now);
+    }
+    last_progress_ = progress;
+  }
+}
+
 bool NodeMachine::Step(double now) {
+  Look(now);
   if (stacks_ == StackPhase::kDumping && procs_->DumpsDone(now)) ProbeStacks(now);
   if (stacks_ == StackPhase::kProbing && procs_->ProbeDone(now)) AbortForStacks(now);
   if (stacks_ == StackPhase::kAborting) SendStacks(now);

@@ -20,6 +20,12 @@
 //   restarting   a restart was ordered: the ended ranks' groups empty first (5 s)
 //   done         nothing more is owed: the supervisor returns
 //
+// While the ranks run and write nothing, the node looks at their flight
+// records every `look_every_s` (--hang-timeout / 3, with the recorder):
+// a rank that completed a collective since the last look is activity, as
+// output is, so a silent job whose collectives advance is not judged hung
+// (docs/control-plane.md, "Naming the culprit").
+//
 // Beside the state, the stacks asked for (a hang's roll-call) go through
 // their own phases: none, dumping (each rank's flight record, --dump-timeout
 // at most: launch/flight/fr_harvest.h), probing (readers from outside,
@@ -69,9 +75,13 @@ class NodeProcs {
   // The running ranks' flight records (PyTorch's recent collectives): asked
   // for, then looked for until every one came or --dump-timeout passed;
   // DumpsNext: when to look again.
-  virtual void StartDumps(double now) = 0;
+  // `verdict`: a hang's (NCCL's RAS socket is asked too), not a look.
+  virtual void StartDumps(double now, bool verdict) = 0;
   virtual bool DumpsDone(double now) = 0;
   virtual double DumpsNext(double now) const = 0;
+  // Of the records that came: every group's last completed collective,
+  // summed over the ranks, and how many ranks answered.
+  virtual int64_t DumpsProgress(int* answered) const = 0;
   // The stack readers from outside (py-spy, gdb) for the running ranks.
   virtual void StartProbe() = 0;
   virtual bool ProbeRunning() const = 0;
@@ -95,6 +105,9 @@ struct NodeConfig {
   // --spares: this node starts no ranks in the first attempt (a spare); a
   // restart order with a roster says whether it does in the next.
   bool standby = false;
+  // The ranks' flight records looked at every this long while they write
+  // nothing (0: never).
+  double look_every_s = 0;
 };
 
 class NodeMachine {
@@ -123,6 +136,9 @@ class NodeMachine {
   void OnFatal(double now);
   // The job's orders, taken from the channel.
   void TakeOrders(double now);
+  // The ranks wrote output (looks wait for its silence).
+  void NoteOutput(double now) { last_output_ = now; }
+  bool looking() const { return looking_; }
   // Deadlines and endings; false when the supervisor may return.
   bool Step(double now);
   double NextDeadline(double now) const;  // now + 3600 when nothing waits
@@ -163,6 +179,8 @@ class NodeMachine {
   void BeginTeardown(double now);
   void StopRequested(int sig, pid_t sender, double now, const std::string& why);
   void CollectStacks(double now);
+  double NextLook() const;
+  void Look(double now);
   void ProbeStacks(double now);
   void AbortForStacks(double now);
   void SendStacks(double now);
@@ -198,6 +216,11 @@ class NodeMachine {
   double restart_wait_until_ = 0;
   int restarts_ = 0;
   bool standby_ = false;     // this attempt starts no ranks here (--spares)
+  // Looks at the ranks' flight records while they write nothing.
+  double last_output_ = 0;    // their last output (or the attempt's start)
+  double last_look_ = 0;      // the last look's start
+  bool looking_ = false;      // a look's dumps asked for
+  int64_t last_progress_ = -1;  // what the last look summed (-1: none yet)
 };
 
 }  // namespace aml

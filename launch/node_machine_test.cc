@@ -40,7 +40,13 @@ struct FakeProcs : NodeProcs {
   int dumps_started = 0;
   double dumps_until = -1;
   bool probed_while_dumping = false;
-  void StartDumps(double) override { ++dumps_started; }
+  int64_t progress = 0;
+  int answered = 0;
+  void StartDumps(double, bool) override { ++dumps_started; }
+  int64_t DumpsProgress(int* a) const override {
+    *a = answered;
+    return progress;
+  }
   bool DumpsDone(double now) override { return now >= dumps_until; }
   double DumpsNext(double now) const override { return std::max(now, dumps_until); }
   void StartProbe() override {
@@ -71,9 +77,9 @@ struct FakeProcs : NodeProcs {
 // The job's side: orders to hand out, what it was told.
 struct FakeJob : JobChannel {
   std::vector<LinkOrder> orders;
-  int failures = 0, stacks = 0, done = 0, signalled = 0;
+  int failures = 0, stacks = 0, done = 0, signalled = 0, outputs = 0;
   bool may_exit = true;
-  void OnOutput(double) override {}
+  void OnOutput(double) override { ++outputs; }
   void OnChildFailed(const LocalFailure&) override { ++failures; }
   void OnStacks(const std::vector<RankStack>&) override { ++stacks; }
   void OnChildrenDone(const NodeOutcome&) override { ++done; }
@@ -326,6 +332,39 @@ TEST(NodeMachine, TheFlightRecordsComeFirstWhileEveryRankStandsWhereItHung) {
   m.Step(3);
   EXPECT_EQ(m.stacks(), StackPhase::kProbing);
   EXPECT_TRUE(procs.probe_running);
+}
+
+TEST(NodeMachine, ASilentNodeLooksAtItsRecordsAndCollectivesDoneAreActivity) {
+  FakeProcs procs;
+  FakeJob job;
+  NodeConfig c = Two();
+  c.look_every_s = 10;
+  NodeMachine m(c, &procs, &job);
+  m.Start(0);
+  m.NoteOutput(5);  // the ranks wrote: the first look waits 10 s from then
+  EXPECT_EQ(m.NextDeadline(6), 15);
+  procs.answered = 2;
+  procs.progress = 40;
+  m.Step(15);  // the first look: its records came at once
+  EXPECT_EQ(procs.dumps_started, 1);
+  EXPECT_FALSE(m.looking());
+  EXPECT_EQ(job.outputs, 0) << "no earlier look to compare with";
+  EXPECT_EQ(m.NextDeadline(15), 25);
+  m.Step(25);  // nothing completed since
+  EXPECT_EQ(job.outputs, 0);
+  procs.progress = 41;
+  m.Step(35);  // a collective completed: activity
+  EXPECT_EQ(procs.dumps_started, 3);
+  EXPECT_EQ(job.outputs, 1);
+  // A look under way when the stacks are asked for gives way to them.
+  procs.dumps_until = 100;
+  m.Step(45);
+  EXPECT_TRUE(m.looking());
+  job.orders.push_back(LinkOrder::Of(LinkOrder::Kind::kCollectStacks));
+  m.TakeOrders(46);
+  EXPECT_FALSE(m.looking());
+  EXPECT_EQ(m.stacks(), StackPhase::kDumping);
+  EXPECT_EQ(procs.dumps_started, 5);
 }
 
 TEST(NodeMachine, ARankThatCannotStartEndsTheOthersAtOnce) {

@@ -109,7 +109,8 @@ class Supervisor : private NodeProcs {
         err_sink_(STDERR_FILENO, kQueueCap),
         launches_(c.children),
         node_rank_(c.standby ? -1 : c.node_rank),
-        machine_(NodeConfig{c.children.size(), c.grace_s, c.standby}, this, c.link) {}
+        machine_(NodeConfig{c.children.size(), c.grace_s, c.standby, c.look_every_s}, this,
+                 c.link) {}
   int Run();
 
  private:
@@ -148,7 +149,8 @@ class Supervisor : private NodeProcs {
   bool OutputOpen() const override { return AnyOpenStream(); }
   bool GroupsEmpty() override;
   void KillGroups() override;
-  void StartDumps(double now) override;
+  void StartDumps(double now, bool verdict) override;
+  int64_t DumpsProgress(int* answered) const override;
   bool DumpsDone(double now) override { return harvest_.Poll(now) && ras_.Done(); }
   double DumpsNext(double now) const override {
     return harvest_.done() ? now + FlightHarvest::kPollS
@@ -495,7 +497,7 @@ void Supervisor::StartProbe() {
   probe_.Start(pids, kProbeS);
 }
 
-void Supervisor::StartDumps(double now) {
+void Supervisor::StartDumps(double now, bool verdict) {
   std::vector<FlightHarvest::Ask> asks;
   for (size_t i = 0; i < children_.size() && node_rank_ >= 0; ++i) {
     const Child& c = children_[i];
@@ -504,11 +506,22 @@ void Supervisor::StartDumps(double now) {
   }
   harvest_.Start(asks, now, config_.dump_timeout_s);
   // NCCL's RAS socket, where this node's NCCL keeps one (NCCL 2.24 on).
-  if (flight_ && !asks.empty() && !launches_.empty()) {
+  if (verdict && flight_ && !asks.empty() && !launches_.empty()) {
     const EnvSnapshot& env = *launches_[0].base_env;
     if (env.GetOr("NCCL_RAS_ENABLE", "1") != "0")
       ras_.Start(env.GetOr("NCCL_RAS_ADDR", "localhost:28028"), kRasTimeoutS);
   }
+}
+
+int64_t Supervisor::DumpsProgress(int* answered) const {
+  int64_t sum = 0;
+  *answered = 0;
+  for (const FlightHarvest::Outcome& o : harvest_.outcomes()) {
+    if (!o.fr) continue;
+    ++*answered;
+    for (const FrGroup& g : o.fr->groups) sum += std::max<int64_t>(0, g.completed);
+  }
+  return sum;
 }
 
 void Supervisor::FinishProbe() {
@@ -762,6 +775,7 @@ void Supervisor::Poll(double now) {
   for (size_t i = first_stream; i < first_probe; ++i)
     if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) ReadStream(*streams[i - first_stream], now);
   probe_.Read(fds.data() + first_probe, first_link - first_probe);
+  if (output_seen_) machine_.NoteOutput(now);
   if (link_) {
     if (output_seen_) link_->OnOutput(now);
     link_->OnPoll(fds.data() + first_link, lifeline_at - first_link, now);

@@ -55,6 +55,10 @@ struct SupervisorConfig {
   // --dump-timeout at most (docs/control-plane.md, "Naming the culprit").
   bool flight_recorder = false;
   double dump_timeout_s = 10;
+  // With it: the records looked at every this long while the ranks write
+  // nothing (--hang-timeout / 3; 0: never): a collective completed since
+  // the last look is activity, as output is.
+  double look_every_s = 0;
   double grace_s = 30;
   int node_rank = 0;
   std::string host;

@@ -508,6 +508,7 @@ int Run(const Options& o, const World& world, const Planned& p, const EnvSnapsho
     config.private_dir = p.flight_dir;
     config.flight_recorder = !p.flight_dir.empty();
     config.dump_timeout_s = o.dump_timeout_s;
+    if (config.flight_recorder) config.look_every_s = *o.hang_timeout_s / 3;
     config.grace_s = o.grace_s;
     config.node_rank = world.node_rank.value;
     config.host = host;

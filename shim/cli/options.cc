@@ -78,7 +78,8 @@ po::options_description Describe() {
      "with --hang-timeout: keep PyTorch's flight recorder in every rank (its "
      "variables, and aml-shim's sitecustomize where torch has no reader) and "
      "name a hang's culprit from it: the collective, the ranks that never "
-     "entered it, their node and host (default auto; off sets nothing)")
+     "entered it, their node and host; a silent job whose collectives advance "
+     "is not judged hung (default auto; off sets nothing)")
     ("dump-timeout", po::value<std::string>()->value_name("DURATION"),
      "how long a hang waits for the ranks' flight records (default 10s)")
     ("ib", po::value<std::string>()->value_name("auto|require|off"),

@@ -81,7 +81,11 @@ class Shim : public LinkIo, public JobChannel {
               [w, id](double at, size_t child, bool straggler, uint64_t epoch, int status) {
                 ScheduleProc(w, id, at, child, straggler, epoch, status);
               }),
-        node(NodeConfig{c.ranks.size(), c.grace_s, c.rank >= c.size - c.spares}, &procs, this),
+        // (With the flight recorder the ranks' records are looked at every
+        // --hang-timeout / 3 while they write nothing, as the supervisor does.)
+        node(NodeConfig{c.ranks.size(), c.grace_s, c.rank >= c.size - c.spares,
+                        c.flight_recorder && c.hang_timeout_s ? *c.hang_timeout_s / 3 : 0},
+             &procs, this),
         w_(w),
         id_(id) {}
 

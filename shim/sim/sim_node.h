@@ -74,7 +74,8 @@ class SimProcs : public NodeProcs {
   bool OutputOpen() const override;
   bool GroupsEmpty() override { return !StragglersLeft(); }
   void KillGroups() override { SignalStragglers(9); }
-  void StartDumps(double now) override;
+  void StartDumps(double now, bool verdict) override;
+  int64_t DumpsProgress(int* answered) const override;
   bool DumpsDone(double now) override { return now >= dumps_until_; }
   double DumpsNext(double now) const override { return std::max(now, dumps_until_); }
   void StartProbe() override;

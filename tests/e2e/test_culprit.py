@@ -281,6 +281,33 @@ def forky_root():
     return made.stdout.strip()
 
 
+class Progress(unittest.TestCase):
+    """Progress beyond output: torch 2.14 in the forky root, on this machine."""
+
+    @classmethod
+    def setUpClass(cls):
+        require("unshare", "chroot", "debootstrap")
+        require_namespaces("--mount", why="a mount namespace")
+        cls.root = forky_root()
+
+    def test_a_silent_job_whose_collectives_advance_outlives_the_hang_timeout(self):
+        # 45 s of all-reduces with no output under --hang-timeout 12s: the
+        # records are looked at every 4 s, each look finds collectives done.
+        # Without the recorder the same job is judged hung.
+        for recorder, code in (("auto", 0), ("off", 124)):
+            with self.subTest(flight_recorder=recorder):
+                env = clean_env(USE_LIBUV="0", SILENT_S="45", MASTER_PORT=free_port(),
+                                AML_ROOT_BINDS=":".join(sorted({SRC, os.path.dirname(
+                                    os.path.abspath(SHIM))})))
+                r = run([IN_ROOT, self.root, os.path.abspath(SHIM), "--nproc-per-node", "2",
+                         "--hang-timeout", "12s", "--flight-recorder", recorder, "python3", SKIP],
+                        env=env, timeout=240)
+                self.assertEqual(r.returncode, code, r.stdout + r.stderr)
+                if code == 0:
+                    self.assertIn("[rank 1] rank 1 done", r.stdout)
+                    self.assertNotIn("hung", r.stderr)
+
+
 class OnNodes(unittest.TestCase):
     """torch 2.14 (Gloo) in the forky root, on network-namespace nodes."""
 

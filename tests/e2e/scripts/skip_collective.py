@@ -10,7 +10,10 @@ the same but answers with a dump that is not one (BAD_DUMP=garbage) or one
 of 80 MiB (BAD_DUMP=huge). Prints SITE=<value of USER_SITE_MARK> when that
 variable is set (by a user's own sitecustomize). Until its process group is
 up each rank prints a line a second (torch's import takes tens of seconds
-on a loaded machine: that silence is not the hang under test)."""
+on a loaded machine: that silence is not the hang under test). SILENT_S=N:
+instead, every rank runs an all-reduce a second for N seconds printing
+nothing (a silent epoch whose collectives advance), then prints "done" and
+exits 0."""
 import os
 import threading
 import time
@@ -58,6 +61,14 @@ import torch.distributed as dist  # noqa: E402
 dist.init_process_group("gloo")
 starting.set()
 t = torch.ones(4)
+if "SILENT_S" in os.environ:
+    until = time.monotonic() + float(os.environ["SILENT_S"])
+    while time.monotonic() < until:
+        dist.all_reduce(t)
+        time.sleep(1)
+    print(f"rank {rank} done", flush=True)
+    dist.destroy_process_group()
+    raise SystemExit(0)
 for seq in range(1, int(os.environ.get("STEPS", "8")) + 1):
     if rank == int(os.environ.get("SKIP_RANK", "-1")) and seq == int(os.environ.get("SKIP_AT", "6")):
         print(f"rank {rank} skips all_reduce {seq}", flush=True)
