@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "launch/flight/fixture_test_util.h"
+
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -11,16 +13,9 @@ namespace {
 
 using namespace std::string_literals;
 
-std::string Fixture(const std::string& name) {
-  std::ifstream in(std::string(AML_FIXTURES_DIR) + "/flight/" + name, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 TEST(FrDump, SummarizesARealNcclDump) {
   // One H100, torch 2.11: 40 all-reduces of 1 Mi floats, all completed.
-  auto s = SummarizeDump(Fixture("nccl-h100-rank0.pickle"), 0);
+  auto s = SummarizeDump(FlightFixture("nccl-h100-rank0.pickle"), 0);
   ASSERT_TRUE(s.ok()) << s.error().message;
   EXPECT_EQ(s->version, "2.10");
   ASSERT_EQ(s->groups.size(), 1u);
@@ -44,8 +39,8 @@ TEST(FrDump, SummarizesARealNcclDump) {
 TEST(FrDump, SummarizesGlooAndItsBlankConfigKey) {
   // Rank 0 entered a sixth all-reduce that rank 1 never entered; Gloo's
   // pg_config keys the group '' (torch 2.14).
-  auto s0 = SummarizeDump(Fixture("gloo-skip-rank0.pickle"), 0);
-  auto s1 = SummarizeDump(Fixture("gloo-skip-rank1.pickle"), 1);
+  auto s0 = SummarizeDump(FlightFixture("gloo-skip-rank0.pickle"), 0);
+  auto s1 = SummarizeDump(FlightFixture("gloo-skip-rank1.pickle"), 1);
   ASSERT_TRUE(s0.ok()) << s0.error().message;
   ASSERT_TRUE(s1.ok()) << s1.error().message;
   ASSERT_EQ(s0->groups.size(), 1u);
@@ -64,7 +59,7 @@ TEST(FrDump, SummarizesGlooAndItsBlankConfigKey) {
 }
 
 TEST(FrDump, TheSummaryCrossesTheWireWhole) {
-  auto s = SummarizeDump(Fixture("gloo-skip-rank0.pickle"), 0);
+  auto s = SummarizeDump(FlightFixture("gloo-skip-rank0.pickle"), 0);
   ASSERT_TRUE(s.ok());
   const std::string json = FrSummaryJson(*s);
   EXPECT_LT(json.size(), 600u) << json;
@@ -91,7 +86,7 @@ TEST(FrDump, ASummaryIsBoundedWhateverTheDump) {
 }
 
 TEST(FrDump, AForeignOrBrokenDumpIsOneLine) {
-  auto cut = SummarizeDump(Fixture("nccl-h100-rank0.pickle").substr(0, 3000), 0);
+  auto cut = SummarizeDump(FlightFixture("nccl-h100-rank0.pickle").substr(0, 3000), 0);
   ASSERT_FALSE(cut.ok());
   EXPECT_EQ(cut.error().message.find('\n'), std::string::npos);
   EXPECT_NE(cut.error().message.find("not a flight-recorder dump"), std::string::npos);

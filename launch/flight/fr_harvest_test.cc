@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
+#include "launch/flight/fixture_test_util.h"
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,13 +14,6 @@
 
 namespace aml {
 namespace {
-
-std::string Fixture(const std::string& name) {
-  std::ifstream in(std::string(AML_FIXTURES_DIR) + "/flight/" + name, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 void Write(const std::string& path, const std::string& data) {
   std::ofstream(path, std::ios::binary) << data;
@@ -69,8 +64,8 @@ class Harvest : public ::testing::Test {
 };
 
 TEST_F(Harvest, EachRankThatAnswersGivesItsSummary) {
-  Agent(0, Fixture("gloo-skip-rank0.pickle"));
-  Agent(1, Fixture("gloo-skip-rank1.pickle"));
+  Agent(0, FlightFixture("gloo-skip-rank0.pickle"));
+  Agent(1, FlightFixture("gloo-skip-rank1.pickle"));
   FlightHarvest h;
   h.Start({AskOf(0), AskOf(1)}, 0, 10);
   EXPECT_EQ(h.deadline(), 10);
@@ -151,7 +146,7 @@ TEST_F(Harvest, ALinkAtTheDumpIsNotFollowed) {
   const std::string pipe = dir_ + "/pipe-0.pipe";
   ASSERT_EQ(mkfifo(pipe.c_str(), 0600), 0);
   const int reader = open(pipe.c_str(), O_RDWR);
-  Write(dir_ + "/elsewhere", Fixture("gloo-skip-rank0.pickle"));
+  Write(dir_ + "/elsewhere", FlightFixture("gloo-skip-rank0.pickle"));
   FlightHarvest h;
   h.Start({AskOf(0)}, 0, 10);
   ASSERT_EQ(symlink((dir_ + "/elsewhere").c_str(), (dir_ + "/dump-0").c_str()), 0);

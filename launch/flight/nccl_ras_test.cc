@@ -1,6 +1,8 @@
 #include "launch/flight/nccl_ras.h"
 
 #include <gtest/gtest.h>
+
+#include "launch/flight/fixture_test_util.h"
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,13 +14,6 @@
 
 namespace aml {
 namespace {
-
-std::string Fixture(const std::string& name) {
-  std::ifstream in(std::string(AML_FIXTURES_DIR) + "/flight/" + name, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // A stand-in for NCCL's RAS socket that replays the exchange captured on an
 // H100 (tests/fixtures/flight/README.md): one client, then it closes.
@@ -89,14 +84,14 @@ class StandIn {
 };
 
 TEST(NcclRas, TheCapturedExchangeOfAHealthyJobSaysNothing) {
-  StandIn ras(Fixture("ncclras-status.json"));
+  StandIn ras(FlightFixture("ncclras-status.json"));
   auto r = AskNcclRas(ras.addr(), 5);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(*r, "");
   ras.Wait();
   EXPECT_EQ(ras.heard, (std::vector<std::string>{"CLIENT PROTOCOL 2", "TIMEOUT 5",
                                                  "SET FORMAT json", "STATUS"}));
-  auto parsed = ParseRasJson(Fixture("ncclras-status.json"));
+  auto parsed = ParseRasJson(FlightFixture("ncclras-status.json"));
   ASSERT_TRUE(parsed.ok());
   EXPECT_EQ(parsed->version, "2.28.9");
   ASSERT_EQ(parsed->comms.size(), 1u);
@@ -126,7 +121,7 @@ TEST(NcclRas, MissingRanksErrorsAndRanksBehindAreOneLine) {
 }
 
 TEST(NcclRas, AnOlderNcclAnswersInText) {
-  std::string text = Fixture("ncclras-status.txt");
+  std::string text = FlightFixture("ncclras-status.txt");
   const size_t at = text.find("Errors\n======\n");
   ASSERT_NE(at, std::string::npos);
   text.insert(at + 14, "  Communicator 0x1: rank 3 on 10.0.0.2 is unreachable (dead peer)\n");

@@ -17,6 +17,15 @@ JobConfig Config(int rank, int size = 5, int spares = 1) {
   return TestConfig(rank, size, 3, spares);
 }
 
+// A root's ports with `heir` named, its children still linked and running.
+FakePorts LinkedPorts(int heir) {
+  FakePorts ports;
+  ports.heir = heir;
+  ports.children_done = false;
+  ports.linked = true;
+  return ports;
+}
+
 Msg Ended(int shim) {
   Msg m("ended");
   m.Set("shim", shim).Set("host", "h" + std::to_string(shim)).SetNumber("out", 0);
@@ -204,10 +213,7 @@ std::optional<LinkOrder> LastOrder(JobMachine* m) {
 // than half are lost a moment later: "no majority", and no record (it
 // wrote "no spare left" with healthy nodes retired).
 TEST(JobHeir, AnOldRootThatLostItsHeirAndTheMajorityWritesNoRecord) {
-  FakePorts ports;
-  ports.heir = 1;
-  ports.children_done = false;
-  ports.linked = true;
+  FakePorts ports = LinkedPorts(1);
   JobMachine root(Config(0), &ports);  // NODE_RANKs 0-3, the spare 4
   root.Start(0);
   root.OnShimLost(1, "the control plane lost rank 1's shim (closed)", true, 90);
@@ -232,10 +238,7 @@ TEST(JobHeir, AnOldRootThatLostItsHeirAndTheMajorityWritesNoRecord) {
 // that it left): nobody else holds a record, so the root's verdict is the
 // job's, written at once.
 TEST(JobHeir, ARootWhoseHeirDiedWritesTheJobsRecord) {
-  FakePorts ports;
-  ports.heir = 1;
-  ports.children_done = false;
-  ports.linked = true;
+  FakePorts ports = LinkedPorts(1);
   JobMachine root(Config(0), &ports);
   root.Start(0);
   root.OnShimLost(1, "the control plane lost rank 1's shim (closed)", false, 90);
@@ -253,10 +256,7 @@ TEST(JobHeir, ARootWhoseHeirDiedWritesTheJobsRecord) {
 // root has lost more than half, no shim can hold the job: the root's
 // verdict is the job's, and it writes it.
 TEST(JobHeir, ARootWritesNoMajorityWhenNoHeirCanHaveMoreThanHalf) {
-  FakePorts ports;
-  ports.heir = 4;
-  ports.children_done = false;
-  ports.linked = true;
+  FakePorts ports = LinkedPorts(4);
   ports.parents = {-1, 4, 3, 0, 0, 3, 4};
   ports.below = {{4, {1, 6}}, {3, {2, 5}}};
   JobMachine root(Config(0, 7, 1), &ports);
@@ -276,10 +276,7 @@ TEST(JobHeir, ARootWritesNoMajorityWhenNoHeirCanHaveMoreThanHalf) {
 // nothing else lost: the verdict waits until every loss of that cut would
 // have been found (kMaxSilenceS and a second), then is "no spare left".
 TEST(JobHeir, NoSpareLeftWaitsOutALostHeirsCut) {
-  FakePorts ports;
-  ports.heir = 1;
-  ports.children_done = false;
-  ports.linked = true;
+  FakePorts ports = LinkedPorts(1);
   JobMachine root(Config(0), &ports);
   root.Start(0);
   root.OnShimLost(4, "the control plane lost rank 4's shim (silent for 5.0 s)", true, 90);

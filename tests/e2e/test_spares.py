@@ -97,6 +97,21 @@ class Spares(unittest.TestCase):
         return ([slurp(f"{tmp}/shim-{i}.out") for i in range(shims)],
                 [slurp(f"{tmp}/shim-{i}.err") for i in range(shims)])
 
+    def assert_node_one_replaced(self, tmp, procs, reason):
+        """Every shim ends well: NODE_RANK 1's holder was retired before
+        attempt 2 (`reason`, a pattern, is why), the spare took its place and
+        its ranks resumed, the undisturbed run's weights, nothing left."""
+        codes = [p.wait(timeout=300) for p in procs]
+        outs, errs = self.outputs(tmp)
+        text = "\n".join(outs + errs)
+        self.assertEqual(codes, [0, 0, 0], text)
+        self.assertRegex(errs[0], r"aml-shim: NODE_RANK 1 moves to rank 2's shim on \S+ \(a "
+                                  r"spare\); its last holder was retired: its check before "
+                                  r"attempt 2 failed: " + reason)
+        self.assertRegex(outs[2], r"\[rank 2\] rank 2 resumed at epoch [1-9]")
+        self.assertEqual(final_weights(outs[0]), self.weights8, text)
+        self.assertNotIn("LEFTOVER", text)
+
     def test_a_node_that_fails_every_attempt_is_retired_and_the_spare_takes_its_place(self):
         with tempfile.TemporaryDirectory() as tmp:
             procs = self.start(tmp, "--max-restarts", "3", "--log-dir", f"{tmp}/logs", bad={1})
@@ -223,17 +238,8 @@ class Spares(unittest.TestCase):
             with open(port[0], "w") as f:
                 f.write("1: DOWN\n")
             os.kill(int(slurp(f"{tmp}/pid-0-0")), signal.SIGKILL)
-            codes = [p.wait(timeout=300) for p in procs]
-            outs, errs = self.outputs(tmp)
-            text = "\n".join(outs + errs)
-            self.assertEqual(codes, [0, 0, 0], text)
-            self.assertRegex(errs[0], r"aml-shim: NODE_RANK 1 moves to rank 2's shim on \S+ \(a "
-                                      r"spare\); its last holder was retired: its check before "
-                                      r"attempt 2 failed: mlx5_ib0 port 1 is DOWN \(usable as "
-                                      r"the job started\)")
-            self.assertRegex(outs[2], r"\[rank 2\] rank 2 resumed at epoch [1-9]")
-            self.assertEqual(final_weights(outs[0]), self.weights8, text)
-            self.assertNotIn("LEFTOVER", text)
+            self.assert_node_one_replaced(tmp, procs, r"mlx5_ib0 port 1 is DOWN \(usable as the "
+                                                      r"job started\)")
 
     def test_a_node_under_the_nccl_floor_is_retired_before_the_next_attempt(self):
         # --preflight nccl --min-busbw: each shim's 2 GPUs are stand-ins
@@ -255,18 +261,10 @@ class Spares(unittest.TestCase):
                             "\n".join(sum(self.outputs(tmp), [])))
             open(f"{tmp}/slow-1", "w").close()
             os.kill(int(slurp(f"{tmp}/pid-0-0")), signal.SIGKILL)
-            codes = [p.wait(timeout=300) for p in procs]
-            outs, errs = self.outputs(tmp)
-            text = "\n".join(outs + errs)
-            self.assertEqual(codes, [0, 0, 0], text)
-            self.assertRegex(errs[0], r"aml-shim: NODE_RANK 1 moves to rank 2's shim on \S+ \(a "
-                                      r"spare\); its last holder was retired: its check before "
-                                      r"attempt 2 failed: NCCL node 1 \(\S+\): 2 GPUs, "
-                                      r"all-reduce of 4 MiB in [0-9.]+ ms: busbw [0-9.]+ GB/s, "
-                                      r"algbw [0-9.]+ GB/s -- under --min-busbw 0.05 GB/s")
-            self.assertRegex(outs[2], r"\[rank 2\] rank 2 resumed at epoch [1-9]")
-            self.assertEqual(final_weights(outs[0]), self.weights8, text)
-            self.assertNotIn("LEFTOVER", text)
+            self.assert_node_one_replaced(tmp, procs, r"NCCL node 1 \(\S+\): 2 GPUs, all-reduce "
+                                                      r"of 4 MiB in [0-9.]+ ms: busbw [0-9.]+ "
+                                                      r"GB/s, algbw [0-9.]+ GB/s -- under "
+                                                      r"--min-busbw 0.05 GB/s")
 
     def test_rank_zeros_shim_killed_its_heir_takes_the_job_and_the_spare_node_rank_zero(self):
         # Rank 0's shim (the control plane's root) is SIGKILLed mid-job: its
