@@ -70,7 +70,8 @@ FAKE_TORCH = {
         """),
     # A slow import (the agent's thread looks before it is done), a process
     # group that is up once init_process_group returns; with BACKEND=nccl,
-    # torch's own reader: it makes the pipe and answers with its own dump.
+    # torch's own reader: it makes the pipe and answers each ask with its own
+    # dump.
     "torch/distributed/__init__.py": textwrap.dedent("""\
         import os, threading, time
         time.sleep(0.5)
@@ -83,12 +84,14 @@ FAKE_TORCH = {
             pipe = os.environ["TORCH_NCCL_DEBUG_INFO_PIPE_FILE"] + os.environ["RANK"] + ".pipe"
             os.mkfifo(pipe)
             fd = os.open(pipe, os.O_RDWR)
-            def serve():
-                os.read(fd, 1)
+            def serve():  # every ask, as torch's: training goes on after a dump
                 import pickle
                 out = os.environ["TORCH_FR_DUMP_TEMP_FILE"] + os.environ["RANK"]
-                with open(out, "wb") as f:
-                    f.write(pickle.dumps({"version": "torch-own", "pg_status": {}, "entries": []}))
+                while os.read(fd, 1):
+                    with open(out + ".tmp", "wb") as f:
+                        f.write(pickle.dumps({"version": "torch-own", "pg_status": {},
+                                              "entries": []}))
+                    os.rename(out + ".tmp", out)
             threading.Thread(target=serve, daemon=True).start()
         def init_process_group(*a, **k):
             global _up

@@ -81,13 +81,36 @@ class LocalRelease(unittest.TestCase):
             self.assertEqual(sorted(r.stdout.split("\n")[:2]), ["[rank 0] rank 0", "[rank 1] rank 1"])
 
     def test_what_the_release_lacks_is_said_before_any_work(self):
+        # release.sh finds its tools in /usr/sbin whatever the PATH, so what
+        # is missing is made so: in a mount namespace, /usr/sbin an empty
+        # tmpfs (debootstrap and chroot gone) and the build root's disk one
+        # of 8 MB; then, as a user who is not root.
         with tempfile.TemporaryDirectory() as tmp:
-            root = os.path.join(tmp, "root")
-            r = run([os.path.join(SRC, "scripts", "release.sh")],
+            os.chmod(tmp, 0o755)
+            disk = os.path.join(tmp, "disk")
+            os.mkdir(disk)
+            root = os.path.join(disk, "root")
+            script = ('mount -t tmpfs -o size=8m none "$1" && mount -t tmpfs none /usr/sbin && '
+                      'exec "$2"')
+            r = run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
+                     disk, os.path.join(SRC, "scripts", "release.sh")],
                     env=dict(os.environ, PATH="/usr/bin:/bin", AML_RELEASE_ROOT=root))
             self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
-            self.assertIn("release: debootstrap chroot not found: sudo scripts/setup.sh --tests "
-                          "installs them\n", r.stderr)
+            self.assertEqual(r.stdout, "")
+            self.assertEqual(r.stderr,
+                             "release: debootstrap chroot not found: sudo scripts/setup.sh --tests "
+                             "installs them\n"
+                             f"release: 8 MB free at {disk}, the Debian 11 build root needs "
+                             "about 1500 MB: free some, or set AML_RELEASE_ROOT to a disk with "
+                             "room\n")
+            self.assertFalse(os.path.exists(root), "work began")
+            r = run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                     os.path.join(SRC, "scripts", "release.sh")],
+                    env=dict(os.environ, PATH="/usr/bin:/bin", AML_RELEASE_ROOT=root))
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertIn("release: needs root (debootstrap and chroot make the Debian 11 build "
+                          "root): run it with sudo; or scripts/release.sh --local (no root) for "
+                          "this machine's glibc\n", r.stderr)
             self.assertFalse(os.path.exists(root), "work began")
 
 

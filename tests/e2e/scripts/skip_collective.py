@@ -40,14 +40,16 @@ def own_pipe():
 
 
 def bad_dump(fd, kind):
-    os.read(fd, 1)
+    """Answers every ask, as torch does (aml-shim also asks while the job is
+    silent, before any hang)."""
     out = os.environ["TORCH_FR_DUMP_TEMP_FILE"] + str(rank)
-    with open(out + ".tmp", "wb") as f:
-        if kind == "huge":
-            f.truncate(80 << 20)
-        else:
-            f.write(b"\x80\x02garbage that is no pickle")
-    os.rename(out + ".tmp", out)
+    while os.read(fd, 1):
+        with open(out + ".tmp", "wb") as f:
+            if kind == "huge":
+                f.truncate(80 << 20)
+            else:
+                f.write(b"\x80\x02garbage that is no pickle")
+        os.rename(out + ".tmp", out)
 
 
 if rank == int(os.environ.get("SILENT_PIPE_RANK", "-1")):
