@@ -268,6 +268,24 @@ TEST(NodeMachine, AStopDuringTheWaitForARestartStartsNoAttempt) {
 
 // Stopped by its launcher between two attempts (no rank ran): the job was
 // stopped, not done (aml-plane-sim: such a shim exited 0).
+// Ranks that ignore the launcher's SIGTERM are SIGKILLed after --grace:
+// the shim gives the status of the rank that ended first after the signal
+// (137), not 143, as a plain process would.
+TEST(NodeMachine, RanksThatIgnoreTheSignalGiveTheStatusOfTheirSigkill) {
+  FakeProcs procs;
+  NodeMachine m(Two(), &procs, nullptr);
+  m.Start(0);
+  m.OnSignal(SIGTERM, 42, 1);
+  m.Step(1);
+  EXPECT_EQ(procs.SignalsOf(SIGTERM), 2);
+  m.Step(4);  // --grace 3: SIGKILL
+  EXPECT_EQ(procs.SignalsOf(SIGKILL), 2);
+  m.OnExit(1, SIGKILL, 4.01);
+  m.OnExit(0, SIGKILL, 4.02);
+  m.Step(4.02);
+  EXPECT_EQ(m.ExitCode(), 128 + SIGKILL);
+}
+
 TEST(NodeMachine, ASignalWithNoRankRunningExits128PlusItsNumber) {
   FakeProcs procs;
   FakeJob job;

@@ -311,6 +311,19 @@ MUTANTS = [
      "    o.node_rank = node_ = roster_->NodeOf(c_.rank);",
      "    o.node_rank = node_ = roster_->NodeOf(0);",
      "a new root takes the NODE_RANK of rank 0's shim, not its own"),
+    # Naming the culprit (issue 44).
+    ("hang-blames-no-node", "shim/control/job_spares.cc",
+     "  const int shim = c && c->found && c->node >= 0 ? c->shim : -1;",
+     "  const int shim = -1;",
+     "a hang's culprit never counts as its node's failure: the bad node is never retired"),
+    ("no-culprit-named", "shim/control/job_machine.cc",
+     "  if (c_.flight_recorder) facts.culprit = CulpritOf(reports_, c_.world_ranks);",
+     "  if (false) facts.culprit = CulpritOf(reports_, c_.world_ranks);",
+     "a hang's roll-call names no culprit though the flight records came"),
+    ("entered-counted-missing", "launch/flight/culprit.cc",
+     "(g->enqueued < gap.seq ? gap.missing : gap.entered)",
+     "(g->enqueued <= gap.seq ? gap.missing : gap.entered)",
+     "ranks that entered the collective are counted among those that never did"),
 ]
 
 SIM_RUNS = [

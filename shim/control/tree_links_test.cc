@@ -81,5 +81,34 @@ TEST(TreeLinks, ANewRootNamesItsHeirFromWhereItsChildrenListen) {
   EXPECT_EQ(io.Of(3, "record").size(), 1u);
 }
 
+// A loss a child passed up may have reached the lost root alone: when the
+// child links to the heir it says it again, else the heir would wait for
+// that shim until its election's deadline.
+struct RelinkIo : FakeIo {
+  bool Relink(int, const std::string&, double) override { return true; }
+};
+
+TEST(TreeLinks, AChildThatLinksToTheHeirSaysAgainTheLossesItPassedUp) {
+  FakeIo root_io;
+  TreeLinks root(TestConfig(0, 5, 3, 1), &root_io, 1, 30);
+  root.AddChild(1, "h1", "10.0.0.1:1025", 0);
+  root.AddChild(2, "h2", "10.0.0.2:1026", 0);
+  root.Start(0);
+  // Shim 2, over shim 3 here, hears of the heir (shim 1), then loses 3.
+  RelinkIo io;
+  TreeLinks child(TestConfig(2, 5, 3, 1), &io, 1, 30);
+  child.SetParent(0, "10.0.0.0:1024");
+  child.AddChild(3, "h3", "10.0.0.3:1027", 0);
+  child.Start(0);
+  for (const std::string& f : root_io.sent[2]) child.OnParentFrame(f, 1);
+  child.OnChildClosed(3, "closed", 10);
+  ASSERT_EQ(io.Of(0, "lost").size(), 1u);
+  EXPECT_EQ(io.Of(0, "lost")[0].Int("shim"), 3);
+  // The root's link closes: shim 2 links to the heir and says it again.
+  child.OnParentClosed("closed", 20);
+  ASSERT_EQ(io.Of(1, "lost").size(), 1u);
+  EXPECT_EQ(io.Of(1, "lost")[0].Int("shim"), 3);
+}
+
 }  // namespace
 }  // namespace aml
