@@ -83,11 +83,14 @@ def real_once(shim, root, agent, ranks, port):
     code, lines = stamped(cmd, env)
     last = max((t for t, l in lines if "all_reduce 5 sum" in l or "skips all_reduce" in l),
                default=None)
-    culprit = min((t for t, l in lines if l.startswith("aml-shim: culprit:")), default=None)
-    if code != 124 or last is None or culprit is None:
+    found = [(t, l) for t, l in lines if l.startswith("aml-shim: culprit:")]
+    if code != 124 or last is None or not found:
         raise RuntimeError(f"{ranks} ranks: exit {code}, no culprit line:\n" +
                            "\n".join(l for _, l in lines[-20:]))
-    return culprit - last - HANG_S
+    culprit, line = min(found)
+    # Ranks whose record did not come (the line's "no flight record from").
+    lacking = line.split("; no flight record from ")[1] if "; no flight record from " in line else ""
+    return culprit - last - HANG_S, lacking
 
 
 def real(shim, rank_counts, runs):
@@ -100,10 +103,12 @@ def real(shim, rank_counts, runs):
                                text=True).stdout.strip()
         rows = []
         for ranks in rank_counts:
-            took = [real_once(shim, root, agent, ranks, 29600 + 7 * i + ranks)
-                    for i in range(runs)]
-            rows.append((ranks, max(1, ranks // 2), took))
-            print(f"{ranks} ranks: {[f'{t:.2f}' for t in took]}", file=sys.stderr)
+            got = [real_once(shim, root, agent, ranks, 29600 + 7 * i + ranks)
+                   for i in range(runs)]
+            took = [t for t, _ in got]
+            lacking = [why for _, why in got if why]
+            rows.append((ranks, max(1, ranks // 2), took, lacking))
+            print(f"{ranks} ranks: {[f'{t:.2f}' for t in took]} {lacking}", file=sys.stderr)
         return rows
     finally:
         subprocess.run([NETNS, "down", NAME], check=False)
@@ -131,14 +136,15 @@ def main():
             "",
             f"`bench/culprit.py` (see its header), {time.strftime('%Y-%m-%d')}, on this machine "
             f"({os.cpu_count()} cores). torch 2.14 over Gloo, one rank never enters all-reduce "
-            f"#6; `--hang-timeout {HANG_S}s`, `--dump-timeout` 10 s (not reached). Median (min "
-            f"to max) of {a.runs} runs.",
+            f"#6; `--hang-timeout {HANG_S}s`, `--dump-timeout` 10 s. Median (min to max) of "
+            f"{a.runs} runs; the runs in which a rank's record did not come, and why.",
             "",
-            "| ranks | nodes | verdict to culprit line |",
-            "|---|---|---|"]
-    for ranks, nodes, took in rows:
+            "| ranks | nodes | verdict to culprit line | records that did not come |",
+            "|---|---|---|---|"]
+    for ranks, nodes, took, lacking in rows:
         text.append(f"| {ranks} | {nodes} | {statistics.median(took):.2f} s "
-                    f"({min(took):.2f} to {max(took):.2f}) |")
+                    f"({min(took):.2f} to {max(took):.2f}) | "
+                    f"{'; '.join(lacking) if lacking else 'none'} |")
     text += ["", "Simulated (aml-plane-sim, fan-out 32; the simulated ranks answer in 1 s):",
              "", "| shims | tree depth | verdict to culprit (roll-call) | bytes into rank 0's "
              "shim | per shim |", "|---|---|---|---|---|"]
