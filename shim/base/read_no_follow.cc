@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 namespace aml {
 
 std::string ReadNoFollow(int dir_fd, const std::string& name, size_t max) {
@@ -15,11 +17,22 @@ std::string ReadNoFollow(int dir_fd, const std::string& name, size_t max) {
     close(fd);
     return "";
   }
-  std::string out(max, '\0');
+  // The buffer follows the file (its size as it is now, doubled while it
+  // grows), never `max` up front: a 64 MiB cap on a 2 KiB file would zero
+  // 64 MiB, seconds of a loaded node's time in its event loop.
+  const size_t first = std::min(max, st.st_size > 0 ? static_cast<size_t>(st.st_size) + 1
+                                                    : size_t{4096});
+  std::string out;
   size_t got = 0;
-  ssize_t n;
-  while (got < max && (n = read(fd, out.data() + got, max - got)) > 0)
+  for (;;) {
+    if (got == out.size()) {
+      if (out.size() >= max) break;
+      out.resize(std::min(max, std::max(first, out.size() * 2)));
+    }
+    const ssize_t n = read(fd, out.data() + got, out.size() - got);
+    if (n <= 0) break;
     got += static_cast<size_t>(n);
+  }
   close(fd);
   out.resize(got);
   return out;

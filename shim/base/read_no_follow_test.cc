@@ -25,6 +25,22 @@ TEST(ReadNoFollow, ReadsUpToMaxAndNeverThroughALinkOrAFifo) {
   std::system(("rm -rf '" + dir + "'").c_str());
 }
 
+// The cap is a cap, not a buffer: reading a small file under a huge cap
+// costs what the file holds; a file whose size says 0 (/proc) is read whole.
+TEST(ReadNoFollow, TheBufferFollowsTheFileNotTheCap) {
+  const std::string dir = testing::TempDir();
+  { std::ofstream(dir + "/small") << "0123456789"; }
+  EXPECT_EQ(ReadNoFollow(AT_FDCWD, dir + "/small", size_t{1} << 50), "0123456789");
+  EXPECT_EQ(ReadNoFollow(AT_FDCWD, dir + "/small", 10), "0123456789");
+  EXPECT_EQ(ReadNoFollow(AT_FDCWD, dir + "/small", 0), "");
+  { std::ofstream(dir + "/big") << std::string(100000, 'x'); }
+  EXPECT_EQ(ReadNoFollow(AT_FDCWD, dir + "/big", size_t{1} << 50), std::string(100000, 'x'));
+  EXPECT_EQ(ReadNoFollow(AT_FDCWD, dir + "/big", 70000), std::string(70000, 'x'));
+  const std::string status = ReadNoFollow(AT_FDCWD, "/proc/self/status", size_t{1} << 20);
+  EXPECT_EQ(status.rfind("Name:", 0), 0u) << status;
+  EXPECT_NE(status.find("\nPid:"), std::string::npos);
+}
+
 TEST(ReadNoFollow, NeverAFileOfAnotherUser) {
   // A file planted by another user in a directory both can write (a group
   // project's --log-dir): its words are not this job's.
