@@ -16,8 +16,8 @@
 # namespace, disk for the root) are checked before any work; each one
 # missing is one line saying what to do.
 #
-#   scripts/release.sh --local   needs none of that: from this checkout's own
-#     build (scripts/build.sh), dist/ gets the stripped binary and the wheel
+#   scripts/release.sh --local   needs none of that: from this checkout,
+#     built in build-local/ (build/ is left alone), dist/ gets the stripped binary and the wheel
 #     for this machine's glibc (aml-shim-<version>-linux-x86_64-glibc2.36,
 #     aml_shim-<version>-py3-none-manylinux_2_36_x86_64.whl on Debian 12):
 #     they run where glibc is as new, not on older systems.
@@ -56,19 +56,22 @@ if [ "$local_build" = 1 ]; then
   for tool in objdump strip python3; do
     command -v "$tool" >/dev/null || { echo "release: $tool is missing: scripts/setup.sh installs it" >&2; exit 1; }
   done
-  step "building with scripts/build.sh (this machine's compiler and glibc)"
-  # The binary says the version its name carries (--version); the build
-  # directory goes back to the project's plain version afterwards.
-  scripts/build.sh -DAML_SHIM_VERSION="$version" >"$log" 2>&1 || fail "scripts/build.sh failed"
-  trap 'rm -f "$log"; cmake -S . -B build -DAML_SHIM_VERSION="$base" >/dev/null 2>&1' EXIT
-  glibc=$(objdump -T build/aml-shim | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' |
+  # In a build directory of its own (build-local/, aml-shim and its man page
+  # only, with the version its name carries): build/ and what runs from it
+  # are left alone.
+  out=build-local
+  step "building aml-shim in $out/ (this machine's compiler and glibc; build/ is left as it is)"
+  { cmake -S . -B "$out" -G Ninja -DAML_SHIM_WERROR=ON -DAML_SHIM_TESTS=OFF -DAML_SHIM_FUZZ=OFF \
+      -DAML_SHIM_VERSION="$version" && cmake --build "$out" -j "$(nproc)"; } >"$log" 2>&1 ||
+    fail "the build in $out/ failed"
+  glibc=$(objdump -T "$out/aml-shim" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' |
           sort -t. -k1,1n -k2,2n -u | tail -1)
   local_name=$name-glibc$glibc
   mkdir -p dist
   rm -f "dist/$local_name" "dist/$local_name.sha256" dist/aml_shim-*manylinux_*.whl
-  strip --strip-unneeded -o "dist/$local_name" build/aml-shim
+  strip --strip-unneeded -o "dist/$local_name" "$out/aml-shim"
   (cd dist && sha256sum "$local_name" >"$local_name.sha256")
-  wheel=$(python3 scripts/wheel.py "dist/$local_name" "$version" build/aml-shim.1 dist) ||
+  wheel=$(python3 scripts/wheel.py "dist/$local_name" "$version" "$out/aml-shim.1" dist) ||
     { echo "release: the wheel could not be made" >&2; exit 1; }
   step "dist/$local_name (needs GLIBC_$glibc: runs where glibc is $glibc or newer)"
   step "$wheel"

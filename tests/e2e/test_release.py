@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import main, require, run, require_namespaces, wait_for
+from harness import SHIM, main, require, run, require_namespaces, wait_for
 
 SRC = os.environ.get("AML_SRC") or os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -56,11 +56,16 @@ class LocalRelease(unittest.TestCase):
 
     def test_a_local_wheel_needs_neither_root_nor_namespaces(self):
         # scripts/release.sh --local with neither /usr/sbin nor /sbin on PATH
-        # (no debootstrap, no chroot): this checkout's build, for this
-        # machine's glibc, in a wheel pip installs here.
+        # (no debootstrap, no chroot): this checkout, built in build-local/,
+        # for this machine's glibc, in a wheel pip installs here. build/ is
+        # left alone (the other tests run its aml-shim meanwhile).
         env = dict(os.environ, PATH="/usr/local/bin:/usr/bin:/bin")
+        before = os.stat(SHIM)
         r = run([os.path.join(SRC, "scripts", "release.sh"), "--local"], env=env, timeout=900)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        after = os.stat(SHIM)
+        self.assertEqual((after.st_ino, after.st_mtime_ns), (before.st_ino, before.st_mtime_ns),
+                         "release.sh --local rebuilt build/aml-shim")
         here = tuple(int(x) for x in os.confstr("CS_GNU_LIBC_VERSION").split()[1].split("."))
         wheels = glob.glob(os.path.join(SRC, "dist", "aml_shim-*-py3-none-manylinux_2_*_x86_64.whl"))
         self.assertEqual(len(wheels), 1, wheels)
@@ -90,22 +95,30 @@ class LocalRelease(unittest.TestCase):
             disk = os.path.join(tmp, "disk")
             os.mkdir(disk)
             root = os.path.join(disk, "root")
+            # release.sh and what it reads first, where any user may read
+            # them (the checkout may be in a folder only root can enter).
+            repo = os.path.join(tmp, "repo")
+            os.makedirs(os.path.join(repo, "scripts"))
+            shutil.copy(os.path.join(SRC, "scripts", "release.sh"), os.path.join(repo, "scripts"))
+            shutil.copy(os.path.join(SRC, "CMakeLists.txt"), repo)
+            release = os.path.join(repo, "scripts", "release.sh")
             script = ('mount -t tmpfs -o size=8m none "$1" && mount -t tmpfs none /usr/sbin && '
                       'exec "$2"')
             r = run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
-                     disk, os.path.join(SRC, "scripts", "release.sh")],
+                     disk, release],
                     env=dict(os.environ, PATH="/usr/bin:/bin", AML_RELEASE_ROOT=root))
             self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
             self.assertEqual(r.stdout, "")
-            self.assertEqual(r.stderr,
+            # (What git says of a copy that is no checkout aside.)
+            said = "".join(l for l in r.stderr.splitlines(True) if l.startswith("release: "))
+            self.assertEqual(said,
                              "release: debootstrap chroot not found: sudo scripts/setup.sh --tests "
                              "installs them\n"
                              f"release: 8 MB free at {disk}, the Debian 11 build root needs "
                              "about 1500 MB: free some, or set AML_RELEASE_ROOT to a disk with "
                              "room\n")
             self.assertFalse(os.path.exists(root), "work began")
-            r = run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                     os.path.join(SRC, "scripts", "release.sh")],
+            r = run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", release],
                     env=dict(os.environ, PATH="/usr/bin:/bin", AML_RELEASE_ROOT=root))
             self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
             self.assertIn("release: needs root (debootstrap and chroot make the Debian 11 build "

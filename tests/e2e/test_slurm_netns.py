@@ -163,9 +163,11 @@ class SlurmNetns(unittest.TestCase):
         code, text, undisturbed = self.spare_job(victim=0)
         self.assertNotEqual(code, 0, text)
         # The heir is the root's first child: whichever shim linked first.
+        # (Its link closed, or reset when what was sent to it was unread.)
         self.assertRegex(text, r"aml-shim: rank 0's shim on \S+ was lost \(the control plane "
-                               r"lost rank 0's shim \(closed\)\); rank [12]'s shim on \S+ takes "
-                               r"the job as its root: 2 of 3 shims reached it")
+                               r"lost rank 0's shim \((closed|Connection reset by peer)\)\); "
+                               r"rank [12]'s shim on \S+ takes the job as its root: 2 of 3 "
+                               r"shims reached it")
         self.assertIn("aml-shim: NODE_RANK 0 moves to rank 2's shim on", text)
         self.assertIn("MASTER_ADDR moves with it", text)
         self.assertIn("[rank 0] rank 0 resumed at epoch", text)

@@ -239,7 +239,8 @@ class SideBySide(unittest.TestCase):
             self.assertEqual(procs[0].wait(timeout=60), 125)
             err0 = slurp(f"{tmp}/shim-0.err")
             self.assertIn("aml-shim: the control plane lost rank 1's shim on", err0)
-            self.assertIn("(closed): ending the job", err0)
+            # (closed; reset when a beat to it was still unread)
+            self.assertRegex(err0, r"\((closed|Connection reset by peer)\): ending the job")
             # Its keeper ended its children; rank 0's shim ended its own.
             self.assertTrue(wait_for(lambda: commands_with(token) == [], 30))
 
