@@ -17,19 +17,25 @@ namespace {
 
 // A stand-in for NCCL's RAS socket that replays the exchange captured on an
 // H100 (tests/fixtures/flight/README.md): one client, then it closes.
+// A TCP socket bound to a free port of 127.0.0.1 (not listening yet).
+int BoundOnLoopback(int* port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
 class StandIn {
  public:
   // `json`: what STATUS answers after "SET FORMAT json" (an old NCCL: "",
   // it refuses the format and answers `text`); `silent`: never answers.
   StandIn(std::string json, std::string text = "", bool silent = false) {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    fd_ = BoundOnLoopback(&port_);
     listen(fd_, 1);
     thread_ = std::thread([this, json, text, silent] { Serve(json, text, silent); });
   }
@@ -134,15 +140,9 @@ TEST(NcclRas, AnOlderNcclAnswersInText) {
 
 TEST(NcclRas, NoAnswerIsSaidWithinTheTimeout) {
   // Nothing listens (no NCCL on this node): at once.
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  const std::string closed = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
-  close(fd);
+  int port = 0;
+  close(BoundOnLoopback(&port));
+  const std::string closed = "127.0.0.1:" + std::to_string(port);
   auto none = AskNcclRas(closed, 5);
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.error().message, "nothing answers on NCCL_RAS_ADDR " + closed);
