@@ -168,13 +168,63 @@ def assert_resumed_once(test, r, shims):
     test.assertNotIn("LEFTOVER", text)
 
 
+# Ports free_port() hands out: below the shim's derived ports (20000-31999,
+# shim/world/port.h), which jobs without MASTER_PORT use, and below the
+# kernel's ephemeral range (32768-60999), where any process's outgoing
+# connection or bind to port 0 may take a port at any moment.
+_PORT_RANGE = (10000, 19999)
+_PORT_STALE_S = 3 * 3600
+
+
+def _port_folder():
+    """A folder of this user's own, not a link, for the reservations."""
+    import tempfile
+    d = os.path.join(tempfile.gettempdir(), f"aml-shim-test-ports-{os.getuid()}")
+    try:
+        os.mkdir(d, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(d)
+    import stat as st_mod
+    if not st_mod.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise AssertionError(f"{d} is not a folder of uid {os.getuid()}: remove it")
+    return d
+
+
 def free_port():
-    """A port free now on loopback: single-node jobs of tests that ctest
-    runs side by side must not share torch's default MASTER_PORT 29500."""
+    """A port free now on loopback and on every address, for jobs of tests
+    that ctest runs side by side (torch's default MASTER_PORT 29500 would
+    be shared). Not from the ephemeral range: there a port found free by
+    a bind to port 0 was taken by another test's Gloo socket before
+    torch's TCPStore bound it ("Address already in use" in CI). Each port
+    is reserved across the test processes by a file created with O_EXCL,
+    so two tests never get the same one."""
+    import random
     import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    d = _port_folder()
+    lo, hi = _PORT_RANGE
+    for _ in range(1000):
+        port = random.randint(lo, hi)
+        mark = os.path.join(d, str(port))
+        try:
+            fd = os.open(mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
+        except FileExistsError:
+            try:
+                if time.time() - os.lstat(mark).st_mtime < _PORT_STALE_S:
+                    continue
+                os.unlink(mark)  # a reservation of a run long over
+            except FileNotFoundError:
+                pass
+            continue
+        os.close(fd)
+        try:
+            for family, host in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
+                with socket.socket(family) as s:
+                    s.bind((host, port))
+        except OSError:
+            continue  # in use by something that is not a test: keep it marked
+        return port
+    raise AssertionError(f"no free port in {lo}-{hi} after 1000 tries: see {d}")
 
 
 def require(*programs):

@@ -15,15 +15,9 @@ import threading
 import time
 import unittest
 
-from harness import SHIM, clean_env, kill_group, main, mpirun, require, run, spawn
+from harness import SHIM, clean_env, free_port, kill_group, main, mpirun, require, run, spawn
 
 HOST = "127.0.0.1"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
 
 
 class Stranger(threading.Thread):

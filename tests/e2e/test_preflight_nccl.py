@@ -6,11 +6,10 @@ correctness check, the bandwidth report, --min-busbw, timeouts, and rank 0
 stopping every rank at the first failure."""
 import os
 import signal
-import socket
 import subprocess
 import unittest
 
-from harness import SHIM, clean_env, main, mpirun, require, run, spawn, wait_for
+from harness import SHIM, clean_env, free_port, main, mpirun, require, run, spawn, wait_for
 
 FAKE_CUDART = os.environ.get("AML_FAKE_CUDART", "")
 FAKE_NCCL = os.environ.get("AML_FAKE_NCCL", "")
@@ -20,12 +19,6 @@ RAN = "command ran"
 # Marks this test's processes, so that the check for leftover workers does
 # not see another test's (ctest runs tests in parallel).
 TAG = f"AML_TEST_TAG={os.getpid()}"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def fake_env(**extra):

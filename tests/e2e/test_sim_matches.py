@@ -15,23 +15,16 @@ the `fail` frames are compared apart: rank 0 gets one on both sides.
 import collections
 import json
 import os
-import socket
 import subprocess
 import tempfile
 import time
 import unittest
 
-from harness import SHIM, clean_env, main
+from harness import SHIM, clean_env, free_port, main
 
 SIM = os.path.join(os.path.dirname(os.path.abspath(SHIM)), "aml-plane-sim")
 SHIMS = 256
 FAILING = 5
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def without_beats(frames):
