@@ -1604,7 +1604,43 @@ class Seer {
       if (auto it = st.fixed.find(s); it != st.fixed.end()) bits = it->second;
       f.codes[s] = bits;
     }
+    // The root's verdict may never reach its heir: a partition that parts
+    // them came before the verdict crossed (the root cannot know it yet,
+    // the cut's silence is found seconds later). The heir's side, finding
+    // the root silent, holds an election and may take the job (aml-plane-
+    // sim, seed 940651079: "no spare left" 2 s into a cut). These rules do
+    // not order what the heir's side does then: its shims may end in any
+    // way, and any shim may hold the job.
+    if (const std::set<int> side = HeirSideUnreached(st, hi); !side.empty()) {
+      Foreseen loose = f;
+      loose.root = -2;
+      loose.loose = true;
+      loose.story += "; the verdict never reaches the heir's side of a cut, which may take the job";
+      for (int s : side)
+        loose.codes[s] |= kExit0 | kExit7 | kExit124 | kExit125 | kExit137 | kExit143;
+      out_.push_back(std::move(loose));
+    }
     out_.push_back(std::move(f));
+  }
+
+  // The shims of a heir's side of a partition that parts it from the root
+  // before a verdict given by `hi` crossed (empty: none).
+  std::set<int> HeirSideUnreached(const State& st, double hi) const {
+    std::set<int> side;
+    if (!spares_ || w_.n < 3 || st.loose) return side;
+    for (size_t i = 0; i < statics_.size(); ++i) {
+      const Event& e = statics_[i];
+      if (e.kind != Kind::kRootLost || st.dropped.count(static_cast<int>(i)) || e.fault < 0)
+        continue;
+      const Fault& f = p_.faults[static_cast<size_t>(e.fault)];
+      if (f.kind != FaultKind::kPartition || f.at_s >= hi + L_) continue;
+      for (int c : e.who) {
+        if (w_.parent[c] != w_.root || st.gone.count(c) || w_.dead_at[c] <= e.hi) continue;
+        side.insert(c);
+        for (int b : Below(c)) side.insert(b);
+      }
+    }
+    return side;
   }
 
   const FaultPlan& p_;

@@ -32,6 +32,7 @@ struct RunRecord {
   LinkOrder final_order;
   double first_failure_at = -1;  // the first rank's failure anywhere
   int root = 0;  // the shim that held the job at its end (a heir, when rank 0's was lost)
+  std::vector<double> takeovers;  // when each heir took the job
   int restarts = 0;
 };
 

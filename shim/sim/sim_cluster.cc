@@ -814,6 +814,7 @@ void Cluster::TookOver(const Shim& s) {
                    std::to_string(o.id()) + " still held it (state " + JobStateName(os) + ")");
   }
   job_root_ = s.id();
+  record_.takeovers.push_back(now_ - root_go_);
 }
 
 void Cluster::Violate(const std::string& what) {
