@@ -271,6 +271,7 @@ struct State {
   double nospare_lo = -1, nospare_hi = -1;  // a "no spare left" that waits, until then
   bool no_record = false;  // the root ends without writing the job's record
   bool unfit_taken = false;  // (a restart's nodes unfit during the round, retired)
+  bool unfit_retired = false;  // nodes unfit as the ranks ended, retired then (not the same failure)
   int signalled_running = -1;  // a shim signalled while its ranks surely ran
   bool restart_deferred = false;  // a restart that waits out a lost heir's cut, re-queued
   int root = 0;
@@ -735,7 +736,8 @@ class Seer {
               unfit = true;
             }
           st.unfit_taken = false;
-          if (unfit) st.pending_same = false;
+          if (unfit || st.unfit_retired) st.pending_same = false;
+          st.unfit_retired = false;
           if (Vacant(st) > static_cast<int>(st.spare.size())) {
             // After a heir lost alive the restart waits out its cut: what
             // comes meanwhile (another loss, the root's own) comes first.
@@ -833,8 +835,14 @@ class Seer {
           unfit.story += "; a node unfit as its ranks end, no spare left";
           return Final(unfit, 125, lo, hi + end_s + 2 * L_, {}, "nospare");
         }
-        st.nospare_lo = st.heir_lost_lo + kMaxSilenceS + 1;
-        st.nospare_hi = st.heir_lost_hi + kMaxSilenceS + 1 + 2 * L_;
+        unfit.nospare_lo = st.heir_lost_lo + kMaxSilenceS + 1;
+        unfit.nospare_hi = st.heir_lost_hi + kMaxSilenceS + 1 + 2 * L_;
+      }
+      // Retired then, whether the round ends or is blocked: a spare lost
+      // later may leave its place empty (aml-plane-sim, seed 462318592).
+      if (any) {
+        st = unfit;
+        st.unfit_retired = true;
       }
     }
     const double backoff = same ? 0 : Backoff(st.past);
