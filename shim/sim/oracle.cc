@@ -221,6 +221,9 @@ struct State {
     int code;
     bool progress;
     double duration;
+    // As rank 0 measures it: from the attempt's start to its end, each
+    // known within a window (the back-off counts attempts under 60 s).
+    double shortest, longest;
   };
   std::vector<Past> past;
   std::vector<ForeseenAttempt> attempts;
@@ -328,6 +331,9 @@ class Seer {
         // Found by its parent, which must still reach the root.
         if (w_.cutoff[w_.parent[s]] < e.lo || w_.dead_at[w_.parent[s]] < e.lo) continue;
         e.maybe = w_.cutoff[w_.parent[s]] < e.hi || w_.dead_at[w_.parent[s]] < e.hi;
+        // A child of the root cut off: as a partition that parts its
+        // subtree, its heir may be there (aml-plane-sim, seed 932938142).
+        if (f.kind == FaultKind::kCut && w_.parent[s] == root && spares_) e.kind = Kind::kRootLost;
         statics_.push_back(e);
       } else if (f.kind == FaultKind::kPartition) {
         e.kind = Kind::kLoss;
@@ -586,9 +592,12 @@ class Seer {
 
   // Backoff before the next attempt, from the attempts so far (the docs:
   // none for the first of a series of short attempts, then 1 s, 2 s, ...).
-  static double Backoff(const std::vector<State::Past>& past) {
+  // The back-off after `past`: with each attempt as short as it may have
+  // been (`longest` false), or as long.
+  static double Backoff(const std::vector<State::Past>& past, bool longest = false) {
     int short_run = 0;
-    for (auto it = past.rbegin(); it != past.rend() && it->duration < kProgressS; ++it)
+    for (auto it = past.rbegin();
+         it != past.rend() && (longest ? it->longest : it->shortest) < kProgressS; ++it)
       ++short_run;
     if (short_run < 2) return 0;
     double d = 1;
@@ -798,7 +807,8 @@ class Seer {
     std::string refused;
     if (p_.max_restarts <= 0) refused = "none";
     else if (st.restarts >= p_.max_restarts) refused = "spent";
-    st.past.push_back({code, progress, duration});
+    st.past.push_back({code, progress, duration, duration - (st.t_hi - st.t_lo),
+                       duration + (hi - lo) + 2 * L_});
     if (!refused.empty()) {
       a.announced = true;  // the stop names it
       st.attempts.push_back(a);
@@ -845,12 +855,13 @@ class Seer {
         st.unfit_retired = true;
       }
     }
-    const double backoff = same ? 0 : Backoff(st.past);
+    const double backoff = same ? 0 : Backoff(st.past, true);
+    const double backoff_max = same ? 0 : Backoff(st.past);
     st.now = lo;
     st.round = Event{};
     st.round.kind = Kind::kRestarted;
     st.round.lo = lo + backoff;
-    st.round.hi = hi + end_s + backoff + 4 * L_;
+    st.round.hi = hi + end_s + backoff_max + 4 * L_;
     st.round_from = lo;
     st.pending_same = same;
     st.pending_code = code;
@@ -1323,7 +1334,7 @@ class Seer {
     const double duration = lo - st.t_lo;
     st.past.push_back({125, duration >= kProgressS || (!p_.quiet && st.t_hi + kFirstOutputS + L_ <=
                                                                         lo - kLastWordsS),
-                       duration});
+                       duration, lo - st.t_hi, hi - st.t_lo + 2 * L_});
     // The old root and every shim that did not reach the heir are retired.
     std::vector<int> parent(static_cast<size_t>(w_.n), World::kOutside);
     for (int s = 0; s < w_.n; ++s) {
@@ -1348,12 +1359,11 @@ class Seer {
     if (!dies) st.extra_halt = {lo, hi};  // the old root may have halted its side first
     st.retired_maybe.clear();
     // The restart, after the back-off (kRestarted fills the places left).
-    const double backoff = Backoff(st.past);
     st.phase = Phase::kRound;
     st.round = Event{};
     st.round.kind = Kind::kRestarted;
-    st.round.lo = t_lo + backoff;
-    st.round.hi = t_hi + backoff + 4 * L_;
+    st.round.lo = t_lo + Backoff(st.past, true);
+    st.round.hi = t_hi + Backoff(st.past) + 4 * L_;
     st.round_from = t_lo;
     st.pending = st.round;
     st.pending_same = false;
@@ -1624,8 +1634,14 @@ class Seer {
       loose.root = -2;
       loose.loose = true;
       loose.story += "; the verdict never reaches the heir's side of a cut, which may take the job";
+      // (A kill or freeze of the root there hits the heir's root: any of them.)
+      bool later_loss = false;
+      for (const Fault& pf : p_.faults)
+        if ((pf.kind == FaultKind::kKill || pf.kind == FaultKind::kFreeze) && pf.at_s >= lo)
+          later_loss = true;
       for (int s : side)
-        loose.codes[s] |= kExit0 | kExit7 | kExit124 | kExit125 | kExit137 | kExit143;
+        loose.codes[s] |= kExit0 | kExit7 | kExit124 | kExit125 | kExit137 | kExit143 |
+                          (later_loss ? kNoExit : 0);
       out_.push_back(std::move(loose));
     }
     out_.push_back(std::move(f));
@@ -1641,7 +1657,8 @@ class Seer {
       if (e.kind != Kind::kRootLost || st.dropped.count(static_cast<int>(i)) || e.fault < 0)
         continue;
       const Fault& f = p_.faults[static_cast<size_t>(e.fault)];
-      if (f.kind != FaultKind::kPartition || f.at_s >= hi + L_) continue;
+      if ((f.kind != FaultKind::kPartition && f.kind != FaultKind::kCut) || f.at_s >= hi + L_)
+        continue;
       for (int c : e.who) {
         if (w_.parent[c] != w_.root || st.gone.count(c) || w_.dead_at[c] <= e.hi) continue;
         side.insert(c);
