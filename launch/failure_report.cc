@@ -140,14 +140,18 @@ std::string StopJson(const std::string& run_id, int exit_code, const std::string
   return j.str();
 }
 
-std::string WithRetired(const std::string& object, const std::string& retired_json) {
+std::string WithMember(const std::string& object, const std::string& key,
+                       const std::string& json) {
   const size_t close = object.rfind('}');
-  if (close == std::string::npos || retired_json.empty()) return object;
+  if (close == std::string::npos || json.empty()) return object;
   size_t k = close;
   while (k > 0 && (object[k - 1] == ' ' || object[k - 1] == '\n')) --k;
   const bool empty = k > 0 && object[k - 1] == '{';
-  return object.substr(0, k) + (empty ? "" : ",") + "\"retired\":" + retired_json +
-         object.substr(k);
+  return object.substr(0, k) + (empty ? "" : ",") + JsonQuote(key) + ":" + json + object.substr(k);
+}
+
+std::string WithRetired(const std::string& object, const std::string& retired_json) {
+  return WithMember(object, "retired", retired_json);
 }
 
 }  // namespace aml

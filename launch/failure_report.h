@@ -25,6 +25,11 @@ struct ChildOutcome {
 // The last `n` non-empty lines of `text`.
 std::vector<std::string> LastLines(const std::string& text, size_t n);
 
+// `object` (a JSON object) with member `key` set to `json` (a JSON value),
+// added last; unchanged when `json` is "".
+std::string WithMember(const std::string& object, const std::string& key,
+                       const std::string& json);
+
 // The stderr block, each line starting "aml-shim: ".
 std::string FormatFailureSummary(const ChildOutcome& o, size_t tail_lines = 20);
 // A summary whose failure ends an attempt, not the job (a restart follows):

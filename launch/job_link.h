@@ -42,6 +42,14 @@ struct RankStack {
   std::string ras;
 };
 
+// One rank's flight record, taken when a failure ended the attempt (from
+// each rank still running, before it was ended): where it waited.
+struct RankRecord {
+  int rank = 0;
+  std::optional<FrSummary> fr;  // none: fr_why says why
+  std::string fr_why;
+};
+
 // This node's children all ended (an attempt of the job is over here).
 struct NodeOutcome {
   int code = 0;                  // this node's exit code so far
@@ -50,6 +58,8 @@ struct NodeOutcome {
 
 struct LinkOrder {
   // kEndAttempt: end every child (teardown) and wait: the job restarts.
+  // With `records`, a failure's halt: the running ranks' flight records
+  // are taken first (--dump-timeout at most), then they are ended.
   // kRestart: every child ended; start them all again.
   enum class Kind { kCollectStacks, kStop, kEndAttempt, kRestart } kind = Kind::kStop;
   // kStop: the exit code every node uses, the one line this node prints (or
@@ -76,6 +86,12 @@ struct LinkOrder {
   std::string master_addr;
   // kStop with --spares: failure.json's "retired" array ("" for none).
   std::string retired_json;
+  // kEndAttempt: a failure's (see above).
+  bool records = false;
+  // kStop after a failure: where the other ranks waited, one line printed
+  // after the summary, and failure.json's "waited" object ("" for none:
+  // launch/flight/waited.h).
+  std::string waited_line, waited_json;
 
   static LinkOrder Of(Kind k) {
     LinkOrder o;
@@ -102,6 +118,9 @@ class JobChannel {
   virtual void OnChildFailed(const LocalFailure& f) = 0;
   // The stacks asked for by kCollectStacks, one per child.
   virtual void OnStacks(const std::vector<RankStack>& stacks) = 0;
+  // The flight records taken when a failure ended the attempt (one per
+  // rank that ran; empty when none was asked): once per attempt.
+  virtual void OnRecords(const std::vector<RankRecord>& records) = 0;
   // Every child of this node ended (in this attempt).
   virtual void OnChildrenDone(const NodeOutcome& o) = 0;
   // aml-shim got terminating signal `sig` (the launcher stops the job), or

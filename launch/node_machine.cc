@@ -88,6 +88,43 @@ void NodeMachine::BeginTeardown(double now) {
   KillAll(SIGTERM);
 }
 
+// A failure ends the attempt: with the recorder, the running ranks' flight
+// records first (what came is sent once per attempt, empty when none was
+// asked: rank 0 waits for every shim's), then the teardown.
+void NodeMachine::BeginFailureTeardown(double now) {
+  if (!c_.records_on_failure || recording_ || records_sent_) return BeginTeardown(now);
+  if (teardown_ || stacks_ != StackPhase::kNone || shim_signal_ || !AnyRunning()) {
+    SendRecords({});
+    return BeginTeardown(now);
+  }
+  LogVerbose("a failure ends the attempt: the ranks still running are asked for their flight "
+             "records first");
+  recording_ = true;
+  teardown_ = true;
+  kill_at_ = std::numeric_limits<double>::infinity();  // set once the records are in
+  Enter(NodeState::kTerminating);
+  looking_ = false;  // (a look under way is overtaken)
+  procs_->StartDumps(now, false);
+  if (procs_->DumpsDone(now)) FinishRecords(now);
+}
+
+void NodeMachine::FinishRecords(double now) {
+  if (!recording_) return;
+  recording_ = false;
+  // A last look: a rank that ended meanwhile may have left its record
+  // (aml-shim's agent writes it as an exception ends a Gloo rank).
+  procs_->DumpsDone(now);
+  SendRecords(procs_->Records());
+  kill_at_ = now + c_.grace_s;
+  KillAll(SIGTERM);
+}
+
+void NodeMachine::SendRecords(std::vector<RankRecord> records) {
+  records_sent_ = true;
+  records_ = std::move(records);
+  if (job_) job_->OnRecords(records_);
+}
+
 void NodeMachine::OnExit(size_t child, int status, double now) {
   Rank& r = ranks_[child];
   r.running = false;
@@ -97,8 +134,9 @@ void NodeMachine::OnExit(size_t child, int status, double now) {
   if (!failed || stacks_ != StackPhase::kNone) return;
   if (!teardown_ && !first_failure_) {
     first_failure_ = child;
-    BeginTeardown(now);
+    // (The failure before the records: rank 0 takes them in its verdict.)
     if (job_) job_->OnChildFailed(procs_->Failure(child));
+    BeginFailureTeardown(now);
   } else if (shim_signal_ && !first_failure_ && !first_stopped_) {
     first_stopped_ = child;
   }
@@ -142,6 +180,11 @@ void NodeMachine::StopRequested(int sig, pid_t sender, double now, const std::st
   shim_signal_at_ = now;
   if (job_) job_->OnShimSignalled(sig, why);
   if (state_ == NodeState::kRestarting) Enter(NodeState::kEnded);
+  if (recording_) {  // the records that came go; the signal ends the ranks (its caller)
+    recording_ = false;
+    SendRecords(procs_->Records());
+    kill_at_ = now + c_.grace_s;
+  }
   if (!teardown_) {
     teardown_ = true;
     kill_at_ = now + c_.grace_s;
@@ -174,12 +217,16 @@ void NodeMachine::OnFatal(double now) {
 void NodeMachine::TakeOrders(double now) {
   if (!job_) return;
   while (std::optional<LinkOrder> order = job_->TakeOrder()) {
+    // Any other order cuts a failure's records short (it comes after the
+    // verdict, which waited for them at most --dump-timeout).
+    if (!(order->kind == LinkOrder::Kind::kEndAttempt && order->records)) FinishRecords(now);
     switch (order->kind) {
       case LinkOrder::Kind::kCollectStacks:
         if (stacks_ == StackPhase::kNone) CollectStacks(now);
         break;
       case LinkOrder::Kind::kEndAttempt:
-        BeginTeardown(now);
+        if (order->records) BeginFailureTeardown(now);
+        else BeginTeardown(now);
         break;
       case LinkOrder::Kind::kRestart:
         if (!stop_ && !shim_signal_) {
@@ -264,7 +311,7 @@ double NodeMachine::NextDeadline(double now) const {
   else if (stacks_ == StackPhase::kAborting)
     next = std::min(next, collect_until_);
   if (restart_ && state_ == NodeState::kEnded) next = now;
-  if (looking_) next = std::min(next, procs_->DumpsNext(now));
+  if (looking_ || recording_) next = std::min(next, procs_->DumpsNext(now));
   else next = std::min(next, NextLook());
   return std::max(next, now);
 }
@@ -308,6 +355,7 @@ void NodeMachine::Look(double now) {
 
 bool NodeMachine::Step(double now) {
   Look(now);
+  if (recording_ && (procs_->DumpsDone(now) || !AnyRunning())) FinishRecords(now);
   if (stacks_ == StackPhase::kDumping && procs_->DumpsDone(now)) ProbeStacks(now);
   if (stacks_ == StackPhase::kProbing && procs_->ProbeDone(now)) AbortForStacks(now);
   if (stacks_ == StackPhase::kAborting) SendStacks(now);
@@ -411,6 +459,8 @@ bool NodeMachine::Restart(double now) {
   teardown_ = false;
   kill_at_ = give_up_at_ = drain_until_ = ended_at_ = collect_until_ = 0;
   stragglers_left_ = told_done_ = false;
+  recording_ = records_sent_ = false;
+  records_.clear();
   if (stacks_ == StackPhase::kProbing) procs_->FinishProbe();
   stacks_ = StackPhase::kNone;
   procs_->TermSent(false);

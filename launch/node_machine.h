@@ -26,6 +26,12 @@
 // output is, so a silent job whose collectives advance is not judged hung
 // (docs/control-plane.md, "Naming the culprit").
 //
+// A failure (a rank of this node's, or another's: the job's halt) ends
+// the attempt; with the flight recorder, the ranks still running are first
+// asked for their records (--dump-timeout at most: the teardown waits,
+// in state terminating), which say where each waited; then SIGTERM. A stop,
+// an end or a signal that comes meanwhile cuts the wait short.
+//
 // Beside the state, the stacks asked for (a hang's roll-call) go through
 // their own phases: none, dumping (each rank's flight record, --dump-timeout
 // at most: launch/flight/fr_harvest.h), probing (readers from outside,
@@ -92,6 +98,8 @@ class NodeProcs {
   // when they first wrote.
   virtual LocalFailure Failure(size_t child) = 0;
   virtual std::vector<RankStack> Stacks() = 0;
+  // The records of StartDumps, as they came (one per rank that ran).
+  virtual std::vector<RankRecord> Records() = 0;
   virtual double FirstOutputWall() const = 0;
   // The keeper knows whether the ranks were sent SIGTERM.
   virtual void TermSent(bool sent) = 0;
@@ -108,6 +116,9 @@ struct NodeConfig {
   // The ranks' flight records looked at every this long while they write
   // nothing (0: never).
   double look_every_s = 0;
+  // A failure (this node's rank's, or a halt) takes the running ranks'
+  // flight records before it ends them: the recorder is on.
+  bool records_on_failure = false;
 };
 
 class NodeMachine {
@@ -165,6 +176,9 @@ class NodeMachine {
   double ended(size_t i) const { return ranks_[i].end; }
   bool ended_before_collect(size_t i) const { return ranks_[i].ended_before_collect; }
   bool AnyRunning() const;
+  // The records a failure took (a node alone prints where its ranks waited).
+  const std::vector<RankRecord>& records() const { return records_; }
+  bool recording() const { return recording_; }
 
  private:
   struct Rank {
@@ -177,6 +191,9 @@ class NodeMachine {
   bool StartAll(const LinkOrder* restart, double now);
   void KillAll(int sig);
   void BeginTeardown(double now);
+  void BeginFailureTeardown(double now);
+  void FinishRecords(double now);
+  void SendRecords(std::vector<RankRecord> records);
   void StopRequested(int sig, pid_t sender, double now, const std::string& why);
   void CollectStacks(double now);
   double NextLook() const;
@@ -221,6 +238,9 @@ class NodeMachine {
   double last_look_ = 0;      // the last look's start
   bool looking_ = false;      // a look's dumps asked for
   int64_t last_progress_ = -1;  // what the last look summed (-1: none yet)
+  // A failure's records: being taken (the teardown waits), sent.
+  bool recording_ = false, records_sent_ = false;
+  std::vector<RankRecord> records_;
 };
 
 }  // namespace aml

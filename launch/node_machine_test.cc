@@ -64,6 +64,11 @@ struct FakeProcs : NodeProcs {
     return f;
   }
   std::vector<RankStack> Stacks() override { return {{0, "stack", "sig"}}; }
+  std::vector<RankRecord> Records() override {
+    ++records_taken;
+    return {{0, std::nullopt, "no pipe"}};
+  }
+  int records_taken = 0;
   double FirstOutputWall() const override { return 0; }
   void TermSent(bool) override {}
   void BeginRestart(const LinkOrder&, bool) override { ++restarts_begun; }
@@ -82,6 +87,8 @@ struct FakeJob : JobChannel {
   void OnOutput(double) override { ++outputs; }
   void OnChildFailed(const LocalFailure&) override { ++failures; }
   void OnStacks(const std::vector<RankStack>&) override { ++stacks; }
+  void OnRecords(const std::vector<RankRecord>& r) override { records.push_back(r.size()); }
+  std::vector<size_t> records;
   void OnChildrenDone(const NodeOutcome&) override { ++done; }
   void OnShimSignalled(int, const std::string&) override { ++signalled; }
   bool MayExit() const override { return may_exit; }
@@ -383,6 +390,90 @@ TEST(NodeMachine, ASilentNodeLooksAtItsRecordsAndCollectivesDoneAreActivity) {
   EXPECT_FALSE(m.looking());
   EXPECT_EQ(m.stacks(), StackPhase::kDumping);
   EXPECT_EQ(procs.dumps_started, 5);
+}
+
+NodeConfig Recording() {
+  NodeConfig c{3, 3};
+  c.records_on_failure = true;
+  return c;
+}
+
+TEST(NodeMachine, AFailureTakesTheOthersRecordsBeforeItEndsThem) {
+  FakeProcs procs;
+  procs.dumps_until = 4;  // the records come at 4
+  FakeJob job;
+  NodeMachine m(Recording(), &procs, &job);
+  m.Start(0);
+  m.OnExit(2, Exited(7), 1);
+  EXPECT_EQ(job.failures, 1);
+  EXPECT_EQ(procs.dumps_started, 1);
+  EXPECT_EQ(procs.SignalsOf(SIGTERM), 0) << "no rank is ended before its record is taken";
+  EXPECT_EQ(m.state(), NodeState::kTerminating);
+  EXPECT_EQ(m.NextDeadline(1), 4);
+  EXPECT_TRUE(m.Step(3));
+  EXPECT_EQ(procs.SignalsOf(SIGTERM), 0);
+  EXPECT_TRUE(m.Step(4));
+  ASSERT_EQ(job.records.size(), 1u);
+  EXPECT_EQ(procs.records_taken, 1);
+  EXPECT_EQ(procs.SignalsOf(SIGTERM), 2);  // the two still running
+  EXPECT_EQ(m.NextDeadline(4), 4 + 3);     // then --grace
+  EXPECT_TRUE(m.Step(7));
+  EXPECT_EQ(procs.SignalsOf(SIGKILL), 2);
+}
+
+TEST(NodeMachine, AHaltWithRecordsTakesThemOnceAPlainEndDoesNot) {
+  FakeProcs procs;
+  procs.dumps_until = 5;
+  FakeJob job;
+  NodeMachine m(Recording(), &procs, &job);
+  m.Start(0);
+  LinkOrder halt = LinkOrder::Of(LinkOrder::Kind::kEndAttempt);
+  halt.records = true;
+  job.orders.push_back(halt);
+  job.orders.push_back(halt);  // (twice: taken once)
+  m.TakeOrders(1);
+  EXPECT_EQ(procs.dumps_started, 1);
+  EXPECT_EQ(procs.SignalsOf(SIGTERM), 0);
+  // The verdict's stop cuts the wait short: what came is sent, the ranks end.
+  job.orders.push_back(LinkOrder::Stop(7, "", ""));
+  m.TakeOrders(2);
+  EXPECT_EQ(job.records.size(), 1u);
+  EXPECT_EQ(procs.SignalsOf(SIGTERM), 3);
+  // A node whose ranks had all ended sends none, at once: rank 0 waits for no one.
+  FakeProcs idle;
+  FakeJob job2;
+  NodeMachine n(Recording(), &idle, &job2);
+  n.Start(0);
+  for (size_t i = 0; i < 3; ++i) n.OnExit(i, Exited(0), 0.5);
+  job2.orders.push_back(halt);
+  n.TakeOrders(1);
+  EXPECT_EQ(idle.dumps_started, 0);
+  ASSERT_EQ(job2.records.size(), 1u);
+  EXPECT_EQ(job2.records[0], 0u);
+  // Without the recorder: ended at once, nothing asked.
+  FakeProcs plain;
+  FakeJob job3;
+  NodeMachine o(NodeConfig{3, 3}, &plain, &job3);
+  o.Start(0);
+  job3.orders.push_back(halt);
+  o.TakeOrders(1);
+  EXPECT_EQ(plain.dumps_started, 0);
+  EXPECT_EQ(plain.SignalsOf(SIGTERM), 3);
+  EXPECT_TRUE(job3.records.empty());
+}
+
+TEST(NodeMachine, TheLaunchersSignalDuringTheRecordsEndsTheWaitWithItsGrace) {
+  FakeProcs procs;
+  procs.dumps_until = 50;
+  FakeJob job;
+  NodeMachine m(Recording(), &procs, &job);
+  m.Start(0);
+  m.OnExit(0, Exited(1), 1);
+  EXPECT_EQ(procs.SignalsOf(SIGTERM), 0);
+  m.OnSignal(SIGTERM, 1, 2);
+  EXPECT_EQ(job.records.size(), 1u);
+  EXPECT_EQ(procs.SignalsOf(SIGTERM), 2);  // forwarded once, not twice
+  EXPECT_EQ(m.NextDeadline(2), 2 + 3);
 }
 
 TEST(NodeMachine, ARankThatCannotStartEndsTheOthersAtOnce) {

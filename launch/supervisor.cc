@@ -23,6 +23,7 @@
 #include "launch/flight/fr_env.h"
 #include "launch/flight/fr_harvest.h"
 #include "launch/flight/nccl_ras.h"
+#include "launch/flight/waited.h"
 #include "launch/keeper.h"
 #include "launch/tagged_procs.h"
 #include "launch/line_tagger.h"
@@ -109,8 +110,9 @@ class Supervisor : private NodeProcs {
         err_sink_(STDERR_FILENO, kQueueCap),
         launches_(c.children),
         node_rank_(c.standby ? -1 : c.node_rank),
-        machine_(NodeConfig{c.children.size(), c.grace_s, c.standby, c.look_every_s}, this,
-                 c.link) {}
+        machine_(NodeConfig{c.children.size(), c.grace_s, c.standby, c.look_every_s,
+                            c.flight_recorder},
+                 this, c.link) {}
   int Run();
 
  private:
@@ -139,6 +141,7 @@ class Supervisor : private NodeProcs {
   void FlushAtExit();
   void WatchStarted();
   void KeepFlightRecord(RankStack* r);
+  void KeepDump(const FlightHarvest::Outcome& o);
 
   // NodeProcs.
   bool Start(size_t child, const LinkOrder* restart, int* code) override;
@@ -163,6 +166,7 @@ class Supervisor : private NodeProcs {
   void FinishProbe() override;
   LocalFailure Failure(size_t child) override;
   std::vector<RankStack> Stacks() override;
+  std::vector<RankRecord> Records() override;
   double FirstOutputWall() const override { return first_output_wall_; }
   void TermSent(bool sent) override { keeper_.TermSent(sent); }
   void BeginRestart(const LinkOrder& restart, bool print_own_failure) override;
@@ -597,12 +601,28 @@ void Supervisor::KeepFlightRecord(RankStack* r) {
     if (o.rank != r->rank) continue;
     r->fr = o.fr;
     r->fr_why = o.why;
-    if (!logs_ || o.dump.empty()) return;
-    const std::string dump = ReadNoFollow(AT_FDCWD, o.dump, kMaxFrDump);
-    Status st = logs_->KeepFile(FlightRecordName(machine_.restarts() + 1, r->rank), dump);
-    if (!st.ok()) LogWarning("--log-dir: " + st.error().message);
-    return;
+    return KeepDump(o);
   }
+}
+
+void Supervisor::KeepDump(const FlightHarvest::Outcome& o) {
+  if (!logs_ || o.dump.empty()) return;
+  const std::string dump = ReadNoFollow(AT_FDCWD, o.dump, kMaxFrDump);
+  Status st = logs_->KeepFile(FlightRecordName(machine_.restarts() + 1, o.rank), dump);
+  if (!st.ok()) LogWarning("--log-dir: " + st.error().message);
+}
+
+// A failure's records (node_machine.h): each rank's, as the harvest left
+// it, its dump kept in --log-dir as for a hang.
+std::vector<RankRecord> Supervisor::Records() {
+  std::vector<RankRecord> out;
+  if (node_rank_ < 0) return out;  // a spare's: no ranks of the job here
+  for (const FlightHarvest::Outcome& o : harvest_.outcomes()) {
+    out.push_back({o.rank, o.fr, o.why});
+    if (!o.fr) LogVerbose("rank " + std::to_string(o.rank) + ": no flight record: " + o.why);
+    KeepDump(o);
+  }
+  return out;
 }
 
 // ---- Restarts (--max-restarts)
@@ -890,6 +910,20 @@ void Supervisor::Report() {
     std::optional<ChildOutcome> own;
     if (first) own = Outcome(*first);
     err_sink_.Write(stop_says ? stop->message : FormatFailureSummary(*own));
+    // Where the other ranks waited: rank 0's verdict says it for the job; a
+    // node alone, from its own ranks' records.
+    std::string waited_json;
+    if (stop) {
+      err_sink_.Write(stop->waited_line);
+      waited_json = stop->waited_json;
+    } else if (!link_ && own) {
+      std::vector<RankFlight> records;
+      for (const RankRecord& r : machine_.records())
+        records.push_back({r.rank, 0, 0, "", r.fr, r.fr_why});
+      const Waited w = FindWaited(records, own->rank);
+      err_sink_.Write(WaitedLine(own->rank, DescribeStatus(own->wait_status), w));
+      waited_json = WaitedJson(own->rank, DescribeStatus(own->wait_status), w);
+    }
     std::string json = stop ? stop->failure_json : "";
     if (json.empty() && own) json = FailureJson(*own);
     if (stop) {
@@ -899,6 +933,7 @@ void Supervisor::Report() {
       json = WithAttempts(json, stop->attempts_json, stop->why_not);
       json = WithRetired(json, stop->retired_json);
     }
+    json = WithMember(json, "waited", waited_json);
     if (logs_ && !json.empty()) {
       Status st = logs_->WriteFailure(json, !link_ || link_->WritesJobRecord());
       if (!st.ok()) LogWarning("--log-dir: " + st.error().message);

@@ -26,16 +26,10 @@ const FrOp* OpAt(const FrGroup& g, int64_t seq) {
 std::string Variant(const FrOp& op) { return op.op + " " + op.sizes + " " + op.dtype; }
 
 std::string Described(const std::string& pg, const std::string& desc) {
-  return "group " + EscapeControl(pg) + (desc.empty() ? "" : " (" + EscapeControl(desc) + ")");
+  return FrGroupWords(pg, desc);
 }
 
-std::string OpWords(const FrOp& op) {
-  std::string s = (op.op.empty() ? "collective" : EscapeControl(op.op)) + " #" +
-                  std::to_string(op.seq);
-  if (!op.sizes.empty() && op.sizes != "?") s += " " + EscapeControl(op.sizes);
-  if (!op.dtype.empty()) s += " " + EscapeControl(op.dtype);
-  return s;
-}
+std::string OpWords(const FrOp& op) { return FrOpWords(op); }
 
 std::string WhereOf(const std::vector<CulpritRank>& rs) {
   std::set<int> nodes;

@@ -9,7 +9,8 @@
 # <TORCH_NCCL_DEBUG_INFO_PIPE_FILE><rank>.pipe, and on each byte written
 # there writes the flight recorder's dump to <TORCH_FR_DUMP_TEMP_FILE><rank>
 # (whole: a temporary file renamed), with Gloo's pg_config mended so that
-# torchfrtrace loads it. It never prints, never raises into the rank and
+# torchfrtrace loads it; it writes that dump too as an exception ends the
+# rank (its peer's death ends a Gloo collective at once). It never prints, never raises into the rank and
 # never blocks it; a torch with no flight recorder gets a one-line
 # <prefix><rank>.why instead, which aml-shim's verdict quotes.
 import sys
@@ -109,6 +110,7 @@ def _aml_flight_run():
         fd = os.open(pipe, os.O_RDWR)  # a reader and a writer: read() waits, never EOF
     except OSError:
         return
+    _aml_flight_at_exception(dump, prefix, rank, version)
     while True:
         try:
             if not os.read(fd, 64):
@@ -116,21 +118,44 @@ def _aml_flight_run():
                 continue
         except OSError:
             return
+        _aml_flight_write(dump, prefix, rank, version)
+
+
+def _aml_flight_write(dump, prefix, rank, version):
+    # The record, whole: a temporary file renamed.
+    import os
+    try:
+        blob = _aml_flight_mend(dump(True, True, False))
+        tmp = "%s%d.tmp" % (prefix, rank)
+        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC |
+                      getattr(os, "O_NOFOLLOW", 0), 0o600)
         try:
-            blob = _aml_flight_mend(dump(True, True, False))
-            tmp = "%s%d.tmp" % (prefix, rank)
-            out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC |
-                          getattr(os, "O_NOFOLLOW", 0), 0o600)
-            try:
-                view = memoryview(blob)
-                while view:
-                    view = view[os.write(out, view):]
-            finally:
-                os.close(out)
-            os.rename(tmp, "%s%d" % (prefix, rank))
-        except Exception as e:
-            _aml_flight_why(prefix, rank, "torch %s could not dump its flight recorder: %s: %s"
-                            % (version, type(e).__name__, str(e)[:200]))
+            view = memoryview(blob)
+            while view:
+                view = view[os.write(out, view):]
+        finally:
+            os.close(out)
+        os.rename(tmp, "%s%d" % (prefix, rank))
+    except Exception as e:
+        _aml_flight_why(prefix, rank, "torch %s could not dump its flight recorder: %s: %s"
+                        % (version, type(e).__name__, str(e)[:200]))
+
+
+def _aml_flight_at_exception(dump, prefix, rank, version):
+    # A Gloo rank whose peer died raises from its collective at once and
+    # exits before anyone can ask it: as the exception ends it, its record
+    # is written, so that aml-shim can say where it waited. Then the hook
+    # that was there runs, as it would have.
+    before = sys.excepthook
+
+    def hook(kind, value, tb):
+        try:
+            _aml_flight_write(dump, prefix, rank, version)
+        except BaseException:
+            pass
+        before(kind, value, tb)
+
+    sys.excepthook = hook
 
 
 def _aml_flight_legacy():

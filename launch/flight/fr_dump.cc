@@ -7,6 +7,7 @@
 #include "launch/flight/pickle.h"
 #include "shim/base/json.h"
 #include "shim/base/json_read.h"
+#include "shim/base/log.h"
 #include "shim/base/text_list.h"
 
 namespace aml {
@@ -313,6 +314,18 @@ Result<FrSummary> FrSummaryFrom(const JsonValue& value) {
   }
   s.more_groups += static_cast<int>(std::clamp<int64_t>(Number(v->Find("more_groups")), 0, 1 << 20));
   return s;
+}
+
+std::string FrOpWords(const FrOp& op) {
+  std::string s = (op.op.empty() ? "collective" : EscapeControl(op.op)) + " #" +
+                  std::to_string(op.seq);
+  if (!op.sizes.empty() && op.sizes != "?") s += " " + EscapeControl(op.sizes);
+  if (!op.dtype.empty()) s += " " + EscapeControl(op.dtype);
+  return s;
+}
+
+std::string FrGroupWords(const std::string& pg, const std::string& desc) {
+  return "group " + EscapeControl(pg) + (desc.empty() ? "" : " (" + EscapeControl(desc) + ")");
 }
 
 }  // namespace aml

@@ -61,4 +61,9 @@ std::string FrSummaryJson(const FrSummary& s, size_t max = kMaxFrWire);
 Result<FrSummary> ParseFrSummary(std::string_view json);
 Result<FrSummary> FrSummaryFrom(const JsonValue& v);
 
+// In a verdict's words: "all_reduce #12 [[4]] Float", "group 0 (default_pg)"
+// (control characters escaped: the strings come from the ranks).
+std::string FrOpWords(const FrOp& op);
+std::string FrGroupWords(const std::string& pg, const std::string& desc);
+
 }  // namespace aml

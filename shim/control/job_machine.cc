@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "launch/failure_report.h"
+#include "launch/flight/waited.h"
 #include "launch/wait_status.h"
 #include "shim/base/log.h"
 #include "shim/base/text_list.h"
@@ -15,7 +16,24 @@ namespace {
 
 constexpr size_t kMaxSignature = 512;
 constexpr size_t kMaxRasLine = 1000;  // a node's NCCL RAS line
+constexpr size_t kMaxFrWhy = 300;
 
+// A rank's flight record on the wire: its summary (bounded: fr_dump.h), or
+// why there is none; and back (the bytes come from another host).
+void SetFlight(Msg* one, const std::optional<FrSummary>& fr, const std::string& why) {
+  if (fr) one->SetRaw("fr", FrSummaryJson(*fr));
+  else one->Set("frwhy", why.substr(0, kMaxFrWhy));
+}
+
+void ReadFlight(const JsonValue& v, std::optional<FrSummary>* fr, std::string* why) {
+  if (const JsonValue* f = v.Find("fr")) {
+    auto summary = FrSummaryFrom(*f);
+    if (summary.ok()) *fr = std::move(*summary);
+    else *why = summary.error().message;
+  } else if (const JsonValue* w = v.Find("frwhy"); w && w->kind == JsonValue::Kind::kString) {
+    *why = w->text.substr(0, kMaxFrWhy);
+  }
+}
 
 }  // namespace
 
@@ -138,9 +156,7 @@ void JobMachine::OnStacks(const std::vector<RankStack>& stacks, double now) {
     Msg one("s");
     one.Set("rank", s.rank).Set("sig", s.signature.substr(0, kMaxSignature));
     one.Set("why", s.signature.empty() && !lines.empty() ? lines[0].substr(0, 300) : "");
-    // The flight record's summary (bounded: fr_dump.h), or why none.
-    if (s.fr) one.SetRaw("fr", FrSummaryJson(*s.fr));
-    else one.Set("frwhy", s.fr_why.substr(0, 300));
+    SetFlight(&one, s.fr, s.fr_why);
     list += one.Encode();
   }
   list += "]";
@@ -197,7 +213,8 @@ void JobMachine::OnFromChild(const std::string& frame, const Msg& m, double now)
     done_below_ += static_cast<int>(std::max<int64_t>(1, m.Int("n", 1)));
     MaybeSendDone(now);
   } else if (!root_) {
-    if (t == "fail" || t == "lost" || t == "stacks" || t == "ended" || t == "well")
+    if (t == "fail" || t == "lost" || t == "stacks" || t == "ended" || t == "well" ||
+        t == "records")
       ports_->SendUp(frame);
     // A shim that lost rank 0's shim linked here, its heir, before this
     // shim found the loss too; or rank 0's shim holds the job still (only
@@ -227,10 +244,14 @@ void JobMachine::OnFromChild(const std::string& frame, const Msg& m, double now)
     NoteFailure(std::move(f), now);
   } else if (t == "lost") {
     if (Over()) return;
+    DecideBeforeLoss(now);
+    if (Over()) return;
     if (Spares()) RetireLost(static_cast<int>(m.Int("shim", -1)), m.Str("what"), now);
     else StopAsLost(m.Str("what"), now);
   } else if (t == "stacks") {
     NoteStacks(m, now);
+  } else if (t == "records") {
+    NoteRecords(m, now);
   }
 }
 
@@ -242,12 +263,15 @@ void JobMachine::OnFromParent(const std::string& frame, const Msg& m, double now
     Enter(JobState::kCollecting, now);
     orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kCollectStacks));
   } else if (t == "halt") {
-    // Rank 0 heard of the job's first failure: end this node's ranks now;
-    // the verdict follows (a stop, or a restart round's end).
+    // Rank 0 heard of the job's first failure: end this node's ranks now
+    // (with "records", once their flight records are taken); the verdict
+    // follows (a stop, or a restart round's end).
     ports_->SendDown(frame);
     if (Over() || Busy() || state_ == JobState::kDone) return;
     if (state_ == JobState::kRunning) Enter(JobState::kHalted, now);
-    orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));
+    LinkOrder halt = LinkOrder::Of(LinkOrder::Kind::kEndAttempt);
+    halt.records = m.Int("records", 0) == 1;
+    orders_.push_back(std::move(halt));
   } else if (t == "end") {
     // The root restarts the job: end this node's ranks, say so, wait. A
     // new root asks "again": every shim says so anew (its word may have
@@ -312,6 +336,8 @@ void JobMachine::OnShimLost(int shim, const std::string& what, bool may_live, do
     lost_alive_.insert(shim);
     if (heirs_named_.count(shim)) heir_lost_at_ = now;
   }
+  if (root_) DecideBeforeLoss(now);
+  if (Over()) return;
   if (root_ && Spares()) RetireLost(shim, what, now);
   else if (root_) StopAsLost(what, now);
   else ports_->SendUp(Msg("lost").Set("what", what).Set("shim", shim).Encode());
@@ -351,7 +377,8 @@ double JobMachine::StateDeadline() const {
     case JobState::kRunning:
       return root && c_.hang_timeout_s ? HangAt() : kNever;
     case JobState::kDeciding:
-      return entered_ + (c_.size == 1 ? 0 : kFailWindowS);
+      return entered_ + (c_.size == 1 ? 0 : kFailWindowS) +
+             (AwaitsRecords() ? c_.dump_timeout_s + kRecordsSlackS : 0);
     case JobState::kCollecting:
       return entered_ + (root ? kCollectS : kStopWaitS) +
              (c_.flight_recorder ? c_.dump_timeout_s : 0);
@@ -377,7 +404,7 @@ double JobMachine::NextDeadline(double now) const {
     ahead(stop_at_ + kFlushS);
     ahead(stop_at_ + c_.grace_s + kFlushS);
   }
-  if (failed_at_ > 0 && !Over()) ahead(failed_at_ + kVerdictWaitS);
+  if (failed_at_ > 0 && !Over()) ahead(failed_at_ + VerdictWait());
   for (const auto& [shim, until] : orphans_) ahead(until);
   if (checking_) next = std::min(next, now + kCheckPollS);
   return std::max(next, now);
@@ -427,7 +454,7 @@ void JobMachine::OnTimer(double now) {
   // the job's end as far as the shims below it can know; they end their
   // ranks before it leaves (aml-plane-sim, seed 12302: it left them running).
   if (!root_ && failed_at_ > 0 && !Over() && own_failure_ &&
-      restarts_ >= c_.max_restarts && now >= failed_at_ + kVerdictWaitS &&
+      restarts_ >= c_.max_restarts && now >= failed_at_ + VerdictWait() &&
       ports_->ChildrenLinked()) {
     ports_->SendDown(own_failure_->Encode());
     Stop(LinkOrder::Stop(static_cast<int>(own_failure_->Int("code", 1)), "", ""), now);
@@ -470,7 +497,7 @@ bool JobMachine::MayExit(double now) const {
   if (!children_done_) return false;
   // A failing node waits a moment for rank 0's verdict (the line it prints);
   // while restarts remain, for the verdict itself (or the loss of its parent).
-  if (failed_at_ > 0) return restarts_ >= c_.max_restarts && now >= failed_at_ + kVerdictWaitS;
+  if (failed_at_ > 0) return restarts_ >= c_.max_restarts && now >= failed_at_ + VerdictWait();
   if (root_)  // else the job is not over
     return (!Spares() || finished_) && ports_->ChildrenAllDone();
   // Gone once its parent heard "done" (the parent closes), or a moment after.
@@ -493,8 +520,16 @@ void JobMachine::NoteFailure(FailNote f, double now) {
     // the verdict (a stop, or a restart round, both end them); the window
     // only decides which failure the verdict names.
     Enter(JobState::kDeciding, now);
-    ports_->SendDown(Msg("halt").Encode());
-    orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));
+    // A rank's failure: with the recorder, every shim takes its running
+    // ranks' flight records before it ends them, and the verdict waits
+    // for them (--dump-timeout at most) to say where the others waited.
+    records_asked_ = c_.flight_recorder && f.lost.empty();
+    Msg halt("halt");
+    if (records_asked_) halt.Set("records", 1);
+    ports_->SendDown(halt.Encode());
+    LinkOrder own = LinkOrder::Of(LinkOrder::Kind::kEndAttempt);
+    own.records = records_asked_;
+    orders_.push_back(std::move(own));
   }
   fails_.push_back(std::move(f));
 }
@@ -546,8 +581,14 @@ void JobMachine::DecideFailure(double now) {
     own.message = first->summary;
     own.failure_json = first->json;
   }
+  // Where the other ranks waited, from their records (launch/flight/waited.h).
+  if (records_asked_) {
+    const Waited w = FindWaited(records_, first->rank);
+    own.waited_line = WaitedLine(first->rank, first->status, w);
+    own.waited_json = WaitedJson(first->rank, first->status, w);
+  }
   AttemptRecord a = FailedAttempt(*first);
-  const std::string message = first->local ? "" : first->summary;
+  const std::string message = (first->local ? "" : first->summary) + own.waited_line;
   const bool print_own = first->local;
   fails_.clear();
   EndAttempt(std::move(a), stop, std::move(own), message, print_own, now);
@@ -647,19 +688,88 @@ void JobMachine::NoteStacks(const Msg& m, double now) {
       rr.signature = sig ? sig->text : "";
       rr.why_none = why ? why->text : "";
       rr.shim = shim;
-      if (const JsonValue* fr = v.Find("fr")) {
-        auto summary = FrSummaryFrom(*fr);
-        if (summary.ok()) rr.fr = std::move(*summary);
-        else rr.fr_why = summary.error().message;
-      } else if (const JsonValue* fr_why = v.Find("frwhy");
-                 fr_why && fr_why->kind == JsonValue::Kind::kString) {
-        rr.fr_why = fr_why->text.substr(0, 300);
-      }
+      ReadFlight(v, &rr.fr, &rr.fr_why);
       reports_.push_back(std::move(rr));
     }
   }
   NoteRas(m.Str("ras"));
   if (AllIn(reported_)) FinishCollect(now);
+}
+
+// ---- A failure's flight records
+
+// Sent once per attempt by every shim that heard the halt (empty when its
+// ranks had ended): rank 0's verdict waits for them.
+void JobMachine::OnRecords(const std::vector<RankRecord>& records, double now) {
+  if (root_) {
+    for (const RankRecord& r : records) {
+      RankFlight f;
+      f.rank = r.rank;
+      f.node = node_;
+      f.shim = c_.rank;
+      f.host = c_.host;
+      // (Through the wire's encoding, as every other shim's comes.)
+      if (r.fr)
+        if (auto fr = ParseFrSummary(FrSummaryJson(*r.fr)); fr.ok()) f.fr = std::move(*fr);
+      f.why_none = r.fr_why.substr(0, kMaxFrWhy);
+      records_.push_back(std::move(f));
+    }
+    records_in_.insert(c_.rank);
+    return;
+  }
+  std::string list = "[";
+  for (const RankRecord& r : records) {
+    Msg one("r");
+    one.Set("rank", r.rank);
+    SetFlight(&one, r.fr, r.fr_why);
+    list += (list.size() > 1 ? "," : "") + one.Encode();
+  }
+  list += "]";
+  (void)now;
+  ports_->SendUp(Msg("records")
+                     .Set("shim", c_.rank)
+                     .Set("node", node_)
+                     .Set("host", c_.host)
+                     .SetRaw("ranks", list)
+                     .Encode());
+}
+
+void JobMachine::NoteRecords(const Msg& m, double now) {
+  (void)now;
+  if (state_ != JobState::kDeciding || !records_asked_) return;  // late: the verdict came
+  const int shim = static_cast<int>(m.Int("shim", -1));
+  if (shim < 0 || shim == c_.rank || shim >= c_.size || records_in_.count(shim)) return;
+  records_in_.insert(shim);
+  const JsonValue* list = m.Raw("ranks");
+  if (!list || list->kind != JsonValue::Kind::kArray) return;
+  for (const JsonValue& v : list->items) {
+    const JsonValue* r = v.Find("rank");
+    if (!r || r->kind != JsonValue::Kind::kNumber || records_.size() >= kMaxRecords) continue;
+    RankFlight f;
+    f.rank = std::atoi(r->text.c_str());
+    f.node = static_cast<int>(m.Int("node"));
+    f.shim = shim;
+    f.host = m.Str("host");
+    ReadFlight(v, &f.fr, &f.why_none);
+    records_.push_back(std::move(f));
+  }
+}
+
+// The verdict on a rank's failure waits for every shim's records.
+bool JobMachine::AwaitsRecords() const { return records_asked_ && !AllIn(records_in_); }
+
+// A loss while the verdict waits only for records (its window is over):
+// the failure came first, and is decided now with the records that came
+// (the loss is then a restart round's, or after the job's end).
+void JobMachine::DecideBeforeLoss(double now) {
+  if (state_ == JobState::kDeciding && AwaitsRecords() && now >= entered_ + kFailWindowS)
+    DecideFailure(now);
+}
+
+// How long a failing node waits for rank 0's verdict (MayExit), past the
+// records' wait.
+double JobMachine::VerdictWait() const {
+  return kVerdictWaitS + (c_.flight_recorder ? c_.dump_timeout_s + kRecordsSlackS : 0);
 }
 
 // A node's NCCL RAS line, kept once (every node's NCCL sees the whole job:

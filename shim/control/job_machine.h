@@ -125,6 +125,8 @@ class JobMachine {
   // This node's events.
   void OnChildFailed(const LocalFailure& f, double now);
   void OnStacks(const std::vector<RankStack>& stacks, double now);
+  // The flight records this node's ranks gave when a failure halted them.
+  void OnRecords(const std::vector<RankRecord>& records, double now);
   void OnChildrenDone(const NodeOutcome& o, double now);
   void OnShimSignalled(int sig, const std::string& why, double now);
   // The overlay's: a frame from a child shim, or from the parent (beats and
@@ -261,6 +263,10 @@ class JobMachine {
   double StateDeadline() const;
   void StartCollect(double now);
   void NoteStacks(const Msg& m, double now);
+  void NoteRecords(const Msg& m, double now);
+  bool AwaitsRecords() const;
+  void DecideBeforeLoss(double now);
+  double VerdictWait() const;
   void FinishCollect(double now);
   AttemptRecord NewAttempt(double failure_wall) const;
   void EndAttempt(AttemptRecord a, const Msg& stop, LinkOrder own, std::string message,
@@ -319,6 +325,10 @@ class JobMachine {
   double hang_silent_s_ = 0;
   std::vector<RankReport> reports_;
   std::set<int> reported_;
+  // A failure's: each shim's ranks' flight records (rank 0), once asked.
+  bool records_asked_ = false;
+  std::vector<RankFlight> records_;
+  std::set<int> records_in_;
   int restarts_ = 0;
   double attempt_wall_ = 0;
   std::vector<AttemptRecord> attempts_;
@@ -332,6 +342,8 @@ class JobMachine {
 
 // The fixed waits of the states (docs/control-plane.md has the table).
 constexpr double kFailWindowS = 0.1;    // deciding: failures that count as first
+constexpr double kRecordsSlackS = 2;
+constexpr size_t kMaxRecords = 1 << 20;  // ranks' records rank 0 keeps for one failure    // deciding: past --dump-timeout, for a failure's records
 constexpr double kVerdictWaitS = 5;     // failed: a failing node waits for rank 0's word
 constexpr double kFlushS = 1;           // last words before exit
 constexpr double kCollectS = 20;        // collecting at rank 0 (readers 10 s, SIGABRT 5 s)

@@ -75,6 +75,92 @@ TEST(JobMachine, AMemberThatFailedWaitsForTheVerdictThenObeysIt) {
   EXPECT_TRUE(m.MayExit(1.7));
 }
 
+// A flight record in which the rank entered all_reduce #seq and never
+// completed it.
+std::optional<FrSummary> WaitingIn(int rank, int64_t seq) {
+  FrSummary s;
+  s.rank = rank;
+  FrGroup g;
+  g.pg = "0";
+  g.desc = "default_pg";
+  g.enqueued = seq;
+  g.completed = seq - 1;
+  g.last.seq = seq;
+  g.last.op = "all_reduce";
+  g.last.sizes = "[[4]]";
+  g.last.dtype = "Float";
+  s.groups.push_back(g);
+  return s;
+}
+
+Msg RecordsFrom(int shim, const std::string& ranks) {
+  Msg m("records");
+  m.Set("shim", shim).Set("node", shim).Set("host", "h" + std::to_string(shim));
+  m.SetRaw("ranks", ranks);
+  return m;
+}
+
+JobConfig Recording(int rank, int size) {
+  JobConfig c = Config(rank, size);
+  c.flight_recorder = true;
+  c.dump_timeout_s = 10;
+  return c;
+}
+
+TEST(JobMachine, AFailuresVerdictWaitsForEveryShimsRecordsAndSaysWhereTheOthersWaited) {
+  FakePorts ports;
+  JobMachine m(Recording(0, 3), &ports);
+  m.Start(10);
+  FromChild(&m, FailFrom(2, 500.1), 10);
+  ASSERT_EQ(ports.down.size(), 1u);
+  EXPECT_EQ(ports.down[0].type(), "halt");
+  EXPECT_EQ(ports.down[0].Int("records"), 1) << "the halt asks for the records";
+  auto halt = m.TakeOrder();
+  ASSERT_TRUE(halt);
+  EXPECT_TRUE(halt->records);
+  EXPECT_EQ(m.NextDeadline(10), 10 + kFailWindowS + 10 + kRecordsSlackS);
+  m.OnRecords({{0, WaitingIn(0, 6), ""}}, 10.5);
+  Msg one("r");
+  one.Set("rank", 1).SetRaw("fr", FrSummaryJson(*WaitingIn(1, 6)));
+  FromChild(&m, RecordsFrom(1, "[" + one.Encode() + "]"), 10.6);
+  EXPECT_EQ(m.state(), JobState::kDeciding);
+  FromChild(&m, RecordsFrom(2, "[{\"rank\":2,\"frwhy\":\"it had ended\"}]"), 10.7);
+  // Every shim's records are in: the verdict is due (its window was over).
+  EXPECT_EQ(m.NextDeadline(10.7), 10.7);
+  m.OnTimer(10.7);
+  EXPECT_EQ(m.state(), JobState::kStopped);
+  auto o = m.TakeOrder();
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->exit_code, 9);
+  EXPECT_EQ(o->waited_line,
+            "aml-shim: rank 2 failed (exited with status 9) while ranks 0-1 waited in all_reduce "
+            "#6 [[4]] Float of group 0 (default_pg)\n");
+  EXPECT_NE(o->waited_json.find("\"ranks\":\"0-1\""), std::string::npos) << o->waited_json;
+}
+
+TEST(JobMachine, ALossWhileTheRecordsAreAwaitedComesAfterTheFailure) {
+  // Shim 1 never sends its records (frozen): found lost, it does not
+  // turn the failure that came first into a loss (aml-plane-sim, seed
+  // 643845996); a failing node waits for the verdict past that wait.
+  FakePorts ports;
+  JobMachine m(Recording(0, 3), &ports);
+  m.Start(10);
+  FromChild(&m, FailFrom(2, 500.1), 10);
+  m.OnRecords({{0, WaitingIn(0, 6), ""}}, 10.5);
+  m.OnShimLost(1, "the control plane lost rank 1's shim on h1 (silent for 5.0 s)", true, 15);
+  EXPECT_EQ(m.state(), JobState::kStopped);
+  EXPECT_EQ(ports.down.back().type(), "stop");
+  EXPECT_EQ(ports.down.back().Str("kind"), "fail");
+  EXPECT_EQ(ports.down.back().Int("code"), 9);
+  FakePorts member_ports;
+  JobMachine member(Recording(3, 4), &member_ports);
+  member.Start(0);
+  member.OnChildFailed(Failure(3, 100), 1);
+  member.OnChildrenDone({7, 0}, 1.5);
+  EXPECT_FALSE(member.MayExit(1 + kVerdictWaitS + 1));
+  EXPECT_TRUE(member.MayExit(1 + kVerdictWaitS + 10 + kRecordsSlackS));
+}
+
 // The spin of issue 30, item 2: a SIGTERM in every phase of a restart ends
 // the shim once its bye is sent, and no attempt starts after it.
 TEST(JobMachine, ASignalEndsEveryPhaseOfARestart) {

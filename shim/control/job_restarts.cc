@@ -198,6 +198,9 @@ void JobMachine::ResetRound(double now) {
   reports_.clear();
   ras_lines_.clear();
   reported_.clear();
+  records_asked_ = false;
+  records_.clear();
+  records_in_.clear();
   hang_silent_s_ = 0;
   ports_->ResetOutput(now);
   attempt_wall_ = ports_->WallNow();

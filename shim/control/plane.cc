@@ -230,6 +230,10 @@ void ControlPlane::OnChildFailed(const LocalFailure& f) {
   tree_.machine().OnChildFailed(f, Now());
 }
 
+void ControlPlane::OnRecords(const std::vector<RankRecord>& records) {
+  tree_.machine().OnRecords(records, Now());
+}
+
 void ControlPlane::OnStacks(const std::vector<RankStack>& stacks) {
   tree_.machine().OnStacks(stacks, Now());
 }

@@ -83,6 +83,7 @@ class ControlPlane : public JobLink, private LinkIo {
   void OnOutput(double now) override;
   void OnChildFailed(const LocalFailure& f) override;
   void OnStacks(const std::vector<RankStack>& stacks) override;
+  void OnRecords(const std::vector<RankRecord>& records) override;
   void OnChildrenDone(const NodeOutcome& o) override;
   void OnShimSignalled(int sig, const std::string& why = "") override;
   bool MayExit() const override;

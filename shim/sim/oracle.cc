@@ -19,6 +19,7 @@ constexpr double kCollectS = 20;      // the roll-call waits this long for stack
 // ranks answer within SimProcs::kDumpS, or never: FaultPlan::nodump).
 constexpr double kDumpTimeoutS = 10;
 constexpr double kDumpS = 1;
+constexpr double kRecordsWaitS = 2.5;  // a failure's verdict past --dump-timeout (job_machine.h)
 constexpr double kEndingWaitS = 30;   // past --grace, for every shim to end its ranks
 constexpr double kProgressS = 60;     // an attempt this long made progress
 constexpr double kLastWordsS = 1;     // output in a failure's last second is not progress
@@ -208,6 +209,7 @@ struct Event {
   int fault = -1;         // and which of the plan's it is
   std::set<int> who;      // its shims (a failure's ranks, a loss's lost shims)
   bool maybe = false;     // it may not reach rank 0 at all
+  bool root_may_miss = false;  // the root may be frozen or killed before it acts on it
   std::set<int> others;   // a failure: other failing shims rank 0 may hear in its window
 };
 
@@ -397,6 +399,20 @@ class Seer {
   // Rank 0 alone decides at once.
   double Window() const { return w_.n == 1 ? 0 : kWindowS; }
 
+  // With the flight recorder a rank's failure's verdict waits for every
+  // shim's records, taken from its running ranks before they end
+  // (node_machine.h): kDumpS, or --dump-timeout for a rank that never
+  // answers; a shim that cannot answer keeps it to its deadline.
+  double RecordsWait(const State& st, double hi) const {
+    if (o_.hang_s <= 0 || w_.n == 1) return 0;
+    bool all = p_.nodump < 0;
+    for (int s = 0; s < w_.n && all; ++s)
+      if (w_.In(s) && !st.gone.count(s) &&
+          std::min(w_.dead_at[s], w_.cutoff[s]) < hi + kDumpS + 4 * L_)
+        all = false;
+    return all ? kDumpS + 2 * L_ : kDumpTimeoutS + kRecordsWaitS;
+  }
+
   // Rank 0 heard of the attempt's end (a failure, or with spares a lost
   // holder) between lo and hi: its verdict comes after the window.
   void Decide(State* st, double lo, double hi, const ForeseenAttempt& a, double duration,
@@ -568,15 +584,37 @@ class Seer {
       ev.push_back(st.pending);
     }
     for (Event& e : ev) e.lo = std::max(e.lo, st.now);
+    // The root finds a loss only while it lives: frozen or killed first, it
+    // never does (its heir finds the root lost instead, a later event), so
+    // such a loss comes first only before then (aml-plane-sim, seed
+    // 208278278: a partition's losses due as the root froze).
+    const double root_gone = w_.dead_at[w_.root];
+    std::vector<Event> kept;
+    for (Event& e : ev) {
+      const bool found_by_root =
+          e.kind == Kind::kLoss || (e.kind == Kind::kRootLost && !e.who.count(w_.root));
+      if (found_by_root && e.hi > root_gone) {
+        if (e.lo >= root_gone) continue;
+        e.root_may_miss = true;
+        e.hi = root_gone;
+      }
+      kept.push_back(e);
+    }
+    ev.swap(kept);
     double min_hi = kInf;
     for (const Event& e : ev)
-      if (!e.maybe) min_hi = std::min(min_hi, e.hi);
+      if (!e.maybe && !e.root_may_miss) min_hi = std::min(min_hi, e.hi);
     bool any = false;
     for (const Event& e : ev) {
       if (e.lo > min_hi) continue;
       any = true;
       const double hi = std::min(e.hi, min_hi);
       Take(st, e, e.lo, std::max(hi, e.lo));
+      if (e.root_may_miss && !e.maybe) {
+        State without = st;
+        without.dropped.insert(static_cast<int>(e.t));
+        Step(without);
+      }
       if (e.maybe && (e.kind == Kind::kLoss || e.kind == Kind::kSignal)) {
         State without = st;
         without.dropped.insert(static_cast<int>(e.t));
@@ -652,7 +690,11 @@ class Seer {
             if (s == w_.root) continue;
             const double gone = std::min(w_.dead_at[s], w_.cutoff[s]);
             if (gone < lo - L_) mmin.insert(s);
-            if (gone < hi + L_) mmax.insert(s);
+            // Its stacks go once its ranks' records came (a rank that never
+            // answers: --dump-timeout): cut off before, they never arrive
+            // (aml-plane-sim, seed 454087374).
+            const double sent_by = hi + (s == p_.nodump ? kDumpTimeoutS : kDumpS) + 1 + 2 * L_;
+            if (gone < sent_by) mmax.insert(s);
           }
           // (With spares the roll-call does not wait for shims retired as lost.)
           bool wait_min = false, wait_max = false;
@@ -690,6 +732,7 @@ class Seer {
         // Rank 0 decides after its window; a loss or a signal may come
         // first (the failure is then the attempt's record, not its verdict).
         Decide(&st, lo, hi, a, duration, false);
+        st.pending.hi += RecordsWait(st, hi);
         st.pending_others = e.others;
         st.now = lo;
         for (bool pr : ways) {

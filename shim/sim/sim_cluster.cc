@@ -84,7 +84,8 @@ class Shim : public LinkIo, public JobChannel {
         // (With the flight recorder the ranks' records are looked at every
         // --hang-timeout / 3 while they write nothing, as the supervisor does.)
         node(NodeConfig{c.ranks.size(), c.grace_s, c.rank >= c.size - c.spares,
-                        c.flight_recorder && c.hang_timeout_s ? *c.hang_timeout_s / 3 : 0},
+                        c.flight_recorder && c.hang_timeout_s ? *c.hang_timeout_s / 3 : 0,
+                        c.flight_recorder},
              &procs, this),
         w_(w),
         id_(id) {}
@@ -109,6 +110,9 @@ class Shim : public LinkIo, public JobChannel {
   // the time of the event the shim handles.
   void OnOutput(double now) override { tree.OnOutput(now); }
   void OnChildFailed(const LocalFailure& f) override { machine().OnChildFailed(f, now_); }
+  void OnRecords(const std::vector<RankRecord>& records) override {
+    machine().OnRecords(records, now_);
+  }
   void OnStacks(const std::vector<RankStack>& stacks) override {
     machine().OnStacks(stacks, now_);
   }

@@ -178,6 +178,13 @@ std::vector<RankStack> SimProcs::Stacks() {
   return out;
 }
 
+// A failure's records: as a hang's (each rank's collectives where they were).
+std::vector<RankRecord> SimProcs::Records() {
+  std::vector<RankRecord> out;
+  for (RankStack& st : Stacks()) out.push_back({st.rank, std::move(st.fr), std::move(st.fr_why)});
+  return out;
+}
+
 // The simulated ranks' collectives do not advance while they write
 // nothing: a look finds no progress (their records come as at a verdict).
 int64_t SimProcs::DumpsProgress(int* answered) const {

@@ -85,6 +85,7 @@ class SimProcs : public NodeProcs {
   void FinishProbe() override { probe_until_ = -1; }
   LocalFailure Failure(size_t child) override;
   std::vector<RankStack> Stacks() override;
+  std::vector<RankRecord> Records() override;
   double FirstOutputWall() const override;
   void TermSent(bool) override {}
   void BeginRestart(const LinkOrder& restart, bool print_own_failure) override;

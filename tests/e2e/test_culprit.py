@@ -311,6 +311,27 @@ class Progress(unittest.TestCase):
                     self.assertNotIn("hung", r.stderr)
 
 
+    def test_a_failure_says_where_the_other_ranks_waited(self):
+        # Rank 3 exits 1 while the others wait in all_reduce #6: their
+        # records, taken before they are ended, say so (a Gloo rank whose
+        # peer died may mark the collective completed: "were last in").
+        with tempfile.TemporaryDirectory(dir="/tmp") as logs:
+            env = clean_env(USE_LIBUV="0", MASTER_PORT=free_port(), SKIP_RANK="3",
+                            SKIP_EXITS="1", AML_ROOT_BINDS=":".join(sorted({SRC, "/tmp", os.path.dirname(
+                                os.path.abspath(SHIM))})))
+            r = run([IN_ROOT, self.root, os.path.abspath(SHIM), "--nproc-per-node", "4",
+                     "--hang-timeout", "60s", "--log-dir", logs, "python3", SKIP],
+                    env=env, timeout=240)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertRegex(r.stderr, r"\naml-shim: rank 3 failed \(exit status 1\) while ranks "
+                                       r"0-2 (waited|were last) in all_reduce #6 \[\[4\]\] Float "
+                                       r"of group 0 \(default_pg\)\n")
+            waited = json.loads(slurp(os.path.join(logs, "failure.json")))["waited"]
+            self.assertEqual(waited["failed_rank"], 3)
+            self.assertEqual([(i["ranks"], i["seq"], i["op"]) for i in waited["in"]],
+                             [("0-2", 6, "all_reduce")])
+
+
 class OnNodes(unittest.TestCase):
     """torch 2.14 (Gloo) in the forky root, on network-namespace nodes."""
 
@@ -368,6 +389,20 @@ class OnNodes(unittest.TestCase):
             self.assertEqual(fr.returncode, 0, fr.stdout + fr.stderr)
             self.assertIn("Not all ranks joining collective, sequence number: 6", fr.stdout + fr.stderr)
             self.assertIn("missing ranks: {5}", fr.stdout + fr.stderr)
+
+    def test_a_failure_on_one_node_says_where_the_ranks_of_every_node_waited(self):
+        # Rank 5 (the third node's second) exits 1 while the others wait in
+        # all_reduce #6: every shim takes its ranks' records before ending
+        # them, and rank 0's verdict names where they were.
+        with tempfile.TemporaryDirectory(dir="/tmp") as logs:
+            r = self.job(4, "--hang-timeout", "60s", "--log-dir", logs, SKIP_RANK="5",
+                         SKIP_EXITS="1")
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertRegex(r.stderr, r"aml-shim: rank 5 failed \(exit status 1\) while ranks "
+                                       r"0-4,6-7 (waited|were last) in all_reduce #6 \[\[4\]\] "
+                                       r"Float of group 0 \(default_pg\)\n")
+            waited = json.loads(slurp(os.path.join(logs, "failure.json")))["waited"]
+            self.assertEqual([(i["ranks"], i["seq"]) for i in waited["in"]], [("0-4,6-7", 6)])
 
     def test_ranks_that_never_answer_or_answer_badly_are_named_and_harm_nothing(self):
         # Rank 2 never answers its pipe, rank 6 answers with 80 MiB, rank 3

@@ -2,7 +2,9 @@
 STEPS all-reduces of 4 floats, printing a line after each, and then sleeps
 (the job's quiet end: aml-shim's --hang-timeout judges it). Rank $SKIP_RANK
 never enters all-reduce #$SKIP_AT (1-based: the collective's sequence
-number), and sleeps there instead: the others wait in it, the job hangs.
+number), and sleeps there instead: the others wait in it, the job hangs
+(with SKIP_EXITS=1 it exits 1 there two seconds later: a failure while the
+others wait).
 Its stand-ins for ranks that misbehave with their flight record:
 SILENT_PIPE_RANK makes its own pipe before its process group starts (so
 aml-shim's agent leaves it alone) and never answers it; BAD_DUMP_RANK does
@@ -74,6 +76,10 @@ if "SILENT_S" in os.environ:
 for seq in range(1, int(os.environ.get("STEPS", "8")) + 1):
     if rank == int(os.environ.get("SKIP_RANK", "-1")) and seq == int(os.environ.get("SKIP_AT", "6")):
         print(f"rank {rank} skips all_reduce {seq}", flush=True)
+        if os.environ.get("SKIP_EXITS") == "1":
+            time.sleep(2)  # the others enter it and wait
+            print(f"rank {rank} exits 1", flush=True)
+            os._exit(1)
         break
     dist.all_reduce(t)
     print(f"rank {rank} all_reduce {seq} sum {t[0].item():.0f}", flush=True)
