@@ -17,6 +17,7 @@ import json
 import os
 import pickle
 import re
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -163,6 +164,32 @@ class Agent(unittest.TestCase):
         record = json.loads(slurp(os.path.join(logs, "failure.json")))
         self.assertEqual(record["culprit"]["missing"][0]["rank"], 0)
         self.assertEqual(record["culprit"]["seq"], 4)
+
+    def test_a_rank_that_an_exception_ends_leaves_its_record(self):
+        # A Gloo rank whose peer died raises from its collective and ends
+        # before anyone asks: the agent writes its record as the exception
+        # ends it; the hook that was there still prints the traceback.
+        agent = os.path.join(self.dir, "agent")
+        os.makedirs(agent)
+        shutil.copy(os.path.join(SRC, "launch", "flight", "fr_agent.py"),
+                    os.path.join(agent, "sitecustomize.py"))
+        script = os.path.join(self.dir, "raises.py")
+        with open(script, "w") as f:
+            f.write("import time\nimport torch.distributed as dist\n"
+                    "dist.init_process_group('gloo')\ntime.sleep(3)\n"
+                    "raise RuntimeError('Connection closed by peer')\n")
+        stem = os.path.join(self.dir, "pipe-rank-")
+        dump = os.path.join(self.dir, "dump-rank-")
+        r = run([PYTHON, script], env=clean_env(
+            RANK="1", TORCH_NCCL_DEBUG_INFO_PIPE_FILE=stem, TORCH_FR_DUMP_TEMP_FILE=dump,
+            PYTHONPATH=":".join([agent, os.path.join(self.dir, "site"),
+                                 os.path.join(self.dir, "lib")])), timeout=60)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("RuntimeError: Connection closed by peer", r.stderr)
+        with open(dump + "1", "rb") as f:
+            record = pickle.load(f)
+        self.assertEqual(record["pg_config"]["0"]["desc"], "default_pg")
+        self.assertEqual(record["pg_status"]["0"]["last_enqueued_collective"], 4)
 
     def test_torchs_own_reader_is_left_to_serve(self):
         r, logs = self.hang(BACKEND="nccl")
