@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "launch/flight/fr_dump.h"
+#include "launch/metrics/prom_text.h"
 
 namespace aml {
 
@@ -135,6 +136,11 @@ class JobChannel {
   // True on rank 0's shim: its failure.json is the job's (launch/log_dir.h).
   virtual bool WritesJobRecord() const = 0;
   virtual std::optional<LinkOrder> TakeOrder() = 0;
+  // --metrics-addr: what the job knows, beside the node's (docs/metrics.md).
+  virtual void AppendMetrics(PromText* out, double now) const {
+    (void)out;
+    (void)now;
+  }
 };
 
 // The channel over descriptors that the supervisor serves from its loop.

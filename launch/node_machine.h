@@ -149,6 +149,7 @@ class NodeMachine {
   void TakeOrders(double now);
   // The ranks wrote output (looks wait for its silence).
   void NoteOutput(double now) { last_output_ = now; }
+  double last_output() const { return last_output_; }
   bool looking() const { return looking_; }
   // Deadlines and endings; false when the supervisor may return.
   bool Step(double now);

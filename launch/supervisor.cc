@@ -39,6 +39,7 @@
 #include "shim/base/log.h"
 #include "shim/base/read_no_follow.h"
 #include "shim/base/units.h"
+#include "shim/base/version.h"
 
 namespace aml {
 namespace {
@@ -142,6 +143,7 @@ class Supervisor : private NodeProcs {
   void WatchStarted();
   void KeepFlightRecord(RankStack* r);
   void KeepDump(const FlightHarvest::Outcome& o);
+  std::string MetricsText() const;
 
   // NodeProcs.
   bool Start(size_t child, const LinkOrder* restart, int* code) override;
@@ -625,6 +627,49 @@ std::vector<RankRecord> Supervisor::Records() {
   return out;
 }
 
+// ---- Metrics (--metrics-addr, docs/metrics.md)
+
+// This node's, then the job's as its control plane knows it. No secret and
+// nothing from the environment: names, counts, states, the ranks' statuses.
+std::string Supervisor::MetricsText() const {
+  PromText t;
+  const double now = Now();
+  t.Family("aml_shim_info", "gauge", "1, labelled with this shim's host, NODE_RANK and version");
+  t.Sample("aml_shim_info", {{"host", config_.host}, {"node_rank", std::to_string(node_rank_)},
+                             {"version", kVersion}}, 1);
+  t.Family("aml_shim_node_state", "gauge", "1 for the state this node's supervisor is in");
+  t.Sample("aml_shim_node_state", {{"state", NodeStateName(machine_.state())}}, 1);
+  t.Family("aml_shim_attempt", "gauge", "the attempt this node runs (1, then 2 after a restart)");
+  t.Sample("aml_shim_attempt", machine_.restarts() + 1);
+  t.Family("aml_shim_rank_running", "gauge", "1 while the rank runs in this attempt");
+  std::vector<std::pair<int, double>> codes;
+  for (size_t i = 0; i < children_.size(); ++i) {
+    if (!children_[i].launch || node_rank_ < 0) continue;
+    const std::string rank = std::to_string(children_[i].launch->rank);
+    t.Sample("aml_shim_rank_running", {{"rank", rank}}, machine_.running(i) ? 1 : 0);
+    if (!machine_.running(i) && machine_.ended(i) > 0)
+      codes.emplace_back(children_[i].launch->rank, ExitCodeFor(machine_.status(i)));
+  }
+  t.Family("aml_shim_rank_exit_code", "gauge",
+           "the exit code aml-shim gives for the rank's end in this attempt (absent while it runs)");
+  for (const auto& [rank, code] : codes)
+    t.Sample("aml_shim_rank_exit_code", {{"rank", std::to_string(rank)}}, code);
+  t.Family("aml_shim_output_age_seconds", "gauge", "seconds since a rank of this node last wrote");
+  t.Sample("aml_shim_output_age_seconds", std::max(0.0, now - machine_.last_output()));
+  // The last look at the ranks' flight records (with the recorder).
+  t.Family("aml_shim_rank_collectives_completed", "gauge",
+           "the last collective the rank completed in each process group, at the last look at "
+           "its flight record");
+  for (const FlightHarvest::Outcome& o : harvest_.outcomes())
+    if (o.fr)
+      for (const FrGroup& g : o.fr->groups)
+        t.Sample("aml_shim_rank_collectives_completed",
+                 {{"rank", std::to_string(o.rank)}, {"group", g.pg}, {"desc", g.desc}},
+                 static_cast<double>(std::max<int64_t>(0, g.completed)));
+  if (link_) link_->AppendMetrics(&t, now);
+  return t.str();
+}
+
 // ---- Restarts (--max-restarts)
 
 // Every rank, straggler and process group of the attempt is gone: the
@@ -751,6 +796,7 @@ bool Supervisor::AnyOpenStream() const {
 double Supervisor::NextDeadline(double now) const {
   double next = machine_.NextDeadline(now);
   if (link_) next = std::min(next, link_->NextDeadline(now));
+  if (config_.metrics) next = std::min(next, config_.metrics->NextDeadline());
   if (config_.lifeline && config_.lifeline->watching() && config_.lifeline->fd() < 0 &&
       !launcher_gone_)
     next = std::min(next, now + Lifeline::kCheckS);
@@ -782,6 +828,8 @@ void Supervisor::Poll(double now) {
   const Lifeline* lifeline = launcher_gone_ ? nullptr : config_.lifeline;
   const size_t lifeline_at = fds.size();
   if (lifeline && lifeline->fd() >= 0) fds.push_back({lifeline->fd(), POLLIN, 0});
+  const size_t first_metrics = fds.size();
+  if (config_.metrics) config_.metrics->AddPollFds(&fds);
   timespec ts = Timeout(NextDeadline(now) - now);
   if (ppoll(fds.data(), fds.size(), &ts, nullptr) < 0 && errno != EINTR) {
     LogError(std::string("ppoll: ") + std::strerror(errno));
@@ -811,6 +859,11 @@ void Supervisor::Poll(double now) {
   // A SIGCHLD may coalesce with another; reaping is cheap and idempotent.
   Reap();
   CheckSinks(now);
+  if (config_.metrics) {
+    config_.metrics->OnPoll(fds.data() + first_metrics, fds.size() - first_metrics, Now(),
+                            [this] { return MetricsText(); });
+    config_.metrics->OnTimer(Now());
+  }
   if (link_) {
     link_->OnTimer(Now());
     machine_.TakeOrders(Now());

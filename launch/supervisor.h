@@ -19,6 +19,7 @@
 
 #include "launch/exec.h"
 #include "launch/job_link.h"
+#include "launch/metrics/metrics_door.h"
 #include "launch/lifeline.h"
 #include "shim/base/env_snapshot.h"
 
@@ -41,6 +42,8 @@ struct ChildLaunch {
 
 struct SupervisorConfig {
   std::vector<ChildLaunch> children;
+  // --metrics-addr: served from the loop (owned by the caller; null: off).
+  MetricsDoor* metrics = nullptr;
   bool pipe_output = true;  // read the children's output (else inherit it)
   bool tag_output = true;   // prefix lines with "[rank R] "
   std::optional<std::string> log_dir;

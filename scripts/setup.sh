@@ -24,6 +24,7 @@ tests=(
   clang libclang-rt-14-dev
   debootstrap dpkg-dev
   podman runc
+  prometheus
 )
 case "${1:-}" in
   "") packages=("${build[@]}") ;;

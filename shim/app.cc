@@ -14,12 +14,14 @@
 #include "launch/cpu_affinity.h"
 #include "launch/error_file.h"
 #include "launch/exec.h"
+#include "launch/metrics/metrics_door.h"
 #include "launch/supervisor.h"
 #include "launch/topology/gpu_count.h"
 #include "launch/topology/gpu_topology.h"
 #include "shim/base/dynlib.h"
 #include "shim/base/exit_code.h"
 #include "shim/base/fd_limit.h"
+#include "shim/base/host_port.h"
 #include "shim/base/log.h"
 #include "shim/base/text_list.h"
 #include "shim/base/version.h"
@@ -160,6 +162,7 @@ struct Planned {
   // The shim's private directory (launch/error_file.h) when the ranks'
   // flight-recorder variables name it ("": --flight-recorder off).
   std::string flight_dir;
+  std::optional<MetricsAddr> metrics;  // --metrics-addr
   bool pid1 = false;  // aml-shim is PID 1 (a container's entrypoint)
   bool supervise = false, tag = false, pipe_output = false;
 };
@@ -266,8 +269,14 @@ Result<Planned> Plan(const Invocation& inv, const Resolved& r, const World& worl
   // output to tag or log, zombies to reap as PID 1, or a PMIx client to hold
   // until the children end (PmixClient).
   p.pid1 = getpid() == 1;
+  if (o.metrics_addr) {
+    auto addr = ParseMetricsAddr(*o.metrics_addr);
+    if (!addr.ok()) return addr.error();
+    p.metrics = *addr;
+  }
   p.supervise = r.nproc > 1 || p.pid1 || o.log_dir || o.tag_output.value_or(false) ||
-                WantsControlPlane(o) || r.pmix != nullptr || o.node_launcher;
+                WantsControlPlane(o) || r.pmix != nullptr || o.node_launcher ||
+                p.metrics.has_value();
   p.tag = o.tag_output.value_or(r.nproc > 1);
   // The hang watchdog and the restart rule judge by the ranks' output: it
   // must pass through aml-shim (untagged for one child unless asked).
@@ -497,6 +506,21 @@ int Run(const Options& o, const World& world, const Planned& p, const EnvSnapsho
     config.tag_output = p.tag;
     config.log_dir = o.log_dir;
     config.run_id = RunId(env, host);
+    // (Before the join: a port that cannot be had fails this shim alone,
+    // before any rank starts.)
+    std::unique_ptr<MetricsDoor> metrics;
+    if (p.metrics) {
+      auto door = MetricsDoor::Open(*p.metrics);
+      if (!door.ok()) {
+        LogError(door.error().message);
+        return kExitShimFailure;
+      }
+      metrics = std::move(*door);
+      LogVerbose("--metrics-addr: serving http://" +
+                 JoinHostPort(p.metrics->host.empty() ? "0.0.0.0" : p.metrics->host,
+                              metrics->port()) + "/metrics");
+    }
+    config.metrics = metrics.get();
     auto plane = JoinControlPlane(o, world, p, env, host, member, config.run_id);
     if (!plane.ok()) {
       LogError(plane.error().message);

@@ -82,6 +82,10 @@ po::options_description Describe() {
      "is not judged hung (default auto; off sets nothing)")
     ("dump-timeout", po::value<std::string>()->value_name("DURATION"),
      "how long a hang waits for the ranks' flight records (default 10s)")
+    ("metrics-addr", po::value<std::string>()->value_name("HOST:PORT"),
+     "serve this shim's metrics (its ranks, and on rank 0's shim the job's "
+     "state) in Prometheus' text format over HTTP at http://HOST:PORT/metrics "
+     "(:PORT for every address; off by default)")
     ("ib", po::value<std::string>()->value_name("auto|require|off"),
      "fabric probe and NCCL/UCX env; require fails without an active "
      "InfiniBand/RoCE port (default auto)")
@@ -160,6 +164,7 @@ constexpr OptionRule kOptionRules[] = {
     {"no-tag-output", true, kRun},   {"grace", true, kRun},
     {"fail-fast", true, kRun},       {"hang-timeout", true, kRun | kEnv},
     {"flight-recorder", true, kRun | kEnv}, {"dump-timeout", true, kRun},
+    {"metrics-addr", true, kRun},
     {"max-restarts", true, kRun | kEnv},
     {"spares", true, kRun | kEnv},    {"retire-after", true, kRun | kEnv},
     {"ib", true, kRun | kEnv},       {"sysfs-root", true, kAll},
@@ -372,6 +377,7 @@ Status Validate(const po::variables_map& vm, const Origins& origin,
     if (!d.ok()) return d.error();
     o.dump_timeout_s = *d;
   }
+  if (vm.count("metrics-addr")) o.metrics_addr = str("metrics-addr");
   if (vm.count("ib")) {
     auto r = ParseEnum<IbMode>(origin.Name("ib"), str("ib"),
                                {{"auto", IbMode::kAuto},

@@ -61,6 +61,9 @@ struct Options {
   // "Naming the culprit").
   bool flight_recorder = true;
   double dump_timeout_s = 10;
+  // --metrics-addr HOST:PORT: this shim's metrics in Prometheus' text format
+  // over HTTP (docs/metrics.md); checked as the run is planned.
+  std::optional<std::string> metrics_addr;
   IbMode ib = IbMode::kAuto;
   std::string sysfs_root = "/sys";
   std::string proc_root = "/proc";

@@ -230,6 +230,31 @@ void ControlPlane::OnChildFailed(const LocalFailure& f) {
   tree_.machine().OnChildFailed(f, Now());
 }
 
+// --metrics-addr (docs/metrics.md): the job as this shim knows it; rank 0's
+// shim (or a heir that took the job) also the job's own.
+void ControlPlane::AppendMetrics(PromText* out, double now) const {
+  const JobMachine& m = tree_.machine();
+  out->Family("aml_shim_job_state", "gauge", "1 for the state of the job's machine on this shim");
+  out->Sample("aml_shim_job_state", {{"state", JobStateName(m.state())}}, 1);
+  const double heard = tree_.parent_heard_at();
+  if (heard >= 0) {
+    out->Family("aml_shim_heartbeat_age_seconds", "gauge",
+                "seconds since this shim last heard its parent in the control plane's tree");
+    out->Sample("aml_shim_heartbeat_age_seconds", std::max(0.0, now - heard));
+  }
+  if (!m.root()) return;
+  out->Family("aml_shim_job_shims", "gauge", "the job's shims (the root's view)");
+  out->Sample("aml_shim_job_shims", c_.size);
+  out->Family("aml_shim_job_restarts_total", "counter", "restarts of the job so far");
+  out->Sample("aml_shim_job_restarts_total", m.restarts());
+  if (const Roster* r = m.roster()) {
+    out->Family("aml_shim_job_retired_nodes", "gauge", "nodes retired (--spares)");
+    out->Sample("aml_shim_job_retired_nodes", static_cast<double>(r->retirements().size()));
+    out->Family("aml_shim_job_spares_left", "gauge", "spares not yet given a NODE_RANK (--spares)");
+    out->Sample("aml_shim_job_spares_left", static_cast<double>(r->Spares().size()));
+  }
+}
+
 void ControlPlane::OnRecords(const std::vector<RankRecord>& records) {
   tree_.machine().OnRecords(records, Now());
 }

@@ -84,6 +84,7 @@ class ControlPlane : public JobLink, private LinkIo {
   void OnChildFailed(const LocalFailure& f) override;
   void OnStacks(const std::vector<RankStack>& stacks) override;
   void OnRecords(const std::vector<RankRecord>& records) override;
+  void AppendMetrics(PromText* out, double now) const override;
   void OnChildrenDone(const NodeOutcome& o) override;
   void OnShimSignalled(int sig, const std::string& why = "") override;
   bool MayExit() const override;

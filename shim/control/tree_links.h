@@ -79,6 +79,10 @@ class TreeLinks : private JobPorts {
   bool Keeps(int child) const;
   bool parent_lost() const { return parent_lost_; }
   int parent() const { return parent_; }
+  // When the parent was last heard (-1: no parent, or lost).
+  double parent_heard_at() const {
+    return parent_ >= 0 && !parent_lost_ ? parent_live_.last_heard : -1;
+  }
   std::vector<int> children() const;  // every child ever added
 
   double NextDeadline(double now) const;

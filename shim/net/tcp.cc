@@ -114,6 +114,28 @@ Result<Listener> ListenAny(int port) {
   return l;
 }
 
+Result<Listener> ListenOn(const std::string& ip, int port) {
+  if (ip.empty()) return ListenAny(port);
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  if (!NumericSockaddr(ip, port, &ss, &len)) return Error{ip + " is not a numeric address"};
+  Fd fd(socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd.valid()) return Error{std::string("socket: ") + std::strerror(errno)};
+  int one = 1;
+  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  const std::string where = JoinHostPort(ip, port);
+  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0)
+    return Error{where + ": " + std::strerror(errno)};
+  if (listen(fd.get(), 1024) != 0) return Error{where + ": listen: " + std::strerror(errno)};
+  Listener l;
+  l.fd = std::move(fd);
+  len = sizeof ss;
+  getsockname(l.fd.get(), reinterpret_cast<sockaddr*>(&ss), &len);
+  l.port = ss.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port)
+                                    : ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  return l;
+}
+
 bool NumericSockaddr(const std::string& ip, int port, sockaddr_storage* ss, socklen_t* len) {
   *ss = {};
   auto* sin = reinterpret_cast<sockaddr_in*>(ss);

@@ -45,6 +45,8 @@ struct Listener {
   int port = 0;
 };
 Result<Listener> ListenAny(int port);
+// The same on one numeric address ("" for every address: ListenAny).
+Result<Listener> ListenOn(const std::string& ip, int port);
 
 // Fills `ss`/`len` for a numeric IPv4 or IPv6 address; false if `ip` is not one.
 bool NumericSockaddr(const std::string& ip, int port, sockaddr_storage* ss, socklen_t* len);
