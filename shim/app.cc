@@ -17,6 +17,7 @@
 #include "launch/metrics/metrics_door.h"
 #include "launch/supervisor.h"
 #include "launch/topology/gpu_count.h"
+#include "launch/topology/dcgm_mapping.h"
 #include "launch/topology/gpu_topology.h"
 #include "shim/base/dynlib.h"
 #include "shim/base/exit_code.h"
@@ -276,7 +277,7 @@ Result<Planned> Plan(const Invocation& inv, const Resolved& r, const World& worl
   }
   p.supervise = r.nproc > 1 || p.pid1 || o.log_dir || o.tag_output.value_or(false) ||
                 WantsControlPlane(o) || r.pmix != nullptr || o.node_launcher ||
-                p.metrics.has_value();
+                p.metrics.has_value() || o.dcgm_job_dir.has_value();
   p.tag = o.tag_output.value_or(r.nproc > 1);
   // The hang watchdog and the restart rule judge by the ranks' output: it
   // must pass through aml-shim (untagged for one child unless asked).
@@ -521,6 +522,24 @@ int Run(const Options& o, const World& world, const Planned& p, const EnvSnapsho
                               metrics->port()) + "/metrics");
     }
     config.metrics = metrics.get();
+    // --dcgm-job-dir: the GPUs of this node's ranks (local rank i takes the
+    // i-th visible GPU), labelled with the job's id until the shim ends.
+    DcgmMapping dcgm;
+    if (o.dcgm_job_dir && !IsSpare(world, o.spares)) {
+      const GpuTopology topo = ReadGpuTopology(env, o.proc_root, o.sysfs_root);
+      std::vector<int> used;
+      for (size_t i = 0; i < p.children.size() && i < topo.gpus.size(); ++i)
+        used.push_back(topo.gpus[i].index);
+      if (used.empty())
+        LogWarning("--dcgm-job-dir: no GPU of this node's ranks is known (" + topo.why +
+                   "): nothing written");
+      auto written = DcgmMapping::Write(*o.dcgm_job_dir, used, config.run_id);
+      if (!written.ok()) {
+        LogError(written.error().message);
+        return kExitShimFailure;
+      }
+      dcgm = std::move(*written);
+    }
     auto plane = JoinControlPlane(o, world, p, env, host, member, config.run_id);
     if (!plane.ok()) {
       LogError(plane.error().message);

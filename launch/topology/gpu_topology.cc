@@ -58,6 +58,7 @@ GpuTopology ReadGpuTopology(const EnvSnapshot& env, const std::string& proc_root
   std::vector<GpuInfo> all;
   for (const auto& n : ListSysfsDir(dir)) all.push_back(ReadGpu(dir, n, sysfs_root));
   std::sort(all.begin(), all.end(), [](const GpuInfo& a, const GpuInfo& b) { return a.pci < b.pci; });
+  for (size_t i = 0; i < all.size(); ++i) all[i].index = static_cast<int>(i);
   t.why = std::to_string(all.size()) + " GPUs in " + dir;
   const std::string* visible = env.Find("CUDA_VISIBLE_DEVICES");
   if (!visible) {

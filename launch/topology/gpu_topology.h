@@ -16,6 +16,7 @@ struct GpuInfo {
   std::string pci;   // "0000:07:00.0", as sysfs names it
   std::string uuid;  // "GPU-...", when the driver says
   int minor = -1;    // /dev/nvidia<minor>
+  int index = -1;    // NVML's (and DCGM's): its place in PCI bus order among the node's GPUs
   int numa_node = -1;     // -1: unknown (sysfs says -1 on one-node machines)
   std::vector<int> cpus;  // local_cpulist
 };

@@ -45,6 +45,9 @@ TEST(GpuTopology, CudaVisibleDevicesSelectsAndReorders) {
   ASSERT_EQ(t.gpus.size(), 2u);
   EXPECT_EQ(t.gpus[0].pci, "0000:b7:00.0");
   EXPECT_EQ(t.gpus[1].pci, "0000:0f:00.0");
+  // NVML's index (DCGM's GPU id): the place in PCI order among all.
+  EXPECT_EQ(t.gpus[0].index, 6);
+  EXPECT_EQ(t.gpus[1].index, 1);
   env.Set("CUDA_VISIBLE_DEVICES", "MIG-abc");
   t = Dgx(env);
   EXPECT_TRUE(t.gpus.empty());

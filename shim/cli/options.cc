@@ -86,6 +86,9 @@ po::options_description Describe() {
      "serve this shim's metrics (its ranks, and on rank 0's shim the job's "
      "state) in Prometheus' text format over HTTP at http://HOST:PORT/metrics "
      "(:PORT for every address; off by default)")
+    ("dcgm-job-dir", po::value<std::string>()->value_name("DIR"),
+     "write the job's id into DIR/<GPU index> for each GPU of this node's "
+     "ranks (dcgm-exporter's --hpc-job-mapping-dir), removed at the end")
     ("ib", po::value<std::string>()->value_name("auto|require|off"),
      "fabric probe and NCCL/UCX env; require fails without an active "
      "InfiniBand/RoCE port (default auto)")
@@ -164,7 +167,7 @@ constexpr OptionRule kOptionRules[] = {
     {"no-tag-output", true, kRun},   {"grace", true, kRun},
     {"fail-fast", true, kRun},       {"hang-timeout", true, kRun | kEnv},
     {"flight-recorder", true, kRun | kEnv}, {"dump-timeout", true, kRun},
-    {"metrics-addr", true, kRun},
+    {"metrics-addr", true, kRun}, {"dcgm-job-dir", true, kRun},
     {"max-restarts", true, kRun | kEnv},
     {"spares", true, kRun | kEnv},    {"retire-after", true, kRun | kEnv},
     {"ib", true, kRun | kEnv},       {"sysfs-root", true, kAll},
@@ -378,6 +381,7 @@ Status Validate(const po::variables_map& vm, const Origins& origin,
     o.dump_timeout_s = *d;
   }
   if (vm.count("metrics-addr")) o.metrics_addr = str("metrics-addr");
+  if (vm.count("dcgm-job-dir")) o.dcgm_job_dir = str("dcgm-job-dir");
   if (vm.count("ib")) {
     auto r = ParseEnum<IbMode>(origin.Name("ib"), str("ib"),
                                {{"auto", IbMode::kAuto},

@@ -64,6 +64,9 @@ struct Options {
   // --metrics-addr HOST:PORT: this shim's metrics in Prometheus' text format
   // over HTTP (docs/metrics.md); checked as the run is planned.
   std::optional<std::string> metrics_addr;
+  // --dcgm-job-dir DIR: the files dcgm-exporter's --hpc-job-mapping-dir
+  // reads (docs/metrics.md).
+  std::optional<std::string> dcgm_job_dir;
   IbMode ib = IbMode::kAuto;
   std::string sysfs_root = "/sys";
   std::string proc_root = "/proc";

@@ -2,6 +2,7 @@
 Prometheus' text format, which Debian's promtool accepts; rank 0's shim adds
 the job's; a bad address or a port in use stops the shim before anything
 runs; hostile clients on the port harm neither the shim nor the job."""
+import json
 import os
 import re
 import signal
@@ -13,7 +14,8 @@ import time
 import unittest
 import urllib.request
 
-from harness import (SHIM, clean_env, free_port, main, mpirun, require, run, spawn, wait_for)
+from harness import (SHIM, clean_env, free_port, main, mpirun, require, run, slurp, spawn,
+                     wait_for)
 
 
 def scrape(port, path="/metrics"):
@@ -170,6 +172,37 @@ class Metrics(unittest.TestCase):
         for rank in (0, 1):
             self.assertEqual([l for l in out.splitlines() if l.startswith(f"[rank {rank}] line")],
                              [f"[rank {rank}] line {i}" for i in range(1, 41)])
+
+
+DGX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "gpu", "dgx8")
+
+
+class DcgmJobDir(unittest.TestCase):
+    def test_each_gpu_of_the_ranks_names_the_job_while_it_runs(self):
+        # GPUs 6 and 1 of a DGX's eight (the fixture's driver and sysfs
+        # trees): files 6 and 1 hold the job's id (failure.json's "run")
+        # while the ranks run, and are gone once the shim ends.
+        with tempfile.TemporaryDirectory() as tmp:
+            mapping = os.path.join(tmp, "map")
+            os.mkdir(mapping)
+            logs = os.path.join(tmp, "logs")
+            r = run([SHIM, "--dcgm-job-dir", mapping, "--log-dir", logs,
+                     "--proc-root", os.path.join(DGX, "proc"), "--sysfs-root", os.path.join(DGX, "sys"),
+                     "--nproc-per-node", "2", "--", "sh", "-c",
+                     f'ls {mapping}; cat {mapping}/6 {mapping}/1; exit 1'],
+                    env=clean_env(CUDA_VISIBLE_DEVICES="6,1"))
+            self.assertEqual(r.returncode, 1, r.stderr)
+            run_id = json.loads(slurp(os.path.join(logs, "failure.json")))["run"]
+            seen = [l.split("] ", 1)[1] for l in r.stdout.splitlines() if l.startswith("[rank 0]")]
+            self.assertEqual(seen, ["1", "6", run_id, run_id])
+            self.assertEqual(os.listdir(mapping), [])
+            # A link in its place is refused, and nothing runs.
+            os.symlink("/etc", os.path.join(tmp, "link"))
+            r = run([SHIM, "--dcgm-job-dir", os.path.join(tmp, "link"), "--", "touch",
+                     os.path.join(tmp, "ran")], env=clean_env())
+            self.assertEqual(r.returncode, 125, r.stderr)
+            self.assertIn("not a folder (a link is not followed)", r.stderr)
+            self.assertFalse(os.path.exists(os.path.join(tmp, "ran")))
 
 
 if __name__ == "__main__":
