@@ -133,6 +133,10 @@ class TreeLinks : private JobPorts {
   bool parent_lost_ = false;
   int heir_ = -1;               // the root's heir, as the root (the parent) named it
   std::string heir_addr_;
+  // The heir this shim linked to when the root was lost, until it names a
+  // heir of its own (it then holds the job), and how the root was lost.
+  int relinked_heir_ = -1;
+  std::string lost_root_;
   std::vector<Child> children_;
   std::set<int> up_;            // rank 0: shims up
   std::string abort_;

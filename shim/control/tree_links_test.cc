@@ -110,5 +110,34 @@ TEST(TreeLinks, AChildThatLinksToTheHeirSaysAgainTheLossesItPassedUp) {
   EXPECT_EQ(io.Of(1, "lost")[0].Int("shim"), 3);
 }
 
+TEST(TreeLinks, AHeirLostAfterItTookTheLinkLeavesTheRecordAsIfLostWithTheRoot) {
+  // The root's link closes, the heir welcomes shim 2, then the heir is
+  // lost before it names a heir of its own: shim 2 ends its part and writes
+  // why (test_new_root, the root and its heir killed at once on a loaded
+  // node: no shim wrote failure.json).
+  FakeIo root_io;
+  TreeLinks root(TestConfig(0, 5, 3, 1), &root_io, 1, 30);
+  root.AddChild(1, "h1", "10.0.0.1:1025", 0);
+  root.AddChild(2, "h2", "10.0.0.2:1026", 0);
+  root.Start(0);
+  RelinkIo io;
+  TreeLinks child(TestConfig(2, 5, 3, 1), &io, 1, 30);
+  child.SetParent(0, "10.0.0.0:1024");
+  child.Start(0);
+  for (const std::string& f : root_io.sent[2]) child.OnParentFrame(f, 1);
+  child.OnParentClosed("closed", 20);
+  EXPECT_EQ(child.parent(), 1);
+  child.OnParentClosed("closed", 20.5);
+  auto order = child.machine().TakeOrder();
+  while (order && order->kind != LinkOrder::Kind::kStop) order = child.machine().TakeOrder();
+  ASSERT_TRUE(order);
+  EXPECT_EQ(order->exit_code, 125);
+  EXPECT_EQ(order->message,
+            "aml-shim: lost the control plane: the link to its parent, rank 0's shim at "
+            "10.0.0.0:1024, closed (and its heir, rank 1's shim at 10.0.0.1:1025, did not take "
+            "this shim: it was lost too, closed); ending this node's ranks\n");
+  EXPECT_FALSE(order->failure_json.empty()) << "it writes why the job ended";
+}
+
 }  // namespace
 }  // namespace aml
