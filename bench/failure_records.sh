@@ -1,6 +1,6 @@
 #!/bin/bash
-# What a failure's records cost (docs/control-plane.md, "A failure's
-# records"): torch 2.14 over Gloo in the forky root (scripts/forky-root.sh),
+# What a failure's records cost (docs/control-plane.md, "Naming the culprit",
+# its paragraph on a failure's records): torch 2.14 over Gloo in the forky root (scripts/forky-root.sh),
 # 4 ranks on one node, rank 3 exits 1 while the others wait in all_reduce
 # #6 (tests/e2e/scripts/skip_collective.py). Measured from the failing
 # rank's end to the last other rank's end (aml-shim -v's lines, stamped by
