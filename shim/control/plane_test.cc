@@ -10,6 +10,7 @@
 
 #include "shim/base/clock.h"
 #include "shim/base/proof.h"
+#include "shim/net/test_port.h"
 
 namespace aml {
 namespace {
@@ -18,10 +19,7 @@ double Mono() { return MonotonicSeconds(); }
 
 constexpr char kToken[] = "0123456789abcdef0123456789abcdef";
 
-int FreePort() {
-  auto l = ListenAny(0);
-  return l.ok() ? l->port : 0;
-}
+int FreePort() { return ReservedTestPort(); }
 
 // N shims on loopback, one child rank each, shim r on host "h<r>"; each
 // joins from its own thread, as separate processes would.

@@ -10,14 +10,12 @@
 
 #include "shim/preflight/nccl_stage.h"
 #include "shim/net/tcp.h"
+#include "shim/net/test_port.h"
 
 namespace aml {
 namespace {
 
-int FreePort() {
-  auto l = ListenAny(0);
-  return l.ok() ? l->port : 0;
-}
+int FreePort() { return ReservedTestPort(); }
 
 // Runs the ranks in `present` as threads; `adjust` may add to each request.
 std::vector<Result<PreflightOutcome>> RunRanks(

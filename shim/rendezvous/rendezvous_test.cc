@@ -1,6 +1,7 @@
 #include "shim/rendezvous/rendezvous.h"
 
 #include "shim/net/tcp.h"
+#include "shim/net/test_port.h"
 
 #include <gtest/gtest.h>
 
@@ -157,10 +158,8 @@ TEST(Rendezvous, ExactNodesAndAVerifiedAddressOnEveryRank) {
 }
 
 TEST(Rendezvous, GivenPortIsTheMastersAndFreeAfterwards) {
-  auto probe = ListenAny(0);
-  ASSERT_TRUE(probe.ok());
-  int port = probe->port;
-  probe->fd.reset();
+  const int port = ReservedTestPort();
+  ASSERT_NE(port, 0);
   RendezvousRequest req;
   req.candidates = {"127.0.0.1"};
   req.master_port = port;
