@@ -189,7 +189,10 @@ class DcgmJobDir(unittest.TestCase):
             r = run([SHIM, "--dcgm-job-dir", mapping, "--log-dir", logs,
                      "--proc-root", os.path.join(DGX, "proc"), "--sysfs-root", os.path.join(DGX, "sys"),
                      "--nproc-per-node", "2", "--", "sh", "-c",
-                     f'ls {mapping}; cat {mapping}/6 {mapping}/1; exit 1'],
+                     # Rank 0 reads the files; then rank 1 fails (failure.json).
+                     f'if [ "$RANK" = 0 ]; then ls {mapping}; cat {mapping}/6 {mapping}/1; '
+                     f'touch {tmp}/read; exit 0; fi; '
+                     f'while [ ! -e {tmp}/read ]; do sleep 0.05; done; exit 1'],
                     env=clean_env(CUDA_VISIBLE_DEVICES="6,1"))
             self.assertEqual(r.returncode, 1, r.stderr)
             run_id = json.loads(slurp(os.path.join(logs, "failure.json")))["run"]
