@@ -12,7 +12,8 @@ bool StartsWith(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
 
-// `  File "/x/y.py", line 57 in all_reduce`
+// `  File "/x/y.py", line 57 in all_reduce` (faulthandler), or with a comma
+// after the number (a traceback).
 std::optional<StackFrame> ParseFrame(std::string_view line) {
   if (!StartsWith(line, kFileLine)) return std::nullopt;
   line.remove_prefix(kFileLine.size());
@@ -23,7 +24,8 @@ std::optional<StackFrame> ParseFrame(std::string_view line) {
   std::string_view rest = line.substr(q + 8);
   const size_t in = rest.find(" in ");
   if (in == std::string_view::npos) return std::nullopt;
-  const std::string number(rest.substr(0, in));
+  std::string number(rest.substr(0, in));
+  if (!number.empty() && number.back() == ',') number.pop_back();
   char* end = nullptr;
   const long n = std::strtol(number.c_str(), &end, 10);
   if (number.empty() || *end != '\0' || n < 0 || n > 100000000) return std::nullopt;
@@ -82,6 +84,23 @@ std::optional<PythonStack> ParseFaulthandlerDump(std::string_view tail) {
   while (!stack.text.empty() && stack.text.back() == '\n') stack.text.pop_back();
   stack.text += '\n';
   return stack;
+}
+
+std::vector<StackFrame> ParseLastTraceback(std::string_view tail) {
+  const size_t start = tail.rfind("Traceback (most recent call last):");
+  if (start == std::string_view::npos) return {};
+  std::vector<StackFrame> frames;  // outermost first, as printed
+  size_t pos = tail.find('\n', start);
+  while (pos != std::string_view::npos && pos + 1 < tail.size()) {
+    const size_t begin = pos + 1;
+    size_t nl = tail.find('\n', begin);
+    std::string_view line = tail.substr(begin, (nl == std::string_view::npos ? tail.size() : nl) - begin);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (auto f = ParseFrame(line)) frames.push_back(std::move(*f));
+    else if (!StartsWith(line, "    ")) break;  // the exception's line: the traceback ended
+    pos = nl;
+  }
+  return std::vector<StackFrame>(frames.rbegin(), frames.rend());
 }
 
 std::string StackSignature(const std::vector<StackFrame>& frames, size_t depth) {

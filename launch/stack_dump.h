@@ -28,6 +28,10 @@ struct PythonStack {
 // faulthandler lists threads newest first, so the main thread is the last.
 std::optional<PythonStack> ParseFaulthandlerDump(std::string_view stderr_tail);
 
+// The frames of the last Python traceback in `stderr_tail`, innermost first
+// (empty: none): where a rank was when an exception ended it.
+std::vector<StackFrame> ParseLastTraceback(std::string_view stderr_tail);
+
 // The innermost `depth` frames, each "function (file:line)" with the file's
 // base name, joined by " < ": torch's all_reduce first, then the script's
 // main that called it.

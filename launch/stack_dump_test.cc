@@ -69,3 +69,36 @@ TEST(StackDump, TheLastDumpCounts) {
 
 }  // namespace
 }  // namespace aml
+
+namespace aml {
+namespace {
+
+TEST(StackDump, ARankEndingByAnExceptionIsPlacedByItsTraceback) {
+  // As a CI run printed it: rank 1's all_reduce raised (a rank of the other
+  // node was ended first), then SIGABRT came with no Python frame left.
+  const std::string tail =
+      "Traceback (most recent call last):\n"
+      "  File \"/tmp/t/hang_ddp.py\", line 38, in <module>\n"
+      "    main()\n"
+      "  File \"/tmp/t/hang_ddp.py\", line 33, in main\n"
+      "    dist.all_reduce(loss.detach())  # mark: all_reduce\n"
+      "    ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+      "  File \"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py\", line "
+      "1541, in all_reduce\n"
+      "    work = default_pg.allreduce([tensor], opts)\n"
+      "RuntimeError: [/gloo/transport/tcp/pair.cc:598] Connection closed by peer\n"
+      "Fatal Python error: Aborted\n\n"
+      "Current thread 0x00007f06ae170040 (most recent call first):\n"
+      "  <no Python frame>\n";
+  auto dump = ParseFaulthandlerDump(tail);
+  ASSERT_TRUE(dump);
+  EXPECT_TRUE(dump->main_thread.empty());
+  const auto frames = ParseLastTraceback(tail.substr(0, tail.rfind("Fatal Python error")));
+  EXPECT_EQ(StackSignature(frames),
+            "all_reduce (distributed_c10d.py:1541) < main (hang_ddp.py:33) < <module> "
+            "(hang_ddp.py:38)");
+  EXPECT_TRUE(ParseLastTraceback("no traceback here\n").empty());
+}
+
+}  // namespace
+}  // namespace aml

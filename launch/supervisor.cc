@@ -566,6 +566,19 @@ std::vector<RankStack> Supervisor::Stacks() {
     } else if (dump) {
       r.text = dump->text;
       r.signature = StackSignature(dump->main_thread);
+      // No Python frame left: the rank was ending by an exception as
+      // SIGABRT came (its collective raised when a rank of another node was
+      // ended first): where it was is its traceback.
+      const std::vector<StackFrame> raised =
+          dump->main_thread.empty()
+              ? ParseLastTraceback(std::string_view(c.err_tail).substr(
+                    0, c.err_tail.rfind("Fatal Python error")))
+              : std::vector<StackFrame>{};
+      if (!raised.empty()) {
+        r.signature = StackSignature(raised);
+        r.text = "its last traceback (it was ending by an exception as SIGABRT came):\n" +
+                 r.text;
+      }
       if (r.signature.empty()) r.signature = "no Python frame in its main thread";
     } else if (!c.probed.tool.empty() || !c.probed.text.empty()) {
       r.text = "no stack: " + (c.probed.tool.empty() ? "" : c.probed.tool + " printed no frame of "
