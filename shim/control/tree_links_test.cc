@@ -88,19 +88,30 @@ struct RelinkIo : FakeIo {
   bool Relink(int, const std::string&, double) override { return true; }
 };
 
-TEST(TreeLinks, AChildThatLinksToTheHeirSaysAgainTheLossesItPassedUp) {
+// Shim 2 of five under rank 0 (beside shim 1, the root's heir), with
+// `kids` of its own, told by the root who the heir is.
+struct UnderTheRoot {
   FakeIo root_io;
-  TreeLinks root(TestConfig(0, 5, 3, 1), &root_io, 1, 30);
-  root.AddChild(1, "h1", "10.0.0.1:1025", 0);
-  root.AddChild(2, "h2", "10.0.0.2:1026", 0);
-  root.Start(0);
-  // Shim 2, over shim 3 here, hears of the heir (shim 1), then loses 3.
+  TreeLinks root{TestConfig(0, 5, 3, 1), &root_io, 1, 30};
   RelinkIo io;
-  TreeLinks child(TestConfig(2, 5, 3, 1), &io, 1, 30);
-  child.SetParent(0, "10.0.0.0:1024");
-  child.AddChild(3, "h3", "10.0.0.3:1027", 0);
-  child.Start(0);
-  for (const std::string& f : root_io.sent[2]) child.OnParentFrame(f, 1);
+  TreeLinks child{TestConfig(2, 5, 3, 1), &io, 1, 30};
+  explicit UnderTheRoot(const std::vector<int>& kids = {}) {
+    root.AddChild(1, "h1", "10.0.0.1:1025", 0);
+    root.AddChild(2, "h2", "10.0.0.2:1026", 0);
+    root.Start(0);
+    child.SetParent(0, "10.0.0.0:1024");
+    for (int k : kids)
+      child.AddChild(k, "h" + std::to_string(k), "10.0.0." + std::to_string(k) + ":1027", 0);
+    child.Start(0);
+    for (const std::string& f : root_io.sent[2]) child.OnParentFrame(f, 1);
+  }
+};
+
+TEST(TreeLinks, AChildThatLinksToTheHeirSaysAgainTheLossesItPassedUp) {
+  // Shim 2, over shim 3 here, hears of the heir (shim 1), then loses 3.
+  UnderTheRoot t({3});
+  TreeLinks& child = t.child;
+  RelinkIo& io = t.io;
   child.OnChildClosed(3, "closed", 10);
   ASSERT_EQ(io.Of(0, "lost").size(), 1u);
   EXPECT_EQ(io.Of(0, "lost")[0].Int("shim"), 3);
@@ -115,16 +126,8 @@ TEST(TreeLinks, AHeirLostAfterItTookTheLinkLeavesTheRecordAsIfLostWithTheRoot) {
   // lost before it names a heir of its own: shim 2 ends its part and writes
   // why (test_new_root, the root and its heir killed at once on a loaded
   // node: no shim wrote failure.json).
-  FakeIo root_io;
-  TreeLinks root(TestConfig(0, 5, 3, 1), &root_io, 1, 30);
-  root.AddChild(1, "h1", "10.0.0.1:1025", 0);
-  root.AddChild(2, "h2", "10.0.0.2:1026", 0);
-  root.Start(0);
-  RelinkIo io;
-  TreeLinks child(TestConfig(2, 5, 3, 1), &io, 1, 30);
-  child.SetParent(0, "10.0.0.0:1024");
-  child.Start(0);
-  for (const std::string& f : root_io.sent[2]) child.OnParentFrame(f, 1);
+  UnderTheRoot t;
+  TreeLinks& child = t.child;
   child.OnParentClosed("closed", 20);
   EXPECT_EQ(child.parent(), 1);
   child.OnParentClosed("closed", 20.5);

@@ -10,7 +10,6 @@
 #pragma once
 
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,25 +19,17 @@
 #include <random>
 #include <string>
 
+#include "shim/net/tcp.h"
+
 namespace aml {
 
 inline bool TestPortBinds(int port) {
-  for (int family : {AF_INET, AF_INET6}) {
-    const int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) continue;  // (no IPv6 here: the IPv4 bind decides)
+  for (const char* any : {"0.0.0.0", "::"}) {
     sockaddr_storage ss{};
-    socklen_t len;
-    if (family == AF_INET) {
-      auto* sin = reinterpret_cast<sockaddr_in*>(&ss);
-      sin->sin_family = AF_INET;
-      sin->sin_port = htons(static_cast<uint16_t>(port));
-      len = sizeof *sin;
-    } else {
-      auto* sin6 = reinterpret_cast<sockaddr_in6*>(&ss);
-      sin6->sin6_family = AF_INET6;
-      sin6->sin6_port = htons(static_cast<uint16_t>(port));
-      len = sizeof *sin6;
-    }
+    socklen_t len = 0;
+    NumericSockaddr(any, port, &ss, &len);
+    const int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;  // (no IPv6 here: the IPv4 bind decides)
     const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&ss), len) == 0;
     close(fd);
     if (!ok) return false;
