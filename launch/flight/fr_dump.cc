@@ -162,7 +162,8 @@ FrOp ReadOp(const JsonValue* v) {
 
 }  // namespace
 
-Result<FrSummary> SummarizeDump(std::string_view dump, int rank) {
+Result<FrSummary> SummarizeDump(std::string_view dump, int rank,
+                                std::vector<FrEntryTimes>* times) {
   PickleLimits limits;
   limits.max_bytes = kMaxFrDump;
   auto p = Pickle::Read(dump, limits);
@@ -220,6 +221,10 @@ Result<FrSummary> SummarizeDump(std::string_view dump, int rank) {
   }
   // Two entries per group: the last it entered, the first it has not completed.
   const PyObj* entries = d.Get("entries");
+  if (times) {
+    times->assign(s.groups.size(), {});
+    for (size_t k = 0; k < s.groups.size(); ++k) (*times)[k].pg = s.groups[k].pg;
+  }
   if (entries->is(PyObj::Kind::kList)) {
     for (const PyObj* e : entries->items) {
       if (!e || !e->is(PyObj::Kind::kDict)) continue;
@@ -233,7 +238,22 @@ Result<FrSummary> SummarizeDump(std::string_view dump, int rank) {
       if (seq < 0) continue;
       if (seq == g.enqueued) g.last = OpOf(*e);
       else if (seq == g.completed + 1) g.pending = OpOf(*e);
+      const PyObj* created = e->Get("time_created_ns");
+      if (times && seq <= g.completed && created && created->is(PyObj::Kind::kInt) &&
+          created->i > 0) {
+        auto& ops = (*times)[it->second].ops;
+        // The recorder's ring holds them in order; one out of it is dropped.
+        if (ops.empty() || ops.back().first < seq) ops.emplace_back(seq, created->i);
+        if (ops.size() > 2 * kMaxTimedOps) ops.erase(ops.begin(), ops.end() - kMaxTimedOps);
+      }
     }
+  }
+  if (times) {
+    for (FrEntryTimes& t : *times)
+      if (t.ops.size() > kMaxTimedOps) t.ops.erase(t.ops.begin(), t.ops.end() - kMaxTimedOps);
+    times->erase(std::remove_if(times->begin(), times->end(),
+                                [](const FrEntryTimes& t) { return t.ops.empty(); }),
+                 times->end());
   }
   return s;
 }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "shim/base/json_read.h"
@@ -45,13 +46,26 @@ struct FrSummary {
   int more_groups = 0;  // past kMaxGroups, only counted
 };
 
+// A group's recent completed collectives as the rank entered them (the
+// straggler check, launch/pace): each one's sequence number and when the
+// rank entered it (the recorder's time_created_ns: CLOCK_REALTIME of the
+// rank's host), ascending, the last kMaxTimedOps only.
+struct FrEntryTimes {
+  std::string pg;
+  std::vector<std::pair<int64_t, int64_t>> ops;  // (seq, ns)
+};
+
 constexpr size_t kMaxGroups = 16;
+constexpr size_t kMaxTimedOps = 64;
 constexpr size_t kMaxFrWire = 8 << 10;  // one rank's summary on the wire
 constexpr size_t kMaxFrDump = 64 << 20;  // a dump past this is refused unread
 
 // The summary of `dump` (a pickle) written by the job's `rank`; the error
 // is one line (a malformed, foreign or oversized dump).
-Result<FrSummary> SummarizeDump(std::string_view dump, int rank);
+// With `times`, also each group's entry times (completed collectives: those
+// up to its last_completed_collective; point-to-point ones left out).
+Result<FrSummary> SummarizeDump(std::string_view dump, int rank,
+                                std::vector<FrEntryTimes>* times = nullptr);
 
 // The summary as one compact JSON object, and back (what the control plane
 // carries up the tree with the rank's stack). Parsing bounds every string

@@ -36,6 +36,26 @@ TEST(FrDump, SummarizesARealNcclDump) {
   EXPECT_EQ(g.pending.seq, -1) << "nothing is pending when all completed";
 }
 
+TEST(FrDump, TimesEachCompletedCollectiveAsTheRankEnteredIt) {
+  // Gloo, torch 2.14: rank 0 completed five all-reduces and entered a sixth.
+  std::vector<FrEntryTimes> times;
+  auto s = SummarizeDump(FlightFixture("gloo-skip-rank0.pickle"), 0, &times);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  ASSERT_EQ(times.size(), 1u);
+  EXPECT_EQ(times[0].pg, "0");
+  ASSERT_EQ(times[0].ops.size(), 5u) << "the sixth is not completed";
+  EXPECT_EQ(times[0].ops.front(), std::make_pair(int64_t{1}, int64_t{1795724283387605443}));
+  EXPECT_EQ(times[0].ops.back(), std::make_pair(int64_t{5}, int64_t{1795724283406276867}));
+  // NCCL: 40 completed, the last kMaxTimedOps kept.
+  times.clear();
+  ASSERT_TRUE(SummarizeDump(FlightFixture("nccl-h100-rank0.pickle"), 0, &times).ok());
+  ASSERT_EQ(times.size(), 1u);
+  ASSERT_EQ(times[0].ops.size(), std::min<size_t>(40, kMaxTimedOps));
+  EXPECT_EQ(times[0].ops.back().first, 40);
+  for (size_t k = 1; k < times[0].ops.size(); ++k)
+    EXPECT_LE(times[0].ops[k - 1].second, times[0].ops[k].second);
+}
+
 TEST(FrDump, SummarizesGlooAndItsBlankConfigKey) {
   // Rank 0 entered a sixth all-reduce that rank 1 never entered; Gloo's
   // pg_config keys the group '' (torch 2.14).

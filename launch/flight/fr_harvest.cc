@@ -112,7 +112,7 @@ void FlightHarvest::Look(size_t i, bool last) {
       s.pending = false;
     } else if (changed) {
       const std::string data = ReadNoFollow(AT_FDCWD, s.files.dump, kMaxFrDump);
-      auto summary = SummarizeDump(data, o.rank);
+      auto summary = SummarizeDump(data, o.rank, &o.times);
       if (summary.ok()) {
         o.fr = std::move(*summary);
         o.dump = s.files.dump;

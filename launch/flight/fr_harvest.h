@@ -33,6 +33,7 @@ class FlightHarvest {
     std::optional<FrSummary> fr;  // none: why says why
     std::string why;
     std::string dump;             // the dump's path when it came whole ("" else)
+    std::vector<FrEntryTimes> times;  // its groups' entry times (with fr)
   };
 
   // Asks every running rank that has a pipe.

@@ -1,0 +1,138 @@
+#include "launch/pace/straggler_judge.h"
+
+#include <algorithm>
+
+#include "shim/base/json.h"
+#include "shim/base/log.h"
+#include "shim/base/units.h"
+
+namespace aml {
+namespace {
+
+struct Tally {
+  int late = 0;
+  int64_t late_us = 0;
+  int rank = -1;
+  double wait_per_min_s = 0;
+};
+
+}  // namespace
+
+std::vector<StragglerJudge::Change> StragglerJudge::Look(const PaceSample& s) {
+  ++looks_done_;
+  std::map<int, Tally> tally;
+  int ops = 0;
+  for (const PaceGroup& g : s.groups) {
+    int full = 0;
+    for (const PaceOp& op : g.ops) full = std::max(full, op.shims);
+    if (full < 2) continue;  // one node's group: nothing to compare
+    int64_t& done = last_seq_.emplace(g.pg, -1).first->second;
+    std::vector<const PaceOp*> judged;
+    for (const PaceOp& op : g.ops)
+      if (op.seq > done && op.shims == full && op.next.shim >= 0) judged.push_back(&op);
+    if (judged.size() < 2) continue;
+    // The group's period: the median step between consecutive collectives.
+    std::vector<int64_t> steps;
+    for (size_t k = 1; k < judged.size(); ++k)
+      if (judged[k]->seq == judged[k - 1]->seq + 1)
+        steps.push_back(judged[k]->next.t_us - judged[k - 1]->next.t_us);
+    if (steps.empty()) continue;
+    std::nth_element(steps.begin(), steps.begin() + steps.size() / 2, steps.end());
+    const int64_t period_us = std::max<int64_t>(0, steps[steps.size() / 2]);
+    done = judged.back()->seq;
+    const int64_t span_us =
+        std::max<int64_t>(1, judged.back()->next.t_us - judged.front()->next.t_us + period_us);
+    std::map<int, Tally> group;
+    for (const PaceOp* op : judged) {
+      const int64_t late_us = op->last.t_us - op->next.t_us;
+      const int64_t floor_us = std::max<int64_t>(
+          {op->last.bound_us + op->next.bound_us, static_cast<int64_t>(kLateFrac * static_cast<double>(period_us)),
+           static_cast<int64_t>(kMinLateS * 1e6)});
+      if (late_us <= floor_us) continue;
+      Tally& t = group[op->last.shim];
+      ++t.late;
+      t.late_us += late_us;
+      t.rank = op->last.rank;
+    }
+    ops += static_cast<int>(judged.size());
+    for (auto& [shim, t] : group) {
+      Tally& all = tally[shim];
+      all.late += t.late;
+      all.late_us += t.late_us;
+      all.rank = t.rank;
+      all.wait_per_min_s = std::max(all.wait_per_min_s, 60.0 * static_cast<double>(t.late_us) / static_cast<double>(span_us));
+    }
+  }
+  judged_ += ops;
+  std::vector<Change> changes;
+  if (ops < kMinOps) return changes;  // too little to say anything: streaks stand
+  for (auto& [shim, n] : nodes_) {
+    if (tally.count(shim)) continue;
+    n.late_ops = 0;
+    n.ops = ops;
+    n.mean_late_s = 0;
+    n.wait_per_min_s = 0;
+    n.look = s.look;
+    n.streak = 0;
+    if (n.named) {
+      n.named = false;
+      changes.push_back({shim, false});
+    }
+  }
+  for (const auto& [shim, t] : tally) {
+    SlowNode& n = nodes_[shim];
+    n.shim = shim;
+    n.rank = t.rank;
+    n.late_ops = t.late;
+    n.ops = ops;
+    n.mean_late_s = t.late ? static_cast<double>(t.late_us) / 1e6 / t.late : 0;
+    n.wait_per_min_s = t.wait_per_min_s;
+    n.look = s.look;
+    const bool slow = 2 * t.late > ops;
+    n.streak = slow ? n.streak + 1 : 0;
+    if (slow && !n.named && n.streak >= looks_) {
+      n.named = true;
+      changes.push_back({shim, true});
+    } else if (!slow && n.named) {
+      n.named = false;
+      changes.push_back({shim, false});
+    }
+  }
+  // Only the late and the named are kept: the map stays small.
+  for (auto it = nodes_.begin(); it != nodes_.end();)
+    it = it->second.late_ops == 0 && !it->second.named ? nodes_.erase(it) : std::next(it);
+  return changes;
+}
+
+void StragglerJudge::NewAttempt() {
+  last_seq_.clear();
+  for (auto& [shim, n] : nodes_) n.streak = 0;
+}
+
+std::string SlowLine(const SlowNode& n, const std::string& host) {
+  return "aml-shim: " + EscapeControl(host) + " (shim " + std::to_string(n.shim) +
+         ") is slow: its ranks entered " + std::to_string(n.late_ops) + " of " +
+         std::to_string(n.ops) + " collectives last, " + FormatNumber(n.mean_late_s, "%.3f") +
+         " s late on average (rank " + std::to_string(n.rank) + " last); the job waits " +
+         FormatNumber(n.wait_per_min_s, "%.1f") + " s per minute for it (" +
+         std::to_string(n.streak) + " looks in a row)\n";
+}
+
+std::string ClearedLine(const SlowNode& n, const std::string& host) {
+  return "aml-shim: " + EscapeControl(host) + " (shim " + std::to_string(n.shim) +
+         ") is no longer slow: late in " + std::to_string(n.late_ops) + " of " +
+         std::to_string(n.ops) + " collectives of the last look\n";
+}
+
+std::string SlowJson(const SlowNode& n, const std::string& host) {
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("host").String(host).Key("shim").Int(n.shim).Key("rank").Int(n.rank);
+  j.Key("late_collectives").Int(n.late_ops).Key("collectives").Int(n.ops);
+  j.Key("mean_late_s").Number(n.mean_late_s).Key("wait_s_per_min").Number(n.wait_per_min_s);
+  j.Key("looks").Int(n.streak);
+  j.EndObject();
+  return j.str();
+}
+
+}  // namespace aml

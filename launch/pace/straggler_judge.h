@@ -1,0 +1,77 @@
+// The straggler check's verdict (docs/control-plane.md, "Slow nodes"), on
+// rank 0's shim: each look's merged sample (pace_sample.h) is judged
+// collective by collective. A collective waited for its last node when
+// that node entered it later than the next-to-last by more than
+//   - both entrants' clock bounds added (a node is never blamed by less
+//     than what the clocks cannot tell apart),
+//   - kLateFrac of the group's period (the median time between its
+//     collectives): a job's usual jitter and a node a few per cent slower
+//     are not named; a 10 % slower step is,
+//   - kMinLateS.
+// A node late so in more than half the collectives of a look (kMinOps at
+// least judged) is slow in that look; slow in `looks` looks in a row, it is
+// named, and how long the job waits for it is said in seconds per minute
+// (its lateness summed over the look's span). A look that judges enough
+// collectives and finds it not slow clears it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "launch/pace/pace_sample.h"
+
+namespace aml {
+
+struct SlowNode {
+  int shim = -1;
+  int rank = -1;          // its rank that entered last, in the last look
+  int streak = 0;         // looks in a row it was slow
+  bool named = false;
+  // The last look that judged it.
+  int late_ops = 0, ops = 0;
+  double mean_late_s = 0;     // how late on average, in those it was late
+  double wait_per_min_s = 0;  // what the job waited for it, per minute
+  int64_t look = -1;
+};
+
+class StragglerJudge {
+ public:
+  static constexpr double kLateFrac = 0.05;
+  static constexpr double kMinLateS = 0.001;
+  static constexpr int kMinOps = 8;
+
+  explicit StragglerJudge(int looks = 3) : looks_(looks) {}
+
+  struct Change {
+    int shim = -1;
+    bool named = false;  // true: named now; false: no longer slow
+  };
+  std::vector<Change> Look(const PaceSample& s);
+  // A new attempt: sequence numbers start again, and so do the streaks
+  // (a node named stays named until a look clears it).
+  void NewAttempt();
+
+  // Every node late in the last look that judged it, or named.
+  const std::map<int, SlowNode>& nodes() const { return nodes_; }
+  int64_t looks() const { return looks_done_; }
+  int64_t judged() const { return judged_; }  // collectives judged so far
+  int looks_needed() const { return looks_; }
+
+ private:
+  int looks_;
+  std::map<std::string, int64_t> last_seq_;  // per group: judged up to
+  std::map<int, SlowNode> nodes_;
+  int64_t looks_done_ = 0, judged_ = 0;
+};
+
+// "aml-shim: gpu003 (shim 3) is slow: its ranks entered 58 of 60
+// collectives last, 0.41 s late on average (rank 6 last); the job waits
+// 19.7 s per minute for it (3 looks in a row)\n"
+std::string SlowLine(const SlowNode& n, const std::string& host);
+std::string ClearedLine(const SlowNode& n, const std::string& host);
+// failure.json's "slow" entry for one named node.
+std::string SlowJson(const SlowNode& n, const std::string& host);
+
+}  // namespace aml

@@ -1,0 +1,152 @@
+#include "launch/pace/straggler_judge.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "launch/pace/pace_test_util.h"
+
+namespace aml {
+namespace {
+
+// A Gloo-like job: each step every node computes `step_s` (the slow node
+// `slow` times longer), then all enter the collective; the next step starts
+// when the last entered. Jitter is drawn per rank and step.
+struct Job {
+  int shims = 4, per_node = 2, slow_shim = -1;
+  double step_s = 0.1, slow = 1.0, jitter_s = 0.002;
+  std::mt19937 rng{7};
+  double now = 1.8e9;
+  int64_t seq = 1;
+  std::function<double(int)> offset = [](int) { return 0.0; };
+  double bound_s = 0.0005;
+
+  PaceSample Look(int64_t look, int n) {
+    std::map<std::pair<int, int64_t>, double> t;
+    std::normal_distribution<double> noise(0, jitter_s);
+    for (int k = 0; k < n; ++k) {
+      double last = now;
+      for (int r = 0; r < shims * per_node; ++r) {
+        const double compute = step_s * (r / per_node == slow_shim ? slow : 1.0);
+        const double e = now + compute + std::abs(noise(rng));
+        t[{r, seq + k}] = e;
+        last = std::max(last, e);
+      }
+      now = last + 0.001;
+    }
+    PaceSample s = MakeLook(
+        look, shims, per_node, seq, n,
+        [&](int shim, int r, int64_t q) { return t[{r, q}] - offset(shim); }, offset, bound_s);
+    seq += n;
+    return s;
+  }
+};
+
+TEST(StragglerJudge, NamesANodeThirtyPerCentSlowInThreeLooks) {
+  Job job;
+  job.slow_shim = 2;
+  job.slow = 1.3;
+  StragglerJudge judge(3);
+  for (int look = 1; look <= 2; ++look) EXPECT_TRUE(judge.Look(job.Look(look, 40)).empty());
+  auto c = judge.Look(job.Look(3, 40));
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].shim, 2);
+  EXPECT_TRUE(c[0].named);
+  const SlowNode& n = judge.nodes().at(2);
+  EXPECT_EQ(n.streak, 3);
+  EXPECT_GE(n.late_ops, 38);
+  EXPECT_TRUE(n.rank == 4 || n.rank == 5) << n.rank;
+  EXPECT_NEAR(n.mean_late_s, 0.03, 0.005);
+  // 0.03 s of each 0.131 s step: about 13.7 s per minute.
+  EXPECT_NEAR(n.wait_per_min_s, 60 * 0.03 / 0.131, 1.5);
+  const std::string line = SlowLine(n, "gpu003");
+  EXPECT_NE(line.find("gpu003 (shim 2) is slow"), std::string::npos) << line;
+  EXPECT_NE(line.find("s per minute"), std::string::npos) << line;
+  // The node is itself again: one look clears it.
+  job.slow = 1.0;
+  c = judge.Look(job.Look(4, 40));
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_FALSE(c[0].named);
+}
+
+TEST(StragglerJudge, NamesATenPerCentSlowNodeAndNoHealthyOne) {
+  Job job;
+  job.slow_shim = 0;
+  job.slow = 1.1;
+  job.shims = 8;
+  StragglerJudge judge(3);
+  std::vector<StragglerJudge::Change> all;
+  for (int look = 1; look <= 3; ++look)
+    for (auto c : judge.Look(job.Look(look, 60))) all.push_back(c);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].shim, 0);
+}
+
+TEST(StragglerJudge, AHealthyJobIsNeverNamedOverManyLooks) {
+  for (int shims : {2, 3, 16}) {
+    Job job;
+    job.shims = shims;
+    job.jitter_s = 0.01;  // a tenth of the step
+    StragglerJudge judge(3);
+    for (int look = 1; look <= 200; ++look)
+      ASSERT_TRUE(judge.Look(job.Look(look, 30)).empty()) << shims << " shims, look " << look;
+  }
+}
+
+TEST(StragglerJudge, ClocksSkewedWithinTheirBoundNeverNameAHealthyNode) {
+  // Shim 1's offset is wrong by its whole bound (+20 ms, a tenth of the
+  // step and more than kLateFrac of it): its ranks look late by that much
+  // in every collective, and still no one is named.
+  Job job;
+  job.step_s = 0.2;
+  job.jitter_s = 0.0005;
+  job.bound_s = 0.01;
+  job.offset = [](int shim) { return shim == 1 ? 5.0 : -3.0; };
+  StragglerJudge judge(3);
+  // The true offsets are as said, but shim 1's estimate is 20 ms off.
+  Job skewed = job;
+  for (int look = 1; look <= 20; ++look) {
+    PaceSample s = skewed.Look(look, 30);
+    for (PaceGroup& g : s.groups)
+      for (PaceOp& op : g.ops)
+        for (PaceEntrant* e : {&op.last, &op.next})
+          if (e->shim == 1) e->t_us += 20000;
+    // (the merge's order is redone: late first)
+    for (PaceGroup& g : s.groups)
+      for (PaceOp& op : g.ops)
+        if (op.next.t_us > op.last.t_us) std::swap(op.last, op.next);
+    ASSERT_TRUE(judge.Look(s).empty()) << look;
+  }
+}
+
+TEST(StragglerJudge, ALookWithTooFewCollectivesLeavesTheStreakAsItWas) {
+  Job job;
+  job.slow_shim = 1;
+  job.slow = 2.0;
+  StragglerJudge judge(3);
+  EXPECT_TRUE(judge.Look(job.Look(1, 30)).empty());
+  EXPECT_TRUE(judge.Look(job.Look(2, 3)).empty());  // the job paused: 3 collectives
+  EXPECT_EQ(judge.nodes().at(1).streak, 1);
+  EXPECT_TRUE(judge.Look(job.Look(3, 30)).empty());
+  EXPECT_EQ(judge.Look(job.Look(4, 30)).size(), 1u);
+}
+
+TEST(StragglerJudge, CollectivesAreJudgedOnceThoughLooksOverlap) {
+  Job job;
+  job.slow_shim = 1;
+  job.slow = 2.0;
+  StragglerJudge judge(2);
+  PaceSample s = job.Look(1, 30);
+  EXPECT_TRUE(judge.Look(s).empty());
+  s.look = 2;
+  EXPECT_TRUE(judge.Look(s).empty()) << "the same collectives again: nothing new judged";
+  EXPECT_EQ(judge.judged(), 30);
+  // A new attempt: its sequence numbers start over.
+  judge.NewAttempt();
+  job.seq = 1;
+  EXPECT_TRUE(judge.Look(job.Look(3, 30)).empty());
+  EXPECT_EQ(judge.Look(job.Look(4, 30)).size(), 1u);
+}
+
+}  // namespace
+}  // namespace aml
