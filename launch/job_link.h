@@ -62,7 +62,10 @@ struct LinkOrder {
   // With `records`, a failure's halt: the running ranks' flight records
   // are taken first (--dump-timeout at most), then they are ended.
   // kRestart: every child ended; start them all again.
-  enum class Kind { kCollectStacks, kStop, kEndAttempt, kRestart } kind = Kind::kStop;
+  // kPaceLook: the straggler check's look `look`: the running ranks' flight
+  // records are read and their entry times given back (JobChannel::OnPace).
+  enum class Kind { kCollectStacks, kStop, kEndAttempt, kRestart, kPaceLook } kind = Kind::kStop;
+  int64_t look = -1;
   // kStop: the exit code every node uses, the one line this node prints (or
   // the whole summary, on the node that prints the job's first failure), and
   // failure.json's object for --log-dir ("" to leave it alone).
@@ -87,6 +90,9 @@ struct LinkOrder {
   std::string master_addr;
   // kStop with --spares: failure.json's "retired" array ("" for none).
   std::string retired_json;
+  // kStop with --straggler-check: failure.json's "slow" array, the nodes
+  // named slow ("" for none).
+  std::string slow_json;
   // kEndAttempt: a failure's (see above).
   bool records = false;
   // kStop after a failure: where the other ranks waited, one line printed
@@ -122,6 +128,12 @@ class JobChannel {
   // The flight records taken when a failure ended the attempt (one per
   // rank that ran; empty when none was asked): once per attempt.
   virtual void OnRecords(const std::vector<RankRecord>& records) = 0;
+  // The straggler check's look `look` (kPaceLook): each running rank's
+  // entry times (empty when none could be read, or no rank runs here).
+  virtual void OnPace(int64_t look, const std::vector<RankTimes>& times) {
+    (void)look;
+    (void)times;
+  }
   // Every child of this node ended (in this attempt).
   virtual void OnChildrenDone(const NodeOutcome& o) = 0;
   // aml-shim got terminating signal `sig` (the launcher stops the job), or

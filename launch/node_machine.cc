@@ -69,6 +69,7 @@ bool NodeMachine::StartAll(const LinkOrder* restart, double now) {
   last_output_ = last_look_ = now;
   last_progress_ = -1;
   looking_ = false;
+  AnswerPace(false);
   return true;
 }
 
@@ -104,6 +105,7 @@ void NodeMachine::BeginFailureTeardown(double now) {
   kill_at_ = std::numeric_limits<double>::infinity();  // set once the records are in
   Enter(NodeState::kTerminating);
   looking_ = false;  // (a look under way is overtaken)
+  AnswerPace(false);
   procs_->StartDumps(now, false);
   if (procs_->DumpsDone(now)) FinishRecords(now);
 }
@@ -219,7 +221,9 @@ void NodeMachine::TakeOrders(double now) {
   while (std::optional<LinkOrder> order = job_->TakeOrder()) {
     // Any other order cuts a failure's records short (it comes after the
     // verdict, which waited for them at most --dump-timeout).
-    if (!(order->kind == LinkOrder::Kind::kEndAttempt && order->records)) FinishRecords(now);
+    if (!(order->kind == LinkOrder::Kind::kEndAttempt && order->records) &&
+        order->kind != LinkOrder::Kind::kPaceLook)
+      FinishRecords(now);
     switch (order->kind) {
       case LinkOrder::Kind::kCollectStacks:
         if (stacks_ == StackPhase::kNone) CollectStacks(now);
@@ -233,6 +237,9 @@ void NodeMachine::TakeOrders(double now) {
           restart_ = std::move(order);
           restart_wait_until_ = now + kAfterKillS;
         }
+        break;
+      case LinkOrder::Kind::kPaceLook:
+        PaceLook(order->look, now);
         break;
       case LinkOrder::Kind::kStop:
         restart_.reset();
@@ -251,6 +258,7 @@ void NodeMachine::TakeOrders(double now) {
 // (PYTHONFAULTHANDLER=1), which ends it.
 void NodeMachine::CollectStacks(double now) {
   looking_ = false;  // (its dumps are asked for again)
+  AnswerPace(false);
   stacks_ = StackPhase::kDumping;
   if (state_ == NodeState::kRunning) Enter(NodeState::kCollecting);
   procs_->StartDumps(now, true);
@@ -327,6 +335,33 @@ double NodeMachine::NextLook() const {
   return std::max(last_output_, last_look_) + c_.look_every_s;
 }
 
+// The straggler check's look: the ranks' records are read now (a look
+// under way serves it); a node with no rank running, or busy ending them or
+// reading stacks, answers at once with nothing (its parent does not wait).
+void NodeMachine::PaceLook(int64_t look, double now) {
+  if (pace_look_ >= 0) AnswerPace(false);  // the one before was never done
+  pace_look_ = look;
+  if (state_ != NodeState::kRunning || stacks_ != StackPhase::kNone || recording_ ||
+      !AnyRunning()) {
+    AnswerPace(false);
+    return;
+  }
+  if (!looking_) {
+    looking_ = true;
+    last_look_ = now;
+    procs_->StartDumps(now, false);
+  }
+  Look(now);
+}
+
+void NodeMachine::AnswerPace(bool read) {
+  if (pace_look_ < 0) return;
+  const int64_t look = pace_look_;
+  pace_look_ = -1;
+  if (read) ++pace_looks_;
+  if (job_) job_->OnPace(look, read ? procs_->DumpsTimes() : std::vector<RankTimes>{});
+}
+
 // A look due is started; one whose records came says whether any rank
 // completed a collective since the last: activity, as output is.
 void NodeMachine::Look(double now) {
@@ -338,10 +373,12 @@ void NodeMachine::Look(double now) {
   if (looking_) {
     if (state_ != NodeState::kRunning || stacks_ != StackPhase::kNone) {
       looking_ = false;  // overtaken: the attempt ends, or the stacks are asked for
+      AnswerPace(false);
       return;
     }
     if (!procs_->DumpsDone(now)) return;
     looking_ = false;
+    AnswerPace(true);
     int answered = 0;
     const int64_t progress = procs_->DumpsProgress(&answered);
     if (answered == 0) return;

@@ -20,6 +20,10 @@
 //   restarting   a restart was ordered: the ended ranks' groups empty first (5 s)
 //   done         nothing more is owed: the supervisor returns
 //
+// The straggler check's looks (--straggler-check, rank 0's order, every
+// node at once) read the same records whatever the output, and give each
+// rank's entry times to the job (docs/control-plane.md, "Slow nodes").
+//
 // While the ranks run and write nothing, the node looks at their flight
 // records every `look_every_s` (--hang-timeout / 3, with the recorder):
 // a rank that completed a collective since the last look is activity, as
@@ -88,6 +92,8 @@ class NodeProcs {
   // Of the records that came: every group's last completed collective,
   // summed over the ranks, and how many ranks answered.
   virtual int64_t DumpsProgress(int* answered) const = 0;
+  // Of the records that came: each rank's entry times (the straggler check).
+  virtual std::vector<RankTimes> DumpsTimes() const = 0;
   // The stack readers from outside (py-spy, gdb) for the running ranks.
   virtual void StartProbe() = 0;
   virtual bool ProbeRunning() const = 0;
@@ -151,6 +157,7 @@ class NodeMachine {
   void NoteOutput(double now) { last_output_ = now; }
   double last_output() const { return last_output_; }
   bool looking() const { return looking_; }
+  int64_t pace_looks() const { return pace_looks_; }
   // Deadlines and endings; false when the supervisor may return.
   bool Step(double now);
   double NextDeadline(double now) const;  // now + 3600 when nothing waits
@@ -199,6 +206,8 @@ class NodeMachine {
   void CollectStacks(double now);
   double NextLook() const;
   void Look(double now);
+  void PaceLook(int64_t look, double now);
+  void AnswerPace(bool read);
   void ProbeStacks(double now);
   void AbortForStacks(double now);
   void SendStacks(double now);
@@ -239,6 +248,10 @@ class NodeMachine {
   double last_look_ = 0;      // the last look's start
   bool looking_ = false;      // a look's dumps asked for
   int64_t last_progress_ = -1;  // what the last look summed (-1: none yet)
+  // The straggler check's look asked for (-1: none): answered when the
+  // look under way is done (or overtaken: then with nothing).
+  int64_t pace_look_ = -1;
+  int64_t pace_looks_ = 0;  // answered with times
   // A failure's records: being taken (the teardown waits), sent.
   bool recording_ = false, records_sent_ = false;
   std::vector<RankRecord> records_;

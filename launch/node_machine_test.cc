@@ -49,6 +49,8 @@ struct FakeProcs : NodeProcs {
   }
   bool DumpsDone(double now) override { return now >= dumps_until; }
   double DumpsNext(double now) const override { return std::max(now, dumps_until); }
+  std::vector<RankTimes> times;
+  std::vector<RankTimes> DumpsTimes() const override { return times; }
   void StartProbe() override {
     probe_running = true;
     probed_while_dumping = probed_while_dumping || dumps_until > 0;
@@ -89,6 +91,11 @@ struct FakeJob : JobChannel {
   void OnStacks(const std::vector<RankStack>&) override { ++stacks; }
   void OnRecords(const std::vector<RankRecord>& r) override { records.push_back(r.size()); }
   std::vector<size_t> records;
+  // Each look answered: its number and how many ranks' times.
+  std::vector<std::pair<int64_t, size_t>> paces;
+  void OnPace(int64_t look, const std::vector<RankTimes>& t) override {
+    paces.emplace_back(look, t.size());
+  }
   void OnChildrenDone(const NodeOutcome&) override { ++done; }
   void OnShimSignalled(int, const std::string&) override { ++signalled; }
   bool MayExit() const override { return may_exit; }
@@ -396,6 +403,53 @@ NodeConfig Recording() {
   NodeConfig c{3, 3};
   c.records_on_failure = true;
   return c;
+}
+
+LinkOrder PaceOrder(int64_t look) {
+  LinkOrder o = LinkOrder::Of(LinkOrder::Kind::kPaceLook);
+  o.look = look;
+  return o;
+}
+
+TEST(NodeMachine, AStragglerLookReadsTheRecordsWhateverTheOutputAndAnswers) {
+  FakeProcs procs;
+  procs.dumps_until = 10.5;
+  procs.times = {RankTimes{0, {{"0", {{3, 1000}}}}}, RankTimes{1, {{"0", {{3, 2000}}}}}};
+  FakeJob job;
+  NodeMachine m(Two(), &procs, &job);
+  m.Start(0);
+  m.NoteOutput(9.9);  // the ranks write: a straggler look does not wait for silence
+  job.orders.push_back(PaceOrder(4));
+  m.TakeOrders(10);
+  EXPECT_EQ(procs.dumps_started, 1);
+  EXPECT_TRUE(job.paces.empty());
+  EXPECT_EQ(m.NextDeadline(10), 10.5);
+  m.Step(10.5);
+  ASSERT_EQ(job.paces.size(), 1u);
+  EXPECT_EQ(job.paces[0], std::make_pair(int64_t{4}, size_t{2}));
+  EXPECT_EQ(m.pace_looks(), 1);
+  EXPECT_EQ(m.state(), NodeState::kRunning);
+}
+
+TEST(NodeMachine, AStragglerLookNoRankCanServeIsAnsweredAtOnceWithNothing) {
+  FakeProcs procs;
+  procs.dumps_until = 100;
+  FakeJob job;
+  NodeMachine m(Two(), &procs, &job);
+  m.Start(0);
+  job.orders.push_back(PaceOrder(1));
+  m.TakeOrders(1);
+  // A rank fails while the look waits: the look is overtaken.
+  m.OnExit(0, Exited(7), 2);
+  m.Step(2);
+  ASSERT_EQ(job.paces.size(), 1u);
+  EXPECT_EQ(job.paces[0], std::make_pair(int64_t{1}, size_t{0}));
+  // Another while the ranks end: answered at once.
+  job.orders.push_back(PaceOrder(2));
+  m.TakeOrders(3);
+  ASSERT_EQ(job.paces.size(), 2u);
+  EXPECT_EQ(job.paces[1], std::make_pair(int64_t{2}, size_t{0}));
+  EXPECT_EQ(m.pace_looks(), 0);
 }
 
 TEST(NodeMachine, AFailureTakesTheOthersRecordsBeforeItEndsThem) {

@@ -156,6 +156,7 @@ class Supervisor : private NodeProcs {
   void KillGroups() override;
   void StartDumps(double now, bool verdict) override;
   int64_t DumpsProgress(int* answered) const override;
+  std::vector<RankTimes> DumpsTimes() const override;
   bool DumpsDone(double now) override { return harvest_.Poll(now) && ras_.Done(); }
   double DumpsNext(double now) const override {
     return harvest_.done() ? now + FlightHarvest::kPollS
@@ -528,6 +529,13 @@ int64_t Supervisor::DumpsProgress(int* answered) const {
     for (const FrGroup& g : o.fr->groups) sum += std::max<int64_t>(0, g.completed);
   }
   return sum;
+}
+
+std::vector<RankTimes> Supervisor::DumpsTimes() const {
+  std::vector<RankTimes> out;
+  for (const FlightHarvest::Outcome& o : harvest_.outcomes())
+    if (o.fr && !o.times.empty()) out.push_back({o.rank, o.times});
+  return out;
 }
 
 void Supervisor::FinishProbe() {
@@ -998,6 +1006,7 @@ void Supervisor::Report() {
         json = StopJson(config_.run_id, stop->exit_code, stop->message);
       json = WithAttempts(json, stop->attempts_json, stop->why_not);
       json = WithRetired(json, stop->retired_json);
+      json = WithMember(json, "slow", stop->slow_json);
     }
     json = WithMember(json, "waited", waited_json);
     if (logs_ && !json.empty()) {

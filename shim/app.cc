@@ -287,7 +287,7 @@ Result<Planned> Plan(const Invocation& inv, const Resolved& r, const World& worl
   req.fault_handler = o.hang_timeout_s.has_value();
   req.max_restarts = o.max_restarts;
   req.node_launcher = o.node_launcher;
-  if (o.flight_recorder && o.hang_timeout_s && !o.node_launcher) req.flight_dir = r.private_dir;
+  if (WantsFlightRecorder(o)) req.flight_dir = r.private_dir;
   p.flight_dir = req.flight_dir;
   auto children = PlanChildren(world, env, req);
   if (!children.ok()) return children.error();
@@ -447,7 +447,9 @@ Result<std::unique_ptr<ControlPlane>> JoinControlPlane(const Options& o, const W
   c.master_addr = world.master_addr.value;
   c.master_port = world.master_port.value;
   c.hang_timeout_s = o.hang_timeout_s;
-  c.flight_recorder = o.flight_recorder && o.hang_timeout_s && !o.node_launcher;
+  c.flight_recorder = WantsFlightRecorder(o);
+  c.pace_every_s = o.straggler_check_s.value_or(0);
+  c.retire_slow = o.retire_slow;
   c.dump_timeout_s = o.dump_timeout_s;
   c.max_restarts = o.max_restarts;
   c.join_timeout_s = o.preflight_timeout_s;
@@ -551,7 +553,7 @@ int Run(const Options& o, const World& world, const Planned& p, const EnvSnapsho
     config.private_dir = p.flight_dir;
     config.flight_recorder = !p.flight_dir.empty();
     config.dump_timeout_s = o.dump_timeout_s;
-    if (config.flight_recorder) config.look_every_s = *o.hang_timeout_s / 3;
+    if (config.flight_recorder && o.hang_timeout_s) config.look_every_s = *o.hang_timeout_s / 3;
     config.grace_s = o.grace_s;
     config.node_rank = world.node_rank.value;
     config.host = host;

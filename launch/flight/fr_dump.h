@@ -55,6 +55,12 @@ struct FrEntryTimes {
   std::vector<std::pair<int64_t, int64_t>> ops;  // (seq, ns)
 };
 
+// One rank's entry times, as a look read them.
+struct RankTimes {
+  int rank = 0;
+  std::vector<FrEntryTimes> groups;
+};
+
 constexpr size_t kMaxGroups = 16;
 constexpr size_t kMaxTimedOps = 64;
 constexpr size_t kMaxFrWire = 8 << 10;  // one rank's summary on the wire

@@ -46,12 +46,6 @@ struct PaceSample {
   std::vector<PaceGroup> groups;
 };
 
-// One rank's flight record as the look read it.
-struct RankTimes {
-  int rank = 0;
-  std::vector<FrEntryTimes> groups;
-};
-
 // This shim's part of look `look`: for each group (the first
 // kMaxPaceGroups with most collectives) the collectives every one of its
 // ranks in that group completed, the node's entry being its last rank's,

@@ -110,18 +110,16 @@ void StragglerJudge::NewAttempt() {
 }
 
 std::string SlowLine(const SlowNode& n, const std::string& host) {
-  return "aml-shim: " + EscapeControl(host) + " (shim " + std::to_string(n.shim) +
-         ") is slow: its ranks entered " + std::to_string(n.late_ops) + " of " +
+  return EscapeControl(host) + " (shim " + std::to_string(n.shim) + ") is slow: its ranks entered " + std::to_string(n.late_ops) + " of " +
          std::to_string(n.ops) + " collectives last, " + FormatNumber(n.mean_late_s, "%.3f") +
          " s late on average (rank " + std::to_string(n.rank) + " last); the job waits " +
          FormatNumber(n.wait_per_min_s, "%.1f") + " s per minute for it (" +
-         std::to_string(n.streak) + " looks in a row)\n";
+         std::to_string(n.streak) + " looks in a row)";
 }
 
 std::string ClearedLine(const SlowNode& n, const std::string& host) {
-  return "aml-shim: " + EscapeControl(host) + " (shim " + std::to_string(n.shim) +
-         ") is no longer slow: late in " + std::to_string(n.late_ops) + " of " +
-         std::to_string(n.ops) + " collectives of the last look\n";
+  return EscapeControl(host) + " (shim " + std::to_string(n.shim) + ") is no longer slow: late in " + std::to_string(n.late_ops) + " of " +
+         std::to_string(n.ops) + " collectives of the last look";
 }
 
 std::string SlowJson(const SlowNode& n, const std::string& host) {

@@ -66,9 +66,9 @@ class StragglerJudge {
   int64_t looks_done_ = 0, judged_ = 0;
 };
 
-// "aml-shim: gpu003 (shim 3) is slow: its ranks entered 58 of 60
-// collectives last, 0.41 s late on average (rank 6 last); the job waits
-// 19.7 s per minute for it (3 looks in a row)\n"
+// "gpu003 (shim 3) is slow: its ranks entered 58 of 60 collectives last,
+// 0.410 s late on average (rank 6 last); the job waits 19.7 s per minute
+// for it (3 looks in a row)" (a warning: log.h puts "aml-shim: " first)
 std::string SlowLine(const SlowNode& n, const std::string& host);
 std::string ClearedLine(const SlowNode& n, const std::string& host);
 // failure.json's "slow" entry for one named node.

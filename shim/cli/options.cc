@@ -82,6 +82,14 @@ po::options_description Describe() {
      "is not judged hung (default auto; off sets nothing)")
     ("dump-timeout", po::value<std::string>()->value_name("DURATION"),
      "how long a hang waits for the ranks' flight records (default 10s)")
+    ("straggler-check", po::value<std::string>()->value_name("INTERVAL"),
+     "every INTERVAL (60s, 5m) read every rank's flight record and name the "
+     "node whose ranks enter the collectives last (3 looks in a row), with how "
+     "long the job waits for it per minute (off by default; keeps PyTorch's "
+     "flight recorder; implies --fail-fast job)")
+    ("retire-slow",
+     "with --spares and --straggler-check: retire a node named slow; the "
+     "attempt ends and a spare takes its place")
     ("metrics-addr", po::value<std::string>()->value_name("HOST:PORT"),
      "serve this shim's metrics (its ranks, and on rank 0's shim the job's "
      "state) in Prometheus' text format over HTTP at http://HOST:PORT/metrics "
@@ -167,6 +175,7 @@ constexpr OptionRule kOptionRules[] = {
     {"no-tag-output", true, kRun},   {"grace", true, kRun},
     {"fail-fast", true, kRun},       {"hang-timeout", true, kRun | kEnv},
     {"flight-recorder", true, kRun | kEnv}, {"dump-timeout", true, kRun},
+    {"straggler-check", true, kRun | kEnv}, {"retire-slow", false, kRun},
     {"metrics-addr", true, kRun}, {"dcgm-job-dir", true, kRun},
     {"max-restarts", true, kRun | kEnv},
     {"spares", true, kRun | kEnv},    {"retire-after", true, kRun | kEnv},
@@ -379,6 +388,27 @@ Status Validate(const po::variables_map& vm, const Origins& origin,
     auto d = ParseDuration(origin.Name("dump-timeout"), str("dump-timeout"), 1);
     if (!d.ok()) return d.error();
     o.dump_timeout_s = *d;
+  }
+  if (vm.count("straggler-check")) {
+    auto d = ParseDuration(origin.Name("straggler-check"), str("straggler-check"), 1);
+    if (!d.ok()) return d.error();
+    if (*d < 5)
+      return Error{origin.Name("straggler-check") + "=" + str("straggler-check") +
+                   " is under 5 s: each look reads every rank's flight record"};
+    if (!o.flight_recorder)
+      return Error{origin.Name("straggler-check") + " reads the ranks' flight records, but " +
+                   origin.Name("flight-recorder") + "=off"};
+    if (vm.count("fail-fast") && !o.fail_fast_job)
+      return Error{origin.Name("straggler-check") + " compares the job's nodes, but " +
+                   origin.Name("fail-fast") + "=node asks to end one node only"};
+    o.straggler_check_s = *d;
+    o.fail_fast_job = true;
+  }
+  if (vm.count("retire-slow")) {
+    if (o.spares <= 0 || !o.straggler_check_s)
+      return Error{origin.Name("retire-slow") + " retires a node the straggler check names for "
+                   "a spare to replace: give --spares K and --straggler-check INTERVAL too"};
+    o.retire_slow = true;
   }
   if (vm.count("metrics-addr")) o.metrics_addr = str("metrics-addr");
   if (vm.count("dcgm-job-dir")) o.dcgm_job_dir = str("dcgm-job-dir");

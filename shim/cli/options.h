@@ -61,6 +61,11 @@ struct Options {
   // "Naming the culprit").
   bool flight_recorder = true;
   double dump_timeout_s = 10;
+  // --straggler-check INTERVAL: every INTERVAL the ranks' flight records
+  // say which node the job waits for (docs/control-plane.md, "Slow nodes");
+  // --retire-slow: with --spares, such a node is retired.
+  std::optional<double> straggler_check_s;
+  bool retire_slow = false;
   // --metrics-addr HOST:PORT: this shim's metrics in Prometheus' text format
   // over HTTP (docs/metrics.md); checked as the run is planned.
   std::optional<std::string> metrics_addr;
@@ -80,9 +85,15 @@ struct Options {
   bool explain = false;
 };
 
+// PyTorch's flight recorder is kept in every rank: a hang's culprit, or the
+// straggler check, reads it.
+inline bool WantsFlightRecorder(const Options& o) {
+  return o.flight_recorder && (o.hang_timeout_s || o.straggler_check_s) && !o.node_launcher;
+}
+
 // The control plane runs (supervision, no exec in place).
 inline bool WantsControlPlane(const Options& o) {
-  return o.fail_fast_job || o.hang_timeout_s || o.max_restarts > 0;
+  return o.fail_fast_job || o.hang_timeout_s || o.max_restarts > 0 || o.straggler_check_s;
 }
 
 struct Invocation {

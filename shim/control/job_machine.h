@@ -34,6 +34,8 @@
 #include <vector>
 
 #include "launch/job_link.h"
+#include "launch/pace/pace_sample.h"
+#include "launch/pace/straggler_judge.h"
 #include "launch/restart_policy.h"
 #include "shim/control/roll_call.h"
 #include "shim/control/roster.h"
@@ -63,6 +65,10 @@ struct JobConfig {
   bool flight_recorder = false;
   double dump_timeout_s = 0;
   double grace_s = 30;     // --grace
+  // --straggler-check: rank 0 asks for a look every this long (0: never);
+  // --retire-slow: a node named slow is retired (with spares).
+  double pace_every_s = 0;
+  bool retire_slow = false;
   std::string run_id;      // failure.json's "run"
   std::string log_dir;     // --log-dir ("" when none), for the roll-call's words
   int max_restarts = 0;    // --max-restarts
@@ -175,6 +181,14 @@ class JobMachine {
   // waits), and rank 0's roster.
   int node() const { return node_; }
   const Roster* roster() const { return roster_ ? &*roster_ : nullptr; }
+
+  // The straggler check (job_pace.cc, docs/control-plane.md "Slow nodes"):
+  // the overlay's order for this node to look, and at the root, each look's
+  // merged sample to judge.
+  void OrderPaceLook(int64_t look);
+  void OnPaceSample(const PaceSample& s, double now);
+  const StragglerJudge& judge() const { return judge_; }
+  std::string HostName(int shim) const { return HostOf(shim); }
 
  private:
   struct FailNote {
@@ -338,6 +352,10 @@ class JobMachine {
   double ended_output_ = 0;
   std::optional<LinkOrder> backoff_;
   double backoff_until_ = 0;
+  // The root's straggler check: its judge, and the nodes retired as slow.
+  StragglerJudge judge_;
+  void RetireSlow(const SlowNode& n, double now);
+  std::string SlowJson() const;
 };
 
 // The fixed waits of the states (docs/control-plane.md has the table).

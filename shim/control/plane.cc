@@ -242,6 +242,7 @@ void ControlPlane::AppendMetrics(PromText* out, double now) const {
                 "seconds since this shim last heard its parent in the control plane's tree");
     out->Sample("aml_shim_heartbeat_age_seconds", std::max(0.0, now - heard));
   }
+  if (c_.pace_every_s > 0) AppendPaceMetrics(out);
   if (!m.root()) return;
   out->Family("aml_shim_job_shims", "gauge", "the job's shims (the root's view)");
   out->Sample("aml_shim_job_shims", c_.size);
@@ -253,6 +254,61 @@ void ControlPlane::AppendMetrics(PromText* out, double now) const {
     out->Family("aml_shim_job_spares_left", "gauge", "spares not yet given a NODE_RANK (--spares)");
     out->Sample("aml_shim_job_spares_left", static_cast<double>(r->Spares().size()));
   }
+}
+
+// --straggler-check (docs/control-plane.md, "Slow nodes"): this shim's
+// clock and looks; on the root, every node late in the last look or named.
+void ControlPlane::AppendPaceMetrics(PromText* out) const {
+  const JobMachine& m = tree_.machine();
+  const RootClock clock = tree_.root_clock();
+  if (clock.known) {
+    out->Family("aml_shim_clock_offset_seconds", "gauge",
+                "the root shim's clock minus this one's, from the control plane's beats");
+    out->Sample("aml_shim_clock_offset_seconds", clock.offset);
+    out->Family("aml_shim_clock_offset_bound_seconds", "gauge",
+                "the offset is right within this (half the best round trip, summed up the tree)");
+    out->Sample("aml_shim_clock_offset_bound_seconds", clock.bound);
+  }
+  out->Family("aml_shim_straggler_looks_total", "counter",
+              "straggler looks this shim took part in (sent up, or judged at the root)");
+  out->Sample("aml_shim_straggler_looks_total", static_cast<double>(tree_.pace_looks()));
+  if (!m.root()) return;
+  const StragglerJudge& j = m.judge();
+  out->Family("aml_shim_straggler_collectives_judged_total", "counter",
+              "collectives the straggler check judged");
+  out->Sample("aml_shim_straggler_collectives_judged_total", static_cast<double>(j.judged()));
+  // (Each family's samples follow its header, as the format wants.)
+  struct Family {
+    const char* name;
+    const char* help;
+    bool ranked;
+    double (*value)(const SlowNode&);
+  };
+  static const Family kFamilies[] = {
+      {"aml_shim_straggler_late_collectives",
+       "of the last look's collectives, those the node entered last, late", true,
+       [](const SlowNode& n) { return static_cast<double>(n.late_ops); }},
+      {"aml_shim_straggler_lateness_seconds",
+       "how late the node's last rank entered them, on average", true,
+       [](const SlowNode& n) { return n.mean_late_s; }},
+      {"aml_shim_straggler_wait_seconds_per_minute",
+       "what the job waited for the node, per minute, in the last look", false,
+       [](const SlowNode& n) { return n.wait_per_min_s; }},
+      {"aml_shim_straggler_named", "1 while the node is named slow", false,
+       [](const SlowNode& n) { return n.named ? 1.0 : 0.0; }},
+  };
+  for (const Family& f : kFamilies) {
+    out->Family(f.name, "gauge", f.help);
+    for (const auto& [shim, n] : j.nodes()) {
+      PromLabels labels = {{"node", m.HostName(shim)}, {"shim", std::to_string(shim)}};
+      if (f.ranked) labels.push_back({"rank", std::to_string(n.rank)});
+      out->Sample(f.name, labels, f.value(n));
+    }
+  }
+}
+
+void ControlPlane::OnPace(int64_t look, const std::vector<RankTimes>& times) {
+  tree_.OnOwnPace(look, times, Now());
 }
 
 void ControlPlane::OnRecords(const std::vector<RankRecord>& records) {

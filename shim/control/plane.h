@@ -84,6 +84,7 @@ class ControlPlane : public JobLink, private LinkIo {
   void OnChildFailed(const LocalFailure& f) override;
   void OnStacks(const std::vector<RankStack>& stacks) override;
   void OnRecords(const std::vector<RankRecord>& records) override;
+  void OnPace(int64_t look, const std::vector<RankTimes>& times) override;
   void AppendMetrics(PromText* out, double now) const override;
   void OnChildrenDone(const NodeOutcome& o) override;
   void OnShimSignalled(int sig, const std::string& why = "") override;
@@ -112,6 +113,7 @@ class ControlPlane : public JobLink, private LinkIo {
   Status JoinAsMember();
   Status RunUntilGo(double deadline);
   double Now() const;
+  void AppendPaceMetrics(PromText* out) const;
 
   static size_t Unproven(const std::vector<std::unique_ptr<Peer>>& peers);
   void AcceptPending(int listen_fd, std::vector<std::unique_ptr<Peer>>* into,

@@ -1,6 +1,7 @@
 #include "shim/control/tree_links.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "shim/base/log.h"
 #include "shim/base/units.h"
@@ -13,6 +14,8 @@ TreeLinks::TreeLinks(const JobConfig& job, LinkIo* io, double beat_s, double sta
 void TreeLinks::SetParent(int rank, const std::string& addr) {
   parent_ = rank;
   parent_addr_ = addr;
+  to_parent_.Reset();
+  parent_root_ = RootClock();
 }
 
 void TreeLinks::AddChild(int rank, const std::string& host, const std::string& addr,
@@ -55,6 +58,7 @@ void TreeLinks::Start(double now) {
   my_output_ = now;
   next_beat_ = now + beat_s_;
   go_at_ = now;
+  next_pace_ = now + job_.pace_every_s;
   for (Child& c : children_) {
     c.live.Start(now);
     c.output = now;
@@ -77,6 +81,15 @@ void TreeLinks::OnChildFrame(int rank, const std::string& frame, double now) {
   if (t == "beat") {
     const double age = m->Number("age", 0);
     if (age >= 0) c->output = std::max(c->output, now - age);
+    c->beat_sent = m->Number("ts", -1);
+    c->beat_came = io_->WallNow();
+    return;
+  }
+  if (t == "pace") {
+    if (const JsonValue* raw = m->Raw("s")) {
+      if (auto part = PaceFrom(*raw); part.ok()) pace_.FromChild(rank, m->Int("look"), *part);
+    }
+    FinishPace(now);
     return;
   }
   if (t == "left") {
@@ -106,7 +119,18 @@ void TreeLinks::OnParentFrame(const std::string& frame, double now) {
   parent_live_.Heard(now);
   const std::string& t = m->type();
   ++frames_[t];
-  if (t == "beat") return;
+  if (t == "beat") {
+    // NTP's four times (launch/pace/clock_offset.h), and the parent's
+    // clock against the root's.
+    const double sent = m->Number("t1", -1);
+    if (sent > 0) to_parent_.Exchange(sent, m->Number("t2"), m->Number("t3"), io_->WallNow());
+    if (m->Int("rk", 0) == 1) parent_root_ = RootClock{true, m->Number("ro"), m->Number("rb")};
+    return;
+  }
+  if (t == "pace") {
+    BeginPace(m->Int("look"), static_cast<int>(m->Int("lv", 0)), now);
+    return;
+  }
   if (t == "go") {
     if (go_) return;  // a heir's welcome to a shim linked anew
     go_ = true;
@@ -191,6 +215,8 @@ void TreeLinks::LoseParent(const std::string& why, bool silent, double now) {
       lost_root_ = lost_root;
       parent_ = heir;
       parent_addr_ = heir_addr_;
+      to_parent_.Reset();
+      parent_root_ = RootClock();
       parent_lost_ = false;
       parent_live_.Start(now);
       machine_.OnRootLost(false, silent, what, now);
@@ -229,11 +255,75 @@ void TreeLinks::LoseParent(const std::string& why, bool silent, double now) {
 
 // ---- Time
 
+// A beat up says how long ago the subtree wrote and when it left; a beat
+// down to each child answers its last (NTP's t1, t2, t3) and says this
+// shim's clock against the root's.
 void TreeLinks::Beat(double now) {
   next_beat_ = now + beat_s_;
   if (parent_ >= 0 && !parent_lost_)
-    io_->Send(parent_, Msg("beat").SetNumber("age", now - SubtreeOutput()).Encode());
-  SendDown(Msg("beat").Encode());
+    io_->Send(parent_, Msg("beat")
+                           .SetNumber("age", now - SubtreeOutput())
+                           .SetNumber("ts", io_->WallNow())
+                           .Encode());
+  const RootClock mine = root_clock();
+  for (Child& c : children_) {
+    if (c.done || c.gone) continue;
+    Msg beat("beat");
+    if (c.beat_sent > 0) {
+      beat.SetNumber("t1", c.beat_sent).SetNumber("t2", c.beat_came);
+      beat.SetNumber("t3", io_->WallNow());
+      c.beat_sent = -1;  // each of its beats answered once
+    }
+    if (mine.known) beat.Set("rk", 1).SetNumber("ro", mine.offset).SetNumber("rb", mine.bound);
+    io_->Send(c.rank, beat.Encode());
+  }
+}
+
+void TreeLinks::SendKids(const std::string& frame) {
+  for (const Child& c : children_)
+    if (!c.done && !c.gone) io_->Send(c.rank, frame);
+}
+
+RootClock TreeLinks::root_clock() const {
+  if (machine_.root()) return RootClock{true, 0, 0};
+  if (parent_ < 0 || parent_lost_) return RootClock();
+  return ComposeRootClock(to_parent_, parent_root_);
+}
+
+// ---- The straggler check's looks (pace_relay.h)
+
+// Look `look` begins at this shim (`level` below the root): the children
+// are told, the node's machine is ordered to read its ranks' records, and
+// the parts are awaited until the look's deadline: the records'
+// --dump-timeout, a second more, and half a second for each level below.
+void TreeLinks::BeginPace(int64_t look, int level, double now) {
+  if (pace_.active()) FinishPace(std::numeric_limits<double>::infinity());  // what it has
+  std::vector<int> kids;
+  for (const Child& c : children_)
+    if (!c.done && !c.gone) kids.push_back(c.rank);
+  const double below = std::max(0, depth_ - level);
+  pace_.Begin(look, kids, now + job_.dump_timeout_s + 1 + 0.5 * below);
+  SendKids(Msg("pace").Set("look", look).Set("lv", level + 1).Encode());
+  machine_.OrderPaceLook(look);
+}
+
+void TreeLinks::OnOwnPace(int64_t look, const std::vector<RankTimes>& times, double now) {
+  // A clock not yet known to the root's gives no times: nothing to compare.
+  const RootClock clock = root_clock();
+  PaceSample part;
+  part.look = look;
+  part.shims = 1;
+  if (clock.known) part = LocalPace(job_.rank, look, times, clock.offset, clock.bound);
+  pace_.Own(look, part);
+  FinishPace(now);
+}
+
+void TreeLinks::FinishPace(double now) {
+  if (!pace_.Ready(now, [this](int c) { return Keeps(c); })) return;
+  PaceSample s = pace_.Take();
+  ++pace_sent_;
+  if (machine_.root()) machine_.OnPaceSample(s, now);
+  else SendUp(Msg("pace").Set("look", s.look).SetRaw("s", PaceJson(s)).Encode());
 }
 
 double TreeLinks::NextDeadline(double now) const {
@@ -246,6 +336,8 @@ double TreeLinks::NextDeadline(double now) const {
   // The allowances shrink when start-up is over: look again then.
   if (go_ && startup_until > now) next = std::min(next, startup_until);
   if (go_) next = std::min(next, machine_.NextDeadline(now));
+  if (pace_.active()) next = std::min(next, pace_.deadline());
+  if (go_ && job_.pace_every_s > 0 && machine_.root()) next = std::min(next, next_pace_);
   return std::max(next, now);
 }
 
@@ -259,6 +351,12 @@ void TreeLinks::OnTimer(double now) {
                now);
   if (now >= next_beat_) Beat(now);
   if (go_) machine_.OnTimer(now);
+  if (pace_.active()) FinishPace(now);
+  // The root's look, every --straggler-check while an attempt runs.
+  if (go_ && job_.pace_every_s > 0 && machine_.root() && now >= next_pace_) {
+    next_pace_ = now + job_.pace_every_s;
+    if (machine_.state() == JobState::kRunning) BeginPace(++pace_looks_, 0, now);
+  }
 }
 
 // ---- JobPorts

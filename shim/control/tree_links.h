@@ -14,8 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "launch/pace/clock_offset.h"
 #include "shim/control/job_machine.h"
 #include "shim/control/liveness.h"
+#include "shim/control/pace_relay.h"
 
 namespace aml {
 
@@ -91,6 +93,15 @@ class TreeLinks : private JobPorts {
   void SendUp(const std::string& frame) override;
   void SendDown(const std::string& frame) override;
   const std::set<int>& ups() const { return up_; }
+
+  // The straggler check (docs/control-plane.md, "Slow nodes"): this node's
+  // part of a look (its ranks' entry times, as the node machine read them),
+  // this shim's clock against the root's (from the beats), and how many
+  // parts came after their look went up.
+  void OnOwnPace(int64_t look, const std::vector<RankTimes>& times, double now);
+  RootClock root_clock() const;
+  int64_t pace_dropped() const { return pace_.dropped(); }
+  int64_t pace_looks() const { return pace_sent_; }
   // Frames handled after the join, by type (-v; the simulator's "frames").
   const std::map<std::string, long>& frames() const { return frames_; }
 
@@ -99,6 +110,8 @@ class TreeLinks : private JobPorts {
     int rank = -1;
     std::string host, addr;
     Liveness live;
+    // Its last beat: when it left (its clock) and came (ours); -1: none.
+    double beat_sent = -1, beat_came = -1;
     double output = 0;   // its subtree's last output (our clock)
     bool done = false;   // left in order (done, or stopped by its launcher)
     bool gone = false;   // lost
@@ -108,6 +121,9 @@ class TreeLinks : private JobPorts {
   void Lose(Child& c, const std::string& why, bool silent, double now);
   void LoseParent(const std::string& why, bool silent, double now);
   void Beat(double now);
+  void SendKids(const std::string& frame);  // to every child kept, not a verdict
+  void BeginPace(int64_t look, int level, double now);
+  void FinishPace(double now);
 
   // JobPorts.
   double SubtreeOutput() const override;
@@ -146,6 +162,14 @@ class TreeLinks : private JobPorts {
   double my_output_ = 0, departed_output_ = 0;
   std::map<std::string, long> frames_;
   std::vector<std::string> lost_up_;  // every "lost" it passed up
+  // The straggler check: this shim's clock against its parent's and the
+  // parent's against the root's (its beats say), the look under way, and
+  // at the root when the next is due.
+  ClockOffset to_parent_;
+  RootClock parent_root_;
+  PaceRelay pace_;
+  int64_t pace_looks_ = 0, pace_sent_ = 0;
+  double next_pace_ = 0;
   JobMachine machine_;
 };
 

@@ -116,6 +116,9 @@ class Shim : public LinkIo, public JobChannel {
   void OnStacks(const std::vector<RankStack>& stacks) override {
     machine().OnStacks(stacks, now_);
   }
+  void OnPace(int64_t look, const std::vector<RankTimes>& times) override {
+    tree.OnOwnPace(look, times, now_);
+  }
   void OnChildrenDone(const NodeOutcome& o) override { machine().OnChildrenDone(o, now_); }
   void OnShimSignalled(int sig, const std::string& why) override {
     machine().OnShimSignalled(sig, why, now_);
@@ -152,6 +155,7 @@ class Shim : public LinkIo, public JobChannel {
   double stop_order_at = -1, restart_order_at = -1, collect_order_at = -1, end_order_at = -1;
   double signalled_at = -1;
   int restart_orders = 0;
+  int pace_orders = 0;  // the straggler check's looks it was asked for
   std::vector<double> restart_orders_at;  // when it took each restart order
   std::vector<int> nodes;  // --spares: its NODE_RANK in each restart (-1: none)
   std::vector<std::string> maddrs;  // and its ranks' MASTER_ADDR ("": the job's)
@@ -185,6 +189,9 @@ std::optional<LinkOrder> Shim::TakeOrder() {
         nodes.push_back(o->node_rank);
         maddrs.push_back(o->master_addr);
       }
+      break;
+    case LinkOrder::Kind::kPaceLook:
+      ++pace_orders;
       break;
     case LinkOrder::Kind::kStop:
       procs.stopped = true;

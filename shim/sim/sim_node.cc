@@ -194,6 +194,8 @@ int64_t SimProcs::DumpsProgress(int* answered) const {
   return *answered * (kLastCollective + attempt_ - 1);
 }
 
+std::vector<RankTimes> SimProcs::DumpsTimes() const { return {}; }
+
 double SimProcs::FirstOutputWall() const {
   // (A node that starts no ranks in this attempt wrote nothing in it.)
   if (!plan_.prints || started_at.empty() || !ran_) return 0;

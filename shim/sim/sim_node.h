@@ -76,6 +76,7 @@ class SimProcs : public NodeProcs {
   void KillGroups() override { SignalStragglers(9); }
   void StartDumps(double now, bool verdict) override;
   int64_t DumpsProgress(int* answered) const override;
+  std::vector<RankTimes> DumpsTimes() const override;
   bool DumpsDone(double now) override { return now >= dumps_until_; }
   double DumpsNext(double now) const override { return std::max(now, dumps_until_); }
   void StartProbe() override;

@@ -1,0 +1,68 @@
+// The job's state machine (job_machine.h): the straggler check's verdicts
+// (docs/control-plane.md, "Slow nodes"). Every --straggler-check the
+// overlay (tree_links.h) asks every node for a look and merges their parts
+// up the tree; the root judges each look (launch/pace/straggler_judge.h),
+// names a slow node in one line, and with --retire-slow retires it: the
+// attempt ends and a spare takes its place, as for a failure.
+#include "shim/control/job_machine.h"
+
+#include "shim/base/json.h"
+#include "shim/base/log.h"
+#include "shim/base/units.h"
+
+namespace aml {
+
+void JobMachine::OrderPaceLook(int64_t look) {
+  LinkOrder o = LinkOrder::Of(LinkOrder::Kind::kPaceLook);
+  o.look = look;
+  orders_.push_back(std::move(o));
+}
+
+void JobMachine::OnPaceSample(const PaceSample& s, double now) {
+  if (!root_ || state_ != JobState::kRunning) return;
+  for (const StragglerJudge::Change& c : judge_.Look(s)) {
+    const SlowNode& n = judge_.nodes().at(c.shim);
+    const std::string host = HostOf(c.shim);
+    if (!c.named) {
+      LogInfo(ClearedLine(n, host));
+      continue;
+    }
+    LogWarning(SlowLine(n, host));
+    RetireSlow(n, now);
+    if (state_ != JobState::kRunning) return;
+  }
+}
+
+// --retire-slow: the node named is retired and the attempt ends, as for a
+// failure; its NODE_RANK goes to a spare at the restart (or the job ends:
+// no spare left, or no restart left).
+void JobMachine::RetireSlow(const SlowNode& n, double now) {
+  if (!c_.retire_slow || !roster_ || roster_->Retired(n.shim) || roster_->NodeOf(n.shim) < 0)
+    return;
+  const std::string host = HostOf(n.shim);
+  const std::string why = "its ranks entered " + std::to_string(n.late_ops) + " of " +
+                          std::to_string(n.ops) + " collectives last in " +
+                          std::to_string(n.streak) + " looks in a row (the job waited " +
+                          FormatNumber(n.wait_per_min_s, "%.1f") + " s per minute for it)";
+  if (!RetireOrStop(n.shim, "named slow: " + why, now)) return;
+  const std::string what = ShimName(n.shim, host) + " was slow and retired (--retire-slow)";
+  AttemptRecord a = NewAttempt(ports_->WallNow());
+  a.exit_code = 125;
+  a.what = EscapeControl(what);
+  EndAttempt(std::move(a),
+             Msg("stop").Set("kind", std::string("slow")).Set("code", 125).Set("what", what),
+             LinkOrder::Stop(125, "aml-shim: " + EscapeControl(what) + ": ending the job\n", ""),
+             "aml-shim: " + EscapeControl(what) + "\n", false, now);
+}
+
+// failure.json's "slow": every node named and still slow ("" for none).
+std::string JobMachine::SlowJson() const {
+  std::string out;
+  for (const auto& [shim, n] : judge_.nodes()) {
+    if (!n.named) continue;
+    out += (out.empty() ? "[" : ",") + aml::SlowJson(n, HostOf(shim));
+  }
+  return out.empty() ? "" : out + "]";
+}
+
+}  // namespace aml
