@@ -13,19 +13,24 @@ struct Tally {
   int late = 0;
   int64_t late_us = 0;
   int rank = -1;
-  double wait_per_min_s = 0;
+  double wait_frac = 0;  // of the look's span, in the group that waited most
 };
 
 }  // namespace
 
-std::vector<StragglerJudge::Change> StragglerJudge::Look(const PaceSample& s) {
+std::vector<StragglerJudge::Change> StragglerJudge::Look(const PaceSample& s, int parts) {
   ++looks_done_;
+  const bool whole = s.shims >= parts;
   std::map<int, Tally> tally;
   int ops = 0;
+  int64_t all_late_us = 0;
   for (const PaceGroup& g : s.groups) {
-    int full = 0;
-    for (const PaceOp& op : g.ops) full = std::max(full, op.shims);
-    if (full < 2) continue;  // one node's group: nothing to compare
+    // Its nodes: the most shims any of its collectives had so far (a look
+    // with a part missing judges none of its collectives).
+    int& full = full_[g.pg];
+    if (whole)
+      for (const PaceOp& op : g.ops) full = std::max(full, op.shims);
+    if (full < 2) continue;  // one node's group (or not yet known): nothing to compare
     int64_t& done = last_seq_.emplace(g.pg, -1).first->second;
     std::vector<const PaceOp*> judged;
     for (const PaceOp& op : g.ops)
@@ -53,6 +58,7 @@ std::vector<StragglerJudge::Change> StragglerJudge::Look(const PaceSample& s) {
       ++t.late;
       t.late_us += late_us;
       t.rank = op->last.rank;
+      all_late_us += late_us;
     }
     ops += static_cast<int>(judged.size());
     for (auto& [shim, t] : group) {
@@ -60,7 +66,8 @@ std::vector<StragglerJudge::Change> StragglerJudge::Look(const PaceSample& s) {
       all.late += t.late;
       all.late_us += t.late_us;
       all.rank = t.rank;
-      all.wait_per_min_s = std::max(all.wait_per_min_s, 60.0 * static_cast<double>(t.late_us) / static_cast<double>(span_us));
+      all.wait_frac = std::max(all.wait_frac, static_cast<double>(t.late_us) /
+                                                  static_cast<double>(span_us));
     }
   }
   judged_ += ops;
@@ -72,11 +79,12 @@ std::vector<StragglerJudge::Change> StragglerJudge::Look(const PaceSample& s) {
     n.ops = ops;
     n.mean_late_s = 0;
     n.wait_per_min_s = 0;
+    n.share = 0;
     n.look = s.look;
     n.streak = 0;
     if (n.named) {
       n.named = false;
-      changes.push_back({shim, false});
+      changes.push_back({shim, false, n});
     }
   }
   for (const auto& [shim, t] : tally) {
@@ -86,16 +94,17 @@ std::vector<StragglerJudge::Change> StragglerJudge::Look(const PaceSample& s) {
     n.late_ops = t.late;
     n.ops = ops;
     n.mean_late_s = t.late ? static_cast<double>(t.late_us) / 1e6 / t.late : 0;
-    n.wait_per_min_s = t.wait_per_min_s;
+    n.wait_per_min_s = 60 * t.wait_frac;
     n.look = s.look;
-    const bool slow = 2 * t.late > ops;
+    n.share = static_cast<double>(t.late_us) / static_cast<double>(std::max<int64_t>(1, all_late_us));
+    const bool slow = n.share >= kWaitShare && t.wait_frac >= kLateFrac;
     n.streak = slow ? n.streak + 1 : 0;
     if (slow && !n.named && n.streak >= looks_) {
       n.named = true;
-      changes.push_back({shim, true});
+      changes.push_back({shim, true, n});
     } else if (!slow && n.named) {
       n.named = false;
-      changes.push_back({shim, false});
+      changes.push_back({shim, false, n});
     }
   }
   // Only the late and the named are kept: the map stays small.
@@ -106,13 +115,16 @@ std::vector<StragglerJudge::Change> StragglerJudge::Look(const PaceSample& s) {
 
 void StragglerJudge::NewAttempt() {
   last_seq_.clear();
+  full_.clear();
   for (auto& [shim, n] : nodes_) n.streak = 0;
 }
 
 std::string SlowLine(const SlowNode& n, const std::string& host) {
-  return EscapeControl(host) + " (shim " + std::to_string(n.shim) + ") is slow: its ranks entered " + std::to_string(n.late_ops) + " of " +
+  return EscapeControl(host) + " (shim " + std::to_string(n.shim) +
+         ") is slow: its ranks entered " + std::to_string(n.late_ops) + " of " +
          std::to_string(n.ops) + " collectives last, " + FormatNumber(n.mean_late_s, "%.3f") +
-         " s late on average (rank " + std::to_string(n.rank) + " last); the job waits " +
+         " s late on average (rank " + std::to_string(n.rank) + " last; " +
+         FormatNumber(100 * n.share, "%.0f") + " % of the job's waiting); the job waits " +
          FormatNumber(n.wait_per_min_s, "%.1f") + " s per minute for it (" +
          std::to_string(n.streak) + " looks in a row)";
 }
@@ -128,6 +140,7 @@ std::string SlowJson(const SlowNode& n, const std::string& host) {
   j.Key("host").String(host).Key("shim").Int(n.shim).Key("rank").Int(n.rank);
   j.Key("late_collectives").Int(n.late_ops).Key("collectives").Int(n.ops);
   j.Key("mean_late_s").Number(n.mean_late_s).Key("wait_s_per_min").Number(n.wait_per_min_s);
+  j.Key("wait_share").Number(n.share);
   j.Key("looks").Int(n.streak);
   j.EndObject();
   return j.str();

@@ -8,11 +8,13 @@
 //     collectives): a job's usual jitter and a node a few per cent slower
 //     are not named; a 10 % slower step is,
 //   - kMinLateS.
-// A node late so in more than half the collectives of a look (kMinOps at
-// least judged) is slow in that look; slow in `looks` looks in a row, it is
-// named, and how long the job waits for it is said in seconds per minute
-// (its lateness summed over the look's span). A look that judges enough
-// collectives and finds it not slow clears it.
+// A node whose lateness so summed over a look (kMinOps collectives judged
+// at least) is kWaitShare of all the look's lateness and kLateFrac of its
+// span (the job waits for it 3 s per minute at least) is slow in that look:
+// a node slow steadily or in bursts alike, while a healthy job's waits are
+// spread over its nodes. Slow in `looks` looks in a row, it is named, and
+// how long the job waits for it is said in seconds per minute. A look that
+// judges enough collectives and finds it not slow clears it.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +35,7 @@ struct SlowNode {
   int late_ops = 0, ops = 0;
   double mean_late_s = 0;     // how late on average, in those it was late
   double wait_per_min_s = 0;  // what the job waited for it, per minute
+  double share = 0;           // of all the look's lateness
   int64_t look = -1;
 };
 
@@ -41,17 +44,24 @@ class StragglerJudge {
   static constexpr double kLateFrac = 0.05;
   static constexpr double kMinLateS = 0.001;
   static constexpr int kMinOps = 8;
+  static constexpr double kWaitShare = 2.0 / 3;
 
   explicit StragglerJudge(int looks = 3) : looks_(looks) {}
 
   struct Change {
     int shim = -1;
     bool named = false;  // true: named now; false: no longer slow
+    SlowNode node;       // as this look found it
   };
-  std::vector<Change> Look(const PaceSample& s);
+  // `parts`: the shims whose parts a whole look has (the job's, linked).
+  // A group's nodes are learned from whole looks only: a look with a part
+  // missing judges no collective of a group not yet seen whole.
+  std::vector<Change> Look(const PaceSample& s, int parts);
   // A new attempt: sequence numbers start again, and so do the streaks
   // (a node named stays named until a look clears it).
   void NewAttempt();
+  // A node retired: it is no longer judged (nor named).
+  void Forget(int shim) { nodes_.erase(shim); }
 
   // Every node late in the last look that judged it, or named.
   const std::map<int, SlowNode>& nodes() const { return nodes_; }
@@ -62,6 +72,7 @@ class StragglerJudge {
  private:
   int looks_;
   std::map<std::string, int64_t> last_seq_;  // per group: judged up to
+  std::map<std::string, int> full_;          // per group: its nodes
   std::map<int, SlowNode> nodes_;
   int64_t looks_done_ = 0, judged_ = 0;
 };

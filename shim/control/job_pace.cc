@@ -20,8 +20,23 @@ void JobMachine::OrderPaceLook(int64_t look) {
 
 void JobMachine::OnPaceSample(const PaceSample& s, double now) {
   if (!root_ || state_ != JobState::kRunning) return;
-  for (const StragglerJudge::Change& c : judge_.Look(s)) {
-    const SlowNode& n = judge_.nodes().at(c.shim);
+  const int64_t judged = judge_.judged();
+  const std::vector<StragglerJudge::Change> changes =
+      judge_.Look(s, c_.size - static_cast<int>(gone_.size()));
+  if (GetVerbosity() == Verbosity::kVerbose) {
+    size_t ops = 0;
+    for (const PaceGroup& g : s.groups) ops += g.ops.size();
+    std::string late;
+    for (const auto& [shim, n] : judge_.nodes())
+      if (n.look == s.look && n.late_ops > 0)
+        late += "; " + ShimName(shim, HostOf(shim)) + " late in " + std::to_string(n.late_ops) +
+                " (" + std::to_string(n.streak) + " looks in a row)";
+    LogVerbose("straggler look " + std::to_string(s.look) + ": " + std::to_string(s.shims) +
+               " shims' parts, " + std::to_string(ops) + " collectives, " +
+               std::to_string(judge_.judged() - judged) + " judged" + late);
+  }
+  for (const StragglerJudge::Change& c : changes) {
+    const SlowNode& n = c.node;
     const std::string host = HostOf(c.shim);
     if (!c.named) {
       LogInfo(ClearedLine(n, host));
@@ -44,7 +59,9 @@ void JobMachine::RetireSlow(const SlowNode& n, double now) {
                           std::to_string(n.ops) + " collectives last in " +
                           std::to_string(n.streak) + " looks in a row (the job waited " +
                           FormatNumber(n.wait_per_min_s, "%.1f") + " s per minute for it)";
-  if (!RetireOrStop(n.shim, "named slow: " + why, now)) return;
+  const bool spare = RetireOrStop(n.shim, "named slow: " + why, now);
+  judge_.Forget(n.shim);
+  if (!spare) return;
   const std::string what = ShimName(n.shim, host) + " was slow and retired (--retire-slow)";
   AttemptRecord a = NewAttempt(ports_->WallNow());
   a.exit_code = 125;

@@ -302,7 +302,8 @@ void TreeLinks::BeginPace(int64_t look, int level, double now) {
   for (const Child& c : children_)
     if (!c.done && !c.gone) kids.push_back(c.rank);
   const double below = std::max(0, depth_ - level);
-  pace_.Begin(look, kids, now + job_.dump_timeout_s + 1 + 0.5 * below);
+  const double wait = std::min(job_.dump_timeout_s + 1, 0.6 * job_.pace_every_s);
+  pace_.Begin(look, kids, now + wait + 0.5 * below);
   SendKids(Msg("pace").Set("look", look).Set("lv", level + 1).Encode());
   machine_.OrderPaceLook(look);
 }

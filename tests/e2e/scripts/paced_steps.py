@@ -1,0 +1,43 @@
+"""Steps of CPU work, each ending in an all-reduce over Gloo
+(tests/e2e/test_slow_nodes.py): every rank does the same WORK loop
+iterations of plain Python per step (the same work on every node, so that a
+node slowed from outside takes longer), then all-reduces 4 floats and a
+stop flag. Rank 0 raises the flag once RUN_S seconds passed since the
+process group came up (or after STEPS steps, when STEPS is set); every rank
+then prints its step count and the weights' digest (a sum of what every
+rank contributed, step by step: the same for the same step count) and
+exits 0. Prints a line every PRINT_EVERY steps (default 50)."""
+import hashlib
+import os
+import time
+
+import torch
+import torch.distributed as dist
+
+rank = int(os.environ["RANK"])
+work = int(os.environ.get("WORK", "200000"))
+run_s = float(os.environ.get("RUN_S", "60"))
+steps_max = int(os.environ.get("STEPS", "0"))
+every = int(os.environ.get("PRINT_EVERY", "50"))
+torch.set_num_threads(1)
+dist.init_process_group("gloo")
+start = time.monotonic()
+weights = torch.zeros(4, dtype=torch.float64)
+step = 0
+while True:
+    x = 0
+    for i in range(work):
+        x += i & 7
+    step += 1
+    stop = 1.0 if rank == 0 and ((steps_max and step >= steps_max) or
+                                 (not steps_max and time.monotonic() - start >= run_s)) else 0.0
+    t = torch.tensor([rank + 1.0, step, x % 97, 1.0, stop], dtype=torch.float64)
+    dist.all_reduce(t)
+    weights += t[:4]
+    if step % every == 0:
+        print(f"rank {rank} step {step}", flush=True)
+    if t[4] > 0:
+        break
+digest = hashlib.sha256(weights.numpy().tobytes()).hexdigest()
+print(f"rank {rank} steps {step} weights {digest}", flush=True)
+dist.destroy_process_group()

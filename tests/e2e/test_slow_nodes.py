@@ -1,0 +1,213 @@
+"""Slow nodes (issue 45; docs/control-plane.md, "Slow nodes"): with
+--straggler-check every node reads its ranks' flight records each INTERVAL,
+and rank 0's shim names the node whose ranks enter the collectives last.
+
+torch 2.14 (Gloo) in a Debian forky root (scripts/forky-root.sh) on
+network-namespace nodes under Open MPI 4.1's mpirun, running
+scripts/paced_steps.py unchanged (steps of CPU work, each ending in an
+all-reduce). A node is slowed from outside: its processes are moved into a
+cgroup whose CPU quota is below what the others get. Prometheus' own
+server scrapes every shim's --metrics-addr over the netns network.
+"""
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+import urllib.request
+
+from harness import (SHIM, SRC, clean_env, free_port, main, require, require_namespaces, run,
+                     slurp)
+
+CLUSTER = "amlq"
+SUBNET = 48
+NET = f"198.18.{SUBNET}"
+NETNS = os.path.join(SRC, "scripts", "netns-cluster.sh")
+IN_ROOT = os.path.join(SRC, "scripts", "in-root.sh")
+STEPS = os.path.join(SRC, "tests", "e2e", "scripts", "paced_steps.py")
+OWN_HOST = ["unshare", "--uts", "sh", "-c", 'hostname "$(ip netns identify)"; exec "$@"', "sh"]
+SLOW_LINE = re.compile(r"aml-shim: warning: (\S+) \(shim (\d+)\) is slow: its ranks entered "
+                       r"(\d+) of (\d+) collectives last, ([0-9.]+) s late on average \(rank "
+                       r"(\d+) last; \d+ % of the job's waiting\); the job waits ([0-9.]+) s per "
+                       r"minute for it \((\d+) looks in a row\)")
+WEIGHTS = re.compile(r"rank \d+ steps (\d+) weights ([0-9a-f]{64})")
+
+
+def forky_root():
+    made = subprocess.run([os.path.join(SRC, "scripts", "forky-root.sh")], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=1800)
+    if made.returncode != 0:
+        raise AssertionError("the forky root could not be made:\n" + made.stderr)
+    return made.stdout.strip()
+
+
+class Throttle:
+    """A node's processes held to `share` of one CPU by a cgroup (v2's
+    cpu.max, else v1's cfs quota; a period of 10 ms, shorter than a step, so
+    that the node is slow steadily), moved there as they appear until
+    stopped."""
+
+    def __init__(self, node, share):
+        self.node, self.share, self.done = node, share, threading.Event()
+        v2 = "/sys/fs/cgroup/unified" if os.path.exists("/sys/fs/cgroup/unified/cgroup.procs") \
+            else "/sys/fs/cgroup"
+        if os.path.exists(os.path.join(v2, "cgroup.controllers")) and \
+                "cpu" in slurp(os.path.join(v2, "cgroup.controllers")).split():
+            self.dir = os.path.join(v2, f"aml-slow-{os.getpid()}")
+            os.mkdir(self.dir)
+            with open(os.path.join(v2, "cgroup.subtree_control"), "w") as f:
+                f.write("+cpu")
+            with open(os.path.join(self.dir, "cpu.max"), "w") as f:
+                f.write(f"{int(share * 10000)} 10000")
+        else:
+            self.dir = f"/sys/fs/cgroup/cpu/aml-slow-{os.getpid()}"
+            os.mkdir(self.dir)
+            with open(os.path.join(self.dir, "cpu.cfs_period_us"), "w") as f:
+                f.write("10000")
+            with open(os.path.join(self.dir, "cpu.cfs_quota_us"), "w") as f:
+                f.write(str(int(share * 10000)))
+        self.thread = threading.Thread(target=self.move, daemon=True)
+        self.thread.start()
+
+    def move(self):
+        while not self.done.wait(0.2):
+            pids = subprocess.run(["ip", "netns", "pids", self.node], stdout=subprocess.PIPE,
+                                  text=True).stdout.split()
+            for pid in pids:
+                try:
+                    with open(os.path.join(self.dir, "cgroup.procs"), "w") as f:
+                        f.write(pid)
+                except OSError:
+                    pass  # ended meanwhile
+
+    def close(self):
+        self.done.set()
+        self.thread.join()
+        procs = os.path.join(self.dir, "cgroup.procs")
+        parent = os.path.join(os.path.dirname(self.dir), "cgroup.procs")
+        for pid in slurp(procs).split():
+            try:
+                with open(parent, "w") as f:
+                    f.write(pid)
+            except OSError:
+                pass
+        os.rmdir(self.dir)
+
+
+class SlowNodes(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        require("mpirun", "ip", "debootstrap", "unshare", "chroot")
+        require_namespaces("--net", "--mount", "--uts", why="network, mount and UTS namespaces")
+        cls.root = forky_root()
+        cls.addClassCleanup(subprocess.run, [NETNS, "down", CLUSTER], check=False)
+        subprocess.run([NETNS, "up", CLUSTER, "4", str(SUBNET)], check=True)
+        cls.agent = subprocess.run([NETNS, "agent", CLUSTER], stdout=subprocess.PIPE, text=True,
+                                   check=True).stdout.strip()
+
+    def job(self, nodes, *shim_args, timeout=300, **env):
+        """One shim per node (nodes 1..`nodes`, one rank each) under mpirun,
+        each in the forky root under its node's name, running paced_steps.py."""
+        names = {"USE_LIBUV": "0", "MASTER_ADDR": f"{NET}.1", "MASTER_PORT": str(free_port()),
+                 "GLOO_SOCKET_IFNAME": "eth0", "AML_SHIM_PMIX": "0",
+                 "AML_ROOT_BINDS": ":".join(sorted({SRC, os.path.dirname(os.path.abspath(SHIM)),
+                                                    "/tmp"})),
+                 **{k: str(v) for k, v in env.items()}}
+        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(nodes),
+               "--mca", "btl", "self,tcp", "--mca", "plm_rsh_agent", self.agent,
+               "--mca", "oob_tcp_if_include", f"{NET}.0/24", "--mca", "btl_tcp_if_include",
+               f"{NET}.0/24", "--mca", "rtc_hwloc_vmhole", "none",
+               "--host", ",".join(f"{CLUSTER}{i}:1" for i in range(1, nodes + 1))]
+        for name in names:
+            cmd += ["-x", name]
+        cmd += OWN_HOST + [IN_ROOT, self.root, os.path.abspath(SHIM), "--nproc-per-node", "1",
+                           *shim_args, "python3", STEPS]
+        return run(cmd, env=clean_env(**names), timeout=timeout)
+
+    def test_a_throttled_node_is_named_within_three_looks_and_the_metrics_show_it(self):
+        # The second node's rank held to 35 % of a CPU (the others get about
+        # two thirds of one each: 3 ranks on 2 cores): about 2x slower.
+        throttle = Throttle(f"{CLUSTER}2", 0.35)
+        self.addCleanup(throttle.close)
+        port = free_port()
+        scraped = {}
+
+        def scrape():  # rank 0's shim, once the node was named
+            deadline = time.monotonic() + 200
+            while time.monotonic() < deadline and "named" not in scraped:
+                try:
+                    text = urllib.request.urlopen(f"http://{NET}.1:{port}/metrics",
+                                                  timeout=5).read().decode()
+                    if 'aml_shim_straggler_named{node="amlq2",shim="1"} 1' in text:
+                        scraped["named"] = text
+                except OSError:
+                    pass
+                time.sleep(1)
+
+        t = threading.Thread(target=scrape, daemon=True)
+        t.start()
+        r = self.job(3, "--straggler-check", "5s", "--metrics-addr", f":{port}",
+                     "--verbose", RUN_S=45)
+        t.join()
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        named = SLOW_LINE.findall(r.stderr)
+        self.assertTrue(named, r.stderr)
+        host, shim, late, ops, _, rank, _, looks = named[0]
+        self.assertEqual((host, shim, rank, looks), (f"{CLUSTER}2", "1", "1", "3"), r.stderr)
+        # Within 3 looks of the first that judged collectives of every node.
+        looks_seen = re.findall(r"straggler look (\d+): 3 shims' parts, \d+ collectives, "
+                                r"([1-9]\d*) judged", r.stderr)
+        self.assertTrue(looks_seen, r.stderr)
+        first = int(looks_seen[0][0])
+        at = int(re.search(r"straggler look (\d+):[^\n]*\n[^\n]*is slow", r.stderr).group(1))
+        self.assertLessEqual(at, first + 2, r.stderr)
+        self.assertEqual({n[0] for n in named}, {f"{CLUSTER}2"}, r.stderr)
+        self.assertIn("named", scraped, "the metrics never named amlq2")
+        text = scraped["named"]
+        self.assertRegex(text, r'aml_shim_straggler_wait_seconds_per_minute\{node="amlq2",'
+                               r'shim="1"\} [1-9]')
+        self.assertRegex(text, r'aml_shim_straggler_lateness_seconds\{node="amlq2",shim="1",'
+                               r'rank="1"\} 0\.\d+')
+        self.assertNotRegex(text, r'aml_shim_straggler_named\{node="amlq[13]"[^}]*\} 1')
+        promtool = subprocess.run(["promtool", "check", "metrics"], input=text,
+                                  capture_output=True, text=True, timeout=60)
+        self.assertEqual(promtool.returncode, 0, promtool.stdout + promtool.stderr)
+
+    def test_a_healthy_run_of_ten_minutes_names_nothing(self):
+        with tempfile.TemporaryDirectory(dir="/tmp") as logs:
+            r = self.job(3, "--straggler-check", "10s", "--verbose", timeout=900, RUN_S=600,
+                         PRINT_EVERY=2000)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertNotIn("is slow", r.stderr)
+        judged = re.findall(r"straggler look \d+: 3 shims' parts, \d+ collectives, ([1-9]\d*) "
+                            r"judged", r.stderr)
+        self.assertGreater(len(judged), 40, r.stderr)  # looks that judged, of about 60
+
+    def test_retire_slow_gives_the_slow_nodes_place_to_the_spare(self):
+        # 3 nodes and a spare (the fourth); the second node throttled: named,
+        # retired, the spare takes NODE_RANK 1 and the job ends as an
+        # undisturbed run of the same steps does.
+        calm = self.job(3, STEPS=1500)
+        self.assertEqual(calm.returncode, 0, calm.stdout + calm.stderr)
+        weights = set(WEIGHTS.findall(calm.stdout))
+        self.assertEqual(len(weights), 1, calm.stdout)
+        throttle = Throttle(f"{CLUSTER}2", 0.35)
+        self.addCleanup(throttle.close)
+        with tempfile.TemporaryDirectory(dir="/tmp") as logs:
+            r = self.job(4, "--straggler-check", "5s", "--max-restarts", "1", "--spares", "1",
+                         "--retire-slow", "--log-dir", logs, timeout=600, STEPS=1500)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertRegex(r.stderr, r"aml-shim: warning: amlq2 \(shim 1\) is slow")
+            self.assertIn("rank 1's shim on amlq2 was slow and retired (--retire-slow)", r.stderr)
+            self.assertIn("NODE_RANK 1 moves to rank 3's shim on amlq4", r.stderr)
+            self.assertEqual(set(WEIGHTS.findall(r.stdout)) & weights, weights, r.stdout)
+            self.assertFalse(os.path.exists(os.path.join(logs, "failure.json")))
+
+
+if __name__ == "__main__":
+    main()
