@@ -101,6 +101,7 @@ std::vector<StragglerJudge::Change> StragglerJudge::Look(const PaceSample& s, in
     n.streak = slow ? n.streak + 1 : 0;
     if (slow && !n.named && n.streak >= looks_) {
       n.named = true;
+      if (n.named_look < 0) n.named_look = looks_done_;
       changes.push_back({shim, true, n});
     } else if (!slow && n.named) {
       n.named = false;

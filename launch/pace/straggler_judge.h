@@ -37,6 +37,7 @@ struct SlowNode {
   double wait_per_min_s = 0;  // what the job waited for it, per minute
   double share = 0;           // of all the look's lateness
   int64_t look = -1;
+  int64_t named_look = -1;  // the look that first named it (-1: never)
 };
 
 class StragglerJudge {

@@ -82,6 +82,20 @@ void SetRun(FaultPlan* p) {
   double last = 0;
   for (const Fault& f : p->faults) last = std::max(last, f.at_s);
   p->run_s = p->quiet ? 1e9 : p->faults.empty() ? kHealthyRunS : last + kPastFaultS;
+  if (p->pace) p->run_s = std::max(p->run_s, FaultPlan::kPaceRunS);
+}
+
+// --faults pace: a skew for every clock, a step, and half the time a slow
+// node (steadily 10 %, 30 % or 2x slower, or 2x in one step of 4).
+void DrawPace(int shims, std::mt19937_64* rng, FaultPlan* p) {
+  p->pace = true;
+  p->skew_s = Draw(rng, 0, 500) / 1000.0;
+  p->step_s = Draw(rng, 5, 50) / 100.0;
+  if (shims < 2 || Draw(rng, 0, 1) == 0) return;
+  p->pace_slow = Draw(rng, 0, shims - 1);
+  static const double kFactors[] = {1.1, 1.3, 2.0};
+  p->factor = kFactors[Draw(rng, 0, 2)];
+  p->burst = p->factor == 2.0 && Draw(rng, 0, 1) == 0 ? 4 : 1;
 }
 
 // Rank 0's shim lost (a new root takes the job, docs/control-plane.md "A
@@ -221,6 +235,30 @@ Status ParseSpec(const std::string& spec, int shims, std::mt19937_64* rng, Fault
       (skip ? p->skip : p->nodump) = static_cast<int>(*k);
       continue;
     }
+    if (item == "pace") {
+      p->pace = true;
+      continue;
+    }
+    if (item.rfind("paceslow=", 0) == 0 || item.rfind("burst=", 0) == 0) {
+      const bool slow = item[0] == 'p';
+      auto k = ParseInt("--faults", item.substr(slow ? 9 : 6), slow ? 0 : 1,
+                        slow ? std::max(0, shims - 1) : 1000);
+      if (!k.ok()) return Error{k.error().message + " (in '" + item + "')"};
+      (slow ? p->pace_slow : p->burst) = static_cast<int>(*k);
+      p->pace = true;
+      continue;
+    }
+    if (item.rfind("step=", 0) == 0 || item.rfind("skew=", 0) == 0 ||
+        item.rfind("factor=", 0) == 0) {
+      const size_t eq = item.find('=');
+      char* end = nullptr;
+      const double v = std::strtod(item.c_str() + eq + 1, &end);
+      if (end == item.c_str() + eq + 1 || *end || !(v >= 0) || v > 1000)
+        return Error{"--faults: '" + item + "': no number"};
+      (item[1] == 't' ? p->step_s : item[1] == 'k' ? p->skew_s : p->factor) = v;
+      p->pace = true;
+      continue;
+    }
     if (item.rfind("spares=", 0) == 0) {
       auto k = ParseInt("--faults", item.substr(7), 0, std::max(0, shims - 1));
       if (!k.ok()) return Error{k.error().message + " (in '" + item + "')"};
@@ -261,7 +299,7 @@ Status ParseSpec(const std::string& spec, int shims, std::mt19937_64* rng, Fault
     if (!KindOf(kind, &f.kind))
       return Error{"--faults: '" + item + "' names no fault (none, fail, freeze, cut, kill, "
                    "partition, hang, restart, sigterm, slow, stubborn, straggler, stranger, replay, "
-                   "twin, unfit, random, rootloss, or "
+                   "twin, unfit, pace, random, rootloss, or "
                    "KIND[@S][:SHIM],...)"};
     f.at_s = kSteadyS;
     if (!at.empty()) {
@@ -343,7 +381,24 @@ std::string FaultPlan::Describe() const {
     out += (out.empty() ? "" : ",") + std::string("restarts=") + std::to_string(max_restarts) +
            (restarts_succeed ? "" : "(failing)");
   if (spares > 0) out += (out.empty() ? "" : ",") + std::string("spares=") + std::to_string(spares);
+  if (pace) {
+    out += (out.empty() ? "" : ",") + std::string("pace,step=") + FormatNumber(step_s, "%.2f") +
+           ",skew=" + FormatNumber(skew_s, "%.3f");
+    if (pace_slow >= 0)
+      out += ",paceslow=" + std::to_string(pace_slow) + ",factor=" + FormatNumber(factor, "%g") +
+             ",burst=" + std::to_string(burst);
+  }
   return out.empty() ? "none" : out;
+}
+
+// A cycle of `burst` steps: each takes the step (and the ranks' jitter, up
+// to FaultPlan's 3 %, and 1 ms for the all-reduce), one of them `factor`
+// times longer; the job waits for the slow node the difference.
+double FaultPlan::PaceWaitShare() const {
+  if (pace_slow < 0) return 0;
+  const double wait = (factor - 1) * step_s;
+  const double cycle = burst * (step_s * 1.03 + 0.001) + wait;
+  return wait / cycle;
 }
 
 Result<FaultPlan> MakeFaultPlan(const std::string& spec, int shims, std::mt19937_64* rng) {
@@ -387,6 +442,8 @@ Result<FaultPlan> MakeFaultPlan(const std::string& spec, int shims, std::mt19937
       if (Draw(rng, 0, 2) > 0) p.skip = Draw(rng, 0, shims - 1);
       if (Draw(rng, 0, 3) == 0) p.nodump = Draw(rng, 0, shims - 1);
     }
+  } else if (spec == "pace") {
+    DrawPace(shims, rng, &p);
   } else if (spec == "rootloss") {
     if (shims < 3) return Error{"--faults rootloss needs --shims 3 or more"};
     DrawRootLoss(shims, rng, &p);

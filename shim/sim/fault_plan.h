@@ -27,6 +27,13 @@
 //   unfit     (with spares) a shim's node fails its check before the next
 //             attempt from then on (a port gone down: it is retired)
 //   (the doors must refuse all three; the job goes on as if they never came)
+//   pace      the straggler check (docs/control-plane.md, "Slow nodes"):
+//             --straggler-check 10s over a healthy run of 80 s whose ranks
+//             step every "step=" seconds; each shim's clock off by up to
+//             "skew=" seconds; at times one shim "paceslow=S" whose ranks
+//             are "factor=" times slower in one step of "burst=" (1: every
+//             step). The slow node must be named within 4 looks when the
+//             job waits for it 7.5 % of the time or more; no other ever is.
 //   random    any mix of the above, several at once, at random moments
 //             (and at times spares: "spares=K" in a spec)
 //   rootloss  with spares, rank 0's shim killed, frozen or cut off by a
@@ -81,6 +88,13 @@ struct FaultPlan {
   // collective (-1: every rank entered it), in every attempt it runs ranks
   // in; shim `nodump`'s first rank never answers its pipe (-1: all answer).
   int skip = -1, nodump = -1;
+  // --faults pace (above).
+  bool pace = false;
+  double step_s = 0.1, skew_s = 0, factor = 1;
+  int pace_slow = -1, burst = 1;
+  static constexpr double kPaceEveryS = 10, kPaceRunS = 80;
+  // The share of the job's time spent waiting for the slow node.
+  double PaceWaitShare() const;
   // How long a healthy attempt runs before its ranks end with 0: a few
   // seconds, or past the last fault (forever when the ranks hang).
   double run_s = 5;

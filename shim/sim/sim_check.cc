@@ -1,4 +1,5 @@
 #include "shim/sim/sim_check.h"
+#include "shim/sim/pace_check.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -314,6 +315,7 @@ std::string Timing(const FaultPlan& plan, const OracleSetup& setup, const RunRec
 
 std::string CheckRun(const FaultPlan& plan, const OracleSetup& setup, const RunRecord& run) {
   if (std::string t = Timing(plan, setup, run); !t.empty()) return t;
+  if (std::string t = CheckPace(plan, run); !t.empty()) return t;
   const std::vector<Foreseen> ways = Foresee(plan, setup);
   const Foreseen* nearest = nullptr;
   std::vector<std::string> nearest_diff;

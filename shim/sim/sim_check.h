@@ -4,6 +4,7 @@
 // of docs/control-plane.md. Times are virtual seconds after rank 0's go.
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +35,11 @@ struct RunRecord {
   int root = 0;  // the shim that held the job at its end (a heir, when rank 0's was lost)
   std::vector<double> takeovers;  // when each heir took the job
   int restarts = 0;
+  // --faults pace: the nodes the root named slow (shim: the look that named
+  // it), the looks it judged, and the largest look's part on any link.
+  std::map<int, int64_t> named;
+  int64_t pace_looks = 0;
+  long long pace_bytes_max = 0;
 };
 
 // "" when the run is one the oracle foresaw and kept the timing rules;

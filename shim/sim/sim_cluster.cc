@@ -97,7 +97,8 @@ class Shim : public LinkIo, public JobChannel {
     (void)peer;
     return false;  // frames leave as they are sent
   }
-  double WallNow() const override { return kWallEpoch + now_; }
+  // Its host's clock: off by its skew (--faults pace).
+  double WallNow() const override { return kWallEpoch + now_ + skew_s; }
   int FreePort() const override { return 29500 + tree.machine().restarts() + 1; }
   std::vector<int> Below(int shim) const override;
   void SentDown(const std::string& frame) override;
@@ -156,6 +157,7 @@ class Shim : public LinkIo, public JobChannel {
   double signalled_at = -1;
   int restart_orders = 0;
   int pace_orders = 0;  // the straggler check's looks it was asked for
+  double skew_s = 0;    // its clock against the virtual one
   std::vector<double> restart_orders_at;  // when it took each restart order
   std::vector<int> nodes;  // --spares: its NODE_RANK in each restart (-1: none)
   std::vector<std::string> maddrs;  // and its ranks' MASTER_ADDR ("": the job's)
@@ -301,6 +303,7 @@ class Cluster {
 
   void Build();
   RankPlan RanksOf(int shim) const;
+  double SkewOf(int shim) const;
   std::string Nonce();
   bool Linked(const Shim& parent, int rank) const {
     return parent.tree.Keeps(rank) && !parent.closed.count(rank);
@@ -414,6 +417,9 @@ void Cluster::Send(int from, int to, const std::string& frame) {
     Violate("shim " + std::to_string(from) + " sent a frame of " +
             std::to_string(frame.size()) + " bytes to shim " + std::to_string(to) +
             ", over the links' cap of " + std::to_string(ControlPlane::kMaxFrame));
+  if (frame.rfind("{\"t\":\"pace\"", 0) == 0 && frame.find("\"s\":") != std::string::npos)
+    record_.pace_bytes_max = std::max<long long>(record_.pace_bytes_max,
+                                                 static_cast<long long>(frame.size()));
   if (Cut(from, to)) return;
   const double arrive = Arrival(from, to, frame.size() + 4, now_);
   Push({arrive, 0, Ev::kFrame, to, from, std::make_shared<const std::string>(frame)});
@@ -438,7 +444,24 @@ RankPlan Cluster::RanksOf(int shim) const {
   r.skip = plan_.quiet && plan_.skip == shim;
   r.nodump = plan_.nodump == shim;
   r.dump_timeout_s = kSimDumpTimeoutS;
+  r.pace = plan_.pace;
+  r.slow = plan_.pace_slow == shim;
+  r.step_s = plan_.step_s;
+  r.factor = plan_.pace_slow >= 0 ? plan_.factor : 1;
+  r.burst = std::max(1, plan_.burst);
+  r.skew_s = SkewOf(shim);
+  r.seed = o_.seed;
   return r;
+}
+
+// A shim's clock skew (--faults pace): drawn from the seed, within
+// +-skew_s of the plan.
+double Cluster::SkewOf(int shim) const {
+  if (plan_.skew_s <= 0) return 0;
+  uint64_t h = (o_.seed + 1) * 0x9e3779b97f4a7c15ULL ^ static_cast<uint64_t>(shim) * 0xff51afd7ed558ccdULL;
+  h = (h ^ (h >> 33)) * 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
+  return plan_.skew_s * (static_cast<double>(h % 2001) / 1000.0 - 1);
 }
 
 void Cluster::Build() {
@@ -454,8 +477,9 @@ void Cluster::Build() {
     if (hang_s_ > 0) c.hang_timeout_s = hang_s_;
     // The flight recorder as with --hang-timeout: its records harvested,
     // the hang's culprit named (its default --dump-timeout).
-    c.flight_recorder = hang_s_ > 0;
+    c.flight_recorder = hang_s_ > 0 || plan_.pace;
     c.dump_timeout_s = kSimDumpTimeoutS;
+    c.pace_every_s = plan_.pace ? FaultPlan::kPaceEveryS : 0;
     c.grace_s = o_.grace_s;
     c.run_id = "sim-" + std::to_string(o_.seed);
     c.max_restarts = plan_.max_restarts;
@@ -465,6 +489,7 @@ void Cluster::Build() {
     c.node_check = [this, i] { return Unfit(i); };
     auto s = std::make_unique<Shim>(this, i, c, beat_s_, RanksOf(i));
     s->cost_s = cost_s_;
+    s->skew_s = SkewOf(i);
     shims_.push_back(std::move(s));
   }
   for (const Fault& f : plan_.faults)
@@ -973,6 +998,12 @@ void Cluster::Check(SimResult* r) {
   r->join_s = go_all_;
   for (const auto& s : shims_) r->depth = std::max(r->depth, s->tree.depth());
   r->restarts = root.restart_orders;
+  for (const auto& [shim, n] : root.machine().judge().nodes())
+    if (n.named_look >= 0)
+      r->named += (r->named.empty() ? "" : ",") + std::to_string(shim) + "@look" +
+                  std::to_string(n.named_look);
+  r->pace_looks = root.machine().judge().looks();
+  r->pace_part_bytes = record_.pace_bytes_max;
   r->rank0_msgs = root.handled;
   r->rank0_bytes = root.bytes;
   r->exit_code = root.exit_code;
@@ -1027,6 +1058,11 @@ void Cluster::Check(SimResult* r) {
       record_.shims.push_back(rec);
     }
     record_.restarts = root.restart_orders;
+    // The straggler check's verdicts (--faults pace): each node named, and
+    // in which look.
+    for (const auto& [shim, n] : root.machine().judge().nodes())
+      if (n.named_look >= 0) record_.named[shim] = n.named_look;
+    record_.pace_looks = root.machine().judge().looks();
     record_.has_final = root.has_final;
     if (root.has_final) record_.final_order = root.final_order;
     record_.first_failure_at = first_fail_ < 0 ? -1 : first_fail_ - root_go_;

@@ -58,6 +58,10 @@ struct SimResult {
   long long events = 0;
   int exit_code = 0;          // rank 0's (or the job's, when rank 0 was lost)
   int restarts = 0;
+  // --faults pace: the nodes named slow ("shim@lookN"), the looks judged,
+  // and the largest look's part on any link.
+  std::string named;
+  long long pace_looks = 0, pace_part_bytes = 0;
   double wall_s = 0;
   std::string invariants = "ok";  // or the first broken one, with its replay command
   // With SimOptions::frames: each shim's frames handled after the join, by

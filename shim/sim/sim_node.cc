@@ -194,7 +194,46 @@ int64_t SimProcs::DumpsProgress(int* answered) const {
   return *answered * (kLastCollective + attempt_ - 1);
 }
 
-std::vector<RankTimes> SimProcs::DumpsTimes() const { return {}; }
+// --faults pace: step k begins when the slowest node entered step k-1's
+// all-reduce; a node enters it after its step's work (the slow node's
+// `factor` times longer in one step of `burst`), and a jitter of its own.
+double SimProcs::StepAt(int64_t k) const {
+  const double p = plan_.step_s;
+  const double slow_extra = plan_.slow || plan_.factor > 1 ? (plan_.factor - 1) * p : 0;
+  return origin_ + kPaceStartS + static_cast<double>(k - 1) * (p * (1 + kJitter) + kAllReduceS) +
+         slow_extra * static_cast<double>((k - 1) / plan_.burst);
+}
+
+std::vector<RankTimes> SimProcs::DumpsTimes() const {
+  if (!plan_.pace || !ran_) return {};
+  const double p = plan_.step_s;
+  const double avg = p * (1 + kJitter) + kAllReduceS + (plan_.factor - 1) * p / plan_.burst;
+  // The last step whose all-reduce completed by now.
+  int64_t k = std::max<int64_t>(0, static_cast<int64_t>((now_ - origin_ - kPaceStartS) / avg));
+  while (k > 0 && StepAt(k + 1) > now_) --k;
+  while (StepAt(k + 2) <= now_) ++k;
+  std::vector<RankTimes> out;
+  for (size_t i = 0; i < procs_.size(); ++i) {
+    if (i >= asked_.size() || !asked_[i]) continue;
+    const int rank = shim_ * static_cast<int>(procs_.size()) + static_cast<int>(i);
+    RankTimes r{rank, {FrEntryTimes{"0", {}}}};
+    for (int64_t q = std::max<int64_t>(1, k - static_cast<int64_t>(kMaxTimedOps) + 1); q <= k;
+         ++q) {
+      // A jitter drawn from the seed, the rank and the step: replayed alike.
+      uint64_t h = plan_.seed ^ (static_cast<uint64_t>(rank) * 0x9e3779b97f4a7c15ULL) ^
+                   (static_cast<uint64_t>(q) * 0xbf58476d1ce4e5b9ULL);
+      h = (h ^ (h >> 31)) * 0x94d049bb133111ebULL;
+      h ^= h >> 29;
+      const double jitter = kJitter * p * static_cast<double>(h % 1000) / 1000.0;
+      const bool slow_now = plan_.slow && q % plan_.burst == 0;
+      const double at = StepAt(q) + p * (slow_now ? plan_.factor : 1) + jitter;
+      const double wall = wall_epoch_ + at + plan_.skew_s;
+      r.groups[0].ops.emplace_back(q, static_cast<int64_t>(wall * 1e9));
+    }
+    if (!r.groups[0].ops.empty()) out.push_back(std::move(r));
+  }
+  return out;
+}
 
 double SimProcs::FirstOutputWall() const {
   // (A node that starts no ranks in this attempt wrote nothing in it.)

@@ -29,6 +29,13 @@ struct RankPlan {
   bool skip = false;
   bool nodump = false;
   double dump_timeout_s = 10;
+  // --faults pace (fault_plan.h): the ranks step every `step_s` from 1 s
+  // after rank 0's go, every node's alike; this node's `factor` times
+  // slower in one step of `burst` when `slow`; its clock off by `skew_s`.
+  bool pace = false, slow = false;
+  double step_s = 0.1, factor = 1, skew_s = 0;
+  int burst = 1;
+  uint64_t seed = 0;
 };
 
 class SimProcs : public NodeProcs {
@@ -41,6 +48,9 @@ class SimProcs : public NodeProcs {
   static constexpr double kDumpS = 1;       // a rank's flight record, asked for, comes
   static constexpr int64_t kLastCollective = 100;  // every rank entered it (the first attempt's)
   static constexpr int kExitFail = 7;
+  static constexpr double kPaceStartS = 1;    // the first step, after go
+  static constexpr double kJitter = 0.03;     // of a step, at most, each rank
+  static constexpr double kAllReduceS = 0.001;
 
   // A process's end to schedule: (when, child, straggler?, epoch, wait status).
   using Schedule = std::function<void(double at, size_t child, bool straggler, uint64_t epoch,
@@ -103,6 +113,7 @@ class SimProcs : public NodeProcs {
     Proc rank, left;  // the rank, and what it left behind
   };
   void End(size_t child, bool straggler, double at, int status);
+  double StepAt(int64_t k) const;  // when step k (1-based) began (virtual time)
 
   int shim_;
   RankPlan plan_;

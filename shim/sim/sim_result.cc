@@ -38,6 +38,10 @@ std::string SimResult::Json() const {
   j += ",\"rank0_msgs\":" + std::to_string(rank0_msgs);
   j += ",\"rank0_bytes\":" + std::to_string(rank0_bytes);
   j += ",\"events\":" + std::to_string(events);
+  if (pace_looks > 0) {
+    j += ",\"pace_looks\":" + std::to_string(pace_looks) + ",\"named\":" + JsonQuote(named);
+    j += ",\"pace_part_bytes\":" + std::to_string(pace_part_bytes);
+  }
   j += ",\"wall_s\":" + FormatNumber(wall_s, "%.3f");
   j += ",\"invariants\":" + JsonQuote(invariants);
   if (!frames.empty()) {

@@ -6,7 +6,9 @@ stop flag. Rank 0 raises the flag once RUN_S seconds passed since the
 process group came up (or after STEPS steps, when STEPS is set); every rank
 then prints its step count and the weights' digest (a sum of what every
 rank contributed, step by step: the same for the same step count) and
-exits 0. Prints a line every PRINT_EVERY steps (default 50)."""
+exits 0. Prints a line every PRINT_EVERY steps (default 50). For the
+bench (bench/straggler.py), rank SLOW_RANK does SLOW_FACTOR times the work
+(a slowdown chosen exactly, where a cgroup's quota depends on the load)."""
 import hashlib
 import os
 import time
@@ -16,6 +18,8 @@ import torch.distributed as dist
 
 rank = int(os.environ["RANK"])
 work = int(os.environ.get("WORK", "200000"))
+if rank == int(os.environ.get("SLOW_RANK", "-1")):
+    work = int(work * float(os.environ.get("SLOW_FACTOR", "1")))
 run_s = float(os.environ.get("RUN_S", "60"))
 steps_max = int(os.environ.get("STEPS", "0"))
 every = int(os.environ.get("PRINT_EVERY", "50"))
