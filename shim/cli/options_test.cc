@@ -110,6 +110,16 @@ TEST(Options, ErrorsNameOptionAndValue) {
        "--preflight-bytes='3' is not a size from 4 to 64G (bytes, or with K/M/G)"},
       {{"x"}, {{"AML_SHIM_VERBOSE", "maybe"}}, "AML_SHIM_VERBOSE='maybe' is not a boolean (use 1/0, true/false)"},
       {{"--quiet", "--verbose", "x"}, {}, "--quiet and --verbose contradict each other"},
+      {{"--straggler-check", "2s", "x"}, {},
+       "--straggler-check=2s is under 5 s: each look reads every rank's flight record"},
+      {{"--straggler-check", "1m", "--flight-recorder", "off", "x"}, {},
+       "--straggler-check reads the ranks' flight records, but --flight-recorder=off"},
+      {{"--fail-fast", "node", "--straggler-check", "1m", "x"}, {},
+       "--straggler-check compares the job's nodes, but --fail-fast=node asks to end one node "
+       "only"},
+      {{"--straggler-check", "1m", "--retire-slow", "x"}, {},
+       "--retire-slow retires a node the straggler check names for a spare to replace: give "
+       "--spares K and --straggler-check INTERVAL too"},
       {{}, {}, "no command given: usage: aml-shim [OPTIONS] [--] COMMAND [ARGS...]"},
       {{"--json", "x"}, {}, "--json does not apply to running a command (use 'aml-shim env')"},
       {{"env", "extra"}, {}, "unexpected argument 'extra' after 'env'"},
@@ -149,6 +159,22 @@ TEST(Options, MaxRestartsImpliesTheJobWidePlane) {
   auto zero = Parse({"--max-restarts", "0", "x"});
   ASSERT_TRUE(zero.ok());
   EXPECT_FALSE(WantsControlPlane(zero->options));  // off costs nothing
+}
+
+TEST(Options, StragglerCheckKeepsTheRecorderAndImpliesTheJobWidePlane) {
+  auto inv = Parse({"x"}, {{"AML_SHIM_STRAGGLER_CHECK", "90s"}});
+  ASSERT_TRUE(inv.ok()) << inv.error().message;
+  EXPECT_EQ(*inv->options.straggler_check_s, 90);
+  EXPECT_TRUE(inv->options.fail_fast_job);
+  EXPECT_TRUE(WantsControlPlane(inv->options));
+  EXPECT_TRUE(WantsFlightRecorder(inv->options));
+  auto retire = Parse({"--straggler-check", "1m", "--max-restarts", "2", "--spares", "1",
+                       "--retire-slow", "x"});
+  ASSERT_TRUE(retire.ok()) << retire.error().message;
+  EXPECT_TRUE(retire->options.retire_slow);
+  auto off = Parse({"x"});
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(WantsFlightRecorder(off->options));
 }
 
 TEST(Options, NoTagOutputHasItsVariableToo) {

@@ -354,6 +354,7 @@ class JobMachine {
   double backoff_until_ = 0;
   // The root's straggler check: its judge, and the nodes retired as slow.
   StragglerJudge judge_;
+  bool pace_blind_said_ = false;
   void RetireSlow(const SlowNode& n, double now);
   std::string SlowJson() const;
 };

@@ -35,6 +35,15 @@ void JobMachine::OnPaceSample(const PaceSample& s, double now) {
                " shims' parts, " + std::to_string(ops) + " collectives, " +
                std::to_string(judge_.judged() - judged) + " judged" + late);
   }
+  // A check that can judge nothing says so once: the ranks' records carry
+  // no entry times (a torch with no recorder), or no collective ran.
+  if (!pace_blind_said_ && judge_.looks() >= judge_.looks_needed() && judge_.judged() == 0) {
+    pace_blind_said_ = true;
+    LogWarning("--straggler-check: " + std::to_string(judge_.looks()) +
+               " looks found no collective that every node's ranks completed to compare (no "
+               "flight record with entry times came: PyTorch 2.6 or newer keeps one, with "
+               "--flight-recorder auto; or the ranks ran no collective): no node can be named");
+  }
   for (const StragglerJudge::Change& c : changes) {
     const SlowNode& n = c.node;
     const std::string host = HostOf(c.shim);

@@ -66,6 +66,23 @@ TEST_F(JobPace, ASlowNodeIsNamedOnceInOneLine) {
   EXPECT_NE(g_lines[1].find("h2 (shim 2) is no longer slow"), std::string::npos) << g_lines[1];
 }
 
+TEST_F(JobPace, AJobWhoseRecordsHoldNoTimesIsToldSoOnce) {
+  FakePorts ports;
+  ports.children_done = false;
+  ports.linked = true;
+  JobMachine m(Config(false), &ports);
+  m.Start(0);
+  for (int look = 1; look <= 5; ++look) {
+    PaceSample empty;
+    empty.look = look;
+    empty.shims = 4;
+    m.OnPaceSample(empty, 5.0 * look);
+  }
+  ASSERT_EQ(g_lines.size(), 1u);
+  EXPECT_NE(g_lines[0].find("--straggler-check: 3 looks found no collective"), std::string::npos)
+      << g_lines[0];
+}
+
 TEST_F(JobPace, AJobThatFailsAfterANodeWasNamedSaysSoInFailureJson) {
   FakePorts ports;
   ports.children_done = false;
