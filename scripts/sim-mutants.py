@@ -324,6 +324,27 @@ MUTANTS = [
      "(g->enqueued < gap.seq ? gap.missing : gap.entered)",
      "(g->enqueued <= gap.seq ? gap.missing : gap.entered)",
      "ranks that entered the collective are counted among those that never did"),
+    # Slow nodes (issue 45).
+    ("pace-offset-ignored", "shim/control/tree_links.cc",
+     "  if (clock.known) part = LocalPace(job_.rank, look, times, clock.offset, clock.bound);",
+     "  if (clock.known) part = LocalPace(job_.rank, look, times, 0, clock.bound);",
+     "entry times are compared on each host's own clock: skew names healthy nodes"),
+    ("pace-bound-ignored", "launch/pace/straggler_judge.cc",
+     "      const int64_t floor_us = std::max({bounds_us, period_floor_us, min_us});",
+     "      const int64_t floor_us = min_us;",
+     "a node is blamed by less than its clock's bound and the group's period allow"),
+    ("pace-share-ignored", "launch/pace/straggler_judge.cc",
+     "    const bool slow = n.share >= kWaitShare && t.wait_frac >= kLateFrac;",
+     "    const bool slow = t.late > 0;",
+     "any node late once in a look counts as slow in it"),
+    ("pace-offset-sign", "launch/pace/clock_offset.cc",
+     "  s.offset = ((t2 - t1) + (t3 - t4)) / 2;",
+     "  s.offset = ((t1 - t2) + (t4 - t3)) / 2;",
+     "the clock offset is taken the wrong way round"),
+    ("pace-partial-look-judged", "launch/pace/straggler_judge.cc",
+     "    if (whole)\n      for (const PaceOp& op : g.ops) full = std::max(full, op.shims);",
+     "    for (const PaceOp& op : g.ops) full = std::max(full, op.shims);",
+     "a look missing a part learns the group's nodes from it: collectives of some nodes are judged"),
 ]
 
 SIM_RUNS = [
@@ -335,7 +356,7 @@ SIM_RUNS = [
      for k in ["kill,restarts=2,spares=2", "fail,restarts=3(failing),spares=1",
                "partition,restarts=2,spares=2", "rootloss", "unfit@10,restarts=2,spares=1",
                "kill@20:0,kill@110:root,restarts=3,spares=2", "partition@40:half,restarts=2,spares=2",
-               "stubborn@0:1,sigterm@10:1"]] + [
+               "stubborn@0:1,sigterm@10:1", "pace"]] + [
     (["--file", os.path.join(ROOT, "tests", "sim", "kinds.txt")], "kinds"),
     (["--file", os.path.join(ROOT, "tests", "sim", "regressions.txt")], "regressions")]
 

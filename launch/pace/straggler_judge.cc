@@ -47,12 +47,15 @@ std::vector<StragglerJudge::Change> StragglerJudge::Look(const PaceSample& s, in
     done = judged.back()->seq;
     const int64_t span_us =
         std::max<int64_t>(1, judged.back()->next.t_us - judged.front()->next.t_us + period_us);
+    // Lateness below the clocks' bounds, kLateFrac of the period or
+    // kMinLateS is not counted.
+    const auto period_floor_us = static_cast<int64_t>(kLateFrac * static_cast<double>(period_us));
+    const auto min_us = static_cast<int64_t>(kMinLateS * 1e6);
     std::map<int, Tally> group;
     for (const PaceOp* op : judged) {
       const int64_t late_us = op->last.t_us - op->next.t_us;
-      const int64_t floor_us = std::max<int64_t>(
-          {op->last.bound_us + op->next.bound_us, static_cast<int64_t>(kLateFrac * static_cast<double>(period_us)),
-           static_cast<int64_t>(kMinLateS * 1e6)});
+      const int64_t bounds_us = op->last.bound_us + op->next.bound_us;
+      const int64_t floor_us = std::max({bounds_us, period_floor_us, min_us});
       if (late_us <= floor_us) continue;
       Tally& t = group[op->last.shim];
       ++t.late;

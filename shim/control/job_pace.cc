@@ -60,10 +60,20 @@ void JobMachine::OnPaceSample(const PaceSample& s, double now) {
 // --retire-slow: the node named is retired and the attempt ends, as for a
 // failure; its NODE_RANK goes to a spare at the restart (or the job ends:
 // no spare left, or no restart left).
+// A NODE_RANK whose new holder is named slow again is not retired twice:
+// its slowness follows its ranks (their share of the work: rank 0's
+// logging, an uneven split), not the node.
 void JobMachine::RetireSlow(const SlowNode& n, double now) {
   if (!c_.retire_slow || !roster_ || roster_->Retired(n.shim) || roster_->NodeOf(n.shim) < 0)
     return;
+  const int node_rank = roster_->NodeOf(n.shim);
   const std::string host = HostOf(n.shim);
+  if (!slow_node_ranks_.insert(node_rank).second) {
+    LogWarning("--retire-slow: " + ShimName(n.shim, host) + " holds NODE_RANK " +
+               std::to_string(node_rank) + ", whose last holder was retired as slow too: the "
+               "slowness follows its ranks' work, not the node; not retired");
+    return;
+  }
   const std::string why = "its ranks entered " + std::to_string(n.late_ops) + " of " +
                           std::to_string(n.ops) + " collectives last in " +
                           std::to_string(n.streak) + " looks in a row (the job waited " +

@@ -2,6 +2,8 @@
 // a slow node, and with --retire-slow retires it for a spare.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "launch/pace/pace_test_util.h"
 #include "shim/base/log.h"
 #include "shim/control/fake_job_ports.h"
@@ -13,19 +15,25 @@ namespace {
 std::vector<std::string> g_lines;
 void Keep(const std::string& line) { g_lines.push_back(line); }
 
-// 4 shims (the last a spare, which sends an empty part): shim `slow`'s rank
-// enters each collective 40 ms after the others, whose step is 100 ms.
-PaceSample Look(int64_t look, int slow) {
+// 4 shims; those in `ranks_on` run a rank each (the others, a spare or a
+// node retired, send an empty part): shim `slow`'s rank enters each
+// collective 40 ms after the others, whose step is 100 ms.
+PaceSample Look(int64_t look, int slow, std::vector<int> ranks_on = {0, 1, 2}) {
   const int64_t seq0 = (look - 1) * 30 + 1;
-  PaceSample s = MakeLook(
-      look, 3, 1, seq0, 30,
-      [&](int shim, int, int64_t q) { return 1.8e9 + q * 0.14 + (shim == slow ? 0.04 : 0.0); },
-      [](int) { return 0.0; }, 0.0005);
-  PaceSample spare;
-  spare.look = look;
-  spare.shims = 1;
-  MergePace(&s, spare);
-  return s;
+  PaceSample all;
+  all.look = look;
+  for (int shim = 0; shim < 4; ++shim) {
+    std::vector<RankTimes> ranks;
+    if (std::find(ranks_on.begin(), ranks_on.end(), shim) != ranks_on.end()) {
+      RankTimes r{shim, {{"0", {}}}};
+      for (int64_t q = seq0; q < seq0 + 30; ++q)
+        r.groups[0].ops.emplace_back(
+            q, static_cast<int64_t>((1.8e9 + q * 0.14 + (shim == slow ? 0.04 : 0.0)) * 1e9));
+      ranks.push_back(r);
+    }
+    MergePace(&all, LocalPace(shim, look, ranks, 0, 0.0005));
+  }
+  return all;
 }
 
 struct JobPace : ::testing::Test {
@@ -149,6 +157,17 @@ TEST_F(JobPace, RetireSlowEndsTheAttemptAndTheSpareTakesTheNodeRank) {
   // The next attempt's looks: the retired node is not judged again.
   m.OnPaceSample(Look(1, -1), 50);
   EXPECT_EQ(m.judge().nodes().count(2), 0u);
+  // The spare, now NODE_RANK 2, is as slow: the slowness follows the
+  // ranks' work, and it is not retired in turn.
+  g_lines.clear();
+  for (int look = 2; look <= 4; ++look)
+    m.OnPaceSample(Look(look, 3, {0, 1, 3}), 50 + 5.0 * look);
+  EXPECT_EQ(m.state(), JobState::kRunning);
+  EXPECT_FALSE(m.roster()->Retired(3));
+  ASSERT_EQ(g_lines.size(), 2u);
+  EXPECT_NE(g_lines[1].find("holds NODE_RANK 2, whose last holder was retired as slow too"),
+            std::string::npos)
+      << g_lines[1];
 }
 
 }  // namespace
