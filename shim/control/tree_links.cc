@@ -265,6 +265,7 @@ void TreeLinks::Beat(double now) {
                            .SetNumber("age", now - SubtreeOutput())
                            .SetNumber("ts", io_->WallNow())
                            .Encode());
+  io_->SentDown(Msg("beat").Encode());  // (one beat down, whatever each child's says)
   const RootClock mine = root_clock();
   for (Child& c : children_) {
     if (c.done || c.gone) continue;
@@ -277,11 +278,6 @@ void TreeLinks::Beat(double now) {
     if (mine.known) beat.Set("rk", 1).SetNumber("ro", mine.offset).SetNumber("rb", mine.bound);
     io_->Send(c.rank, beat.Encode());
   }
-}
-
-void TreeLinks::SendKids(const std::string& frame) {
-  for (const Child& c : children_)
-    if (!c.done && !c.gone) io_->Send(c.rank, frame);
 }
 
 RootClock TreeLinks::root_clock() const {
@@ -304,7 +300,7 @@ void TreeLinks::BeginPace(int64_t look, int level, double now) {
   const double below = std::max(0, depth_ - level);
   const double wait = std::min(job_.dump_timeout_s + 1, 0.6 * job_.pace_every_s);
   pace_.Begin(look, kids, now + wait + 0.5 * below);
-  SendKids(Msg("pace").Set("look", look).Set("lv", level + 1).Encode());
+  SendDown(Msg("pace").Set("look", look).Set("lv", level + 1).Encode());
   machine_.OrderPaceLook(look);
 }
 

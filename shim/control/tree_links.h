@@ -121,7 +121,6 @@ class TreeLinks : private JobPorts {
   void Lose(Child& c, const std::string& why, bool silent, double now);
   void LoseParent(const std::string& why, bool silent, double now);
   void Beat(double now);
-  void SendKids(const std::string& frame);  // to every child kept, not a verdict
   void BeginPace(int64_t look, int level, double now);
   void FinishPace(double now);
 
