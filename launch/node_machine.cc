@@ -106,7 +106,7 @@ void NodeMachine::BeginFailureTeardown(double now) {
   Enter(NodeState::kTerminating);
   looking_ = false;  // (a look under way is overtaken)
   AnswerPace(false);
-  procs_->StartDumps(now, false);
+  procs_->StartDumps(now, NodeProcs::DumpAsk::kRecords);
   if (procs_->DumpsDone(now)) FinishRecords(now);
 }
 
@@ -261,7 +261,7 @@ void NodeMachine::CollectStacks(double now) {
   AnswerPace(false);
   stacks_ = StackPhase::kDumping;
   if (state_ == NodeState::kRunning) Enter(NodeState::kCollecting);
-  procs_->StartDumps(now, true);
+  procs_->StartDumps(now, NodeProcs::DumpAsk::kVerdict);
   if (procs_->DumpsDone(now)) ProbeStacks(now);
 }
 
@@ -349,7 +349,7 @@ void NodeMachine::PaceLook(int64_t look, double now) {
   if (!looking_) {
     looking_ = true;
     last_look_ = now;
-    procs_->StartDumps(now, false);
+    procs_->StartDumps(now, NodeProcs::DumpAsk::kLook);
   }
   Look(now);
 }
@@ -368,7 +368,7 @@ void NodeMachine::Look(double now) {
   if (!looking_ && now >= NextLook()) {
     looking_ = true;
     last_look_ = now;
-    procs_->StartDumps(now, false);
+    procs_->StartDumps(now, NodeProcs::DumpAsk::kLook);
   }
   if (looking_) {
     if (state_ != NodeState::kRunning || stacks_ != StackPhase::kNone) {

@@ -85,8 +85,11 @@ class NodeProcs {
   // The running ranks' flight records (PyTorch's recent collectives): asked
   // for, then looked for until every one came or --dump-timeout passed;
   // DumpsNext: when to look again.
-  // `verdict`: a hang's (NCCL's RAS socket is asked too), not a look.
-  virtual void StartDumps(double now, bool verdict) = 0;
+  // kVerdict: a hang's (NCCL's RAS socket is asked too); kRecords: a
+  // failure's; kLook: a look (progress, the straggler check), which needs
+  // no stack traces in the records (flight/fr_harvest.h).
+  enum class DumpAsk { kVerdict, kRecords, kLook };
+  virtual void StartDumps(double now, DumpAsk ask) = 0;
   virtual bool DumpsDone(double now) = 0;
   virtual double DumpsNext(double now) const = 0;
   // Of the records that came: every group's last completed collective,

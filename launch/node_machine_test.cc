@@ -42,7 +42,11 @@ struct FakeProcs : NodeProcs {
   bool probed_while_dumping = false;
   int64_t progress = 0;
   int answered = 0;
-  void StartDumps(double, bool) override { ++dumps_started; }
+  void StartDumps(double, DumpAsk ask) override {
+    ++dumps_started;
+    asks.push_back(ask);
+  }
+  std::vector<DumpAsk> asks;
   int64_t DumpsProgress(int* a) const override {
     *a = answered;
     return progress;

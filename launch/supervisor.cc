@@ -154,7 +154,7 @@ class Supervisor : private NodeProcs {
   bool OutputOpen() const override { return AnyOpenStream(); }
   bool GroupsEmpty() override;
   void KillGroups() override;
-  void StartDumps(double now, bool verdict) override;
+  void StartDumps(double now, DumpAsk ask) override;
   int64_t DumpsProgress(int* answered) const override;
   std::vector<RankTimes> DumpsTimes() const override;
   bool DumpsDone(double now) override { return harvest_.Poll(now) && ras_.Done(); }
@@ -504,14 +504,15 @@ void Supervisor::StartProbe() {
   probe_.Start(pids, kProbeS);
 }
 
-void Supervisor::StartDumps(double now, bool verdict) {
+void Supervisor::StartDumps(double now, DumpAsk ask) {
+  const bool verdict = ask == DumpAsk::kVerdict;
   std::vector<FlightHarvest::Ask> asks;
   for (size_t i = 0; i < children_.size() && node_rank_ >= 0; ++i) {
     const Child& c = children_[i];
     if (!c.launch) continue;
     asks.push_back({c.launch->rank, flight_ ? c.fr : std::nullopt, machine_.running(i)});
   }
-  harvest_.Start(asks, now, config_.dump_timeout_s);
+  harvest_.Start(asks, now, config_.dump_timeout_s, ask == DumpAsk::kLook);
   // NCCL's RAS socket, where this node's NCCL keeps one (NCCL 2.24 on).
   if (verdict && flight_ && !asks.empty() && !launches_.empty()) {
     const EnvSnapshot& env = *launches_[0].base_env;

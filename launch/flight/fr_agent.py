@@ -113,19 +113,22 @@ def _aml_flight_run():
     _aml_flight_at_exception(dump, prefix, rank, version)
     while True:
         try:
-            if not os.read(fd, 64):
+            asked = os.read(fd, 64)
+            if not asked:
                 time.sleep(1)
                 continue
         except OSError:
             return
-        _aml_flight_write(dump, prefix, rank, version)
+        # b"p" alone: a look (progress, the straggler check) that needs no
+        # stack traces; anything else (a hang, a failure) has them.
+        _aml_flight_write(dump, prefix, rank, version, asked.strip(b"p") != b"")
 
 
-def _aml_flight_write(dump, prefix, rank, version):
+def _aml_flight_write(dump, prefix, rank, version, stacks=True):
     # The record, whole: a temporary file renamed.
     import os
     try:
-        blob = _aml_flight_mend(dump(True, True, False))
+        blob = _aml_flight_mend(dump(True, stacks, False))
         tmp = "%s%d.tmp" % (prefix, rank)
         out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC |
                       getattr(os, "O_NOFOLLOW", 0), 0o600)

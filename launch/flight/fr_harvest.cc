@@ -33,7 +33,7 @@ std::string OneLine(std::string s) {
 
 }  // namespace
 
-std::string AskForDump(const std::string& pipe) {
+std::string AskForDump(const std::string& pipe, char what) {
   struct stat st {};
   if (lstat(pipe.c_str(), &st) != 0)
     return errno == ENOENT ? "no flight-recorder pipe (not a torch.distributed rank, or its "
@@ -48,14 +48,15 @@ std::string AskForDump(const std::string& pipe) {
   std::string why;
   if (fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) {
     why = "its pipe " + pipe + " is not a FIFO";
-  } else if (write(fd, "1", 1) != 1 && errno != EAGAIN) {  // full: asked already
+  } else if (write(fd, &what, 1) != 1 && errno != EAGAIN) {  // full: asked already
     why = "its pipe " + pipe + ": " + std::strerror(errno);
   }
   close(fd);
   return why;
 }
 
-void FlightHarvest::Start(const std::vector<Ask>& asks, double now, double timeout_s) {
+void FlightHarvest::Start(const std::vector<Ask>& asks, double now, double timeout_s,
+                          bool light) {
   outcomes_.assign(asks.size(), {});
   states_.assign(asks.size(), {});
   pending_ = 0;
@@ -84,7 +85,7 @@ void FlightHarvest::Start(const std::vector<Ask>& asks, double now, double timeo
       s.mtime_ns = MtimeNs(st);
       s.size = st.st_size;
     }
-    const std::string why = AskForDump(s.files.pipe);
+    const std::string why = AskForDump(s.files.pipe, light ? kAskLight : kAskFull);
     if (!why.empty()) {
       o.why = said.empty() ? why : OneLine(said);
       continue;

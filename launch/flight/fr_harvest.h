@@ -36,8 +36,9 @@ class FlightHarvest {
     std::vector<FrEntryTimes> times;  // its groups' entry times (with fr)
   };
 
-  // Asks every running rank that has a pipe.
-  void Start(const std::vector<Ask>& asks, double now, double timeout_s);
+  // Asks every running rank that has a pipe; `light`: for a look, whose
+  // records need no stack traces (the agent leaves them out: cheaper).
+  void Start(const std::vector<Ask>& asks, double now, double timeout_s, bool light = false);
   // Reads what came. True when every rank answered or was given up on.
   bool Poll(double now);
   bool done() const { return pending_ == 0; }
@@ -63,6 +64,9 @@ class FlightHarvest {
 };
 
 // "" when the byte went into `pipe`; else why the rank cannot be asked.
-std::string AskForDump(const std::string& pipe);
+// kAskFull asks for the record with its stack traces, kAskLight without
+// (aml-shim's agent reads the byte; torch's own reader takes any byte).
+constexpr char kAskFull = '1', kAskLight = 'p';
+std::string AskForDump(const std::string& pipe, char what = kAskFull);
 
 }  // namespace aml

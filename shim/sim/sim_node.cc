@@ -118,8 +118,8 @@ void SimProcs::StartProbe() { probe_until_ = now_ + kProbeS; }
 
 // Each running rank answers after kDumpS; the one that never answers keeps
 // the harvest waiting for --dump-timeout.
-void SimProcs::StartDumps(double now, bool verdict) {
-  (void)verdict;
+void SimProcs::StartDumps(double now, DumpAsk ask) {
+  (void)ask;
   asked_.assign(procs_.size(), false);
   bool any = false, silent = false;
   for (size_t i = 0; i < procs_.size(); ++i) {

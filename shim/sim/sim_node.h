@@ -84,7 +84,7 @@ class SimProcs : public NodeProcs {
   bool OutputOpen() const override;
   bool GroupsEmpty() override { return !StragglersLeft(); }
   void KillGroups() override { SignalStragglers(9); }
-  void StartDumps(double now, bool verdict) override;
+  void StartDumps(double now, DumpAsk ask) override;
   int64_t DumpsProgress(int* answered) const override;
   std::vector<RankTimes> DumpsTimes() const override;
   bool DumpsDone(double now) override { return now >= dumps_until_; }

@@ -56,12 +56,16 @@ FAKE_TORCH = {
         if os.environ.get("FAKE_NO_FR") != "1":
             def _dump_fr_trace(collectives, stacks, only_active):
                 rank = int(os.environ["RANK"])
+                if os.environ.get("FAKE_ASKS"):  # each ask: with stack traces or without
+                    with open(os.environ["FAKE_ASKS"] + str(rank), "a") as f:
+                        f.write("stacks\\n" if stacks else "light\\n")
                 entry = {"collective_seq_id": 3 + (rank == 1), "profiling_name": "gloo:all_reduce",
                          "state": "scheduled", "input_sizes": [[4]], "input_dtypes": ["Float"],
                          "process_group": ("0", "default_pg"), "pg_id": 0, "is_p2p": False,
                          "frames": [{"filename": "/x/torch/distributed/c.py", "line": 1,
                                      "name": "all_reduce"},
-                                    {"filename": "/job/train.py", "line": 7, "name": "<module>"}]}
+                                    {"filename": "/job/train.py", "line": 7, "name": "<module>"}]
+                                   if stacks else []}
                 return pickle.dumps({"version": "2.10",
                                      "pg_config": {"": {"name": "", "desc": "", "ranks": "[0, 1]"}},
                                      "pg_status": {"0": {"last_enqueued_collective": 3 + (rank == 1),
@@ -139,8 +143,16 @@ class Agent(unittest.TestCase):
         return r, logs
 
     def test_it_serves_the_record_mends_it_and_runs_the_users_sitecustomize(self):
-        r, logs = self.hang()
+        asks = os.path.join(self.dir, "asks-")
+        r, logs = self.hang(FAKE_ASKS=asks)
         self.assertEqual(r.returncode, 124, r.stderr)
+        # The looks while the job was silent asked for records without stack
+        # traces (cheaper); the verdict with them.
+        for rank in (0, 1):
+            self.assertTrue(os.path.exists(asks + str(rank)), r.stdout + r.stderr)
+            said = slurp(asks + str(rank)).split()
+            self.assertIn("light", said)
+            self.assertEqual(said[-1], "stacks", said)
         # The user's sitecustomize ran; the agent printed nothing of its own.
         self.assertIn("[rank 0] rank 0 up SITE=theirs", r.stdout)
         self.assertIn("[rank 1] rank 1 up SITE=theirs", r.stdout)
