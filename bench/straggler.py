@@ -7,7 +7,8 @@ all-reduce) with rank 1 doing 1.1, 1.3 or 2 times the work. For each: the
 look that named its node (--straggler-check 5s; -v's "straggler look N"
 lines) and what the line said; a healthy run (1.0) for false alarms; and
 the cost of the looks: steps done in 60 s with and without the check.
-Needs root. Usage: bench/straggler.py [RUNS] [RUN_S]"""
+Needs root. Usage: bench/straggler.py [RUNS] [RUN_S] [cost]: "cost" runs
+only the cost's pairs, with and without the check in turn (RUNS pairs)."""
 import os
 import re
 import subprocess
@@ -52,22 +53,24 @@ def main():
     try:
         agent = subprocess.run([NETNS, "agent", CLUSTER], stdout=subprocess.PIPE, text=True,
                                check=True).stdout.strip()
-        for factor in (1.0, 1.1, 1.3, 2.0):
+        cost_only = len(sys.argv) > 3 and sys.argv[3] == "cost"
+        for factor in () if cost_only else (1.0, 1.1, 1.3, 2.0):
             for i in range(runs):
                 r = job(root, agent, ["--straggler-check", "5s", "-v"], RUN_S=run_s,
                         SLOW_RANK=1, SLOW_FACTOR=factor, PRINT_EVERY=100000)
                 steps = re.search(r"rank 0 steps (\d+)", r.stdout).group(1)
                 looks = re.findall(r"straggler look (\d+): 2 shims' parts, \d+ collectives, "
                                    r"([1-9]\d*) judged", r.stderr)
-                named = re.search(r"straggler look (\d+):[^\n]*\n[^\n]*warning: (\S+ \(shim \d+\) "
-                                  r"is slow[^\n]*)", r.stderr)
+                # (Only the root prints a look's line; the warning follows it.)
+                warning = re.search(r"warning: (\S+ \(shim \d+\) is slow[^\n]*)", r.stderr)
+                at = re.findall(r"straggler look (\d+):", r.stderr[:warning.start()]
+                                )[-1] if warning else None
                 first = looks[0][0] if looks else "-"
                 print(f"factor {factor} run {i + 1}: {steps} steps in {run_s} s; first look that "
                       f"judged: {first}; named at look: "
-                      f"{named.group(1) + ': ' + named.group(2) if named else 'never'}",
-                      flush=True)
-        for check in (True, False):
-            for i in range(runs):
+                      f"{at + ': ' + warning.group(1) if warning else 'never'}", flush=True)
+        for i in range(runs):
+            for check in (True, False):
                 args = ["--straggler-check", "5s"] if check else []
                 r = job(root, agent, args, RUN_S=run_s, PRINT_EVERY=100000)
                 steps = re.search(r"rank 0 steps (\d+)", r.stdout).group(1)
