@@ -6,7 +6,7 @@ namespace aml {
 
 void ClockOffset::Exchange(double t1, double t2, double t3, double t4) {
   const double delay = (t4 - t1) - (t3 - t2);
-  if (!std::isfinite(delay) || delay < 0 || t3 < t2 || t4 < t1) return;
+  if (!std::isfinite(delay) || delay < 0 || t3 < t2 || t4 < t1 || t1 <= 0 || t2 <= 0) return;
   Sample s;
   s.offset = ((t2 - t1) + (t3 - t4)) / 2;
   s.delay = delay;

@@ -38,6 +38,7 @@ TEST(ClockOffset, IgnoresAnExchangeThatContradictsItself) {
   ClockOffset c;
   c.Exchange(10, 5, 4, 11);   // answered before it came
   c.Exchange(10, 5, 6, 9);    // came back before it left
+  c.Exchange(10, 0, 0, 11);   // a beat down that lacked its times
   EXPECT_FALSE(c.known());
 }
 

@@ -291,7 +291,9 @@ RootClock TreeLinks::root_clock() const {
 // Look `look` begins at this shim (`level` below the root): the children
 // are told, the node's machine is ordered to read its ranks' records, and
 // the parts are awaited until the look's deadline: the records'
-// --dump-timeout, a second more, and half a second for each level below.
+// --dump-timeout and a second more, or 60 % of --straggler-check when that
+// is shorter (the next look is due), and half a second for each level
+// below this one (a level's parts reach the one above before its own).
 void TreeLinks::BeginPace(int64_t look, int level, double now) {
   if (pace_.active()) FinishPace(std::numeric_limits<double>::infinity());  // what it has
   std::vector<int> kids;
