@@ -66,6 +66,9 @@ class Throttle:
             with open(os.path.join(self.dir, "cpu.max"), "w") as f:
                 f.write(f"{int(share * 10000)} 10000")
         else:
+            if not os.path.exists("/sys/fs/cgroup/cpu/cgroup.procs"):
+                raise AssertionError("no cgroup CPU controller (v2's cpu in cgroup.controllers, or "
+                                     "v1's /sys/fs/cgroup/cpu) to slow a node with")
             self.dir = f"/sys/fs/cgroup/cpu/aml-slow-{os.getpid()}"
             os.mkdir(self.dir)
             with open(os.path.join(self.dir, "cpu.cfs_period_us"), "w") as f:
