@@ -330,9 +330,9 @@ MUTANTS = [
      "  if (clock.known) part = LocalPace(job_.rank, look, times, 0, clock.bound);",
      "entry times are compared on each host's own clock: skew names healthy nodes"),
     ("pace-bound-ignored", "launch/pace/straggler_judge.cc",
-     "      const int64_t floor_us = std::max({bounds_us, period_floor_us, min_us});",
-     "      const int64_t floor_us = min_us;",
-     "a node is blamed by less than its clock's bound and the group's period allow"),
+     "      const int64_t bounds_us = op->last.bound_us + op->next.bound_us;",
+     "      const int64_t bounds_us = 0;",
+     "a node is blamed by less than the clocks' bounds allow"),
     ("pace-share-ignored", "launch/pace/straggler_judge.cc",
      "    const bool slow = n.share >= kWaitShare && t.wait_frac >= kLateFrac;",
      "    const bool slow = t.late > 0;",
@@ -343,7 +343,7 @@ MUTANTS = [
      "the clock offset is taken the wrong way round"),
     ("pace-partial-look-judged", "launch/pace/straggler_judge.cc",
      "    if (whole)\n      for (const PaceOp& op : g.ops) full = std::max(full, op.shims);",
-     "    for (const PaceOp& op : g.ops) full = std::max(full, op.shims);",
+     "    if (whole || true)\n      for (const PaceOp& op : g.ops) full = std::max(full, op.shims);",
      "a look missing a part learns the group's nodes from it: collectives of some nodes are judged"),
 ]
 

@@ -91,6 +91,7 @@ void DrawPace(int shims, std::mt19937_64* rng, FaultPlan* p) {
   p->pace = true;
   p->skew_s = Draw(rng, 0, 500) / 1000.0;
   p->step_s = Draw(rng, 5, 50) / 100.0;
+  p->jitter = Draw(rng, 0, 1) == 0 ? 0.03 : 0.1;
   if (shims < 2 || Draw(rng, 0, 1) == 0) return;
   p->pace_slow = Draw(rng, 0, shims - 1);
   static const double kFactors[] = {1.1, 1.3, 2.0};
@@ -249,13 +250,14 @@ Status ParseSpec(const std::string& spec, int shims, std::mt19937_64* rng, Fault
       continue;
     }
     if (item.rfind("step=", 0) == 0 || item.rfind("skew=", 0) == 0 ||
-        item.rfind("factor=", 0) == 0) {
+        item.rfind("factor=", 0) == 0 || item.rfind("jitter=", 0) == 0) {
       const size_t eq = item.find('=');
       char* end = nullptr;
       const double v = std::strtod(item.c_str() + eq + 1, &end);
       if (end == item.c_str() + eq + 1 || *end || !(v >= 0) || v > 1000)
         return Error{"--faults: '" + item + "': no number"};
-      (item[1] == 't' ? p->step_s : item[1] == 'k' ? p->skew_s : p->factor) = v;
+      (item[0] == 'j' ? p->jitter : item[1] == 't' ? p->step_s : item[1] == 'k' ? p->skew_s
+                                                                     : p->factor) = v;
       p->pace = true;
       continue;
     }
@@ -383,7 +385,7 @@ std::string FaultPlan::Describe() const {
   if (spares > 0) out += (out.empty() ? "" : ",") + std::string("spares=") + std::to_string(spares);
   if (pace) {
     out += (out.empty() ? "" : ",") + std::string("pace,step=") + FormatNumber(step_s, "%.2f") +
-           ",skew=" + FormatNumber(skew_s, "%.3f");
+           ",skew=" + FormatNumber(skew_s, "%.3f") + ",jitter=" + FormatNumber(jitter, "%g");
     if (pace_slow >= 0)
       out += ",paceslow=" + std::to_string(pace_slow) + ",factor=" + FormatNumber(factor, "%g") +
              ",burst=" + std::to_string(burst);
@@ -392,12 +394,12 @@ std::string FaultPlan::Describe() const {
 }
 
 // A cycle of `burst` steps: each takes the step (and the ranks' jitter, up
-// to FaultPlan's 3 %, and 1 ms for the all-reduce), one of them `factor`
+// to `jitter` of it, and 1 ms for the all-reduce), one of them `factor`
 // times longer; the job waits for the slow node the difference.
 double FaultPlan::PaceWaitShare() const {
   if (pace_slow < 0) return 0;
   const double wait = (factor - 1) * step_s;
-  const double cycle = burst * (step_s * 1.03 + 0.001) + wait;
+  const double cycle = burst * (step_s * (1 + jitter) + 0.001) + wait;
   return wait / cycle;
 }
 

@@ -30,10 +30,12 @@
 //   pace      the straggler check (docs/control-plane.md, "Slow nodes"):
 //             --straggler-check 10s over a healthy run of 80 s whose ranks
 //             step every "step=" seconds; each shim's clock off by up to
-//             "skew=" seconds; at times one shim "paceslow=S" whose ranks
-//             are "factor=" times slower in one step of "burst=" (1: every
-//             step). The slow node must be named within 4 looks when the
-//             job waits for it 7.5 % of the time or more; no other ever is.
+//             "skew=" seconds, each rank's step longer by up to "jitter="
+//             of it (3 % or 10 %); at times one shim "paceslow=S" whose
+//             ranks are "factor=" times slower in one step of "burst=" (1:
+//             every step). The slow node must be named within 4 looks when
+//             the job waits for it 7.5 % of the time or more and its
+//             slowdown is twice the jitter or more; no other ever is.
 //   random    any mix of the above, several at once, at random moments
 //             (and at times spares: "spares=K" in a spec)
 //   rootloss  with spares, rank 0's shim killed, frozen or cut off by a
@@ -91,10 +93,13 @@ struct FaultPlan {
   // --faults pace (above).
   bool pace = false;
   double step_s = 0.1, skew_s = 0, factor = 1;
+  double jitter = 0.03;  // each rank's, up to this share of a step ("jitter=")
   int pace_slow = -1, burst = 1;
   static constexpr double kPaceEveryS = 10, kPaceRunS = 80;
-  // The share of the job's time spent waiting for the slow node.
+  // The share of the job's time spent waiting for the slow node, and
+  // whether its lateness stands clear of the ranks' jitter (twice it).
   double PaceWaitShare() const;
+  bool PaceClearOfJitter() const { return factor - 1 >= 2 * jitter; }
   // How long a healthy attempt runs before its ranks end with 0: a few
   // seconds, or past the last fault (forever when the ranks hang).
   double run_s = 5;

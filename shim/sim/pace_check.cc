@@ -13,7 +13,8 @@ std::string CheckPace(const FaultPlan& plan, const RunRecord& run) {
              FormatNumber(plan.skew_s, "%.3f") + " s)";
   const double share = plan.PaceWaitShare();
   // (Another fault may end the attempt before the looks could name it.)
-  if (plan.pace_slow >= 0 && share >= kMustNameShare && plan.faults.empty()) {
+  if (plan.pace_slow >= 0 && share >= kMustNameShare && plan.PaceClearOfJitter() &&
+      plan.faults.empty()) {
     auto it = run.named.find(plan.pace_slow);
     if (it == run.named.end() || it->second > kMustNameLooks)
       return "the straggler check named shim " + std::to_string(plan.pace_slow) + " (" +

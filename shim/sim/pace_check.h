@@ -1,8 +1,9 @@
 // What the straggler check must have done in a simulated run (--faults
 // pace, fault_plan.h; docs/control-plane.md "Slow nodes"): no healthy node
 // is ever named, whatever the clocks' skew; a node the job waits for
-// kMustNameShare of its time or more is named within kMustNameLooks looks
-// (when no other fault ends the attempt first);
+// kMustNameShare of its time or more, and whose slowdown is twice the
+// ranks' jitter or more, is named within kMustNameLooks looks (when no
+// other fault ends the attempt first);
 // and no look's part on any link is over kMaxPartBytes.
 #pragma once
 

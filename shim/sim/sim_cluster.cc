@@ -447,6 +447,7 @@ RankPlan Cluster::RanksOf(int shim) const {
   r.pace = plan_.pace;
   r.slow = plan_.pace_slow == shim;
   r.step_s = plan_.step_s;
+  r.jitter = plan_.jitter;
   r.factor = plan_.pace_slow >= 0 ? plan_.factor : 1;
   r.burst = std::max(1, plan_.burst);
   r.skew_s = SkewOf(shim);
@@ -1108,6 +1109,7 @@ void Cluster::CheckRosters() {
   const int n = o_.shims, nodes = n - plan_.spares;
   std::vector<std::vector<int>> rosters(1);
   for (int s = 0; s < nodes; ++s) rosters[0].push_back(s);
+  std::map<int, std::vector<std::vector<int>>> by_restart;  // restart n: its orders' rosters
   std::set<int> dropped;
   for (const auto& [at, frame] : record_.verdicts) {
     auto m = Msg::Decode(frame);
@@ -1141,29 +1143,50 @@ void Cluster::CheckRosters() {
                      m->Str("maddr") + "'; NODE_RANK 0's holder, shim " + std::to_string(h0) +
                      ", is at '" + maddr + "'");
     rosters.push_back(holders);
+    by_restart[static_cast<int>(m->Int("n"))].push_back(holders);
   }
+  // Each attempt's rosters: a new root's restart for an attempt whose old
+  // root's restart reached no one (a partition cut it off first) is another
+  // roster for the same attempt; a shim took one of them (seed 310398946).
+  auto alts = [&](size_t attempt) {
+    if (attempt == 0) return std::vector<std::vector<int>>{rosters[0]};
+    auto it = by_restart.find(static_cast<int>(attempt));
+    return it == by_restart.end() ? std::vector<std::vector<int>>{rosters.back()} : it->second;
+  };
+  auto maddr_of = [&](const std::vector<int>& r) {
+    const int h0 = r[0];
+    return h0 == 0 || NodeAddr(h0) == NodeAddr(0) ? std::string() : NodeAddr(h0);
+  };
   for (const auto& sp : shims_) {
     const Shim& s = *sp;
     for (int a : s.procs.started_attempts) {
       if (a >= static_cast<int>(rosters.size())) continue;
-      const std::vector<int>& r = rosters[static_cast<size_t>(a)];
-      if (std::find(r.begin(), r.end(), s.id()) == r.end())
+      bool in = false;
+      for (const std::vector<int>& r : alts(static_cast<size_t>(a)))
+        in = in || std::find(r.begin(), r.end(), s.id()) != r.end();
+      if (!in)
         return Violate("shim " + std::to_string(s.id()) + " started ranks in attempt " +
                        std::to_string(a + 1) + ", which gives it no NODE_RANK");
     }
     for (size_t k = 0; k < s.maddrs.size() && k + 1 < rosters.size(); ++k) {
-      const int h0 = rosters[k + 1][0];
-      const std::string maddr = h0 == 0 || NodeAddr(h0) == NodeAddr(0) ? "" : NodeAddr(h0);
-      if (s.maddrs[k] != maddr)
+      const std::vector<std::vector<int>> rs = alts(k + 1);
+      bool ok = false;
+      for (const std::vector<int>& r : rs) ok = ok || s.maddrs[k] == maddr_of(r);
+      if (!ok)
         return Violate("shim " + std::to_string(s.id()) + "'s ranks would get MASTER_ADDR '" +
                        s.maddrs[k] + "' in attempt " + std::to_string(k + 2) + ", not '" +
-                       maddr + "'");
+                       maddr_of(rs.front()) + "'");
     }
     for (size_t k = 0; k < s.nodes.size(); ++k) {
-      const std::vector<int>& r = rosters[std::min(k + 1, rosters.size() - 1)];
-      const auto it = std::find(r.begin(), r.end(), s.id());
-      const int want = it == r.end() ? -1 : static_cast<int>(it - r.begin());
-      if (s.nodes[k] != want)
+      const std::vector<std::vector<int>> rs = alts(std::min(k + 1, rosters.size() - 1));
+      bool ok = false;
+      int want = -1;
+      for (const std::vector<int>& r : rs) {
+        const auto it = std::find(r.begin(), r.end(), s.id());
+        want = it == r.end() ? -1 : static_cast<int>(it - r.begin());
+        ok = ok || s.nodes[k] == want;
+      }
+      if (!ok)
         return Violate("shim " + std::to_string(s.id()) + " took NODE_RANK " +
                        std::to_string(s.nodes[k]) + " in attempt " + std::to_string(k + 2) +
                        "; its order gave it " + std::to_string(want));

@@ -200,14 +200,15 @@ int64_t SimProcs::DumpsProgress(int* answered) const {
 double SimProcs::StepAt(int64_t k) const {
   const double p = plan_.step_s;
   const double slow_extra = plan_.slow || plan_.factor > 1 ? (plan_.factor - 1) * p : 0;
-  return origin_ + kPaceStartS + static_cast<double>(k - 1) * (p * (1 + kJitter) + kAllReduceS) +
+  const double step = p * (1 + plan_.jitter) + kAllReduceS;
+  return origin_ + kPaceStartS + static_cast<double>(k - 1) * step +
          slow_extra * static_cast<double>((k - 1) / plan_.burst);
 }
 
 std::vector<RankTimes> SimProcs::DumpsTimes() const {
   if (!plan_.pace || !ran_) return {};
   const double p = plan_.step_s;
-  const double avg = p * (1 + kJitter) + kAllReduceS + (plan_.factor - 1) * p / plan_.burst;
+  const double avg = p * (1 + plan_.jitter) + kAllReduceS + (plan_.factor - 1) * p / plan_.burst;
   // The last step whose all-reduce completed by now.
   int64_t k = std::max<int64_t>(0, static_cast<int64_t>((now_ - origin_ - kPaceStartS) / avg));
   while (k > 0 && StepAt(k + 1) > now_) --k;
@@ -224,7 +225,7 @@ std::vector<RankTimes> SimProcs::DumpsTimes() const {
                    (static_cast<uint64_t>(q) * 0xbf58476d1ce4e5b9ULL);
       h = (h ^ (h >> 31)) * 0x94d049bb133111ebULL;
       h ^= h >> 29;
-      const double jitter = kJitter * p * static_cast<double>(h % 1000) / 1000.0;
+      const double jitter = plan_.jitter * p * static_cast<double>(h % 1000) / 1000.0;
       const bool slow_now = plan_.slow && q % plan_.burst == 0;
       const double at = StepAt(q) + p * (slow_now ? plan_.factor : 1) + jitter;
       const double wall = wall_epoch_ + at + plan_.skew_s;

@@ -34,6 +34,7 @@ struct RankPlan {
   // slower in one step of `burst` when `slow`; its clock off by `skew_s`.
   bool pace = false, slow = false;
   double step_s = 0.1, factor = 1, skew_s = 0;
+  double jitter = 0.03;  // each rank's, up to this share of a step
   int burst = 1;
   uint64_t seed = 0;
 };
@@ -49,7 +50,6 @@ class SimProcs : public NodeProcs {
   static constexpr int64_t kLastCollective = 100;  // every rank entered it (the first attempt's)
   static constexpr int kExitFail = 7;
   static constexpr double kPaceStartS = 1;    // the first step, after go
-  static constexpr double kJitter = 0.03;     // of a step, at most, each rank
   static constexpr double kAllReduceS = 0.001;
 
   // A process's end to schedule: (when, child, straggler?, epoch, wait status).
