@@ -227,6 +227,45 @@ def free_port():
     raise AssertionError(f"no free port in {lo}-{hi} after 1000 tries: see {d}")
 
 
+
+# ---- torch 2.14 in the Debian forky root, on network-namespace nodes
+
+IN_ROOT = os.path.join(SRC, "scripts", "in-root.sh")
+# Each netns node under its own host name (netns-cluster.sh shares this
+# machine's): a verdict's host is the node's.
+OWN_HOST = ["unshare", "--uts", "sh", "-c", 'hostname "$(ip netns identify)"; exec "$@"', "sh"]
+
+
+def forky_root():
+    """The forky root's path (scripts/forky-root.sh, made once and cached)."""
+    made = subprocess.run([os.path.join(SRC, "scripts", "forky-root.sh")], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=1800)
+    if made.returncode != 0:
+        raise AssertionError("the forky root could not be made:\n" + made.stderr)
+    return made.stdout.strip()
+
+
+def forky_mpirun(root, agent, cluster, net, nodes, per_node, args, timeout=300, **env):
+    """One aml-shim per node (nodes 1..`nodes` of netns cluster `cluster` on
+    `net`.0/24, its `agent`) under Open MPI's mpirun, each in the forky root
+    under its node's name: `aml-shim --nproc-per-node per_node *args`; Gloo
+    over eth0, MASTER_ADDR the first node, `env` passed to every rank."""
+    names = {"USE_LIBUV": "0", "MASTER_ADDR": f"{net}.1", "MASTER_PORT": str(free_port()),
+             "GLOO_SOCKET_IFNAME": "eth0", "AML_SHIM_PMIX": "0",
+             "AML_ROOT_BINDS": ":".join(sorted({SRC, os.path.dirname(os.path.abspath(SHIM)),
+                                                "/tmp"})),
+             **{k: str(v) for k, v in env.items()}}
+    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(nodes),
+           "--mca", "btl", "self,tcp", "--mca", "plm_rsh_agent", agent,
+           "--mca", "oob_tcp_if_include", f"{net}.0/24", "--mca", "btl_tcp_if_include",
+           f"{net}.0/24", "--mca", "rtc_hwloc_vmhole", "none",
+           "--host", ",".join(f"{cluster}{i}:1" for i in range(1, nodes + 1))]
+    for name in names:
+        cmd += ["-x", name]
+    cmd += OWN_HOST + [IN_ROOT, root, os.path.abspath(SHIM), "--nproc-per-node", str(per_node),
+                       *args]
+    return run(cmd, env=clean_env(**names), timeout=timeout)
+
 def require(*programs):
     """Fails (not skips) when a launcher the test needs is missing: CI
     installs them all, so a missing one is a broken setup."""

@@ -25,18 +25,14 @@ import textwrap
 import threading
 import unittest
 
-from harness import (CKPT, PYTHON, SHIM, SRC, clean_env, free_port, main, require,
-                     require_namespaces, run, slurp)
+from harness import (CKPT, IN_ROOT, PYTHON, SHIM, SRC, clean_env, forky_mpirun, forky_root,
+                     free_port, main, require, require_namespaces, run, slurp)
 
 CLUSTER = "amlf"
 SUBNET = 44
 NET = f"198.18.{SUBNET}"
 NETNS = os.path.join(SRC, "scripts", "netns-cluster.sh")
-IN_ROOT = os.path.join(SRC, "scripts", "in-root.sh")
 SKIP = os.path.join(SRC, "tests", "e2e", "scripts", "skip_collective.py")
-# Each netns node under its own host name (netns-cluster.sh shares this
-# machine's): the verdict's host is the culprit's node.
-OWN_HOST = ["unshare", "--uts", "sh", "-c", 'hostname "$(ip netns identify)"; exec "$@"', "sh"]
 
 
 def culprit_lines(stderr):
@@ -315,14 +311,6 @@ class OldTorch(unittest.TestCase):
             "0-1: torch 1.13.0a0 has no flight recorder"])
 
 
-def forky_root():
-    made = subprocess.run([os.path.join(SRC, "scripts", "forky-root.sh")], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, timeout=1800)
-    if made.returncode != 0:
-        raise AssertionError("the forky root could not be made:\n" + made.stderr)
-    return made.stdout.strip()
-
-
 class Progress(unittest.TestCase):
     """Progress beyond output: torch 2.14 in the forky root, on this machine."""
 
@@ -387,21 +375,9 @@ class OnNodes(unittest.TestCase):
     def job(self, nodes, *shim_args, script=SKIP, script_args=(), timeout=300, **env):
         """One shim per node (nodes 1..`nodes`) under mpirun, each in the
         forky root under its node's name."""
-        names = {"USE_LIBUV": "0", "MASTER_ADDR": f"{NET}.1", "MASTER_PORT": str(free_port()),
-                 "GLOO_SOCKET_IFNAME": "eth0", "AML_SHIM_PMIX": "0",
-                 "AML_ROOT_BINDS": ":".join(sorted({SRC, os.path.dirname(os.path.abspath(SHIM)),
-                                                    "/tmp"})),
-                 **{k: str(v) for k, v in env.items()}}
-        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(nodes),
-               "--mca", "btl", "self,tcp", "--mca", "plm_rsh_agent", self.agent,
-               "--mca", "oob_tcp_if_include", f"{NET}.0/24", "--mca", "btl_tcp_if_include",
-               f"{NET}.0/24", "--mca", "rtc_hwloc_vmhole", "none",
-               "--host", ",".join(f"{CLUSTER}{i}:1" for i in range(1, nodes + 1))]
-        for name in names:
-            cmd += ["-x", name]
-        cmd += OWN_HOST + [IN_ROOT, self.root, os.path.abspath(SHIM), "--nproc-per-node", "2",
-                           *shim_args, "python3", script, *script_args]
-        return run(cmd, env=clean_env(**names), timeout=timeout)
+        return forky_mpirun(self.root, self.agent, CLUSTER, NET, nodes, 2,
+                            [*shim_args, "python3", script, *script_args], timeout=timeout,
+                            **env)
 
     def test_the_verdict_names_the_collective_the_rank_its_node_and_host(self):
         with tempfile.TemporaryDirectory(dir="/tmp") as logs:

@@ -22,29 +22,19 @@ import unittest
 import urllib.parse
 import urllib.request
 
-from harness import (SHIM, SRC, clean_env, free_port, main, require, require_namespaces, run,
-                     slurp)
+from harness import (SRC, forky_mpirun, forky_root, free_port, main, require,
+                     require_namespaces, slurp)
 
 CLUSTER = "amlq"
 SUBNET = 48
 NET = f"198.18.{SUBNET}"
 NETNS = os.path.join(SRC, "scripts", "netns-cluster.sh")
-IN_ROOT = os.path.join(SRC, "scripts", "in-root.sh")
 STEPS = os.path.join(SRC, "tests", "e2e", "scripts", "paced_steps.py")
-OWN_HOST = ["unshare", "--uts", "sh", "-c", 'hostname "$(ip netns identify)"; exec "$@"', "sh"]
 SLOW_LINE = re.compile(r"aml-shim: warning: (\S+) \(shim (\d+)\) is slow: its ranks entered "
                        r"(\d+) of (\d+) collectives last, ([0-9.]+) s late on average \(rank "
                        r"(\d+) last; \d+ % of the job's waiting\); the job waits ([0-9.]+) s per "
                        r"minute for it \((\d+) looks in a row\)")
 WEIGHTS = re.compile(r"rank \d+ steps (\d+) weights ([0-9a-f]{64})")
-
-
-def forky_root():
-    made = subprocess.run([os.path.join(SRC, "scripts", "forky-root.sh")], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, timeout=1800)
-    if made.returncode != 0:
-        raise AssertionError("the forky root could not be made:\n" + made.stderr)
-    return made.stdout.strip()
 
 
 class Throttle:
@@ -117,21 +107,8 @@ class SlowNodes(unittest.TestCase):
     def job(self, nodes, *shim_args, timeout=300, **env):
         """One shim per node (nodes 1..`nodes`, one rank each) under mpirun,
         each in the forky root under its node's name, running paced_steps.py."""
-        names = {"USE_LIBUV": "0", "MASTER_ADDR": f"{NET}.1", "MASTER_PORT": str(free_port()),
-                 "GLOO_SOCKET_IFNAME": "eth0", "AML_SHIM_PMIX": "0",
-                 "AML_ROOT_BINDS": ":".join(sorted({SRC, os.path.dirname(os.path.abspath(SHIM)),
-                                                    "/tmp"})),
-                 **{k: str(v) for k, v in env.items()}}
-        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(nodes),
-               "--mca", "btl", "self,tcp", "--mca", "plm_rsh_agent", self.agent,
-               "--mca", "oob_tcp_if_include", f"{NET}.0/24", "--mca", "btl_tcp_if_include",
-               f"{NET}.0/24", "--mca", "rtc_hwloc_vmhole", "none",
-               "--host", ",".join(f"{CLUSTER}{i}:1" for i in range(1, nodes + 1))]
-        for name in names:
-            cmd += ["-x", name]
-        cmd += OWN_HOST + [IN_ROOT, self.root, os.path.abspath(SHIM), "--nproc-per-node", "1",
-                           *shim_args, "python3", STEPS]
-        return run(cmd, env=clean_env(**names), timeout=timeout)
+        return forky_mpirun(self.root, self.agent, CLUSTER, NET, nodes, 1,
+                            [*shim_args, "python3", STEPS], timeout=timeout, **env)
 
     def test_a_throttled_node_is_named_within_three_looks_and_the_metrics_show_it(self):
         # The second node's rank held to 35 % of a CPU (the others get about
@@ -273,9 +250,8 @@ class SlowNodes(unittest.TestCase):
         # Steps of about a fifth of a second (3 ranks on this machine's
         # cores): a training step's order, where a few milliseconds of the
         # scheduler's favour are not 5 % of it.
-        with tempfile.TemporaryDirectory(dir="/tmp") as logs:
-            r = self.job(3, "--straggler-check", "10s", "--verbose", timeout=900, RUN_S=600,
-                         WORK=1000000, PRINT_EVERY=1000)
+        r = self.job(3, "--straggler-check", "10s", "--verbose", timeout=900, RUN_S=600,
+                     WORK=1000000, PRINT_EVERY=1000)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertNotIn("is slow", r.stderr)
         judged = re.findall(r"straggler look \d+: 3 shims' parts, \d+ collectives, ([1-9]\d*) "
