@@ -24,23 +24,23 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 from results import write_section
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
+from harness import forky_mpirun_line, forky_root  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 NETNS = os.path.join(ROOT, "scripts", "netns-cluster.sh")
-IN_ROOT = os.path.join(ROOT, "scripts", "in-root.sh")
 SKIP = os.path.join(ROOT, "tests", "e2e", "scripts", "skip_collective.py")
 SIM = os.path.join(ROOT, "build", "aml-plane-sim")
 NAME, SUBNET = "amlc", "50"
 NET = f"198.18.{SUBNET}"
 HANG_S = 20
 MARK = "<!-- bench/culprit.py -->"
-OWN_HOST = ["unshare", "--uts", "sh", "-c", 'hostname "$(ip netns identify)"; exec "$@"', "sh"]
 
 
 def stamped(cmd, env):
@@ -63,23 +63,11 @@ def stamped(cmd, env):
     return p.returncode, sorted(lines)
 
 
-def real_once(shim, root, agent, ranks, port):
+def real_once(shim, root, agent, ranks):
     nodes = max(1, ranks // 2)
-    per_node = ranks // nodes
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_", "AML_SHIM"))}
-    names = {"USE_LIBUV": "0", "MASTER_ADDR": f"{NET}.1", "MASTER_PORT": str(port),
-             "GLOO_SOCKET_IFNAME": "eth0", "AML_SHIM_PMIX": "0", "SKIP_RANK": str(ranks - 1),
-             "AML_ROOT_BINDS": ":".join(sorted({ROOT, os.path.dirname(os.path.abspath(shim))}))}
-    env.update(names)
-    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(nodes),
-           "--mca", "btl", "self,tcp", "--mca", "plm_rsh_agent", agent,
-           "--mca", "oob_tcp_if_include", f"{NET}.0/24", "--mca", "btl_tcp_if_include",
-           f"{NET}.0/24", "--mca", "rtc_hwloc_vmhole", "none",
-           "--host", ",".join(f"{NAME}{i}:1" for i in range(1, nodes + 1))]
-    for n in names:
-        cmd += ["-x", n]
-    cmd += OWN_HOST + [IN_ROOT, root, os.path.abspath(shim), "--nproc-per-node", str(per_node),
-                       "--hang-timeout", f"{HANG_S}s", "python3", SKIP]
+    cmd, env = forky_mpirun_line(root, agent, NAME, NET, nodes, ranks // nodes,
+                                 ["--hang-timeout", f"{HANG_S}s", "python3", SKIP], shim=shim,
+                                 SKIP_RANK=ranks - 1)
     code, lines = stamped(cmd, env)
     last = max((t for t, l in lines if "all_reduce 5 sum" in l or "skips all_reduce" in l),
                default=None)
@@ -94,8 +82,7 @@ def real_once(shim, root, agent, ranks, port):
 
 
 def real(shim, rank_counts, runs):
-    root = subprocess.run([os.path.join(ROOT, "scripts", "forky-root.sh")], check=True,
-                          stdout=subprocess.PIPE, text=True).stdout.strip()
+    root = forky_root()
     most = max(max(1, r // 2) for r in rank_counts)
     subprocess.run([NETNS, "up", NAME, str(most), SUBNET], check=True, stdout=subprocess.DEVNULL)
     try:
@@ -103,8 +90,7 @@ def real(shim, rank_counts, runs):
                                text=True).stdout.strip()
         rows = []
         for ranks in rank_counts:
-            got = [real_once(shim, root, agent, ranks, 29600 + 7 * i + ranks)
-                   for i in range(runs)]
+            got = [real_once(shim, root, agent, ranks) for _ in range(runs)]
             took = [t for t, _ in got]
             lacking = [why for _, why in got if why]
             rows.append((ranks, max(1, ranks // 2), took, lacking))

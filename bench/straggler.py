@@ -15,30 +15,17 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "e2e"))
-from harness import SHIM, SRC, clean_env, free_port, run  # noqa: E402
+from harness import SRC, forky_mpirun, forky_root  # noqa: E402
 
 CLUSTER, SUBNET = "amlb", 49
 NET = f"198.18.{SUBNET}"
 NETNS = os.path.join(SRC, "scripts", "netns-cluster.sh")
-IN_ROOT = os.path.join(SRC, "scripts", "in-root.sh")
 STEPS = os.path.join(SRC, "tests", "e2e", "scripts", "paced_steps.py")
-OWN_HOST = ["unshare", "--uts", "sh", "-c", 'hostname "$(ip netns identify)"; exec "$@"', "sh"]
 
 
 def job(root, agent, shim_args, **env):
-    names = {"USE_LIBUV": "0", "MASTER_ADDR": f"{NET}.1", "MASTER_PORT": str(free_port()),
-             "GLOO_SOCKET_IFNAME": "eth0", "AML_SHIM_PMIX": "0",
-             "AML_ROOT_BINDS": ":".join(sorted({SRC, os.path.dirname(os.path.abspath(SHIM))})),
-             **{k: str(v) for k, v in env.items()}}
-    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2", "--mca", "btl",
-           "self,tcp", "--mca", "plm_rsh_agent", agent, "--mca", "oob_tcp_if_include",
-           f"{NET}.0/24", "--mca", "btl_tcp_if_include", f"{NET}.0/24", "--mca",
-           "rtc_hwloc_vmhole", "none", "--host", f"{CLUSTER}1:1,{CLUSTER}2:1"]
-    for name in names:
-        cmd += ["-x", name]
-    cmd += OWN_HOST + [IN_ROOT, root, os.path.abspath(SHIM), "--nproc-per-node", "1",
-                       *shim_args, "python3", STEPS]
-    r = run(cmd, env=clean_env(**names), timeout=900)
+    r = forky_mpirun(root, agent, CLUSTER, NET, 2, 1, [*shim_args, "python3", STEPS],
+                     timeout=900, **env)
     if r.returncode != 0:
         raise SystemExit(r.stdout + r.stderr)
     return r
@@ -47,8 +34,7 @@ def job(root, agent, shim_args, **env):
 def main():
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 2
     run_s = int(sys.argv[2]) if len(sys.argv) > 2 else 60
-    root = subprocess.run([os.path.join(SRC, "scripts", "forky-root.sh")], check=True,
-                          stdout=subprocess.PIPE, text=True).stdout.strip()
+    root = forky_root()
     subprocess.run([NETNS, "up", CLUSTER, "2", str(SUBNET)], check=True)
     try:
         agent = subprocess.run([NETNS, "agent", CLUSTER], stdout=subprocess.PIPE, text=True,

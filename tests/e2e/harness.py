@@ -245,15 +245,13 @@ def forky_root():
     return made.stdout.strip()
 
 
-def forky_mpirun(root, agent, cluster, net, nodes, per_node, args, timeout=300, **env):
-    """One aml-shim per node (nodes 1..`nodes` of netns cluster `cluster` on
-    `net`.0/24, its `agent`) under Open MPI's mpirun, each in the forky root
-    under its node's name: `aml-shim --nproc-per-node per_node *args`; Gloo
-    over eth0, MASTER_ADDR the first node, `env` passed to every rank."""
+def forky_mpirun_line(root, agent, cluster, net, nodes, per_node, args, shim=None, **env):
+    """The command line and environment of forky_mpirun (bench/culprit.py
+    runs it itself, to stamp each line as it comes)."""
+    shim = os.path.abspath(shim or SHIM)
     names = {"USE_LIBUV": "0", "MASTER_ADDR": f"{net}.1", "MASTER_PORT": str(free_port()),
              "GLOO_SOCKET_IFNAME": "eth0", "AML_SHIM_PMIX": "0",
-             "AML_ROOT_BINDS": ":".join(sorted({SRC, os.path.dirname(os.path.abspath(SHIM)),
-                                                "/tmp"})),
+             "AML_ROOT_BINDS": ":".join(sorted({SRC, os.path.dirname(shim), "/tmp"})),
              **{k: str(v) for k, v in env.items()}}
     cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(nodes),
            "--mca", "btl", "self,tcp", "--mca", "plm_rsh_agent", agent,
@@ -262,9 +260,18 @@ def forky_mpirun(root, agent, cluster, net, nodes, per_node, args, timeout=300, 
            "--host", ",".join(f"{cluster}{i}:1" for i in range(1, nodes + 1))]
     for name in names:
         cmd += ["-x", name]
-    cmd += OWN_HOST + [IN_ROOT, root, os.path.abspath(SHIM), "--nproc-per-node", str(per_node),
-                       *args]
-    return run(cmd, env=clean_env(**names), timeout=timeout)
+    cmd += OWN_HOST + [IN_ROOT, root, shim, "--nproc-per-node", str(per_node), *args]
+    return cmd, clean_env(**names)
+
+
+def forky_mpirun(root, agent, cluster, net, nodes, per_node, args, timeout=300, **env):
+    """One aml-shim per node (nodes 1..`nodes` of netns cluster `cluster` on
+    `net`.0/24, its `agent`) under Open MPI's mpirun, each in the forky root
+    under its node's name: `aml-shim --nproc-per-node per_node *args`; Gloo
+    over eth0, MASTER_ADDR the first node, `env` passed to every rank."""
+    cmd, names = forky_mpirun_line(root, agent, cluster, net, nodes, per_node, args, **env)
+    return run(cmd, env=names, timeout=timeout)
+
 
 def require(*programs):
     """Fails (not skips) when a launcher the test needs is missing: CI
