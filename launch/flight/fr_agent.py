@@ -8,7 +8,10 @@
 # torch before 2.5), the thread makes the pipe torch would have,
 # <TORCH_NCCL_DEBUG_INFO_PIPE_FILE><rank>.pipe, and on each byte written
 # there writes the flight recorder's dump to <TORCH_FR_DUMP_TEMP_FILE><rank>
-# (whole: a temporary file renamed), with Gloo's pg_config mended so that
+# (whole: a temporary file renamed; the first time stack traces are asked
+# for, the record without them first, under a mark <dump>.more that stays
+# until the one with them is in place: symbolizing them the first time can
+# take seconds), with Gloo's pg_config mended so that
 # torchfrtrace loads it; it writes that dump too as an exception ends the
 # rank (its peer's death ends a Gloo collective at once). It never prints, never raises into the rank and
 # never blocks it; a torch with no flight recorder gets a one-line
@@ -111,6 +114,7 @@ def _aml_flight_run():
     except OSError:
         return
     _aml_flight_at_exception(dump, prefix, rank, version)
+    symbolized = False
     while True:
         try:
             asked = os.read(fd, 64)
@@ -121,7 +125,33 @@ def _aml_flight_run():
             return
         # b"p" alone: a look (progress, the straggler check) that needs no
         # stack traces; anything else (a hang, a failure) has them.
-        _aml_flight_write(dump, prefix, rank, version, asked.strip(b"p") != b"")
+        stacks = asked.strip(b"p") != b""
+        if stacks and not symbolized:
+            _aml_flight_first(dump, prefix, rank, version)
+            symbolized = True
+        else:
+            _aml_flight_write(dump, prefix, rank, version, stacks)
+
+
+def _aml_flight_first(dump, prefix, rank, version):
+    # The first dump with stack traces symbolizes them (torch 2.14 imports
+    # torch._inductor then: seconds on a busy node). The record without them
+    # first, under a mark that stays until the one with them is in place:
+    # aml-shim takes the first when the second does not come in time.
+    import os
+    mark = "%s%d.more" % (prefix, rank)
+    try:
+        os.close(os.open(mark, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600))
+    except OSError:
+        return _aml_flight_write(dump, prefix, rank, version)
+    try:
+        _aml_flight_write(dump, prefix, rank, version, False)
+        _aml_flight_write(dump, prefix, rank, version)
+    finally:
+        try:
+            os.unlink(mark)
+        except OSError:
+            pass
 
 
 def _aml_flight_write(dump, prefix, rank, version, stacks=True):

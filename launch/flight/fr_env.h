@@ -45,9 +45,11 @@ std::string FlightRecordName(int attempt, int rank);
 std::string FlightRecordPrefix(int attempt);
 
 // A rank's files, from its environment: the pipe torch (or the agent)
-// reads, the dump it writes, the line the agent writes when it cannot.
+// reads, the dump it writes, the line the agent writes when it cannot, and
+// the mark the agent keeps while a dump with stack traces is still to come
+// after the one without them it wrote first.
 struct FlightFiles {
-  std::string pipe, dump, why;
+  std::string pipe, dump, why, more;
 };
 // None when the environment names no pipe (the recorder is off).
 std::optional<FlightFiles> FlightFilesOf(const EnvSnapshot& base, const EnvSets& sets, int rank);

@@ -60,6 +60,7 @@ TEST(FlightEnv, TheRanksFilesFollowItsEnvironment) {
   f = FlightFilesOf(base, {{"TORCH_FR_DUMP_TEMP_FILE", "/b/d-"}}, 3);
   EXPECT_EQ(f->dump, "/b/d-3");
   EXPECT_EQ(f->why, "/b/d-3.why");
+  EXPECT_EQ(f->more, "/b/d-3.more");
   EXPECT_FALSE(FlightFilesOf(EnvSnapshot{}, EnvSets{}, 0)) << "no pipe named: the recorder is off";
   EXPECT_FALSE(FlightFilesOf(base, {{"TORCH_NCCL_DEBUG_INFO_PIPE_FILE", EnvRemoved()}}, 0));
 }

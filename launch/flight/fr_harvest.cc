@@ -62,6 +62,7 @@ void FlightHarvest::Start(const std::vector<Ask>& asks, double now, double timeo
   pending_ = 0;
   timeout_s_ = timeout_s;
   deadline_ = now + timeout_s;
+  light_ = light;
   for (size_t i = 0; i < asks.size(); ++i) {
     Outcome& o = outcomes_[i];
     State& s = states_[i];
@@ -98,7 +99,11 @@ void FlightHarvest::Start(const std::vector<Ask>& asks, double now, double timeo
 void FlightHarvest::Look(size_t i, bool last) {
   State& s = states_[i];
   Outcome& o = outcomes_[i];
+  // The agent's mark, looked at before the dump: it goes only after the
+  // record with stack traces is in place, so a dump read after the mark is
+  // seen gone is that record.
   struct stat st {};
+  const bool more = !light_ && lstat(s.files.more.c_str(), &st) == 0;
   if (StatFile(s.files.dump, &st)) {
     const bool changed = st.st_dev != s.dev || st.st_ino != s.ino ||
                          MtimeNs(st) != s.mtime_ns || st.st_size != s.size;
@@ -113,29 +118,54 @@ void FlightHarvest::Look(size_t i, bool last) {
       s.pending = false;
     } else if (changed) {
       const std::string data = ReadNoFollow(AT_FDCWD, s.files.dump, kMaxFrDump);
-      auto summary = SummarizeDump(data, o.rank, &o.times);
-      if (summary.ok()) {
+      std::vector<FrEntryTimes> times;
+      auto summary = SummarizeDump(data, o.rank, &times);
+      if (!summary.ok()) {
+        s.error = summary.error().message;  // half written, perhaps: looked at again
+      } else if (more) {
+        s.early = std::move(*summary);  // the one with stack traces is still to come
+        s.early_times = std::move(times);
+      } else {
         o.fr = std::move(*summary);
+        o.times = std::move(times);
         o.dump = s.files.dump;
         s.pending = false;
-      } else {
-        s.error = summary.error().message;  // half written, perhaps: looked at again
       }
+    } else if (s.early && !more) {
+      TakeEarly(i, "");  // the mark went after the record read last was written
     }
   }
   if (s.pending) {
     const std::string said = ReadNoFollow(AT_FDCWD, s.files.why, kMaxWhy);
-    if (!said.empty()) {
+    if (!said.empty() && s.early) {
+      TakeEarly(i, "the dump with them failed: " + OneLine(said));
+    } else if (!said.empty()) {
       o.why = OneLine(said);
       s.pending = false;
     }
   }
   if (s.pending && last) {
-    o.why = s.error.empty() ? "no dump within --dump-timeout " + FormatRate(timeout_s_) + " s"
-                            : "its dump is broken: " + OneLine(s.error);
+    if (s.early)
+      TakeEarly(i, "the dump with them did not come within --dump-timeout " +
+                       FormatRate(timeout_s_) + " s");
+    else
+      o.why = s.error.empty() ? "no dump within --dump-timeout " + FormatRate(timeout_s_) + " s"
+                              : "its dump is broken: " + OneLine(s.error);
     s.pending = false;
   }
   if (!s.pending) --pending_;
+}
+
+void FlightHarvest::TakeEarly(size_t i, std::string note) {
+  State& s = states_[i];
+  Outcome& o = outcomes_[i];
+  o.fr = std::move(s.early);
+  o.times = std::move(s.early_times);
+  o.dump = s.files.dump;
+  o.note = std::move(note);
+  o.why.clear();
+  s.early.reset();
+  s.pending = false;
 }
 
 bool FlightHarvest::Poll(double now) {

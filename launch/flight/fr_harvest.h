@@ -4,8 +4,12 @@
 // its dump is waited for, --dump-timeout at most. A dump is read only when
 // it changed since the last look, refused unread past kMaxFrDump, and
 // summarized (fr_dump.h); a rank that never answers, or answers with a
-// broken dump, gets one line saying so. Nothing here blocks: Poll looks
-// and returns.
+// broken dump, gets one line saying so. Asked for stack traces, aml-shim's
+// agent may first write the record without them (its first dump with them
+// can take seconds) and keep a mark (FlightFiles::more) until the one with
+// them is written: that first record is kept, and is the answer when the
+// second does not come in time (Outcome::note says so). Nothing here
+// blocks: Poll looks and returns.
 #pragma once
 
 #include <sys/types.h>
@@ -34,6 +38,7 @@ class FlightHarvest {
     std::string why;
     std::string dump;             // the dump's path when it came whole ("" else)
     std::vector<FrEntryTimes> times;  // its groups' entry times (with fr)
+    std::string note;  // with fr: why it lacks the stack traces asked for ("" else)
   };
 
   // Asks every running rank that has a pipe; `light`: for a look, whose
@@ -54,13 +59,19 @@ class FlightHarvest {
     ino_t ino = 0;
     long long mtime_ns = -1, size = -1;  // the file as last seen (-1: none)
     std::string error;                   // the last read's
+    // The record read while the agent's mark stood (without stack traces,
+    // or the last one if the mark went after it was written).
+    std::optional<FrSummary> early;
+    std::vector<FrEntryTimes> early_times;
   };
   void Look(size_t i, bool last);
+  void TakeEarly(size_t i, std::string note);
 
   std::vector<Outcome> outcomes_;
   std::vector<State> states_;
   size_t pending_ = 0;
   double deadline_ = 0, timeout_s_ = 0;
+  bool light_ = false;
 };
 
 // "" when the byte went into `pipe`; else why the rank cannot be asked.

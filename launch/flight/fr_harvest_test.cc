@@ -155,5 +155,97 @@ TEST_F(Harvest, ALinkAtTheDumpIsNotFollowed) {
   close(reader);
 }
 
+// Asked for stack traces, aml-shim's agent may write the record without
+// them first and keep its mark (dump-N.more) until the one with them is in
+// place (fr_agent.py): here rank 0's fixture stands for the first (6
+// enqueued), rank 1's for the second (5).
+class FirstRecord : public Harvest {
+ protected:
+  void SetUp() override {
+    Harvest::SetUp();
+    ASSERT_EQ(mkfifo((dir_ + "/pipe-0.pipe").c_str(), 0600), 0);
+    reader_ = open((dir_ + "/pipe-0.pipe").c_str(), O_RDWR);
+    ASSERT_GE(reader_, 0);
+  }
+  void TearDown() override {
+    close(reader_);
+    Harvest::TearDown();
+  }
+  void Mark() { Write(dir_ + "/dump-0.more", ""); }
+  void Unmark() { ASSERT_EQ(unlink((dir_ + "/dump-0.more").c_str()), 0); }
+  void Dump(const std::string& fixture) {  // whole, as the agent writes it
+    Write(dir_ + "/dump-0.tmp", FlightFixture(fixture));
+    ASSERT_EQ(rename((dir_ + "/dump-0.tmp").c_str(), (dir_ + "/dump-0").c_str()), 0);
+  }
+  int reader_ = -1;
+};
+
+TEST_F(FirstRecord, TheOneWithStackTracesIsWaitedForWhileTheMarkStands) {
+  FlightHarvest h;
+  h.Start({AskOf(0)}, 0, 10);
+  Mark();
+  Dump("gloo-skip-rank0.pickle");
+  EXPECT_FALSE(h.Poll(1));
+  Dump("gloo-skip-rank1.pickle");
+  EXPECT_FALSE(h.Poll(2));  // (the mark still stands: perhaps another comes)
+  Unmark();
+  EXPECT_TRUE(h.Poll(3));
+  const auto& o = h.outcomes()[0];
+  ASSERT_TRUE(o.fr) << o.why;
+  EXPECT_EQ(o.fr->groups[0].enqueued, 5);
+  EXPECT_EQ(o.note, "");
+  EXPECT_EQ(o.dump, dir_ + "/dump-0");
+}
+
+TEST_F(FirstRecord, ADumpReadAfterTheMarkWentIsTheAnswer) {
+  FlightHarvest h;
+  h.Start({AskOf(0)}, 0, 10);
+  Mark();
+  Dump("gloo-skip-rank0.pickle");
+  Dump("gloo-skip-rank1.pickle");
+  Unmark();
+  EXPECT_TRUE(h.Poll(1));
+  ASSERT_TRUE(h.outcomes()[0].fr);
+  EXPECT_EQ(h.outcomes()[0].fr->groups[0].enqueued, 5);
+  EXPECT_EQ(h.outcomes()[0].note, "");
+}
+
+TEST_F(FirstRecord, TheFirstIsTheAnswerWhenTheOtherIsLateAndSaysSo) {
+  FlightHarvest h;
+  h.Start({AskOf(0)}, 0, 10);
+  Mark();
+  Dump("gloo-skip-rank0.pickle");
+  EXPECT_FALSE(h.Poll(5));
+  EXPECT_TRUE(h.Poll(10));
+  const auto& o = h.outcomes()[0];
+  ASSERT_TRUE(o.fr) << o.why;
+  EXPECT_EQ(o.fr->groups[0].enqueued, 6);
+  EXPECT_EQ(o.why, "");
+  EXPECT_EQ(o.note, "the dump with them did not come within --dump-timeout 10 s");
+}
+
+TEST_F(FirstRecord, TheFirstIsTheAnswerWhenTheOtherFailed) {
+  FlightHarvest h;
+  h.Start({AskOf(0)}, 0, 10);
+  Mark();
+  Dump("gloo-skip-rank0.pickle");
+  EXPECT_FALSE(h.Poll(1));
+  Write(dir_ + "/dump-0.why", "torch 2.14.0 could not dump its flight recorder: OSError: full\n");
+  EXPECT_TRUE(h.Poll(2));
+  ASSERT_TRUE(h.outcomes()[0].fr);
+  EXPECT_EQ(h.outcomes()[0].note, "the dump with them failed: torch 2.14.0 could not dump its "
+                                  "flight recorder: OSError: full");
+}
+
+TEST_F(FirstRecord, ALookThatAskedForNoStackTracesTakesTheFirstDumpAtOnce) {
+  FlightHarvest h;
+  h.Start({AskOf(0)}, 0, 10, /*light=*/true);
+  Mark();  // (a mark left from another ask)
+  Dump("gloo-skip-rank0.pickle");
+  EXPECT_TRUE(h.Poll(1));
+  ASSERT_TRUE(h.outcomes()[0].fr);
+  EXPECT_EQ(h.outcomes()[0].note, "");
+}
+
 }  // namespace
 }  // namespace aml

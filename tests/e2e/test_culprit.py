@@ -55,6 +55,9 @@ FAKE_TORCH = {
                 if os.environ.get("FAKE_ASKS"):  # each ask: with stack traces or without
                     with open(os.environ["FAKE_ASKS"] + str(rank), "a") as f:
                         f.write("stacks\\n" if stacks else "light\\n")
+                if stacks and os.environ.get("FAKE_SLOW_STACKS"):  # torch's first symbolizing
+                    import time
+                    time.sleep(float(os.environ["FAKE_SLOW_STACKS"]))
                 entry = {"collective_seq_id": 3 + (rank == 1), "profiling_name": "gloo:all_reduce",
                          "state": "scheduled", "input_sizes": [[4]], "input_dtypes": ["Float"],
                          "process_group": ("0", "default_pg"), "pg_id": 0, "is_p2p": False,
@@ -172,6 +175,22 @@ class Agent(unittest.TestCase):
         record = json.loads(slurp(os.path.join(logs, "failure.json")))
         self.assertEqual(record["culprit"]["missing"][0]["rank"], 0)
         self.assertEqual(record["culprit"]["seq"], 4)
+
+    def test_records_whose_stack_traces_come_late_still_name_the_culprit(self):
+        # The dumps with stack traces take longer than --dump-timeout (as
+        # torch 2.14's first does on a busy node): the records the agent
+        # wrote first, without them, name the culprit, and a line says so.
+        r, logs = self.hang(FAKE_SLOW_STACKS="30")
+        self.assertEqual(r.returncode, 124, r.stderr)
+        self.assertEqual(culprit_lines(r.stderr), [
+            "aml-shim: culprit: rank 0 [node 0, host " + os.uname().nodename + "] never entered "
+            "all_reduce #4 [[4]] Float of group 0 (default_pg), which rank 1 entered and waits "
+            "in; its last: all_reduce #3 [[4]] Float"])
+        self.assertIn("aml-shim: warning: ranks 0-1: flight records without stack traces (the "
+                      "dump with them did not come within --dump-timeout 5 s; a rank's first "
+                      "dump with them can take seconds)\n", r.stderr)
+        with open(os.path.join(logs, "fr-attempt1-rank-1"), "rb") as f:
+            self.assertEqual(pickle.load(f)["entries"][0]["frames"], [])
 
     def test_a_rank_that_an_exception_ends_leaves_its_record(self):
         # A Gloo rank whose peer died raises from its collective and ends
