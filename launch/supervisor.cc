@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <optional>
 
@@ -39,7 +38,6 @@
 #include "shim/base/exit_code.h"
 #include "shim/base/log.h"
 #include "shim/base/read_no_follow.h"
-#include "shim/base/text_list.h"
 #include "shim/base/units.h"
 #include "shim/base/version.h"
 
@@ -145,7 +143,6 @@ class Supervisor : private NodeProcs {
   void WatchStarted();
   void KeepFlightRecord(RankStack* r);
   void KeepDump(const FlightHarvest::Outcome& o);
-  void SayLateStacks();
   std::string MetricsText() const;
 
   // NodeProcs.
@@ -614,7 +611,6 @@ std::vector<RankStack> Supervisor::Stacks() {
     KeepFlightRecord(&r);
     stacks.push_back(std::move(r));
   }
-  SayLateStacks();
   if (!stacks.empty() && ras_.Done()) {
     stacks[0].ras = ras_.line();
     if (!ras_.why().empty()) LogVerbose("NCCL RAS: " + ras_.why());
@@ -650,22 +646,7 @@ std::vector<RankRecord> Supervisor::Records() {
     if (!o.fr) LogVerbose("rank " + std::to_string(o.rank) + ": no flight record: " + o.why);
     KeepDump(o);
   }
-  SayLateStacks();
   return out;
-}
-
-// Records that came without the stack traces asked for (the harvest took
-// the agent's first, fr_harvest.h): one line per reason.
-void Supervisor::SayLateStacks() {
-  std::map<std::string, std::vector<int>> ranks;
-  for (const FlightHarvest::Outcome& o : harvest_.outcomes())
-    if (o.fr && !o.note.empty()) ranks[o.note].push_back(o.rank);
-  for (auto& [note, which] : ranks) {
-    std::sort(which.begin(), which.end());
-    LogWarning(std::string(which.size() == 1 ? "rank " : "ranks ") + CompactRanks(which) +
-               ": flight record" + (which.size() == 1 ? "" : "s") + " without stack traces (" +
-               note + "; a rank's first dump with them can take seconds)");
-  }
 }
 
 // ---- Metrics (--metrics-addr, docs/metrics.md)

@@ -63,6 +63,7 @@ Culprit FindCulprit(const std::vector<RankFlight>& reports, int world) {
       c.no_record.emplace_back(r.rank, r.why_none.empty() ? "no record" : r.why_none);
       continue;
     }
+    if (!r.fr->no_stacks.empty()) c.no_stacks.emplace_back(r.rank, r.fr->no_stacks);
     for (const FrGroup& g : r.fr->groups) {
       auto [it, fresh] = views.try_emplace(g.pg);
       if (fresh) order.push_back(g.pg);
@@ -74,6 +75,7 @@ Culprit FindCulprit(const std::vector<RankFlight>& reports, int world) {
     }
   }
   std::sort(c.no_record.begin(), c.no_record.end());
+  std::sort(c.no_stacks.begin(), c.no_stacks.end());
   std::sort(order.begin(), order.end(), [](const std::string& a, const std::string& b) {
     return a.size() != b.size() ? a.size() < b.size() : a < b;  // "2" before "10"
   });
@@ -230,6 +232,21 @@ Culprit FindCulprit(const std::vector<RankFlight>& reports, int world) {
   return c;
 }
 
+namespace {
+
+// "; <what>ranks 0-1: <why>, rank 3: <other why>": the reasons, each with
+// its ranks ("" when none).
+std::string Lacking(const std::string& what, const std::vector<std::pair<int, std::string>>& why_of) {
+  if (why_of.empty()) return "";
+  std::map<std::string, std::vector<int>> whys;
+  for (const auto& [rank, why] : why_of) whys[why].push_back(rank);
+  std::vector<std::string> parts;
+  for (const auto& [why, ranks] : whys) parts.push_back(Ranks(ranks) + ": " + EscapeControl(why));
+  return what + JoinCapped(parts, 3);
+}
+
+}  // namespace
+
 std::string CulpritLine(const Culprit& c) {
   std::string out;
   if (c.found) {
@@ -268,14 +285,8 @@ std::string CulpritLine(const Culprit& c) {
   } else {
     out = "aml-shim: no culprit: no rank's flight record came";
   }
-  if (!c.no_record.empty()) {
-    // The reasons, each with its ranks.
-    std::map<std::string, std::vector<int>> whys;
-    for (const auto& [rank, why] : c.no_record) whys[why].push_back(rank);
-    std::vector<std::string> parts;
-    for (const auto& [why, ranks] : whys) parts.push_back(Ranks(ranks) + ": " + EscapeControl(why));
-    out += "; no flight record from " + JoinCapped(parts, 3);
-  }
+  out += Lacking("; no flight record from ", c.no_record);
+  out += Lacking("; no stack traces from ", c.no_stacks);
   return out + "\n";
 }
 
@@ -305,10 +316,12 @@ std::string CulpritJson(const Culprit& c) {
     j.EndArray().EndObject();
   }
   j.EndArray();
-  j.Key("no_record").BeginArray();
-  for (const auto& [rank, why] : c.no_record)
-    j.BeginObject().Key("rank").Int(rank).Key("why").String(why).EndObject();
-  j.EndArray();
+  for (const auto* list : {&c.no_record, &c.no_stacks}) {
+    j.Key(list == &c.no_record ? "no_record" : "no_stacks").BeginArray();
+    for (const auto& [rank, why] : *list)
+      j.BeginObject().Key("rank").Int(rank).Key("why").String(why).EndObject();
+    j.EndArray();
+  }
   j.Key("verdict").String(CulpritLine(c).substr(10, CulpritLine(c).size() - 11));
   j.EndObject();
   return j.str();

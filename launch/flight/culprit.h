@@ -49,6 +49,8 @@ struct Culprit {
   std::vector<Mismatch> mismatches;
   // Ranks with no record, and why ("rank 3: no answer within --dump-timeout 10 s").
   std::vector<std::pair<int, std::string>> no_record;
+  // Ranks whose record lacks the stack traces asked for, and why.
+  std::vector<std::pair<int, std::string>> no_stacks;
   // Every rank answered and each group's ranks all entered its last
   // collective: the fault is not one rank's (stuck_op names the one).
   bool all_entered = false;

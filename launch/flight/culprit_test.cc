@@ -156,5 +156,40 @@ TEST(Culprit, NoRecordAtAllSaysWhy) {
             "0-1: torch 1.13.1 has no flight recorder\n");
 }
 
+TEST(Culprit, RecordsWithoutTheirStackTracesStillNameItAndSaySo) {
+  std::vector<RankFlight> ranks;
+  for (int r = 0; r < 4; ++r) ranks.push_back(Rank(r, r == 3 ? 3 : 4, 3, "0", "0-3"));
+  const std::string late = "the dump with them did not come within --dump-timeout 5 s";
+  for (int r : {0, 3}) {
+    ranks[r].fr->no_stacks = late;
+    ranks[r].fr->groups[0].last.frame = "";
+  }
+  ranks[1].fr.reset();
+  ranks[1].why_none = "nothing reads its flight-recorder pipe";
+  const Culprit c = FindCulprit(ranks, 4);
+  ASSERT_TRUE(c.found);
+  EXPECT_EQ(CulpritLine(c),
+            "aml-shim: culprit: rank 3 [node 1, host h1] never entered all_reduce #4 [[4]] Float "
+            "of group 0 (default_pg), which ranks 0,2 entered and wait in; its last: all_reduce "
+            "#3 [[4]] Float; no flight record from rank 1: nothing reads its flight-recorder "
+            "pipe; no stack traces from ranks 0,3: " + late + "\n");
+  const std::string json = CulpritJson(c);
+  EXPECT_NE(json.find("\"no_stacks\":[{\"rank\":0,\"why\":\"" + late + "\"},{\"rank\":3,"),
+            std::string::npos)
+      << json;
+}
+
+TEST(Culprit, ASummaryCarriesWhyItLacksStackTraces) {
+  FrSummary s;
+  s.rank = 3;
+  s.no_stacks = "the dump with them failed: " + std::string(500, 'x');
+  s.no_stacks.resize(kMaxNoStacks);
+  auto back = ParseFrSummary(FrSummaryJson(s));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->no_stacks, s.no_stacks);
+  FrSummary whole;
+  EXPECT_EQ(FrSummaryJson(whole).find("no_stacks"), std::string::npos) << "said only when lacking";
+}
+
 }  // namespace
 }  // namespace aml

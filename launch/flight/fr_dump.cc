@@ -280,6 +280,7 @@ std::string Encode(const FrSummary& s) {
   }
   j.EndArray();
   if (s.more_groups) j.Key("more_groups").Int(s.more_groups);
+  if (!s.no_stacks.empty()) j.Key("no_stacks").String(s.no_stacks);
   j.EndObject();
   return j.str();
 }
@@ -333,6 +334,7 @@ Result<FrSummary> FrSummaryFrom(const JsonValue& value) {
     }
   }
   s.more_groups += static_cast<int>(std::clamp<int64_t>(Number(v->Find("more_groups")), 0, 1 << 20));
+  s.no_stacks = Text(v->Find("no_stacks"), kMaxNoStacks);
   return s;
 }
 

@@ -44,6 +44,10 @@ struct FrSummary {
   std::string version;  // the dump's format ("2.10")
   std::vector<FrGroup> groups;
   int more_groups = 0;  // past kMaxGroups, only counted
+  // Why the record lacks the stack traces asked for (the agent's first
+  // record, taken when the one with them came late: fr_harvest.h); "": it
+  // has what was asked for.
+  std::string no_stacks;
 };
 
 // A group's recent completed collectives as the rank entered them (the
@@ -64,6 +68,7 @@ struct RankTimes {
 constexpr size_t kMaxGroups = 16;
 constexpr size_t kMaxTimedOps = 64;
 constexpr size_t kMaxFrWire = 8 << 10;  // one rank's summary on the wire
+constexpr size_t kMaxNoStacks = 200;     // FrSummary::no_stacks
 constexpr size_t kMaxFrDump = 64 << 20;  // a dump past this is refused unread
 
 // The summary of `dump` (a pickle) written by the job's `rank`; the error

@@ -160,9 +160,9 @@ void FlightHarvest::TakeEarly(size_t i, std::string note) {
   State& s = states_[i];
   Outcome& o = outcomes_[i];
   o.fr = std::move(s.early);
+  o.fr->no_stacks = note.substr(0, kMaxNoStacks);
   o.times = std::move(s.early_times);
   o.dump = s.files.dump;
-  o.note = std::move(note);
   o.why.clear();
   s.early.reset();
   s.pending = false;

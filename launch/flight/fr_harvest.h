@@ -8,7 +8,7 @@
 // agent may first write the record without them (its first dump with them
 // can take seconds) and keep a mark (FlightFiles::more) until the one with
 // them is written: that first record is kept, and is the answer when the
-// second does not come in time (Outcome::note says so). Nothing here
+// second does not come in time (its FrSummary::no_stacks says so). Nothing here
 // blocks: Poll looks and returns.
 #pragma once
 
@@ -38,7 +38,6 @@ class FlightHarvest {
     std::string why;
     std::string dump;             // the dump's path when it came whole ("" else)
     std::vector<FrEntryTimes> times;  // its groups' entry times (with fr)
-    std::string note;  // with fr: why it lacks the stack traces asked for ("" else)
   };
 
   // Asks every running rank that has a pipe; `light`: for a look, whose

@@ -193,7 +193,7 @@ TEST_F(FirstRecord, TheOneWithStackTracesIsWaitedForWhileTheMarkStands) {
   const auto& o = h.outcomes()[0];
   ASSERT_TRUE(o.fr) << o.why;
   EXPECT_EQ(o.fr->groups[0].enqueued, 5);
-  EXPECT_EQ(o.note, "");
+  EXPECT_EQ(o.fr->no_stacks, "");
   EXPECT_EQ(o.dump, dir_ + "/dump-0");
 }
 
@@ -207,7 +207,7 @@ TEST_F(FirstRecord, ADumpReadAfterTheMarkWentIsTheAnswer) {
   EXPECT_TRUE(h.Poll(1));
   ASSERT_TRUE(h.outcomes()[0].fr);
   EXPECT_EQ(h.outcomes()[0].fr->groups[0].enqueued, 5);
-  EXPECT_EQ(h.outcomes()[0].note, "");
+  EXPECT_EQ(h.outcomes()[0].fr->no_stacks, "");
 }
 
 TEST_F(FirstRecord, TheFirstIsTheAnswerWhenTheOtherIsLateAndSaysSo) {
@@ -221,7 +221,7 @@ TEST_F(FirstRecord, TheFirstIsTheAnswerWhenTheOtherIsLateAndSaysSo) {
   ASSERT_TRUE(o.fr) << o.why;
   EXPECT_EQ(o.fr->groups[0].enqueued, 6);
   EXPECT_EQ(o.why, "");
-  EXPECT_EQ(o.note, "the dump with them did not come within --dump-timeout 10 s");
+  EXPECT_EQ(o.fr->no_stacks, "the dump with them did not come within --dump-timeout 10 s");
 }
 
 TEST_F(FirstRecord, TheFirstIsTheAnswerWhenTheOtherFailed) {
@@ -233,7 +233,7 @@ TEST_F(FirstRecord, TheFirstIsTheAnswerWhenTheOtherFailed) {
   Write(dir_ + "/dump-0.why", "torch 2.14.0 could not dump its flight recorder: OSError: full\n");
   EXPECT_TRUE(h.Poll(2));
   ASSERT_TRUE(h.outcomes()[0].fr);
-  EXPECT_EQ(h.outcomes()[0].note, "the dump with them failed: torch 2.14.0 could not dump its "
+  EXPECT_EQ(h.outcomes()[0].fr->no_stacks, "the dump with them failed: torch 2.14.0 could not dump its "
                                   "flight recorder: OSError: full");
 }
 
@@ -244,7 +244,7 @@ TEST_F(FirstRecord, ALookThatAskedForNoStackTracesTakesTheFirstDumpAtOnce) {
   Dump("gloo-skip-rank0.pickle");
   EXPECT_TRUE(h.Poll(1));
   ASSERT_TRUE(h.outcomes()[0].fr);
-  EXPECT_EQ(h.outcomes()[0].note, "");
+  EXPECT_EQ(h.outcomes()[0].fr->no_stacks, "");
 }
 
 }  // namespace
