@@ -76,8 +76,10 @@ def real_once(shim, root, agent, ranks):
         raise RuntimeError(f"{ranks} ranks: exit {code}, no culprit line:\n" +
                            "\n".join(l for _, l in lines[-20:]))
     culprit, line = min(found)
-    # Ranks whose record did not come (the line's "no flight record from").
-    lacking = line.split("; no flight record from ")[1] if "; no flight record from " in line else ""
+    # Ranks whose record did not come, or came without its stack traces
+    # (the line's "no flight record from ...", "no stack traces from ...").
+    lacking = "; ".join(mark[2:] + line.split(mark, 1)[1].split("; no ")[0] for mark in
+                        ("; no flight record from ", "; no stack traces from ") if mark in line)
     return culprit - last - HANG_S, lacking
 
 
@@ -123,9 +125,10 @@ def main():
             f"`bench/culprit.py` (see its header), {time.strftime('%Y-%m-%d')}, on this machine "
             f"({os.cpu_count()} cores). torch 2.14 over Gloo, one rank never enters all-reduce "
             f"#6; `--hang-timeout {HANG_S}s`, `--dump-timeout` 10 s. Median (min to max) of "
-            f"{a.runs} runs; the runs in which a rank's record did not come, and why.",
+            f"{a.runs} runs; the runs in which a rank's record did not come (or came without its "
+            f"stack traces), and why.",
             "",
-            "| ranks | nodes | verdict to culprit line | records that did not come |",
+            "| ranks | nodes | verdict to culprit line | records that did not come, or without stack traces |",
             "|---|---|---|---|"]
     for ranks, nodes, took, lacking in rows:
         text.append(f"| {ranks} | {nodes} | {statistics.median(took):.2f} s "
