@@ -34,6 +34,10 @@ SLOW_LINE = re.compile(r"aml-shim: warning: (\S+) \(shim (\d+)\) is slow: its ra
                        r"(\d+) of (\d+) collectives last, ([0-9.]+) s late on average \(rank "
                        r"(\d+) last; \d+ % of the job's waiting\); the job waits ([0-9.]+) s per "
                        r"minute for it \((\d+) looks in a row\)")
+PAUSE_S = "0.025"
+# The slow node's share of a CPU: its 12 ms of work per step take about
+# 30 ms, a step of about 55 ms against 37 (1.5 times).
+SHARE = 0.4
 WEIGHTS = re.compile(r"rank \d+ steps (\d+) weights ([0-9a-f]{64})")
 
 
@@ -106,14 +110,18 @@ class SlowNodes(unittest.TestCase):
 
     def job(self, nodes, *shim_args, timeout=300, **env):
         """One shim per node (nodes 1..`nodes`, one rank each) under mpirun,
-        each in the forky root under its node's name, running paced_steps.py."""
+        each in the forky root under its node's name, running paced_steps.py:
+        steps of about 12 ms of CPU and a pause of 25 ms, so that 3 ranks ask
+        for about one of this machine's 2 cores. (Steps of CPU alone, 3 nodes
+        on 2 cores, once made a healthy node wait its turn often enough to
+        be named slow: a real asymmetry, but the machine's, not the node's.)"""
         return forky_mpirun(self.root, self.agent, CLUSTER, NET, nodes, 1,
-                            [*shim_args, "python3", STEPS], timeout=timeout, **env)
+                            [*shim_args, "python3", STEPS], timeout=timeout,
+                            **{"PAUSE_S": PAUSE_S, **env})
 
     def test_a_throttled_node_is_named_within_three_looks_and_the_metrics_show_it(self):
-        # The second node's rank held to 35 % of a CPU (the others get about
-        # two thirds of one each: 3 ranks on 2 cores): about 2x slower.
-        throttle = Throttle(f"{CLUSTER}2", 0.35)
+        # The second node's rank held to 40 % of a CPU: about 1.5x slower.
+        throttle = Throttle(f"{CLUSTER}2", SHARE)
         self.addCleanup(throttle.close)
         port = free_port()
         scraped = {}
@@ -140,11 +148,15 @@ class SlowNodes(unittest.TestCase):
         self.assertTrue(named, r.stderr)
         host, shim, late, ops, _, rank, _, looks = named[0]
         self.assertEqual((host, shim, rank, looks), (f"{CLUSTER}2", "1", "1", "3"), r.stderr)
-        # Within 3 looks of the first that judged collectives of every node.
-        looks_seen = re.findall(r"straggler look (\d+): 3 shims' parts, \d+ collectives, "
-                                r"([1-9]\d*) judged", r.stderr)
+        # Within 3 looks of the first that judged half a window (32 of the
+        # recorder's last 64) of every node's: the first look, 5 s after the
+        # start, may judge only the first few collectives, where the job's
+        # start dwarfs the slowdown (seen once: 3 judged, the node not late).
+        looks_seen = [int(n) for n, judged in re.findall(
+            r"straggler look (\d+): 3 shims' parts, \d+ collectives, (\d+) judged", r.stderr)
+            if int(judged) >= 32]
         self.assertTrue(looks_seen, r.stderr)
-        first = int(looks_seen[0][0])
+        first = looks_seen[0]
         # (Only the root prints a look's line; the warning follows its look's.)
         at = int(re.findall(r"straggler look (\d+):", r.stderr[:r.stderr.index(" is slow")])[-1])
         self.assertLessEqual(at, first + 2, r.stderr)
@@ -266,7 +278,7 @@ class SlowNodes(unittest.TestCase):
         self.assertEqual(calm.returncode, 0, calm.stdout + calm.stderr)
         weights = set(WEIGHTS.findall(calm.stdout))
         self.assertEqual(len(weights), 1, calm.stdout)
-        throttle = Throttle(f"{CLUSTER}2", 0.35)
+        throttle = Throttle(f"{CLUSTER}2", SHARE)
         self.addCleanup(throttle.close)
         with tempfile.TemporaryDirectory(dir="/tmp") as logs:
             r = self.job(4, "--straggler-check", "5s", "--max-restarts", "1", "--spares", "1",

@@ -1,8 +1,10 @@
 """Steps of CPU work, each ending in an all-reduce over Gloo
 (tests/e2e/test_slow_nodes.py): every rank does the same WORK loop
 iterations of plain Python per step (the same work on every node, so that a
-node slowed from outside takes longer), then all-reduces 4 floats and a
-stop flag. Rank 0 raises the flag once RUN_S seconds passed since the
+node slowed from outside takes longer), then sleeps PAUSE_S seconds (0 by
+default; as a step waits for its data: ranks that leave CPU free do not
+contend for it when several nodes share a few cores), then all-reduces 4
+floats and a stop flag. Rank 0 raises the flag once RUN_S seconds passed since the
 process group came up (or after STEPS steps, when STEPS is set); every rank
 then prints its step count and the weights' digest (a sum of what every
 rank contributed, step by step: the same for the same step count) and
@@ -21,6 +23,7 @@ work = int(os.environ.get("WORK", "200000"))
 if rank == int(os.environ.get("SLOW_RANK", "-1")):
     work = int(work * float(os.environ.get("SLOW_FACTOR", "1")))
 run_s = float(os.environ.get("RUN_S", "60"))
+pause_s = float(os.environ.get("PAUSE_S", "0"))
 steps_max = int(os.environ.get("STEPS", "0"))
 every = int(os.environ.get("PRINT_EVERY", "50"))
 torch.set_num_threads(1)
@@ -32,6 +35,8 @@ while True:
     x = 0
     for i in range(work):
         x += i & 7
+    if pause_s:
+        time.sleep(pause_s)
     step += 1
     stop = 1.0 if rank == 0 and ((steps_max and step >= steps_max) or
                                  (not steps_max and time.monotonic() - start >= run_s)) else 0.0
