@@ -36,8 +36,10 @@ SLOW_LINE = re.compile(r"aml-shim: warning: (\S+) \(shim (\d+)\) is slow: its ra
                        r"minute for it \((\d+) looks in a row\)")
 PAUSE_S = "0.025"
 # The slow node's share of a CPU: its 12 ms of work per step take about
-# 30 ms, a step of about 55 ms against 37 (1.5 times).
-SHARE = 0.4
+# 60 ms, a step of about 85 ms against 37 (about 2 times; with 40 %, about
+# 1.5 times idle, CI's busy cores made it late in only a third of the
+# collectives, and the check rightly named nothing).
+SHARE = 0.2
 WEIGHTS = re.compile(r"rank \d+ steps (\d+) weights ([0-9a-f]{64})")
 
 
@@ -120,7 +122,7 @@ class SlowNodes(unittest.TestCase):
                             **{"PAUSE_S": PAUSE_S, **env})
 
     def test_a_throttled_node_is_named_within_three_looks_and_the_metrics_show_it(self):
-        # The second node's rank held to 40 % of a CPU: about 1.5x slower.
+        # The second node's rank held to 20 % of a CPU: about 2x slower.
         throttle = Throttle(f"{CLUSTER}2", SHARE)
         self.addCleanup(throttle.close)
         port = free_port()
