@@ -50,6 +50,17 @@ std::string Ranks(const std::vector<int>& ranks) {
   return (ranks.size() == 1 ? "rank " : "ranks ") + CompactRanks(ranks);
 }
 
+// "; <what>ranks 0-1: <why>, rank 3: <other why>": the reasons, each with
+// its ranks ("" when none).
+std::string Lacking(const std::string& what, const std::vector<std::pair<int, std::string>>& why_of) {
+  if (why_of.empty()) return "";
+  std::map<std::string, std::vector<int>> whys;
+  for (const auto& [rank, why] : why_of) whys[why].push_back(rank);
+  std::vector<std::string> parts;
+  for (const auto& [why, ranks] : whys) parts.push_back(Ranks(ranks) + ": " + EscapeControl(why));
+  return what + JoinCapped(parts, 3);
+}
+
 }  // namespace
 
 Culprit FindCulprit(const std::vector<RankFlight>& reports, int world) {
@@ -232,21 +243,6 @@ Culprit FindCulprit(const std::vector<RankFlight>& reports, int world) {
   return c;
 }
 
-namespace {
-
-// "; <what>ranks 0-1: <why>, rank 3: <other why>": the reasons, each with
-// its ranks ("" when none).
-std::string Lacking(const std::string& what, const std::vector<std::pair<int, std::string>>& why_of) {
-  if (why_of.empty()) return "";
-  std::map<std::string, std::vector<int>> whys;
-  for (const auto& [rank, why] : why_of) whys[why].push_back(rank);
-  std::vector<std::string> parts;
-  for (const auto& [why, ranks] : whys) parts.push_back(Ranks(ranks) + ": " + EscapeControl(why));
-  return what + JoinCapped(parts, 3);
-}
-
-}  // namespace
-
 std::string CulpritLine(const Culprit& c) {
   std::string out;
   if (c.found) {
@@ -316,8 +312,9 @@ std::string CulpritJson(const Culprit& c) {
     j.EndArray().EndObject();
   }
   j.EndArray();
-  for (const auto* list : {&c.no_record, &c.no_stacks}) {
-    j.Key(list == &c.no_record ? "no_record" : "no_stacks").BeginArray();
+  for (const auto& [key, list] : {std::pair{"no_record", &c.no_record},
+                                   std::pair{"no_stacks", &c.no_stacks}}) {
+    j.Key(key).BeginArray();
     for (const auto& [rank, why] : *list)
       j.BeginObject().Key("rank").Int(rank).Key("why").String(why).EndObject();
     j.EndArray();
