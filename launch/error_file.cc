@@ -86,9 +86,8 @@ void EmptyDir(int dfd, int depth) {
 void RemoveErrorDir(const std::string& dir) {
   // Most runs write no error file: an empty directory goes in one call.
   if (rmdir(dir.c_str()) == 0 || errno == ENOENT) return;
-  // The flight recorder's python/ and fr-N/ are one level down.
   const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd >= 0) EmptyDir(fd, 1);
+  if (fd >= 0) EmptyDir(fd, kErrorDirDepth);
   rmdir(dir.c_str());
 }
 

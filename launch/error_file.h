@@ -31,6 +31,11 @@ std::optional<RecordedError> ReadErrorFile(const std::string& path);
 // MakeErrorDir makes it (false when it exists already, or cannot be made);
 // RemoveErrorDir removes it with what is in it.
 std::string ErrorDirName(const std::string& tmp_dir);
+// How deep the directory's own folders go below it: the flight recorder's
+// python/ (its agent) with the python/__pycache__/ the interpreter writes
+// there, and fr-N/ (an attempt's pipes and dumps). The shim and its keeper
+// (keeper.cc) remove that deep; never through a link.
+constexpr int kErrorDirDepth = 2;
 bool MakeErrorDir(const std::string& dir);
 void RemoveErrorDir(const std::string& dir);
 

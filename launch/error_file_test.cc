@@ -55,11 +55,15 @@ TEST_F(ErrorFile, NothingFromAbsentGarbledOrLinkedFiles) {
 }
 
 TEST_F(ErrorFile, TheDirectoryGoesWithTheFlightRecordersOwn) {
-  // python/ (the agent) and fr-0/ (an attempt's pipes and dumps) inside:
+  // python/ (the agent, with its bytecode) and fr-0/ (an attempt's pipes and dumps) inside:
   // TearDown finds nothing left. A link to a directory is removed, not
   // followed.
   ASSERT_EQ(mkdir((dir_ + "/python").c_str(), 0700), 0);
   Write(dir_ + "/python/sitecustomize.py", "#");
+  // The interpreter's bytecode of the agent, a level further down (three
+  // runs left it behind under /tmp).
+  ASSERT_EQ(mkdir((dir_ + "/python/__pycache__").c_str(), 0700), 0);
+  Write(dir_ + "/python/__pycache__/sitecustomize.cpython-311.pyc", "c");
   ASSERT_EQ(mkdir((dir_ + "/fr-0").c_str(), 0700), 0);
   ASSERT_EQ(mkfifo((dir_ + "/fr-0/pipe-rank-0.pipe").c_str(), 0600), 0);
   Write(dir_ + "/fr-0/dump-rank-0", "x");

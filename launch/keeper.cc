@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "launch/error_file.h"
 #include "launch/tagged_procs.h"
 #include "shim/base/clock.h"
 #include "shim/base/random_token.h"
@@ -41,8 +42,7 @@ void CloseAllBut(int keep, int max_fd) {
 }
 
 // Removes what is in the directory open as `fd` (files, and the
-// directories in it to `depth` levels: the flight recorder's python/ and
-// fr-N/) with no allocation (the keeper runs after a fork): getdents64 into
+// directories in it to `depth` levels: error_file.h's kErrorDirDepth) with no allocation (the keeper runs after a fork): getdents64 into
 // the stack. Closes `fd`.
 void EmptyDirNoAlloc(int fd, int depth) {
   alignas(8) char buf[4096];
@@ -68,7 +68,7 @@ void EmptyDirNoAlloc(int fd, int depth) {
 
 void RemoveDirNoAlloc(const char* dir) {
   const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd >= 0) EmptyDirNoAlloc(fd, 1);
+  if (fd >= 0) EmptyDirNoAlloc(fd, kErrorDirDepth);
   rmdir(dir);
 }
 

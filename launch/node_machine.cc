@@ -66,8 +66,9 @@ bool NodeMachine::StartAll(const LinkOrder* restart, double now) {
     ranks_[i].start = now;
   }
   Enter(NodeState::kRunning);
-  last_output_ = last_look_ = now;
+  last_output_ = last_look_ = attempt_start_ = now;
   last_progress_ = -1;
+  starting_cpu_ = 0;
   looking_ = false;
   AnswerPace(false);
   return true;
@@ -379,14 +380,19 @@ void NodeMachine::Look(double now) {
     if (!procs_->DumpsDone(now)) return;
     looking_ = false;
     AnswerPace(true);
+    // Ranks still starting whose CPU time grew: activity (node_machine.h).
+    const double starting = procs_->StartingCpuS();
+    const bool started = starting >= 0 && starting > starting_cpu_ + kCpuTickS &&
+                         now < attempt_start_ + kStartCpuLooks * c_.look_every_s;
+    if (starting >= 0) starting_cpu_ = starting;
     int answered = 0;
     const int64_t progress = procs_->DumpsProgress(&answered);
-    if (answered == 0) return;
-    if (last_progress_ >= 0 && progress > last_progress_) {
+    const bool advanced = answered > 0 && last_progress_ >= 0 && progress > last_progress_;
+    if (answered > 0) last_progress_ = progress;
+    if (started || advanced) {
       last_output_ = now;
       if (job_) job_->OnOutput(now);
     }
-    last_progress_ = progress;
   }
 }
 

@@ -28,7 +28,12 @@
 // records every `look_every_s` (--hang-timeout / 3, with the recorder):
 // a rank that completed a collective since the last look is activity, as
 // output is, so a silent job whose collectives advance is not judged hung
-// (docs/control-plane.md, "Naming the culprit").
+// (docs/control-plane.md, "Naming the culprit"). Before a rank has a
+// process group (it imports, prepares data, compiles: no flight-recorder
+// pipe yet) the CPU time it spent since the last look is activity too, for
+// the attempt's first kStartCpuLooks looks' time (10 x --hang-timeout): a
+// quiet start-up on a busy node is not a hang (docs/control-plane.md, "Hang
+// watchdog").
 //
 // A failure (a rank of this node's, or another's: the job's halt) ends
 // the attempt; with the flight recorder, the ranks still running are first
@@ -97,6 +102,10 @@ class NodeProcs {
   virtual int64_t DumpsProgress(int* answered) const = 0;
   // Of the records that came: each rank's entry times (the straggler check).
   virtual std::vector<RankTimes> DumpsTimes() const = 0;
+  // The CPU seconds spent so far by the running ranks that are still
+  // starting (no process group yet: no flight-recorder pipe), -1 when no
+  // rank is (the simulator's ranks never are).
+  virtual double StartingCpuS() const { return -1; }
   // The stack readers from outside (py-spy, gdb) for the running ranks.
   virtual void StartProbe() = 0;
   virtual bool ProbeRunning() const = 0;
@@ -137,6 +146,11 @@ class NodeMachine {
   static constexpr double kDrainAfterKillS = 1;  // and in a teardown, past the ranks' --grace
   static constexpr double kCollectS = 5;         // SIGABRT until the dumps are read
   static constexpr double kSameRequestS = 0.1;   // a signal twice within this is one request
+  // A starting rank's CPU time counts as activity for this many looks'
+  // time from the attempt's start (each --hang-timeout / 3), when it grew
+  // by more than one clock tick.
+  static constexpr double kStartCpuLooks = 30;
+  static constexpr double kCpuTickS = 0.01;
 
   // `job`: the control plane (or the simulator's), null for a node alone.
   NodeMachine(const NodeConfig& c, NodeProcs* procs, JobChannel* job);
@@ -251,6 +265,8 @@ class NodeMachine {
   double last_look_ = 0;      // the last look's start
   bool looking_ = false;      // a look's dumps asked for
   int64_t last_progress_ = -1;  // what the last look summed (-1: none yet)
+  double attempt_start_ = 0;     // the attempt's ranks started
+  double starting_cpu_ = 0;      // the starting ranks' CPU time at the last look
   // The straggler check's look asked for (-1: none): answered when the
   // look under way is done (or overtaken: then with nothing).
   int64_t pace_look_ = -1;

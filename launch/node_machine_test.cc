@@ -42,6 +42,8 @@ struct FakeProcs : NodeProcs {
   bool probed_while_dumping = false;
   int64_t progress = 0;
   int answered = 0;
+  double starting_cpu = -1;
+  double StartingCpuS() const override { return starting_cpu; }
   void StartDumps(double, DumpAsk ask) override {
     ++dumps_started;
     asks.push_back(ask);
@@ -401,6 +403,47 @@ TEST(NodeMachine, ASilentNodeLooksAtItsRecordsAndCollectivesDoneAreActivity) {
   EXPECT_FALSE(m.looking());
   EXPECT_EQ(m.stacks(), StackPhase::kDumping);
   EXPECT_EQ(procs.dumps_started, 5);
+}
+
+TEST(NodeMachine, AStartingRanksCpuTimeIsActivityUntilItsGroupIsUpForABoundedTime) {
+  // No rank has a process group yet (no pipe: no record answers): the CPU
+  // time they spend since the last look is activity, as output is; CPU
+  // time that does not grow is not; nor any after 30 looks' time.
+  FakeProcs procs;
+  FakeJob job;
+  NodeConfig c = Two();
+  c.look_every_s = 5;  // --hang-timeout 15s
+  NodeMachine m(c, &procs, &job);
+  m.Start(0);
+  procs.starting_cpu = 3.2;  // importing torch, preparing data
+  m.Step(5);
+  EXPECT_EQ(procs.dumps_started, 1);
+  EXPECT_EQ(job.outputs, 1) << "a starting rank that spends CPU is not silent";
+  EXPECT_EQ(m.last_output(), 5);
+  m.Step(10);  // the look is 5 s after the activity
+  EXPECT_EQ(job.outputs, 1) << "CPU time that did not grow is no activity";
+  procs.starting_cpu = 7;
+  m.Step(15);
+  EXPECT_EQ(job.outputs, 2);
+  // Its group up (it answers its pipe; no rank starts any more): collectives
+  // alone are activity again.
+  procs.starting_cpu = -1;
+  procs.answered = 2;
+  procs.progress = 10;
+  m.Step(20);
+  m.Step(25);
+  EXPECT_EQ(job.outputs, 2);
+  // A rank that never gets a group: its CPU counts for 150 s (30 looks).
+  NodeMachine late(c, &procs, &job);
+  late.Start(0);
+  procs.answered = 0;
+  procs.starting_cpu = 1;
+  for (double t = 5; t < 150; t += 5) late.Step(t);
+  const int outputs = job.outputs;
+  procs.starting_cpu = 500;
+  late.Step(150);
+  late.Step(155);
+  EXPECT_EQ(job.outputs, outputs) << "a start-up that busy is counted only for a bounded time";
 }
 
 NodeConfig Recording() {

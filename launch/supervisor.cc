@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +38,7 @@
 #include "shim/base/clock.h"
 #include "shim/base/exit_code.h"
 #include "shim/base/log.h"
+#include "shim/base/proc_tree.h"
 #include "shim/base/read_no_follow.h"
 #include "shim/base/units.h"
 #include "shim/base/version.h"
@@ -157,6 +159,7 @@ class Supervisor : private NodeProcs {
   void StartDumps(double now, DumpAsk ask) override;
   int64_t DumpsProgress(int* answered) const override;
   std::vector<RankTimes> DumpsTimes() const override;
+  double StartingCpuS() const override;
   bool DumpsDone(double now) override { return harvest_.Poll(now) && ras_.Done(); }
   double DumpsNext(double now) const override {
     return harvest_.done() ? now + FlightHarvest::kPollS
@@ -537,6 +540,20 @@ std::vector<RankTimes> Supervisor::DumpsTimes() const {
   for (const FlightHarvest::Outcome& o : harvest_.outcomes())
     if (o.fr && !o.times.empty()) out.push_back({o.rank, o.times});
   return out;
+}
+
+// A rank is starting while its flight-recorder pipe is not there (its
+// process group is not up: torch, or aml-shim's agent, makes it then).
+double Supervisor::StartingCpuS() const {
+  double sum = -1;
+  for (size_t i = 0; i < children_.size(); ++i) {
+    const Child& c = children_[i];
+    if (!flight_ || !c.fr || !machine_.running(i)) continue;
+    struct stat st {};
+    if (lstat(c.fr->pipe.c_str(), &st) == 0 || errno != ENOENT) continue;
+    if (auto cpu = ProcCpuSeconds(c.pid)) sum = std::max(sum, 0.0) + *cpu;
+  }
+  return sum;
 }
 
 void Supervisor::FinishProbe() {

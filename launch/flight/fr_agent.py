@@ -67,6 +67,11 @@ def _aml_flight_run():
         "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
     if not stem or not prefix:
         return
+    # Until the group is up, what aml-shim's verdict says of this rank (it
+    # has no pipe to ask): it is starting, not missing an agent.
+    starting = os.environ.get("RANK", "")
+    if starting.isdigit():
+        _aml_flight_why(prefix, int(starting), "still starting: no process group yet")
     nap = 0.05
     while True:  # until the process group is up (a dict lookup per nap)
         time.sleep(nap)
@@ -80,6 +85,11 @@ def _aml_flight_run():
         except Exception:
             pass
     rank = dist.get_rank()
+    if starting.isdigit():
+        try:
+            os.unlink("%s%s.why" % (prefix, starting))
+        except OSError:
+            pass
     pipe = "%s%d.pipe" % (stem, rank)
     torch = sys.modules.get("torch")
     version = getattr(torch, "__version__", "?")

@@ -15,6 +15,10 @@ namespace aml {
 // the last ')'); false when the process is gone.
 bool ReadProcStat(pid_t pid, std::string* comm, pid_t* parent);
 
+// The CPU time `pid` has used (user and system, its own and that of its
+// children it reaped), in seconds, from the same file; none when it is gone.
+std::optional<double> ProcCpuSeconds(pid_t pid);
+
 // The nearest ancestor whose command name (/proc/PID/comm) is `comm`.
 std::optional<pid_t> AncestorNamed(const std::string& comm);
 

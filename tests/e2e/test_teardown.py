@@ -140,6 +140,40 @@ class Teardown(unittest.TestCase):
         left = lambda: [n for n in os.listdir(tmpdir) if n.startswith("aml-shim-errors-")]
         self.assertTrue(wait_for(lambda: not left(), 20), f"left behind: {left()}")
 
+    def test_a_flight_recorder_run_leaves_nothing_under_tmp(self):
+        # With --hang-timeout the private directory holds the flight
+        # recorder's agent (python/), whose import by every rank writes its
+        # bytecode one level further down (python/__pycache__/): three runs
+        # left it behind where /dev/shm is not a sticky tmpfs and $TMPDIR is
+        # used. Neither a run that ends nor a shim SIGKILLed while its ranks
+        # run (its keeper removes the directory) leaves anything there.
+        tmpdir = os.path.join(self.tmp, "t")
+        os.mkdir(tmpdir)
+        left = lambda: os.listdir(tmpdir)
+        env = clean_env(TMPDIR=tmpdir)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # (ctest's: a user's Python writes it)
+        r = run([SHIM, "--hang-timeout", "60s", "--nproc-per-node", "2", "--",
+                 "/usr/bin/python3", "-c", "import sys; print(*[p for p in sys.path if '/aml-shim-errors-' in p])"],
+                env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("/python", r.stdout, "the agent's directory is not on the ranks' path")
+        self.assertEqual(left(), [])
+        p = spawn([SHIM, "--hang-timeout", "60s", "--nproc-per-node", "2", "--",
+                   "/usr/bin/python3", "-c",
+                   f"import os, sys, time; open('{self.tmp}/up-' + os.environ['RANK'], 'w').write("
+                   "str([os.listdir(p) for p in sys.path if '/aml-shim-errors-' in p]));"
+                   " time.sleep(600)"],
+                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            self.assertTrue(wait_for(lambda: all(os.path.exists(f"{self.tmp}/up-{r}")
+                                                 for r in range(2)), 60), "the ranks did not start")
+            self.assertIn("__pycache__", slurp(f"{self.tmp}/up-0") + slurp(f"{self.tmp}/up-1"))
+            p.send_signal(signal.SIGKILL)
+            p.wait(timeout=30)
+        finally:
+            kill_group(p)
+        self.assertTrue(wait_for(lambda: not left(), 20), f"left behind: {left()}")
+
     def test_a_sigkilled_mpirun_takes_every_child_with_it(self):
         # mpirun SIGKILLed (an OOM kill, a node agent) signals nothing; its
         # shim, reparented to init, sees its launcher gone and ends its ranks
