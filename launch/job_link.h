@@ -95,6 +95,9 @@ struct LinkOrder {
   std::string slow_json;
   // kEndAttempt: a failure's (see above).
   bool records = false;
+  // kStop: this shim writes nothing of the job into --log-dir (a root that
+  // stepped down: its heir's side holds the job; shim/control/job_heir.cc).
+  bool no_record = false;
   // kStop after a failure: where the other ranks waited, one line printed
   // after the summary, and failure.json's "waited" object ("" for none:
   // launch/flight/waited.h).

@@ -1027,7 +1027,7 @@ void Supervisor::Report() {
       json = WithMember(json, "slow", stop->slow_json);
     }
     json = WithMember(json, "waited", waited_json);
-    if (logs_ && !json.empty()) {
+    if (logs_ && !json.empty() && !(stop && stop->no_record)) {
       Status st = logs_->WriteFailure(json, !link_ || link_->WritesJobRecord());
       if (!st.ok()) LogWarning("--log-dir: " + st.error().message);
     }

@@ -140,17 +140,13 @@ bool JobMachine::MayTakeOver(bool as_heir) const {
 
 void JobMachine::OnRootLost(bool as_heir, bool silent, const std::string& what, double now) {
   if (!as_heir) {
-    // Linked to the heir: say how the root was lost (the heir waits out a
-    // silent one), then end the ranks here and below and say so there.
+    // Linked to the heir: say how the root was lost, and go on. While the
+    // heir still hears the root, this shim is in the job below the heir
+    // (the root's words come through it); once the heir finds the root
+    // lost too, it asks this shim to end its ranks ("end" again) for its
+    // election. Only the election's outcome ends a shim.
     ports_->SendUp(
         Msg("orphan").Set("shim", c_.rank).Set("silent", silent ? 1 : 0).Encode());
-    ended_sent_ = false;
-    if (state_ != JobState::kEnding) {
-      Enter(JobState::kEnding, now);
-      orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));
-    }
-    ports_->SendDown(Msg("end").Set("again", 1).Encode());
-    MaybeSendEnded(now);
     return;
   }
   if (!LoadRecord(what)) {
@@ -281,43 +277,45 @@ LinkOrder JobMachine::HeirStop(JobState in, int code, std::string line) {
   return own;
 }
 
-void JobMachine::NoteOrphan(int shim, bool silent, double now) {
-  if (state_ != JobState::kElecting) return;
+void JobMachine::NoteOrphan(int shim, bool silent, double now, bool ask) {
+  if (shim < 0 || shim >= c_.size || shim == c_.rank || Over()) return;
+  if (state_ != JobState::kElecting) {
+    // A new root that took the job without it (its election's deadline
+    // passed): retired, it is told so, as a shim cut off would be.
+    if (HeldByHeir() && gone_.count(shim))
+      ports_->SendTo(shim, Msg("stop")
+                               .Set("kind", std::string("lost"))
+                               .Set("code", 125)
+                               .Set("what", ShimName(shim, HostOf(shim)) + " reached " +
+                                                ShimName(c_.rank, c_.host) +
+                                                ", the new root, after its election")
+                               .Encode());
+    return;
+  }
   if (silent) not_before_ = std::max(not_before_, now + kMaxSilenceS + 1);
-  if (!parents_.empty() && shim >= 0 && shim < c_.size)
-    parents_[static_cast<size_t>(shim)] = c_.rank;
+  if (!parents_.empty()) parents_[static_cast<size_t>(shim)] = c_.rank;
+  // Its ranks end now, and it says so ("end" again, as to every shim below).
+  if (ask) ports_->SendTo(shim, Msg("end").Set("again", 1).Encode());
   CheckTakeover(now);
 }
 
-// The heir, still linked to the root: a child of the root linked here.
-// When the root's link closed there, the root's process is gone and the
-// heir reads its own close a moment later: it keeps the shim until then
-// (electing asks every shim below anew), and stops it after kMaxSilenceS
-// and a second if the root still holds the job. A shim that found the
-// root silent is cut off at once, as without a heir: only its link may
-// have been cut, and the root's verdicts reach it no more.
-void JobMachine::HoldOrphan(int shim, bool silent, double now) {
-  if (shim < 0 || shim >= c_.size || shim == c_.rank || Over()) return;
-  orphans_[shim] = silent ? now : now + kMaxSilenceS + 1;
-  RefuseOrphans(now);
+// ---- A root that is not one any more, and the tree repaired under it
+
+void JobMachine::StepDown(const std::string& why, double now) {
+  if (Over()) return;
+  // Nothing of the job is this shim's to say: not its record, not a verdict.
+  root_ = false;
+  cut_off_ = true;
+  LinkOrder own = LinkOrder::Stop(125, "aml-shim: " + why + "\n", "");
+  own.no_record = true;
+  Stop(std::move(own), now);
 }
 
-void JobMachine::RefuseOrphans(double now) {
-  if (root_) orphans_.clear();  // electing: they are the election's
-  for (auto it = orphans_.begin(); it != orphans_.end();) {
-    if (now < it->second) {
-      ++it;
-      continue;
-    }
-    ports_->SendTo(it->first,
-                   Msg("stop")
-                       .Set("kind", std::string("lost"))
-                       .Set("code", 125)
-                       .Set("what", "the control plane lost " + ShimName(it->first, "") +
-                                        "'s link to rank 0's shim, which holds the job still")
-                       .Encode());
-    it = orphans_.erase(it);
-  }
+void JobMachine::NoteMoved(int shim, int parent) {
+  if (shim < 0 || shim >= c_.size || parent < 0 || parent >= c_.size) return;
+  if (parents_.empty()) parents_ = ports_->Parents();
+  if (static_cast<int>(parents_.size()) != c_.size) return parents_.clear();
+  parents_[static_cast<size_t>(shim)] = parent;
 }
 
 double JobMachine::ElectionDeadline() const {

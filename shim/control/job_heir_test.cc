@@ -404,32 +404,65 @@ TEST(JobHeir, NoHeirTakesOverWithoutARecordOrARestartLeft) {
   EXPECT_FALSE(spent.MayTakeOver(true));
 }
 
-TEST(JobHeir, AShimCutOffFromARootThatHoldsTheJobIsStoppedByTheHeir) {
+TEST(JobHeir, AShimThatLostTheRootGoesOnUntilTheHeirsElectionAsksItToEnd) {
+  // Its link to the root fell silent (a frozen root, or only that link
+  // cut): linked to the heir, it says so and its ranks run on; only the
+  // heir's election ("end" again) ends them (before, it ended them at once
+  // and the heir stopped it with 125: a frozen root on a busy node lost the
+  // job).
+  FakePorts ports;
+  JobMachine orphan(Config(2), &ports);
+  orphan.Start(0);
+  orphan.OnRootLost(false, true, "the control plane lost rank 0's shim (silent for 6.0 s)", 30);
+  ASSERT_EQ(ports.up.size(), 1u);
+  EXPECT_EQ(ports.up[0].type(), "orphan");
+  EXPECT_EQ(ports.up[0].Int("silent"), 1);
+  EXPECT_EQ(orphan.state(), JobState::kRunning);
+  EXPECT_FALSE(orphan.TakeOrder()) << "its ranks run on";
+  FromParent(&orphan, Msg("end").Set("again", 1), 55);
+  EXPECT_EQ(orphan.state(), JobState::kEnding);
+  auto order = orphan.TakeOrder();
+  ASSERT_TRUE(order);
+  EXPECT_EQ(order->kind, LinkOrder::Kind::kEndAttempt);
+}
+
+TEST(JobHeir, AnElectingHeirAsksAShimThatLinksToItToEndItsRanks) {
   FakePorts ports;
   ports.children_done = false;
   ports.linked = true;
-  JobMachine heir(Config(1), &ports);  // linked to rank 0 still
+  JobMachine heir(Config(1), &ports);
   heir.Start(0);
-  Msg cut("orphan");
-  cut.Set("shim", 3).Set("silent", 1);  // its link to the root fell silent: cut off
-  FromChild(&heir, cut, 40);
-  ASSERT_EQ(ports.to.size(), 1u);
-  EXPECT_EQ(ports.to[0].first, 3);
-  ports.to.clear();
+  heir.OnRecord(RootRecord());
+  heir.OnRootLost(true, true, "the control plane lost rank 0's shim (silent for 6.0 s)", 40);
+  ASSERT_EQ(heir.state(), JobState::kElecting);
   Msg orphan("orphan");
-  orphan.Set("shim", 2).Set("silent", 0);  // closed: held, the heir may read its own close
-  FromChild(&heir, orphan, 40);
-  EXPECT_TRUE(ports.to.empty());
-  EXPECT_LE(heir.NextDeadline(40), 40 + 31 + 1e-9);
-  heir.OnTimer(70);
-  EXPECT_TRUE(ports.to.empty());
-  heir.OnTimer(71.1);
+  orphan.Set("shim", 2).Set("silent", 1);
+  FromChild(&heir, orphan, 41);
   ASSERT_EQ(ports.to.size(), 1u);
   EXPECT_EQ(ports.to[0].first, 2);
-  const auto stop = Msg::Decode(ports.to[0].second);
-  EXPECT_EQ(stop->type(), "stop");
-  EXPECT_EQ(stop->Int("code"), 125);
-  EXPECT_TRUE(ports.up.empty());  // not passed up
+  const auto end = Msg::Decode(ports.to[0].second);
+  EXPECT_EQ(end->type(), "end");
+  EXPECT_EQ(end->Int("again"), 1);
+  // Its silence: not before 31 s after it found the root so.
+  EXPECT_GE(heir.NextDeadline(41), 41 + 31 - 1e-9);
+}
+
+TEST(JobHeir, ARootWhoseHeirHoldsTheElectionStepsDownWritingNothing) {
+  FakePorts ports;
+  JobMachine root(Config(0), &ports);
+  root.Start(0);
+  ASSERT_TRUE(root.root());
+  root.StepDown("no majority: rank 1's shim on h1, this shim's heir, found it silent", 70);
+  EXPECT_FALSE(root.root()) << "it is not the job's root any more";
+  EXPECT_EQ(root.state(), JobState::kStopped);
+  auto order = root.TakeOrder();
+  while (order && order->kind != LinkOrder::Kind::kStop) order = root.TakeOrder();
+  ASSERT_TRUE(order);
+  EXPECT_EQ(order->exit_code, 125);
+  EXPECT_TRUE(order->no_record);
+  EXPECT_TRUE(order->failure_json.empty());
+  EXPECT_TRUE(order->attempts_json.empty());
+  EXPECT_TRUE(ports.down.empty()) << "no verdict is sent: its children link to the heir";
 }
 
 TEST(JobHeir, AShimThatFoundTheRootLostBeforeTheHeirCountsInTheElection) {

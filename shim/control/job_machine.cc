@@ -213,16 +213,13 @@ void JobMachine::OnFromChild(const std::string& frame, const Msg& m, double now)
     done_below_ += static_cast<int>(std::max<int64_t>(1, m.Int("n", 1)));
     MaybeSendDone(now);
   } else if (!root_) {
+    // (A shim that lost rank 0's shim and linked here, "orphan", is the
+    // overlay's: it stays in the job below this one, tree_links.cc.)
     if (t == "fail" || t == "lost" || t == "stacks" || t == "ended" || t == "well" ||
         t == "records")
       ports_->SendUp(frame);
-    // A shim that lost rank 0's shim linked here, its heir, before this
-    // shim found the loss too; or rank 0's shim holds the job still (only
-    // that link was cut): job_heir.cc.
-    if (t == "orphan")
-      HoldOrphan(static_cast<int>(m.Int("shim", -1)), m.Int("silent", 0) == 1, now);
   } else if (t == "orphan") {
-    NoteOrphan(static_cast<int>(m.Int("shim", -1)), m.Int("silent", 0) == 1, now);
+    NoteOrphan(static_cast<int>(m.Int("shim", -1)), m.Int("silent", 0) == 1, now, true);
   } else if (t == "well") {
     NoteWell(static_cast<int>(m.Int("shim", -1)), now);
   } else if (t == "ended") {
@@ -405,7 +402,6 @@ double JobMachine::NextDeadline(double now) const {
     ahead(stop_at_ + c_.grace_s + kFlushS);
   }
   if (failed_at_ > 0 && !Over()) ahead(failed_at_ + VerdictWait());
-  for (const auto& [shim, until] : orphans_) ahead(until);
   if (checking_) next = std::min(next, now + kCheckPollS);
   return std::max(next, now);
 }
@@ -448,7 +444,6 @@ void JobMachine::OnTimer(double now) {
         break;
     }
   }
-  RefuseOrphans(now);
   if (checking_) MaybeSendEnded(now);  // its node's check may have answered
   // A failing node that heard no verdict, no restart left: its failure is
   // the job's end as far as the shims below it can know; they end their

@@ -167,6 +167,19 @@ class JobMachine {
   bool MayTakeOver(bool as_heir) const;
   void OnRootLost(bool as_heir, bool silent, const std::string& what, double now);
   bool root() const { return root_; }
+  // The root: the child it named its heir (-1: none).
+  int heir() const { return heir_; }
+  // The root: `shim`, a child that lost it, linked to `parent` (a child of
+  // its own, the heir) and stays in the job below it (the tree repaired).
+  void NoteMoved(int shim, int parent);
+  // The root: its heir found it lost (it said "left": a frozen or
+  // descheduled root that wakes, or one whose link to the heir came back)
+  // and holds the job's election: this shim ends its part with 125 and
+  // writes nothing about the job (`why`: the line it prints).
+  void StepDown(const std::string& why, double now);
+  // The heir, electing: a child of the root that linked to it before it
+  // found the root lost itself counts in the election (job_heir.cc).
+  void NoteOrphan(int shim, bool silent, double now, bool ask);
 
   double NextDeadline(double now) const;  // now + 3600 when nothing waits
   void OnTimer(double now);
@@ -254,11 +267,8 @@ class JobMachine {
   void FinishTakeover(double now);
   bool LostMajority() const;
   std::string MajorityText(int reached) const;
-  void NoteOrphan(int shim, bool silent, double now);
   LinkOrder HeirStop(JobState in, int code, std::string line);
   bool HeldByHeir() const { return root_ && lost_root_ >= 0; }
-  void HoldOrphan(int shim, bool silent, double now);
-  void RefuseOrphans(double now);
   std::vector<int> BelowOf(int shim) const;
   double ElectionDeadline() const;
 
@@ -325,7 +335,6 @@ class JobMachine {
   std::string record_;          // the heir: the root's last record
   std::vector<std::string> gone_notes_;  // and the losses since (OnGone)
   int lost_root_ = -1;          // a heir electing: the root it takes the place of
-  std::map<int, double> orphans_;  // the heir, not electing: shims linked here, until when
   double elect_until_ = 0;      // electing: the shims that reach the heir by then count
   double not_before_ = 0;       // and not before the old root, alive, stepped down
   std::vector<int> parents_;    // a new root: the tree (each shim's parent)

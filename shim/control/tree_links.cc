@@ -93,9 +93,40 @@ void TreeLinks::OnChildFrame(int rank, const std::string& frame, double now) {
     return;
   }
   if (t == "left") {
-    // It found this shim (the root) lost and left for the heir: alive,
-    // its close that follows is no death (job_heir.cc).
+    // It found this shim (the root) lost and left for the heir: alive, its
+    // close that follows is no death (job_heir.cc). The heir itself holds
+    // the job's election then: this root, frozen or descheduled past its
+    // heir's allowance (or cut from it for as long), steps down.
     c->left = true;
+    if (machine_.root() && rank == machine_.heir()) StepDown(now);
+    return;
+  }
+  if (t == "orphan" && !machine_.root()) {
+    // A child of the root that lost it linked here (the root's heir) while
+    // this shim still hears the root: it stays in the job below this one
+    // (the root's words reach it through here, its words go up), and the
+    // root is told so. Should this shim find the root lost too, it counts
+    // in the election (LoseParent).
+    adopted_.push_back(frame);
+    SendUp(Msg("moved").Set("shim", rank).Encode());
+    return;
+  }
+  if (t == "moved") {
+    const int shim = static_cast<int>(m->Int("shim", -1));
+    if (!machine_.root()) return SendUp(frame);
+    Child* moved = shim == rank ? nullptr : Find(shim);
+    if (!moved) return;
+    if (moved->gone) {
+      // Found lost before its word came (its link to this shim fell
+      // silent first): retired already, so it is stopped where it is.
+      io_->Send(rank, Msg("drop").Set("shim", shim).Encode());
+      return;
+    }
+    // Below the heir now: not lost, and no link of this shim's.
+    moved->moved = moved->done = true;
+    moved->relink_until = -1;
+    departed_output_ = std::max(departed_output_, moved->output);
+    machine_.NoteMoved(shim, rank);
     return;
   }
   if (t == "up") {
@@ -159,6 +190,25 @@ void TreeLinks::OnParentFrame(const std::string& frame, double now) {
     SendDown(frame);
     return;
   }
+  if (t == "yield") {
+    // The root stepped down (its heir holds the job's election): as if its
+    // link had closed, this shim links to the heir (StepDown).
+    return LoseParent("it stepped down: its heir found it silent", false, now);
+  }
+  if (t == "drop") {
+    // The root had found this child of its lost before the child linked
+    // here: it is stopped, as a shim cut off from a root that holds the job.
+    const int shim = static_cast<int>(m->Int("shim", -1));
+    Child* c = Find(shim);
+    if (!c || c->done || c->gone) return;
+    io_->Send(shim, Msg("stop")
+                        .Set("kind", std::string("lost"))
+                        .Set("code", 125)
+                        .Set("what", "the control plane lost " + ShimName(shim, c->host) +
+                                         "'s link to rank 0's shim, which holds the job still")
+                        .Encode());
+    return;
+  }
   if (LeavesInOrder(*m)) parent_lost_ = true;  // it goes; not a loss to report
   machine_.OnFromParent(frame, *m, now);
 }
@@ -171,6 +221,13 @@ void TreeLinks::OnChildClosed(int rank, const std::string& why, double now) {
 }
 
 void TreeLinks::Lose(Child& c, const std::string& why, bool silent, double now) {
+  // A child that said it left for the heir is awaited there (kRelinkS):
+  // the heir says when it is linked below it ("moved").
+  if (c.left && c.relink_until < 0 && go_ && machine_.root()) {
+    c.relink_until = now + kRelinkS;
+    c.relink_why = why;
+    return;
+  }
   c.gone = true;
   departed_output_ = std::max(departed_output_, c.output);
   if (!go_) return;
@@ -203,9 +260,15 @@ void TreeLinks::LoseParent(const std::string& why, bool silent, double now) {
     if (heir == job_.rank) {
       parent_ = -1;
       machine_.OnRootLost(true, silent, what, now);
-      // The losses it passed up to the root, lost with it, are its own now.
+      // The losses it passed up to the root, lost with it, are its own now;
+      // the root's children it took in while it still heard the root are
+      // in its election (they were asked to end with every shim below).
       for (const std::string& lost : lost_up_)
         if (auto m = Msg::Decode(lost); m.ok()) machine_.OnFromChild(lost, *m, now);
+      for (const std::string& orphan : adopted_)
+        if (auto m = Msg::Decode(orphan); m.ok())
+          machine_.NoteOrphan(static_cast<int>(m->Int("shim", -1)), m->Int("silent", 0) == 1,
+                              now, false);
       return;
     }
     const std::string lost_root =
@@ -251,6 +314,20 @@ void TreeLinks::LoseParent(const std::string& why, bool silent, double now) {
                             ShimName(parent_, "") + " at " + parent_addr_ + ", " +
                             EscapeControl(why) + via + "; ending this node's ranks\n",
                         now, heir >= 0);
+}
+
+// The root's heir found it lost and holds the job's election (its "left"):
+// this root's children link to the heir as if its link had closed
+// ("yield"), and it ends its part with 125, writing nothing of the job.
+void TreeLinks::StepDown(double now) {
+  const int heir = machine_.heir();
+  for (const Child& c : children_)
+    if (!c.done && !c.gone && c.rank != heir) io_->Send(c.rank, Msg("yield").Encode());
+  machine_.StepDown("no majority: " + ShimName(heir, machine_.HostName(heir)) +
+                        ", this shim's heir, found it silent and holds the job's election (this "
+                        "shim was frozen, descheduled or cut off from it for longer than its "
+                        "allowance): this shim steps down and writes no record of the job",
+                    now);
 }
 
 // ---- Time
@@ -329,7 +406,9 @@ double TreeLinks::NextDeadline(double now) const {
   double next = std::min(now + 3600, next_beat_);
   const double startup_until = go_at_ + startup_s_;
   for (const Child& c : children_)
-    if (!c.done && !c.gone && go_) next = std::min(next, c.live.LostAt(now, startup_until));
+    if (!c.done && !c.gone && go_)
+      next = std::min(next, c.relink_until >= 0 ? c.relink_until
+                                                 : c.live.LostAt(now, startup_until));
   if (parent_ >= 0 && !parent_lost_ && go_)
     next = std::min(next, parent_live_.LostAt(now, startup_until));
   // The allowances shrink when start-up is over: look again then.
@@ -342,9 +421,15 @@ double TreeLinks::NextDeadline(double now) const {
 
 void TreeLinks::OnTimer(double now) {
   const double startup_until = go_at_ + startup_s_;
-  for (Child& c : children_)
-    if (!c.done && !c.gone && go_ && now >= c.live.LostAt(now, startup_until))
+  for (Child& c : children_) {
+    if (c.done || c.gone || !go_) continue;
+    if (c.relink_until >= 0) {
+      if (now >= c.relink_until)
+        Lose(c, c.relink_why + "; it left for the heir, which did not say it came", true, now);
+    } else if (now >= c.live.LostAt(now, startup_until)) {
       Lose(c, "silent for " + FormatNumber(now - c.live.last_heard, "%.1f") + " s", true, now);
+    }
+  }
   if (parent_ >= 0 && !parent_lost_ && go_ && now >= parent_live_.LostAt(now, startup_until))
     LoseParent("silent for " + FormatNumber(now - parent_live_.last_heard, "%.1f") + " s", true,
                now);

@@ -21,6 +21,11 @@
 
 namespace aml {
 
+// How long the root awaits a child that said it left (for the heir) under
+// the heir, once its own link to it failed: the relink's connection and
+// proof (5 s each, plane_join.cc) and the heir's word up ("moved").
+constexpr double kRelinkS = 12;
+
 // What carries the links: frames to a peer (a shim, by rank) and the
 // state of its link.
 class LinkIo {
@@ -116,10 +121,17 @@ class TreeLinks : private JobPorts {
     bool done = false;   // left in order (done, or stopped by its launcher)
     bool gone = false;   // lost
     bool left = false;   // it said it left for the root's heir (alive)
+    // The root: a child that said it left and whose link then failed is
+    // awaited under the heir until then (-1: not awaited), and why its
+    // link failed; it moved there (the heir said so): still in the job.
+    double relink_until = -1;
+    std::string relink_why;
+    bool moved = false;
   };
   Child* Find(int rank);
   void Lose(Child& c, const std::string& why, bool silent, double now);
   void LoseParent(const std::string& why, bool silent, double now);
+  void StepDown(double now);
   void Beat(double now);
   void BeginPace(int64_t look, int level, double now);
   void FinishPace(double now);
@@ -152,6 +164,10 @@ class TreeLinks : private JobPorts {
   // heir of its own (it then holds the job), and how the root was lost.
   int relinked_heir_ = -1;
   std::string lost_root_;
+  // Children of the root that lost it and linked here while this shim
+  // still heard the root (their "orphan" words): should this shim, the
+  // heir, find the root lost too, they count in its election.
+  std::vector<std::string> adopted_;
   std::vector<Child> children_;
   std::set<int> up_;            // rank 0: shims up
   std::string abort_;

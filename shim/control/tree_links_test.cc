@@ -31,6 +31,15 @@ struct FakeIo : LinkIo {
       if (Msg::Decode(f)->type() == type) out.push_back(*Msg::Decode(f));
     return out;
   }
+  // The same frames as sent (a decoded Msg encodes only what is set on it).
+  std::vector<std::string> RawOf(int peer, const std::string& type) const {
+    std::vector<std::string> out;
+    auto it = sent.find(peer);
+    if (it == sent.end()) return out;
+    for (const std::string& f : it->second)
+      if (Msg::Decode(f)->type() == type) out.push_back(f);
+    return out;
+  }
 };
 
 Msg Ended(int shim) {
@@ -140,6 +149,113 @@ TEST(TreeLinks, AHeirLostAfterItTookTheLinkLeavesTheRecordAsIfLostWithTheRoot) {
             "10.0.0.0:1024, closed (and its heir, rank 1's shim at 10.0.0.1:1025, did not take "
             "this shim: it was lost too, closed); ending this node's ranks\n");
   EXPECT_FALSE(order->failure_json.empty()) << "it writes why the job ended";
+}
+
+// The root's heir (shim 1) under the same root, told what the root tells it.
+struct HeirToo : UnderTheRoot {
+  FakeIo heir_io;
+  TreeLinks heir{TestConfig(1, 5, 3, 1), &heir_io, 1, 30};
+  HeirToo() {
+    heir.SetParent(0, "10.0.0.0:1024");
+    heir.Start(0);
+    for (const std::string& f : root_io.sent[1]) heir.OnParentFrame(f, 1);
+  }
+  // Shim 2 finds the root silent (only its own link: the heir hears the
+  // root still) and links to the heir, which takes it in.
+  void OrphanLinksToTheHeir(double now) {
+    child.OnTimer(now);
+    ASSERT_EQ(child.parent(), 1);
+    heir.AddChild(2, "h2", "10.0.0.2:1026", now);
+    for (const std::string& f : io.RawOf(1, "orphan")) heir.OnChildFrame(2, f, now + 0.01);
+  }
+};
+
+TEST(TreeLinks, AChildThatLostTheRootStaysInTheJobBelowTheHeirWhileTheRootLives) {
+  HeirToo t;
+  t.OrphanLinksToTheHeir(40);
+  EXPECT_EQ(t.io.Of(0, "left").size(), 1u) << "the root reads that it left alive";
+  EXPECT_EQ(t.child.machine().state(), JobState::kRunning) << "its ranks run on";
+  // The heir keeps it (before: stopped with 125 at once) and tells the root.
+  EXPECT_TRUE(t.heir.Keeps(2));
+  EXPECT_TRUE(t.heir_io.Of(2, "stop").empty());
+  ASSERT_EQ(t.heir_io.Of(0, "moved").size(), 1u);
+  EXPECT_EQ(t.heir_io.Of(0, "moved")[0].Int("shim"), 2);
+  // The root: its link to shim 2 closes after "left"; the heir's word comes.
+  t.root.OnChildFrame(2, t.io.RawOf(0, "left")[0], 40);
+  t.root.OnChildClosed(2, "closed", 40);
+  t.root.OnChildFrame(1, t.heir_io.RawOf(0, "moved")[0], 40.05);
+  t.root.OnChildFrame(1, Msg("beat").Encode(), 40 + kRelinkS + 1);  // (the heir beats on)
+  t.root.OnTimer(40 + kRelinkS + 1);
+  EXPECT_EQ(t.root.machine().state(), JobState::kRunning) << "nothing of the job was lost";
+  EXPECT_FALSE(t.root.Keeps(2)) << "it is the heir's child now";
+  // The root's words reach it through the heir.
+  t.heir.OnParentFrame(Msg("halt").Encode(), 41);
+  EXPECT_EQ(t.heir_io.Of(2, "halt").size(), 1u);
+  // The heir finds the root lost too: shim 2 is in its election, asked to
+  // end its ranks as every shim below the heir is.
+  t.heir.OnParentClosed("closed", 60);
+  EXPECT_EQ(t.heir.machine().state(), JobState::kElecting);
+  ASSERT_FALSE(t.heir_io.Of(2, "end").empty());
+  EXPECT_EQ(t.heir_io.Of(2, "end").back().Int("again"), 1);
+}
+
+TEST(TreeLinks, ARootLosesAChildThatLeftForTheHeirOnlyWhenTheHeirNeverSaysItCame) {
+  HeirToo t;
+  t.root.OnChildFrame(2, Msg("left").Set("silent", 1).Encode(), 40);
+  t.root.OnChildClosed(2, "closed", 40);
+  t.root.OnChildFrame(1, Msg("beat").Encode(), 40 + kRelinkS - 0.1);  // (the heir beats on)
+  t.root.OnTimer(40 + kRelinkS - 0.1);
+  EXPECT_EQ(t.root.machine().state(), JobState::kRunning);
+  EXPECT_TRUE(t.root_io.Of(1, "gone").empty());
+  t.root.OnTimer(40 + kRelinkS);
+  EXPECT_FALSE(t.root.Keeps(2));
+  ASSERT_EQ(t.root_io.Of(1, "gone").size(), 1u) << "lost: the heir hears of it";
+  EXPECT_NE(t.root_io.Of(1, "gone")[0].Str("what").find("which did not say it came"),
+            std::string::npos);
+}
+
+TEST(TreeLinks, AChildTheRootFoundLostBeforeItsMoveWasSaidIsStoppedWhereItIs) {
+  HeirToo t;
+  t.OrphanLinksToTheHeir(40);
+  // The root found shim 2 silent first (no "left" came: the link was cut).
+  t.root.OnChildFrame(1, Msg("beat").Encode(), 39.9);  // (the heir beats on)
+  t.root.OnTimer(40);
+  ASSERT_FALSE(t.root.Keeps(2));
+  t.root.OnChildFrame(1, t.heir_io.RawOf(0, "moved")[0], 40.05);
+  ASSERT_EQ(t.root_io.Of(1, "drop").size(), 1u);
+  t.heir.OnParentFrame(t.root_io.RawOf(1, "drop")[0], 40.1);
+  ASSERT_EQ(t.heir_io.Of(2, "stop").size(), 1u);
+  EXPECT_EQ(t.heir_io.Of(2, "stop")[0].Int("code"), 125);
+}
+
+TEST(TreeLinks, ARootWhoseHeirLeftStepsDownAndItsOtherChildrenLinkToTheHeir) {
+  // The root was frozen past its heir's allowance (SIGSTOP, a descheduled
+  // process): when it wakes it reads the heir's "left" (before: it went on
+  // as the root and wrote a verdict for a job its heir had taken).
+  HeirToo t;
+  t.heir.OnTimer(40);  // the heir finds the root silent: its election
+  ASSERT_EQ(t.heir.machine().state(), JobState::kElecting);
+  ASSERT_EQ(t.heir_io.Of(0, "left").size(), 1u);
+  t.root.OnChildFrame(1, t.heir_io.RawOf(0, "left")[0], 70);
+  EXPECT_EQ(t.root.machine().state(), JobState::kStopped);
+  EXPECT_FALSE(t.root.machine().root());
+  auto order = t.root.machine().TakeOrder();
+  while (order && order->kind != LinkOrder::Kind::kStop) order = t.root.machine().TakeOrder();
+  ASSERT_TRUE(order);
+  EXPECT_EQ(order->exit_code, 125);
+  EXPECT_TRUE(order->no_record);
+  EXPECT_EQ(order->message.rfind("aml-shim: no majority: rank 1's shim, this shim's heir, "
+                                 "found it silent and holds the job's election",
+                                 0),
+            0u)
+      << order->message;
+  // Shim 2, still linked to the root, links to the heir as if its link closed.
+  ASSERT_EQ(t.root_io.Of(2, "yield").size(), 1u);
+  EXPECT_TRUE(t.root_io.Of(2, "stop").empty());
+  t.child.OnParentFrame(t.root_io.RawOf(2, "yield")[0], 70.01);
+  EXPECT_EQ(t.child.parent(), 1);
+  ASSERT_EQ(t.io.Of(1, "orphan").size(), 1u);
+  EXPECT_EQ(t.io.Of(1, "orphan")[0].Int("silent"), 0);
 }
 
 }  // namespace

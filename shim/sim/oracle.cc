@@ -6,6 +6,7 @@
 
 #include "shim/base/units.h"
 #include "shim/control/liveness.h"
+#include "shim/control/tree_links.h"
 
 namespace aml {
 namespace {
@@ -1204,6 +1205,25 @@ class Seer {
     for (int c : heirs) TakeRootLossTo(st, e, lo, hi, c);
   }
 
+  // An outcome foreseen loosely: exit codes as wide as they come, the
+  // shim that holds the job at the end `root` (-2: any), unless the root
+  // may be lost after `f` (then any shim may hold it).
+  void Loosely(const State& st, const Fault& f, int root, const std::string& why) {
+    Foreseen lax;
+    lax.story = st.story + "; " + why;
+    lax.root = root;
+    for (const Fault& g : p_.faults)
+      if ((g.shim == Fault::kRoot || g.kind == FaultKind::kPartition ||
+           g.kind == FaultKind::kKill || g.kind == FaultKind::kFreeze ||
+           g.kind == FaultKind::kCut) &&
+          g.at_s > f.at_s)
+        lax.root = -2;
+    lax.loose = true;
+    lax.codes.assign(static_cast<size_t>(w_.n), kExit0 | kExit7 | kExit124 | kExit125 |
+                                                   kExit137 | kExit143 | kNoExit);
+    out_.push_back(std::move(lax));
+  }
+
   void TakeRootLossTo(State st, const Event& e, double lo, double hi, int h) {
     const int r = w_.root;
     const Fault& f = p_.faults[static_cast<size_t>(e.fault)];
@@ -1211,7 +1231,18 @@ class Seer {
     Event loss = e;  // the root's own view of a partition
     loss.kind = Kind::kLoss;
     if (!dies && (h < 0 || !e.who.count(h))) {
-      // The heir stays with the root: its losses, as any.
+      // The heir stays with the root: its losses, as any. A child of the
+      // root cut off from it alone (its own link) finds the root silent
+      // and links to the heir, which keeps it in the job below it and says
+      // so to the root ("moved"); the root may find it lost first (then it
+      // is stopped there, as a loss): either may come first, and the job
+      // in the repaired tree is foreseen loosely.
+      if (spares_ && f.kind == FaultKind::kCut && h >= 0 && e.who.size() == 1 &&
+          !st.gone.count(h) && w_.dead_at[h] > hi + kRelinkS &&
+          Split(w_, *e.who.begin(), h) > hi + kRelinkS)
+        Loosely(st, f, r, "shim " + std::to_string(*e.who.begin()) +
+                              " links to the heir, shim " + std::to_string(h) +
+                              ", and stays in the job below it (loosely)");
       return spares_ ? TakeLoss(st, loss, lo, hi, false, h) : Take(st, loss, lo, hi);
     }
     st.dropped.insert(static_cast<int>(e.t));
@@ -1265,10 +1296,9 @@ class Seer {
       const double gone = std::min({w_.dead_at[c], Split(w_, c, h), w_.dead_at[h]});
       if (gone < cf.lo || cf.lo > deadline) continue;
       if (gone < cf.hi + 2 * L_ || cf.hi > deadline) unsure = true;
-      // One that finds the root silent before the heir did is stopped
-      // there at once (the heir cannot tell a frozen root from a cut link).
-      if (csilent && cf.hi < hf.lo) continue;
-      if (csilent && cf.lo < hf.hi) unsure = true;
+      // One that finds the root silent before the heir did stays in the
+      // job below the heir until the heir finds the root lost too: it is
+      // in the election (tree_links.cc).
       if (csilent) {
         ready_lo = std::max(ready_lo, cf.lo + kMaxSilenceS + 1);
         ready_hi = std::max(ready_hi, cf.hi + kMaxSilenceS + 1 + 2 * L_);
@@ -1322,23 +1352,11 @@ class Seer {
       // Faults on the shims it gathers while it gathers them: the heir may
       // take the job or not, any of them may be lost or retired on the
       // way; foreseen loosely (exit codes as wide as they come, the root).
-      for (int root : {r, h}) {
-        Foreseen lax;
-        lax.story = st.story + "; shim " + std::to_string(h) +
+      for (int root : {r, h})
+        Loosely(st, f, stale ? -2 : root,
+                "shim " + std::to_string(h) +
                     (root == h ? " takes the job" : " does not take the job") +
-                    " (faults during its election: loosely)";
-        lax.root = stale ? -2 : root;
-        // (A later loss of the root then: any shim may hold the job.)
-        for (const Fault& g : p_.faults)
-          if ((g.shim == Fault::kRoot || g.kind == FaultKind::kPartition ||
-               g.kind == FaultKind::kKill || g.kind == FaultKind::kFreeze) &&
-              g.at_s > f.at_s)
-            lax.root = -2;
-        lax.loose = true;
-        lax.codes.assign(static_cast<size_t>(w_.n), kExit0 | kExit7 | kExit124 | kExit125 |
-                                                       kExit137 | kExit143 | kNoExit);
-        out_.push_back(std::move(lax));
-      }
+                    " (faults during its election: loosely)");
       return;
     }
     st.story += "; shim " + std::to_string(h) + " reached by " + std::to_string(reached) +
