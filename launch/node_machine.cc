@@ -230,7 +230,11 @@ void NodeMachine::TakeOrders(double now) {
         if (stacks_ == StackPhase::kNone) CollectStacks(now);
         break;
       case LinkOrder::Kind::kEndAttempt:
-        if (order->records) BeginFailureTeardown(now);
+        // Taken with the restart before it (a shim descheduled while the
+        // job restarted and failed again reads both at once): it ends the
+        // attempt that restart starts, which then starts no rank.
+        if (restart_) end_next_ = std::move(order);
+        else if (order->records) BeginFailureTeardown(now);
         else BeginTeardown(now);
         break;
       case LinkOrder::Kind::kRestart:
@@ -244,6 +248,7 @@ void NodeMachine::TakeOrders(double now) {
         break;
       case LinkOrder::Kind::kStop:
         restart_.reset();
+        end_next_.reset();
         if (state_ == NodeState::kRestarting) Enter(NodeState::kEnded);
         if (!stop_) stop_ = std::move(order);
         BeginTeardown(now);
@@ -319,7 +324,7 @@ double NodeMachine::NextDeadline(double now) const {
     next = std::min(next, procs_->ProbeDeadline());
   else if (stacks_ == StackPhase::kAborting)
     next = std::min(next, collect_until_);
-  if (restart_ && state_ == NodeState::kEnded) next = now;
+  if ((restart_ || !told_done_) && state_ == NodeState::kEnded) next = now;
   if (looking_ || recording_) next = std::min(next, procs_->DumpsNext(now));
   else next = std::min(next, NextLook());
   return std::max(next, now);
@@ -507,6 +512,16 @@ bool NodeMachine::Restart(double now) {
   if (stacks_ == StackPhase::kProbing) procs_->FinishProbe();
   stacks_ = StackPhase::kNone;
   procs_->TermSent(false);
+  if (end_next_) {
+    // Ordered ended already: over before it began (with no records to
+    // give, when a failure's were asked for).
+    if (end_next_->records) SendRecords({});
+    end_next_.reset();
+    teardown_ = true;
+    ended_at_ = now;
+    Enter(NodeState::kEnded);
+    return true;
+  }
   if (!StartAll(&order, now)) {
     BeginTeardown(now);
     kill_at_ = now;

@@ -257,6 +257,7 @@ class NodeMachine {
   bool launcher_gone_ = false, reader_gone_ = false;
   std::optional<LinkOrder> stop_;     // the job was stopped by the control plane
   std::optional<LinkOrder> restart_;  // ordered, once the groups are empty
+  std::optional<LinkOrder> end_next_;  // and the end of the attempt it starts
   double restart_wait_until_ = 0;
   int restarts_ = 0;
   bool standby_ = false;     // this attempt starts no ranks here (--spares)

@@ -248,6 +248,46 @@ TEST(NodeMachine, ARestartWaitsForTheGroupsThenStartsEveryRankAgain) {
   EXPECT_FALSE(m.first_failure());  // a new attempt
 }
 
+TEST(NodeMachine, AnEndTakenWithTheRestartBeforeItEndsThatAttemptBeforeItStarts) {
+  // A shim descheduled while the job restarted and failed again reads the
+  // restart and the next halt at once: the restarted attempt starts no
+  // rank, says it ended (and gives the records asked for: none), and the
+  // one after starts (aml-plane-sim, busy shims: the node ran the new
+  // attempt's ranks while the job waited 32 s for it to end them).
+  FakeProcs procs;
+  FakeJob job;
+  job.may_exit = false;
+  NodeConfig c = Two();
+  c.records_on_failure = true;
+  NodeMachine m(c, &procs, &job);
+  m.Start(0);
+  m.OnExit(0, Exited(7), 1);
+  m.OnExit(1, SIGTERM, 1.1);
+  m.Step(1.2);
+  ASSERT_EQ(job.done, 1);
+  LinkOrder r = LinkOrder::Of(LinkOrder::Kind::kRestart);
+  r.restart = 1;
+  job.orders.push_back(r);
+  LinkOrder halt = LinkOrder::Of(LinkOrder::Kind::kEndAttempt);
+  halt.records = true;
+  job.orders.push_back(halt);
+  m.TakeOrders(5);
+  m.Step(5);
+  EXPECT_EQ(m.NextDeadline(5), 5) << "it says so at once";
+  m.Step(5);
+  EXPECT_EQ(procs.starts, 2) << "the ended attempt started no rank";
+  EXPECT_EQ(m.restarts(), 1);
+  EXPECT_EQ(job.done, 2) << "it said that attempt's ranks ended";
+  EXPECT_EQ(job.records, (std::vector<size_t>{1, 0}));
+  r.restart = 2;
+  job.orders.push_back(r);
+  m.TakeOrders(6);
+  m.Step(6);
+  EXPECT_EQ(m.state(), NodeState::kRunning);
+  EXPECT_EQ(procs.starts, 4);
+  EXPECT_EQ(m.restarts(), 2);
+}
+
 // A rank failed, the other ended, and the job orders a restart while the
 // ranks' process groups are not empty yet.
 void RestartOrderedWhileGroupsLive(NodeMachine* m, FakeProcs* procs, FakeJob* job) {

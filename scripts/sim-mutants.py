@@ -222,10 +222,26 @@ MUTANTS = [
      "  if (!unfit.empty()) {\n    NoteUnfit(shim, unfit, now);",
      "  if (false) {\n    NoteUnfit(shim, unfit, now);",
      "a node that failed its check before the next attempt is not retired"),
-    ("heir-refuses-at-once", "shim/control/job_heir.cc",
-     "  orphans_[shim] = silent ? now : now + kMaxSilenceS + 1;",
-     "  orphans_[shim] = now;",
-     "the heir stops a shim that found the root lost before it did"),
+    ("heir-refuses-at-once", "shim/control/tree_links.cc",
+     "    adopted_.push_back(frame);\n",
+     "    if (m->Int(\"silent\", 0) == 1)\n      return io_->Send(rank, Msg(\"stop\").Set(\"code\", 125).Encode());\n"
+     "    adopted_.push_back(frame);\n",
+     "the heir stops a shim that found the root silent before it did (a frozen root on a busy "
+     "machine loses the job)"),
+    # Issue 49: a busy machine (--faults busy, busyroot).
+    ("orphan-ends-at-once", "shim/control/job_heir.cc",
+     "        Msg(\"orphan\").Set(\"shim\", c_.rank).Set(\"silent\", silent ? 1 : 0).Encode());\n    return;",
+     "        Msg(\"orphan\").Set(\"shim\", c_.rank).Set(\"silent\", silent ? 1 : 0).Encode());\n"
+     "    Enter(JobState::kEnding, now);\n    orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));\n    return;",
+     "a shim that lost the root ends its ranks at once, before the heir's election asks it"),
+    ("adopted-not-in-election", "shim/control/tree_links.cc",
+     "      for (const std::string& orphan : adopted_)",
+     "      for (const std::string& orphan : std::vector<std::string>{})",
+     "the heir forgets the root's children it took in before it found the root lost"),
+    ("end-after-restart-dropped", "launch/node_machine.cc",
+     "        if (restart_) end_next_ = std::move(order);",
+     "        if (restart_) {}",
+     "an end taken with the restart before it is dropped: the restarted ranks run on"),
     # What issue 43 found the simulator blind to, and the rules it added.
     ("heir-with-exactly-half", "shim/control/job_heir.cc",
      "  if (reached * 2 <= c_.size) {",
@@ -356,7 +372,7 @@ SIM_RUNS = [
      for k in ["kill,restarts=2,spares=2", "fail,restarts=3(failing),spares=1",
                "partition,restarts=2,spares=2", "rootloss", "unfit@10,restarts=2,spares=1",
                "kill@20:0,kill@110:root,restarts=3,spares=2", "partition@40:half,restarts=2,spares=2",
-               "stubborn@0:1,sigterm@10:1", "pace"]] + [
+               "stubborn@0:1,sigterm@10:1", "pace", "busyroot"]] + [
     (["--file", os.path.join(ROOT, "tests", "sim", "kinds.txt")], "kinds"),
     (["--file", os.path.join(ROOT, "tests", "sim", "regressions.txt")], "regressions")]
 

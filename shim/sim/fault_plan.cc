@@ -27,7 +27,8 @@ const FaultKind kKinds[] = {FaultKind::kFail,    FaultKind::kFreeze,   FaultKind
                             FaultKind::kKill,    FaultKind::kHang,     FaultKind::kSigterm,
                             FaultKind::kSlow,    FaultKind::kStubbornRanks,
                             FaultKind::kPartition, FaultKind::kStraggler, FaultKind::kStranger,
-                            FaultKind::kReplay,    FaultKind::kTwin,     FaultKind::kUnfit};
+                            FaultKind::kReplay,    FaultKind::kTwin,     FaultKind::kUnfit,
+                            FaultKind::kBusy};
 
 // The kind FaultKindName names `s`.
 bool KindOf(const std::string& s, FaultKind* k) {
@@ -300,8 +301,8 @@ Status ParseSpec(const std::string& spec, int shims, std::mt19937_64* rng, Fault
     }
     if (!KindOf(kind, &f.kind))
       return Error{"--faults: '" + item + "' names no fault (none, fail, freeze, cut, kill, "
-                   "partition, hang, restart, sigterm, slow, stubborn, straggler, stranger, replay, "
-                   "twin, unfit, pace, random, rootloss, or "
+                   "partition, hang, restart, sigterm, slow, busy, stubborn, straggler, stranger, "
+                   "replay, twin, unfit, pace, random, rootloss, busyroot, or "
                    "KIND[@S][:SHIM],...)"};
     f.at_s = kSteadyS;
     if (!at.empty()) {
@@ -322,6 +323,8 @@ Status ParseSpec(const std::string& spec, int shims, std::mt19937_64* rng, Fault
       f.shim = f.group.front();
     } else if (who == "root" && (f.kind == FaultKind::kKill || f.kind == FaultKind::kFreeze)) {
       f.shim = Fault::kRoot;
+    } else if (who == "all" && f.kind == FaultKind::kBusy) {
+      f.shim = Fault::kAll;
     } else if (!who.empty()) {
       auto n = ParseInt("--faults", who, 0, shims - 1);
       if (!n.ok()) return Error{n.error().message + " (a shim of '" + item + "')"};
@@ -364,6 +367,7 @@ const char* FaultKindName(FaultKind k) {
     case FaultKind::kReplay: return "replay";
     case FaultKind::kTwin: return "twin";
     case FaultKind::kUnfit: return "unfit";
+    case FaultKind::kBusy: return "busy";
   }
   return "?";
 }
@@ -375,6 +379,7 @@ std::string FaultPlan::Describe() const {
            FormatNumber(f.at_s, "%.3f") + ":" +
            (f.kind == FaultKind::kPartition ? GroupText(f.group)
             : f.shim == Fault::kRoot         ? std::string("root")
+            : f.shim == Fault::kAll          ? std::string("all")
                                              : std::to_string(f.shim));
   if (quiet) out += (out.empty() ? "" : ",") + std::string("hang");
   if (skip >= 0) out += ",skip=" + std::to_string(skip);
@@ -396,6 +401,12 @@ std::string FaultPlan::Describe() const {
 // A cycle of `burst` steps: each takes the step (and the ranks' jitter, up
 // to `jitter` of it, and 1 ms for the all-reduce), one of them `factor`
 // times longer; the job waits for the slow node the difference.
+bool FaultPlan::Busy() const {
+  for (const Fault& f : faults)
+    if (f.kind == FaultKind::kBusy) return true;
+  return false;
+}
+
 double FaultPlan::PaceWaitShare() const {
   if (pace_slow < 0) return 0;
   const double wait = (factor - 1) * step_s;
@@ -444,11 +455,26 @@ Result<FaultPlan> MakeFaultPlan(const std::string& spec, int shims, std::mt19937
       if (Draw(rng, 0, 2) > 0) p.skip = Draw(rng, 0, shims - 1);
       if (Draw(rng, 0, 3) == 0) p.nodump = Draw(rng, 0, shims - 1);
     }
+    // A busy machine at times: one shim, or every one, descheduled now and
+    // then (drawn last too).
+    if (shims >= 2 && Draw(rng, 0, 5) == 0)
+      p.faults.push_back({FaultKind::kBusy, DrawS(rng, 0, 60),
+                          Draw(rng, 0, 1) == 0 ? Draw(rng, 0, shims - 1) : Fault::kAll, {}});
   } else if (spec == "pace") {
     DrawPace(shims, rng, &p);
   } else if (spec == "rootloss") {
     if (shims < 3) return Error{"--faults rootloss needs --shims 3 or more"};
     DrawRootLoss(shims, rng, &p);
+  } else if (spec == "busyroot") {
+    // The root frozen on a busy machine: the root's heir (or every shim)
+    // descheduled now and then from the start, so that the root's
+    // children find its silence at moments seconds apart.
+    if (shims < 3) return Error{"--faults busyroot needs --shims 3 or more"};
+    p.spares = Draw(rng, 1, std::min(3, shims - 2));
+    p.max_restarts = 1;
+    p.restarts_succeed = true;
+    p.faults.push_back({FaultKind::kBusy, 0, Draw(rng, 0, 1) == 0 ? 1 : Fault::kAll, {}});
+    p.faults.push_back({FaultKind::kFreeze, DrawS(rng, 0, 60), 0, {}});
   } else {
     Status st = ParseSpec(spec, shims, rng, &p);
     if (!st.ok()) return st.error();

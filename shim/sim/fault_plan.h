@@ -18,6 +18,12 @@
 //   restart   one rank fails, --max-restarts 1: the next attempt ends well
 //   sigterm   the launcher SIGTERMs one shim (in any phase)
 //   slow      one shim handles each frame 20 times slower
+//   busy      one shim is descheduled now and then (a busy node: data
+//             loading, compilation, a noisy neighbour): from the fault's time
+//             on, every 1 to 8 s it handles nothing, frames and timers alike,
+//             for 0.2 to kBusyPauseS seconds (drawn from the seed); "busy@T:all"
+//             makes every shim so. Its peers see its frames come in bursts,
+//             and their allowances for it grow (liveness.h)
 //   stubborn  one shim's ranks ignore SIGTERM (SIGKILL after --grace ends them)
 //   straggler one shim's ranks leave a process behind that holds their output
 //   stranger  a connection without the job's proof: a join at rank 0's
@@ -62,7 +68,7 @@ namespace aml {
 
 enum class FaultKind {
   kFail, kFreeze, kCut, kKill, kHang, kSigterm, kSlow, kStubbornRanks, kPartition, kStraggler,
-  kStranger, kReplay, kTwin, kUnfit
+  kStranger, kReplay, kTwin, kUnfit, kBusy
 };
 const char* FaultKindName(FaultKind k);
 
@@ -74,6 +80,8 @@ struct Fault {
   // A kill or a freeze of the shim that holds the job when it comes (rank
   // 0's, or the heir that took the job from it): "kill@100:root".
   static constexpr int kRoot = -3;
+  // A busy machine: every shim ("busy@T:all").
+  static constexpr int kAll = -4;
 };
 
 struct FaultPlan {
@@ -100,6 +108,10 @@ struct FaultPlan {
   // whether its lateness stands clear of the ranks' jitter (twice it).
   double PaceWaitShare() const;
   bool PaceClearOfJitter() const { return factor - 1 >= 2 * jitter; }
+  // --faults busy: the longest pause of a descheduled shim. Below a steady
+  // link's 5 s allowance less a beat: a busy shim is late, never lost.
+  static constexpr double kBusyPauseS = 2.5;
+  bool Busy() const;
   // How long a healthy attempt runs before its ranks end with 0: a few
   // seconds, or past the last fault (forever when the ranks hang).
   double run_s = 5;

@@ -389,11 +389,12 @@ class Seer {
  private:
   // A silent link (a frozen shim, a cut): lost after 5 s of silence in a
   // steady job, and not before the 30 s of start-up are over; its last
-  // frame came up to a beat before the fault. Rank 0 hears of it from the
+  // frame came up to a beat before the fault (and a pause, when it was
+  // busy: --faults busy). Rank 0 hears of it from the
   // shim that found it, within the tree's latency.
   void Silence(double t, Event* e) const {
-    e->lo = std::max(t - o_.beat_s + kSteadySilenceS, o_.startup_s) - 0.01;
-    e->hi = std::max(t + kSteadySilenceS, o_.startup_s) + 2 * L_;
+    e->lo = std::max(t - o_.beat_s - o_.busy_s + kSteadySilenceS, o_.startup_s) - 0.01;
+    e->hi = std::max(t + kSteadySilenceS, o_.startup_s) + 2 * L_ + BusySilenceS();
   }
 
   bool Whole(int s, double by) const { return w_.inner[s] > by; }
@@ -462,7 +463,12 @@ class Seer {
   double FoundBy(int s) const {
     const double t = Unreachable(s);
     if (t >= kInf) return kInf;
-    return std::max(t + kSteadySilenceS, o_.startup_s) + 2 * L_;
+    return std::max(t + kSteadySilenceS, o_.startup_s) + 2 * L_ + BusySilenceS();
+  }
+  // How much later a busy shim may find a silent link: its allowance grew
+  // to kGapFactor times the longest gap its own pause made (liveness.h).
+  double BusySilenceS() const {
+    return o_.busy_s > 0 ? kGapFactor * (o_.busy_s + o_.beat_s) - kSteadySilenceS : 0;
   }
 
   // The attempt's own events at rank 0: its first failure, its hang, or

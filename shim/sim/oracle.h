@@ -39,6 +39,10 @@ struct OracleSetup {
   double startup_s = 30;    // a silent link is allowed 30 s this long after go
   double term_s = 0.05;     // ranks end this long after SIGTERM (unless stubborn)
   double slack_s = 0.25;    // the tree's latency: a word reaches everyone within it
+  // --faults busy: a shim's longest pause (0: none busy; slack_s holds one
+  // for each level a word crosses): a busy shim finds a silent link later,
+  // its allowance grown with its own pauses.
+  double busy_s = 0;
   // Every shim but rank 0's, in the order it linked to its parent as the
   // job joined (a root's first child still linked is its heir).
   std::vector<int> join_order;

@@ -44,7 +44,7 @@ constexpr double kSlowFactor = 20;     // a slow shim's cost per frame
 constexpr pid_t kLauncherPid = 4711;   // who sends the launcher's SIGTERM
 
 enum class Ev {
-  kFrame, kClosed, kTimer, kFault, kProc, kJoin, kPlace, kHello, kWelcome, kJoinAttack
+  kFrame, kClosed, kTimer, kFault, kProc, kJoin, kPlace, kHello, kWelcome, kJoinAttack, kPause
 };
 
 struct Event {
@@ -145,6 +145,10 @@ class Shim : public LinkIo, public JobChannel {
   bool started = false;  // go: the job started here
   // The machine the shim runs on.
   double busy_until = 0, cost_s = 0;
+  // --faults busy: when each frame (or close) on its way here arrives: one
+  // that came while it was descheduled is read before its timers run.
+  std::multiset<double> inbox;
+  double paused_until = -1;  // the end of its last pause
   bool frozen = false, killed = false, exited = false;
   double exit_at = -1;
   int exit_code = 0;
@@ -213,7 +217,8 @@ class Cluster {
       : o_(o),
         plan_(std::move(plan)),
         nonces_(o.seed * 0x2545f4914f6cdd1dULL),
-        jitter_(o.seed ^ 0x6a09e667f3bcc909ULL) {
+        jitter_(o.seed ^ 0x6a09e667f3bcc909ULL),
+        pauses_(o.seed ^ 0xbb67ae8584caa73bULL) {
     lat_s_ = o.latency_us * 1e-6;
     cost_s_ = (o.cost_us > 0 ? o.cost_us : kFrameCostUs) * 1e-6;
     bytes_per_s_ = o.bandwidth_gbps * 1e9 / 8;
@@ -279,6 +284,8 @@ class Cluster {
  private:
   void Push(Event e) {
     e.seq = seq_++;
+    if ((e.kind == Ev::kFrame || e.kind == Ev::kClosed) && plan_.Busy())
+      shims_[static_cast<size_t>(e.shim)]->inbox.insert(e.t);
     q_.push(std::move(e));
   }
   // When a frame of `bytes` sent now from `from` reaches `to`: each
@@ -353,6 +360,7 @@ class Cluster {
   Prover stranger_{"someone else's secret", nullptr};
   std::mt19937_64 nonces_;
   std::mt19937_64 jitter_;  // when each node reads a dead shim's close
+  std::mt19937_64 pauses_;  // a busy shim's pauses (--faults busy)
   double Late() { return std::uniform_real_distribution<double>(0, 0.02)(jitter_); }
   std::string violation_;
   RunRecord record_;
@@ -714,6 +722,10 @@ void Cluster::OnProc(Shim& s, const Event& e, double now) {
 // its exit or its next wake-up.
 void Cluster::Wake(Shim& s, double now, bool woke_by_timer) {
   if (!s.started) return;
+  // Back from a pause (--faults busy): what came meanwhile is read first,
+  // as the real loop's first poll after it reads every link before
+  // OnTimer; the last of it wakes the shim.
+  if (!s.inbox.empty() && *s.inbox.begin() <= s.paused_until) return;
   s.set_now(now);
   // Ranks that print write at least once between two of its wake-ups.
   if (s.procs.AnyPrinting()) s.tree.OnOutput(now);
@@ -764,7 +776,10 @@ void Cluster::Exit(Shim& s, double now) {
     const Shim& kid = *shims_[static_cast<size_t>(c)];
     if (!s.tree.Keeps(c) || kid.exited || dead_.count(c)) continue;
     if (kid.machine().state() == JobState::kDone) continue;
-    if (stopped < 0 || now < stopped + o_.grace_s + kFlushS)
+    // (At its deadline it may go, a busy shim below being later: `stopped`
+    // is when the node took the order, the frames' handling after the
+    // machine's stop, whose deadline MayExit keeps.)
+    if (stopped < 0 || now < stopped + o_.grace_s + kFlushS - 0.01)
       Violate("shim " + std::to_string(s.id()) + " exited while shim " + std::to_string(c) +
               " below it still ran (in state " + JobStateName(kid.machine().state()) + ")");
   }
@@ -789,6 +804,12 @@ void Cluster::OnFault(const Fault& f, double now) {
   if (f.kind == FaultKind::kStranger || f.kind == FaultKind::kReplay ||
       f.kind == FaultKind::kTwin)
     return AtTreeDoor(f, now);
+  if (f.kind == FaultKind::kBusy) {
+    for (const auto& sp : shims_)
+      if (f.shim == Fault::kAll || sp->id() == f.shim)
+        Push({now, 0, Ev::kPause, sp->id(), 0, nullptr});
+    return;
+  }
   // "the root": the shim that holds the job now.
   Shim& s = *shims_[static_cast<size_t>(f.shim == Fault::kRoot ? job_root_ : f.shim)];
   if (s.exited || s.killed) return;
@@ -894,6 +915,8 @@ SimResult Cluster::Run() {
       continue;
     }
     Shim& s = *shims_[static_cast<size_t>(e.shim)];
+    if ((e.kind == Ev::kFrame || e.kind == Ev::kClosed) && plan_.Busy())
+      s.inbox.erase(s.inbox.find(e.t));
     if (s.exited || s.killed || s.frozen) continue;
     switch (e.kind) {
       case Ev::kJoin: {
@@ -940,6 +963,12 @@ SimResult Cluster::Run() {
       }
       case Ev::kTimer: {
         if (static_cast<uint64_t>(e.from) != s.timer_gen) break;
+        if (s.busy_until > now_ + 1e-9 && plan_.Busy()) {
+          // Descheduled when it was due: it runs once the pause is over,
+          // after what came meanwhile was read (Wake).
+          Push({s.busy_until, 0, Ev::kTimer, s.id(), e.from, nullptr});
+          break;
+        }
         s.timer_at = -1;
         const double at = Effective(s, now_, 0);
         now_ = at;
@@ -957,6 +986,17 @@ SimResult Cluster::Run() {
       case Ev::kJoinAttack:
         if (!s.started) AtJoinDoor(plan_.faults[static_cast<size_t>(e.from)]);
         break;
+      case Ev::kPause: {
+        // A busy shim descheduled (--faults busy): nothing of it runs until
+        // the pause is over; the next one comes 1 to 8 s after.
+        const double pause =
+            std::uniform_real_distribution<double>(0.2, FaultPlan::kBusyPauseS)(pauses_);
+        s.busy_until = std::max(s.busy_until, now_ + pause);
+        s.paused_until = s.busy_until;
+        const double gap = std::uniform_real_distribution<double>(1, 8)(pauses_);
+        Push({now_ + pause + gap, 0, Ev::kPause, s.id(), 0, nullptr});
+        break;
+      }
       case Ev::kFault:
         break;
     }
@@ -1040,6 +1080,13 @@ void Cluster::Check(SimResult* r) {
     double cost = 0;
     for (const auto& sp : shims_) cost = std::max(cost, sp->cost_s);
     setup.slack_s = 0.2 + 4 * static_cast<double>(shims_.size()) * cost;
+    // A busy shim answers up to a pause late (a word down the tree, at each
+    // level, and one more below a new root), and its allowances for its
+    // links grow with the gaps its pauses made (oracle.h).
+    if (plan_.Busy()) {
+      setup.busy_s = FaultPlan::kBusyPauseS;
+      setup.slack_s += FaultPlan::kBusyPauseS * (planner_->depth() + 2);
+    }
     // The tree as the join made it (a shim linked to a new root since has
     // another parent now).
     setup.parent = Parents();

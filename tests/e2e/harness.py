@@ -102,6 +102,24 @@ def assert_converged(test, stdout, world):
     return rows
 
 
+class CpuHogs:
+    """Busy loops beside a test (a busy node is the normal case): `per_core`
+    per core, started when the block begins and ended when it ends."""
+
+    def __init__(self, per_core=1):
+        self.n = per_core * (os.cpu_count() or 2)
+
+    def __enter__(self):
+        self.hogs = [spawn(["sh", "-c", "while :; do :; done"], stdout=subprocess.DEVNULL)
+                     for _ in range(self.n)]
+        return self
+
+    def __exit__(self, *exc):
+        for h in self.hogs:
+            kill_group(h)
+            h.wait()
+
+
 def wait_for(condition, seconds=20):
     """Polls `condition` until it holds (True) or `seconds` pass (False)."""
     end = time.monotonic() + seconds

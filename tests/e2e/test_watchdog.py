@@ -11,30 +11,13 @@ import tempfile
 import time
 import unittest
 
-from harness import (PYTHON, SHIM, SRC, clean_env, free_port, kill_group, main, mpirun,
+from harness import (PYTHON, SHIM, SRC, CpuHogs, clean_env, free_port, kill_group, main, mpirun,
                      recorded, require, run, slurp, spawn, wait_for)
 
 SCRIPTS = os.path.join(SRC, "tests", "e2e", "scripts")
 HANG = os.path.join(SCRIPTS, "hang_ddp.py")
 TALK = os.path.join(SCRIPTS, "talk.py")
 QUIET_START = os.path.join(SCRIPTS, "quiet_start.py")
-
-
-class CpuHogs:
-    """Busy loops beside the test (a busy node is the normal case), one per
-    core unless told; ended when the block ends."""
-
-    def __init__(self, n=None):
-        self.n = n or os.cpu_count() or 2
-
-    def __enter__(self):
-        self.hogs = [spawn(["sh", "-c", "while :; do :; done"]) for _ in range(self.n)]
-        return self
-
-    def __exit__(self, *exc):
-        for h in self.hogs:
-            h.kill()
-            h.wait()
 
 
 def line_of(path, mark):
