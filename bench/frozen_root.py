@@ -22,24 +22,12 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
-from harness import CKPT, PYTHON, CpuHogs, clean_env, free_port, kill_group, slurp, spawn  # noqa: E402
+from harness import (CKPT, PYTHON, CpuHogs, clean_env, free_port, kill_group,  # noqa: E402
+                     signal_all, slurp, spawn)
 from results import write_section  # noqa: E402
+from test_spares import descendants  # noqa: E402
 
 MARK = "<!-- bench/frozen_root.py -->"
-
-
-def descendants(pid):
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            with open(f"/proc/{p}/task/{p}/children") as f:
-                kids = [int(k) for k in f.read().split()]
-        except OSError:
-            kids = []
-        out += kids
-        todo += kids
-    return out
 
 
 def one_run(shim):
@@ -60,8 +48,7 @@ def one_run(shim):
                     raise SystemExit("the job did not reach epoch 2")
                 time.sleep(0.05)
             frozen = [procs[0].pid] + descendants(procs[0].pid)
-            for pid in frozen:
-                os.kill(pid, signal.SIGSTOP)
+            signal_all(frozen, signal.SIGSTOP)
             t0 = time.monotonic()
             took = resumed = None
             while time.monotonic() < t0 + 400 and resumed is None:
@@ -72,11 +59,7 @@ def one_run(shim):
                 if sum(o.count("resumed at epoch") for o in outs) >= 3:
                     resumed = time.monotonic() - t0
                 time.sleep(0.05)
-            for pid in frozen:
-                try:
-                    os.kill(pid, signal.SIGCONT)
-                except ProcessLookupError:
-                    pass
+            signal_all(frozen, signal.SIGCONT)
             code0 = procs[0].wait(timeout=120)
             codes = [p.wait(timeout=400) for p in procs[1:]]
             return took, resumed, codes == [0, 0, 0] and code0 == 125

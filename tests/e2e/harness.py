@@ -102,6 +102,16 @@ def assert_converged(test, stdout, world):
     return rows
 
 
+def signal_all(pids, sig):
+    """`sig` to each of `pids` that is still there (SIGSTOP/SIGCONT: a node
+    that stalls and wakes)."""
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
 class CpuHogs:
     """Busy loops beside a test (a busy node is the normal case): `per_core`
     per core, started when the block begins and ended when it ends."""

@@ -14,7 +14,7 @@ import time
 import unittest
 
 from harness import (CKPT, PYTHON, SHIM, CpuHogs, clean_env, free_port, kill_group, main, run,
-                     slurp, spawn, wait_for)
+                     signal_all, slurp, spawn, wait_for)
 from test_spares import descendants, final_weights, kill_all
 
 # A rank that prints once, then hangs.
@@ -149,8 +149,7 @@ class NewRoot(unittest.TestCase):
                             "\n".join(sum(self.outputs(tmp, 5), [])))
             frozen = [procs[0].pid] + descendants(procs[0].pid)
             self.addCleanup(kill_all, frozen)
-            for pid in frozen:
-                os.kill(pid, signal.SIGSTOP)
+            signal_all(frozen, signal.SIGSTOP)
             codes = [procs[i].wait(timeout=400) for i in range(1, 5)]
             outs, errs = self.outputs(tmp, 5)
             text = "\n".join(outs + errs)
@@ -160,11 +159,7 @@ class NewRoot(unittest.TestCase):
             # The spare's rank 0 is logged after what the frozen node wrote.
             self.assertRegex(slurp(f"{tmp}/logs/rank-0.stdout"),
                              r"rank 0 epoch 1 saved(.|\n)*rank 0 resumed at epoch")
-            for pid in frozen:
-                try:
-                    os.kill(pid, signal.SIGCONT)
-                except ProcessLookupError:
-                    pass
+            signal_all(frozen, signal.SIGCONT)
             self.assertEqual(procs[0].wait(timeout=120), 125)
             err0 = slurp(f"{tmp}/shim-0.err")
             self.assertIn("no majority", err0)
@@ -197,15 +192,10 @@ class NewRoot(unittest.TestCase):
                             "\n".join(sum(self.outputs(tmp, 4), [])))
             frozen = [procs[0].pid] + descendants(procs[0].pid)
             self.addCleanup(kill_all, frozen)
-            for pid in frozen:
-                os.kill(pid, signal.SIGSTOP)
+            signal_all(frozen, signal.SIGSTOP)
             resumed = lambda: any("resumed at epoch" in o for o in self.outputs(tmp, 4)[0])
             self.assertTrue(wait_for(resumed, 300), "\n".join(sum(self.outputs(tmp, 4), [])))
-            for pid in frozen:
-                try:
-                    os.kill(pid, signal.SIGCONT)
-                except ProcessLookupError:
-                    pass
+            signal_all(frozen, signal.SIGCONT)
             code0 = procs[0].wait(timeout=120)
             codes = [procs[i].wait(timeout=400) for i in range(1, 4)]
             outs, errs = self.outputs(tmp, 4)
