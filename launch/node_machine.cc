@@ -66,7 +66,7 @@ bool NodeMachine::StartAll(const LinkOrder* restart, double now) {
     ranks_[i].start = now;
   }
   Enter(NodeState::kRunning);
-  last_output_ = last_look_ = attempt_start_ = now;
+  last_output_ = last_look_ = attempt_start_ = starting_at_ = now;
   last_progress_ = -1;
   starting_cpu_ = 0;
   looking_ = false;
@@ -387,9 +387,13 @@ void NodeMachine::Look(double now) {
     AnswerPace(true);
     // Ranks still starting whose CPU time grew: activity (node_machine.h).
     const double starting = procs_->StartingCpuS();
-    const bool started = starting >= 0 && starting > starting_cpu_ + kCpuTickS &&
+    const bool started = starting >= 0 &&
+                         starting - starting_cpu_ >= kStartCpuShare * (now - starting_at_) &&
                          now < attempt_start_ + kStartCpuLooks * c_.look_every_s;
-    if (starting >= 0) starting_cpu_ = starting;
+    if (starting >= 0) {
+      starting_cpu_ = starting;
+      starting_at_ = now;
+    }
     int answered = 0;
     const int64_t progress = procs_->DumpsProgress(&answered);
     const bool advanced = answered > 0 && last_progress_ >= 0 && progress > last_progress_;

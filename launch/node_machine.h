@@ -30,7 +30,8 @@
 // output is, so a silent job whose collectives advance is not judged hung
 // (docs/control-plane.md, "Naming the culprit"). Before a rank has a
 // process group (it imports, prepares data, compiles: no flight-recorder
-// pipe yet) the CPU time it spent since the last look is activity too, for
+// pipe yet) the CPU time it spent since the last look (5 % of a core at
+// least) is activity too, for
 // the attempt's first kStartCpuLooks looks' time (10 x --hang-timeout): a
 // quiet start-up on a busy node is not a hang (docs/control-plane.md, "Hang
 // watchdog").
@@ -148,9 +149,10 @@ class NodeMachine {
   static constexpr double kSameRequestS = 0.1;   // a signal twice within this is one request
   // A starting rank's CPU time counts as activity for this many looks'
   // time from the attempt's start (each --hang-timeout / 3), when it grew
-  // by more than one clock tick.
+  // by kStartCpuShare of the time between two looks (a rank that imports or
+  // prepares data keeps a core busy; one that waits, a few threads idle).
   static constexpr double kStartCpuLooks = 30;
-  static constexpr double kCpuTickS = 0.01;
+  static constexpr double kStartCpuShare = 0.05;
 
   // `job`: the control plane (or the simulator's), null for a node alone.
   NodeMachine(const NodeConfig& c, NodeProcs* procs, JobChannel* job);
@@ -267,7 +269,8 @@ class NodeMachine {
   bool looking_ = false;      // a look's dumps asked for
   int64_t last_progress_ = -1;  // what the last look summed (-1: none yet)
   double attempt_start_ = 0;     // the attempt's ranks started
-  double starting_cpu_ = 0;      // the starting ranks' CPU time at the last look
+  double starting_cpu_ = 0;      // the starting ranks' CPU time at the last look,
+  double starting_at_ = 0;       // and when it was read
   // The straggler check's look asked for (-1: none): answered when the
   // look under way is done (or overtaken: then with nothing).
   int64_t pace_look_ = -1;

@@ -460,8 +460,9 @@ TEST(NodeMachine, AStartingRanksCpuTimeIsActivityUntilItsGroupIsUpForABoundedTim
   EXPECT_EQ(procs.dumps_started, 1);
   EXPECT_EQ(job.outputs, 1) << "a starting rank that spends CPU is not silent";
   EXPECT_EQ(m.last_output(), 5);
+  procs.starting_cpu = 3.4;  // 4 % of a core: threads that wait
   m.Step(10);  // the look is 5 s after the activity
-  EXPECT_EQ(job.outputs, 1) << "CPU time that did not grow is no activity";
+  EXPECT_EQ(job.outputs, 1) << "CPU time that barely grew is no activity";
   procs.starting_cpu = 7;
   m.Step(15);
   EXPECT_EQ(job.outputs, 2);

@@ -542,8 +542,10 @@ std::vector<RankTimes> Supervisor::DumpsTimes() const {
   return out;
 }
 
-// A rank is starting while its flight-recorder pipe is not there (its
-// process group is not up: torch, or aml-shim's agent, makes it then).
+// A rank is starting while its flight-recorder pipe is not there (torch,
+// or aml-shim's agent, makes it as its process group is up) and its agent
+// said nothing but that it is still starting: an agent's other word (torch
+// without a recorder, a dump that failed) comes once the group is up.
 double Supervisor::StartingCpuS() const {
   double sum = -1;
   for (size_t i = 0; i < children_.size(); ++i) {
@@ -551,6 +553,8 @@ double Supervisor::StartingCpuS() const {
     if (!flight_ || !c.fr || !machine_.running(i)) continue;
     struct stat st {};
     if (lstat(c.fr->pipe.c_str(), &st) == 0 || errno != ENOENT) continue;
+    const std::string why = ReadNoFollow(AT_FDCWD, c.fr->why, sizeof kStillStartingWhy);
+    if (!why.empty() && why.rfind(kStillStartingWhy, 0) != 0) continue;
     if (auto cpu = ProcCpuSeconds(c.pid)) sum = std::max(sum, 0.0) + *cpu;
   }
   return sum;

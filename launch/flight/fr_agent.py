@@ -68,7 +68,9 @@ def _aml_flight_run():
     if not stem or not prefix:
         return
     # Until the group is up, what aml-shim's verdict says of this rank (it
-    # has no pipe to ask): it is starting, not missing an agent.
+    # has no pipe to ask): it is starting, not missing an agent. (The same
+    # words as fr_env.h's kStillStartingWhy: aml-shim counts a rank that has
+    # no pipe and says nothing else as starting.)
     starting = os.environ.get("RANK", "")
     if starting.isdigit():
         _aml_flight_why(prefix, int(starting), "still starting: no process group yet")

@@ -51,6 +51,9 @@ std::string FlightRecordPrefix(int attempt);
 struct FlightFiles {
   std::string pipe, dump, why, more;
 };
+// What the agent writes as a rank's `why` until its process group is up
+// (fr_agent.py says the same).
+constexpr char kStillStartingWhy[] = "still starting: no process group yet";
 // None when the environment names no pipe (the recorder is off).
 std::optional<FlightFiles> FlightFilesOf(const EnvSnapshot& base, const EnvSets& sets, int rank);
 

@@ -537,7 +537,9 @@ class Seer {
     std::sort(fails.begin(), fails.end(), [](const Event& a, const Event& b) { return a.lo < b.lo; });
     Event first = fails[0];
     for (size_t i = 1; i < fails.size(); ++i) {
-      const bool tie = st.attempt == 1 ? fails[i].lo <= first.lo + 1e-9 : fails[i].lo <= first.hi;
+      // (A busy shim notes its rank's end when it runs again: a pause late.)
+      const bool tie = st.attempt == 1 ? fails[i].lo <= first.lo + 1e-9 + o_.busy_s
+                                       : fails[i].lo <= first.hi;
       if (!tie) break;
       first.who.insert(fails[i].who.begin(), fails[i].who.end());
       first.maybe = first.maybe && fails[i].maybe;
