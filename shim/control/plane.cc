@@ -92,6 +92,7 @@ void ControlPlane::AddPollFds(std::vector<pollfd>* fds) {
 }
 
 void ControlPlane::OnPoll(const pollfd* fds, size_t n, double now) {
+  tree_.OnPolled(now);
   // Match by descriptor: the lists may change while we handle them.
   std::map<int, short> ready;
   for (size_t i = 0; i < n; ++i)

@@ -421,8 +421,11 @@ double TreeLinks::NextDeadline(double now) const {
 
 void TreeLinks::OnTimer(double now) {
   const double startup_until = go_at_ + startup_s_;
+  // Stopped or descheduled since its links were read: its own pause is no
+  // one's silence (what came meanwhile is read in the next round).
+  const bool fresh = polled_at_ < 0 || now - polled_at_ <= kPollGapS;
   for (Child& c : children_) {
-    if (c.done || c.gone || !go_) continue;
+    if (c.done || c.gone || !go_ || !fresh) continue;
     if (c.relink_until >= 0) {
       if (now >= c.relink_until)
         Lose(c, c.relink_why + "; it left for the heir, which did not say it came", true, now);
@@ -430,7 +433,8 @@ void TreeLinks::OnTimer(double now) {
       Lose(c, "silent for " + FormatNumber(now - c.live.last_heard, "%.1f") + " s", true, now);
     }
   }
-  if (parent_ >= 0 && !parent_lost_ && go_ && now >= parent_live_.LostAt(now, startup_until))
+  if (parent_ >= 0 && !parent_lost_ && go_ && fresh &&
+      now >= parent_live_.LostAt(now, startup_until))
     LoseParent("silent for " + FormatNumber(now - parent_live_.last_heard, "%.1f") + " s", true,
                now);
   if (now >= next_beat_) Beat(now);

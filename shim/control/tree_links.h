@@ -93,6 +93,12 @@ class TreeLinks : private JobPorts {
   std::vector<int> children() const;  // every child ever added
 
   double NextDeadline(double now) const;
+  // The real loop read its links (plane.cc, each round before OnTimer). A
+  // round whose timers run long after its read (the process was stopped or
+  // descheduled in between) judges no link silent: what came meanwhile is
+  // read first, in the next round (the simulator reads its backlog first).
+  void OnPolled(double now) { polled_at_ = now; }
+  static constexpr double kPollGapS = 1;
   void OnTimer(double now);
 
   void SendUp(const std::string& frame) override;
@@ -174,6 +180,7 @@ class TreeLinks : private JobPorts {
   bool go_ = false;
   int depth_ = 0;
   double go_at_ = 0, next_beat_ = 0;
+  double polled_at_ = -1;  // the loop's last read of its links (-1: never said)
   double my_output_ = 0, departed_output_ = 0;
   std::map<std::string, long> frames_;
   std::vector<std::string> lost_up_;  // every "lost" it passed up

@@ -258,5 +258,27 @@ TEST(TreeLinks, ARootWhoseHeirLeftStepsDownAndItsOtherChildrenLinkToTheHeir) {
   EXPECT_EQ(t.io.Of(1, "orphan")[0].Int("silent"), 0);
 }
 
+TEST(TreeLinks, ARootStoppedBetweenItsReadAndItsTimersJudgesNoLinkSilentByItsOwnPause) {
+  // Frozen after its loop read its links and before OnTimer ran (a CI run:
+  // woken, it found its heir "silent for 60.4 s" before reading the heir's
+  // "left"): the round judges no one; the next reads what came.
+  HeirToo t;
+  t.root.OnPolled(10);
+  t.root.OnTimer(70);
+  EXPECT_EQ(t.root.machine().state(), JobState::kRunning);
+  EXPECT_TRUE(t.root.Keeps(1));
+  EXPECT_TRUE(t.root.Keeps(2));
+  t.heir.OnTimer(40);  // the heir had found the root silent meanwhile
+  t.root.OnPolled(70.01);
+  t.root.OnChildFrame(1, t.heir_io.RawOf(0, "left")[0], 70.01);
+  EXPECT_EQ(t.root.machine().state(), JobState::kStopped);
+  EXPECT_FALSE(t.root.machine().root()) << "it stepped down, not lost its children";
+  // A link silent while the loop reads on is lost as ever.
+  HeirToo u;
+  u.root.OnPolled(70);
+  u.root.OnTimer(70);
+  EXPECT_FALSE(u.root.Keeps(2));
+}
+
 }  // namespace
 }  // namespace aml
