@@ -243,9 +243,7 @@ bool JobMachine::LoadRecord(const std::string& what) {
   current_.exit_code = 125;
   current_.what = lost;
   current_.node_replaced = true;
-  Msg stop("stop");
-  stop.Set("kind", std::string("lost")).Set("code", 125).Set("what", what);
-  ending_plan_ = Ending{stop.Encode(),
+  ending_plan_ = Ending{LostStop(what).Encode(),
                        LinkOrder::Stop(125, "aml-shim: " + lost + ": ending the job\n", ""),
                        "aml-shim: " + lost + "\n", false};
   return true;
@@ -283,12 +281,9 @@ void JobMachine::NoteOrphan(int shim, bool silent, double now, bool ask) {
     // A new root that took the job without it (its election's deadline
     // passed): retired, it is told so, as a shim cut off would be.
     if (HeldByHeir() && gone_.count(shim))
-      ports_->SendTo(shim, Msg("stop")
-                               .Set("kind", std::string("lost"))
-                               .Set("code", 125)
-                               .Set("what", ShimName(shim, HostOf(shim)) + " reached " +
-                                                ShimName(c_.rank, c_.host) +
-                                                ", the new root, after its election")
+      ports_->SendTo(shim, LostStop(ShimName(shim, HostOf(shim)) + " reached " +
+                                    ShimName(c_.rank, c_.host) +
+                                    ", the new root, after its election")
                                .Encode());
     return;
   }

@@ -59,6 +59,10 @@ const char* JobStateName(JobState s) {
   return "?";
 }
 
+Msg LostStop(const std::string& what) {
+  return Msg("stop").Set("kind", std::string("lost")).Set("code", 125).Set("what", what);
+}
+
 bool LeavesInOrder(const Msg& m) { return m.type() == "done" || m.type() == "bye"; }
 
 JobMachine::JobMachine(const JobConfig& c, JobPorts* ports)
@@ -347,10 +351,8 @@ void JobMachine::OnParentLost(const std::string& line, double now, bool record) 
   LinkOrder own = LinkOrder::Stop(125, line, record ? StopJson(c_.run_id, 125, line) : "");
   // Cut off from rank 0: this node cannot hear the job's verdicts, so it
   // ends its part (the launcher ends the rest, or they learn it the same way).
-  ports_->SendDown(Msg("stop").Set("kind", std::string("lost")).Set("code", 125)
-                       .Set("what", "the control plane lost " + ShimName(c_.rank, c_.host) +
-                                        "'s parent")
-                       .Encode());
+  ports_->SendDown(
+      LostStop("the control plane lost " + ShimName(c_.rank, c_.host) + "'s parent").Encode());
   Stop(std::move(own), now);
 }
 
@@ -558,7 +560,7 @@ void JobMachine::DecideFailure(double now) {
     Roster* r = &*roster_;
     r->NoteFirstFailure(-1);
     EndAttempt(std::move(a),
-               Msg("stop").Set("kind", std::string("lost")).Set("code", 125).Set("what", what),
+               LostStop(what),
                LinkOrder::Stop(125, "aml-shim: " + EscapeControl(what) + ": ending the job\n", ""),
                "aml-shim: " + EscapeControl(what) + "\n", false, now);
     return;
@@ -613,7 +615,7 @@ void JobMachine::StopAsLost(const std::string& what, double now) {
   } else {
     RecordAttempts(&own, "");  // the retired nodes, with --spares
   }
-  StopJob(Msg("stop").Set("kind", std::string("lost")).Set("code", 125).Set("what", what),
+  StopJob(LostStop(what),
           std::move(own), now);
 }
 

@@ -114,6 +114,8 @@ class JobPorts {
 };
 
 bool LeavesInOrder(const Msg& m);
+// The stop a lost shim (or a part cut off) gives: exit 125, and `what`.
+Msg LostStop(const std::string& what);
 
 class JobMachine {
  public:

@@ -240,7 +240,7 @@ void JobMachine::StopNoSpare(const std::string& why, double now) {
     if (attempts_.empty() || attempts_.back().number != a.number) attempts_.push_back(a);
   }
   RecordAttempts(&own, "not restarted: " + EscapeControl(why));
-  StopJob(Msg("stop").Set("kind", std::string("lost")).Set("code", 125).Set("what", why),
+  StopJob(LostStop(why),
           std::move(own), now);
 }
 
@@ -254,7 +254,7 @@ void JobMachine::StopNoMajority(const std::string& why, bool writes_record, doub
   const std::string line = "aml-shim: " + EscapeControl(why) +
                            ": this part of the job ends; the other part may hold the job, so "
                            "this shim writes no record of it\n";
-  StopJob(Msg("stop").Set("kind", std::string("lost")).Set("code", 125).Set("what", why),
+  StopJob(LostStop(why),
           LinkOrder::Stop(125, line, ""), now);
 }
 

@@ -201,11 +201,8 @@ void TreeLinks::OnParentFrame(const std::string& frame, double now) {
     const int shim = static_cast<int>(m->Int("shim", -1));
     Child* c = Find(shim);
     if (!c || c->done || c->gone) return;
-    io_->Send(shim, Msg("stop")
-                        .Set("kind", std::string("lost"))
-                        .Set("code", 125)
-                        .Set("what", "the control plane lost " + ShimName(shim, c->host) +
-                                         "'s link to rank 0's shim, which holds the job still")
+    io_->Send(shim, LostStop("the control plane lost " + ShimName(shim, c->host) +
+                             "'s link to rank 0's shim, which holds the job still")
                         .Encode());
     return;
   }
