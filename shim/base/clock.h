@@ -9,4 +9,11 @@ namespace aml {
 double MonotonicSeconds();  // CLOCK_MONOTONIC
 double WallSeconds();       // CLOCK_REALTIME
 
+// A loop that finds more than this between two of its own steps (a wait
+// that overran its timeout, a read and the timers that follow it) was
+// stopped or descheduled in between (SIGSTOP, a frozen node, a busy
+// machine): what it saw before is stale, and it looks again before it
+// judges anyone silent (docs/control-plane.md, "An old root that wakes").
+constexpr double kDescheduledS = 1;
+
 }  // namespace aml

@@ -88,7 +88,10 @@ void ControlPlane::AddPollFds(std::vector<pollfd>* fds) {
   };
   for (const auto& p : door_pending_) add(*p);
   for (const auto& p : children_) add(*p);
-  if (parent_) add(*parent_);
+  // A parent the tree lost is written to, no more read: its last word
+  // ("left") goes out, and then its link closes (DropLostParent).
+  if (parent_ && tree_.parent_lost()) fds->push_back({parent_->link->fd(), POLLOUT, 0});
+  else if (parent_) add(*parent_);
 }
 
 void ControlPlane::OnPoll(const pollfd* fds, size_t n, double now) {
@@ -110,7 +113,7 @@ void ControlPlane::OnPoll(const pollfd* fds, size_t n, double now) {
   }
   if (parent_ && ready.count(parent_->link->fd())) {
     parent_->link->Flush();
-    ReadParent(now);
+    if (!tree_.parent_lost()) ReadParent(now);
   }
   if (door_.valid() && ready.count(door_.get()))
     AcceptPending(door_.get(), &door_pending_, &door_crowd_, now);
@@ -123,6 +126,17 @@ void ControlPlane::OnPoll(const pollfd* fds, size_t n, double now) {
                                      }),
                       door_pending_.end());
   ForgetGoneChildren(now);
+  DropLostParent();
+}
+
+// A parent the tree lost (silent, closed, or left for a new root) and that
+// has its last words: its link closes. Kept, a link its peer closed later
+// (an old root woken) stayed readable and unread: the new root spun on it,
+// a core busy for the rest of the job.
+void ControlPlane::DropLostParent() {
+  if (parent_ && tree_.parent_lost() &&
+      (parent_->link->broken() || !parent_->link->wants_write()))
+    parent_.reset();
 }
 
 // ---- Children
@@ -221,6 +235,7 @@ void ControlPlane::OnTimer(double now) {
     }
   tree_.OnTimer(now);
   ForgetGoneChildren(now);
+  DropLostParent();
 }
 
 // ---- What this node sees: the job's state machine decides

@@ -125,6 +125,7 @@ class ControlPlane : public JobLink, private LinkIo {
   static void SkipGreeting(Peer* p, std::vector<std::string>* frames);
   void ReadParent(double now);
   void ForgetGoneChildren(double now);
+  void DropLostParent();
   // LinkIo: the tree's links (tree_links.h) are these connections.
   Peer* Linked(int peer) const;
   void Send(int peer, const std::string& frame) override;

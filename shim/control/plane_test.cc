@@ -452,6 +452,27 @@ TEST(ControlPlane, AtStartUpASlowShimIsNotLost) {
   for (const auto& o : c.orders) EXPECT_TRUE(o.empty());
 }
 
+// A shim whose parent the tree lost (silent: frozen) lets its link go:
+// kept, a link whose peer closed later (an old root woken, stepping down)
+// stayed readable and unread, and the shim spun on it, a core busy for the
+// rest of the job (the new root's, in tests/e2e/test_busy_root.py).
+TEST(ControlPlane, AParentFoundLostIsLetGoAndNotPolledAgain) {
+  Cluster c(3, std::nullopt, nullptr, 0, /*startup_s=*/1);
+  c.Pump(3, [] { return false; });
+  std::unique_ptr<ControlPlane> frozen = std::move(c.planes[0]);  // served no more
+  ASSERT_TRUE(c.Pump(15, [&] { return !c.orders[1].empty() && !c.orders[2].empty(); }));
+  frozen.reset();  // it wakes and goes: its links close
+  c.Pump(1, [] { return false; });
+  for (size_t i : {1u, 2u}) {
+    std::vector<pollfd> fds;
+    c.planes[i]->AddPollFds(&fds);
+    ASSERT_GE(poll(fds.data(), fds.size(), 0), 0);
+    int ready = 0;
+    for (const pollfd& f : fds) ready += (f.revents & (POLLIN | POLLHUP | POLLERR)) ? 1 : 0;
+    EXPECT_EQ(ready, 0) << "shim " << i << " polls a descriptor that is ready and never read";
+  }
+}
+
 TEST(ControlPlane, AShimThatDiesDuringARestartRoundEndsTheJob) {
   Cluster c(3, std::nullopt, nullptr, 1);
   c.planes[1]->OnChildFailed(Failure(1, 7));

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "launch/pace/clock_offset.h"
+#include "shim/base/clock.h"
 #include "shim/control/job_machine.h"
 #include "shim/control/liveness.h"
 #include "shim/control/pace_relay.h"
@@ -98,7 +99,7 @@ class TreeLinks : private JobPorts {
   // descheduled in between) judges no link silent: what came meanwhile is
   // read first, in the next round (the simulator reads its backlog first).
   void OnPolled(double now) { polled_at_ = now; }
-  static constexpr double kPollGapS = 1;
+  static constexpr double kPollGapS = kDescheduledS;
   void OnTimer(double now);
 
   void SendUp(const std::string& frame) override;
