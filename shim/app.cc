@@ -412,11 +412,11 @@ Result<std::unique_ptr<ControlPlane>> JoinControlPlane(const Options& o, const W
   c.host = host;
   for (const ChildPlan& child : p.children) c.ranks.push_back(child.rank);
   c.world_ranks = p.children[0].world_size;
+  c.ranks_per_node = static_cast<int>(p.children.size());
   if (o.spares > 0) {
     // p is the plan of the NODE_RANK this shim holds (a spare's: none yet).
     c.spares = o.spares;
     c.retire_after = o.retire_after;
-    c.ranks_per_node = static_cast<int>(p.children.size());
     c.node = IsSpare(world, o.spares) ? -1 : world.rank.value;
     if (c.node < 0) c.ranks.clear();
     // Before each restart, this node must still have what it had now (a

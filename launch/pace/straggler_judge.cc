@@ -12,7 +12,8 @@ namespace {
 struct Tally {
   int late = 0;
   int64_t late_us = 0;
-  int rank = -1;
+  int64_t counted_us = 0;  // each collective's lateness up to its group's period
+  std::map<int, int> last;  // how often each of its ranks entered last, late
   double wait_frac = 0;  // of the look's span, in the group that waited most
 };
 
@@ -23,7 +24,7 @@ std::vector<StragglerJudge::Change> StragglerJudge::Look(const PaceSample& s, in
   const bool whole = s.shims >= parts;
   std::map<int, Tally> tally;
   int ops = 0;
-  int64_t all_late_us = 0;
+  int64_t all_counted_us = 0;
   for (const PaceGroup& g : s.groups) {
     // Its nodes: the most shims any of its collectives had so far (a look
     // with a part missing judges none of its collectives).
@@ -60,15 +61,18 @@ std::vector<StragglerJudge::Change> StragglerJudge::Look(const PaceSample& s, in
       Tally& t = group[op->last.shim];
       ++t.late;
       t.late_us += late_us;
-      t.rank = op->last.rank;
-      all_late_us += late_us;
+      const int64_t counted_us = std::min(late_us, std::max(period_us, min_us));
+      t.counted_us += counted_us;
+      ++t.last[op->last.rank];
+      all_counted_us += counted_us;
     }
     ops += static_cast<int>(judged.size());
     for (auto& [shim, t] : group) {
       Tally& all = tally[shim];
       all.late += t.late;
       all.late_us += t.late_us;
-      all.rank = t.rank;
+      all.counted_us += t.counted_us;
+      for (const auto& [rank, k] : t.last) all.last[rank] += k;
       all.wait_frac = std::max(all.wait_frac, static_cast<double>(t.late_us) /
                                                   static_cast<double>(span_us));
     }
@@ -79,6 +83,8 @@ std::vector<StragglerJudge::Change> StragglerJudge::Look(const PaceSample& s, in
   for (auto& [shim, n] : nodes_) {
     if (tally.count(shim)) continue;
     n.late_ops = 0;
+    n.rank_share = 0;
+    n.one_rank = false;
     n.ops = ops;
     n.mean_late_s = 0;
     n.wait_per_min_s = 0;
@@ -93,17 +99,24 @@ std::vector<StragglerJudge::Change> StragglerJudge::Look(const PaceSample& s, in
   for (const auto& [shim, t] : tally) {
     SlowNode& n = nodes_[shim];
     n.shim = shim;
-    n.rank = t.rank;
+    n.rank = -1;
+    int most = 0;
+    for (const auto& [rank, k] : t.last)
+      if (k > most) n.rank = rank, most = k;
+    n.rank_share = t.late ? static_cast<double>(most) / t.late : 0;
+    n.one_rank = ranks_per_node_ >= 2 && n.rank_share >= kOneRankShare;
     n.late_ops = t.late;
     n.ops = ops;
     n.mean_late_s = t.late ? static_cast<double>(t.late_us) / 1e6 / t.late : 0;
     n.wait_per_min_s = 60 * t.wait_frac;
     n.look = s.look;
-    n.share = static_cast<double>(t.late_us) / static_cast<double>(std::max<int64_t>(1, all_late_us));
+    n.share = static_cast<double>(t.counted_us) /
+              static_cast<double>(std::max<int64_t>(1, all_counted_us));
     const bool slow = n.share >= kWaitShare && t.wait_frac >= kLateFrac;
     n.streak = slow ? n.streak + 1 : 0;
     if (slow && !n.named && n.streak >= looks_) {
       n.named = true;
+      n.named_rank = n.one_rank ? n.rank : -1;
       if (n.named_look < 0) n.named_look = looks_done_;
       changes.push_back({shim, true, n});
     } else if (!slow && n.named) {
@@ -124,18 +137,31 @@ void StragglerJudge::NewAttempt() {
 }
 
 std::string SlowLine(const SlowNode& n, const std::string& host) {
-  return EscapeControl(host) + " (shim " + std::to_string(n.shim) +
-         ") is slow: its ranks entered " + std::to_string(n.late_ops) + " of " +
-         std::to_string(n.ops) + " collectives last, " + FormatNumber(n.mean_late_s, "%.3f") +
-         " s late on average (rank " + std::to_string(n.rank) + " last; " +
-         FormatNumber(100 * n.share, "%.0f") + " % of the job's waiting); the job waits " +
-         FormatNumber(n.wait_per_min_s, "%.1f") + " s per minute for it (" +
-         std::to_string(n.streak) + " looks in a row)";
+  const std::string late = std::to_string(n.late_ops) + " of " + std::to_string(n.ops) +
+                           " collectives last, " + FormatNumber(n.mean_late_s, "%.3f") +
+                           " s late on average";
+  const std::string waits = FormatNumber(100 * n.share, "%.0f") +
+                            " % of the job's waiting); the job waits " +
+                            FormatNumber(n.wait_per_min_s, "%.1f") + " s per minute for it (" +
+                            std::to_string(n.streak) + " looks in a row)";
+  if (n.one_rank)
+    return "rank " + std::to_string(n.rank) + " on " + EscapeControl(host) + " (shim " +
+           std::to_string(n.shim) + ") is late: it entered " + late + " (the last of its node's ranks in " +
+           FormatNumber(100 * n.rank_share, "%.0f") + " % of them; " + waits +
+           ": its own work (logging, an uneven split of the data) or its GPU, which aml-shim "
+           "cannot tell apart; its node's other ranks are not the cause";
+  return EscapeControl(host) + " (shim " + std::to_string(n.shim) + ") is slow: its ranks entered " +
+         late + " (rank " + std::to_string(n.rank) + " last; " + waits;
 }
 
 std::string ClearedLine(const SlowNode& n, const std::string& host) {
-  return EscapeControl(host) + " (shim " + std::to_string(n.shim) + ") is no longer slow: late in " + std::to_string(n.late_ops) + " of " +
-         std::to_string(n.ops) + " collectives of the last look";
+  const std::string who = n.named_rank >= 0 ? "rank " + std::to_string(n.named_rank) + " on " +
+                                                  EscapeControl(host) + " (shim " +
+                                                  std::to_string(n.shim) + ") is no longer late"
+                                            : EscapeControl(host) + " (shim " +
+                                                  std::to_string(n.shim) + ") is no longer slow";
+  return who + ": late in " + std::to_string(n.late_ops) + " of " + std::to_string(n.ops) +
+         " collectives of the last look";
 }
 
 std::string SlowJson(const SlowNode& n, const std::string& host) {
@@ -145,6 +171,7 @@ std::string SlowJson(const SlowNode& n, const std::string& host) {
   j.Key("late_collectives").Int(n.late_ops).Key("collectives").Int(n.ops);
   j.Key("mean_late_s").Number(n.mean_late_s).Key("wait_s_per_min").Number(n.wait_per_min_s);
   j.Key("wait_share").Number(n.share);
+  j.Key("one_rank").Bool(n.one_rank).Key("rank_share").Number(n.rank_share);
   j.Key("looks").Int(n.streak);
   j.EndObject();
   return j.str();

@@ -12,9 +12,14 @@
 // at least) is kWaitShare of all the look's lateness and kLateFrac of its
 // span (the job waits for it 3 s per minute at least) is slow in that look:
 // a node slow steadily or in bursts alike, while a healthy job's waits are
-// spread over its nodes. Slow in `looks` looks in a row, it is named, and
-// how long the job waits for it is said in seconds per minute. A look that
-// judges enough collectives and finds it not slow clears it.
+// spread over its nodes. In the share, a collective counts for one period
+// at most: one long stall elsewhere (a checkpoint written by rank 0) does
+// not outweigh a node late in every step. Slow in `looks` looks in a row,
+// it is named, and how long the job waits for it is said in seconds per
+// minute. A look that judges enough collectives and finds it not slow
+// clears it. A node of several ranks whose late collectives had the same
+// rank last (kOneRankShare of them) is that rank's lateness: its own work
+// (rank 0's logging, an uneven split) or its one GPU, not its node.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +33,9 @@ namespace aml {
 
 struct SlowNode {
   int shim = -1;
-  int rank = -1;          // its rank that entered last, in the last look
+  int rank = -1;          // its rank most often last in its late collectives
+  double rank_share = 0;  // of its late collectives, those `rank` entered last
+  bool one_rank = false;  // several ranks a node, and the lateness `rank`'s alone
   int streak = 0;         // looks in a row it was slow
   bool named = false;
   // The last look that judged it.
@@ -38,6 +45,7 @@ struct SlowNode {
   double share = 0;           // of all the look's lateness
   int64_t look = -1;
   int64_t named_look = -1;  // the look that first named it (-1: never)
+  int named_rank = -1;      // named as that rank's lateness (one_rank), else -1
 };
 
 class StragglerJudge {
@@ -46,8 +54,11 @@ class StragglerJudge {
   static constexpr double kMinLateS = 0.001;
   static constexpr int kMinOps = 8;
   static constexpr double kWaitShare = 2.0 / 3;
+  static constexpr double kOneRankShare = 0.9;
 
-  explicit StragglerJudge(int looks = 3) : looks_(looks) {}
+  // `ranks_per_node`: each node's ranks (one: a rank's lateness is its node's).
+  explicit StragglerJudge(int looks = 3, int ranks_per_node = 1)
+      : looks_(looks), ranks_per_node_(ranks_per_node) {}
 
   struct Change {
     int shim = -1;
@@ -72,6 +83,7 @@ class StragglerJudge {
 
  private:
   int looks_;
+  int ranks_per_node_;
   std::map<std::string, int64_t> last_seq_;  // per group: judged up to
   std::map<std::string, int> full_;          // per group: its nodes
   std::map<int, SlowNode> nodes_;

@@ -22,6 +22,8 @@ struct Job {
   double now = 1.8e9;
   int64_t seq = 1;
   std::function<double(int)> offset = [](int) { return 0.0; };
+  // A rank's own work in step `seq`, on top of its node's (none by default).
+  std::function<double(int, int64_t)> extra = [](int, int64_t) { return 0.0; };
   double bound_s = 0.0005;
 
   PaceSample Look(int64_t look, int n) {
@@ -31,7 +33,7 @@ struct Job {
       double last = now;
       for (int r = 0; r < shims * per_node; ++r) {
         const bool slow_now = r / per_node == slow_shim && (seq + k) % burst_every == 0;
-        const double compute = step_s * (slow_now ? slow : 1.0);
+        const double compute = step_s * (slow_now ? slow : 1.0) + extra(r, seq + k);
         const double e = now + compute + std::abs(noise(rng));
         t[{r, seq + k}] = e;
         last = std::max(last, e);
@@ -190,6 +192,78 @@ TEST(StragglerJudge, CollectivesAreJudgedOnceThoughLooksOverlap) {
   job.seq = 1;
   EXPECT_TRUE(judge.Look(job.Look(3, 30), kAll).empty());
   EXPECT_EQ(judge.Look(job.Look(4, 30), kAll).size(), 1u);
+}
+
+// The report's run: a node 1.3x slow, and rank 0 stalling 0.8 s every 35
+// steps (a checkpoint). Before, a look holding the stall gave rank 0's node
+// most of the look's lateness: the slow node was said "no longer slow" and
+// named again 3 looks later (its retirement delayed as often).
+TEST(StragglerJudge, AnotherNodesOneStallDoesNotClearASlowNode) {
+  Job job;
+  job.slow_shim = 2;
+  job.slow = 1.3;
+  job.extra = [](int rank, int64_t seq) { return rank == 0 && seq % 35 == 0 ? 0.8 : 0.0; };
+  StragglerJudge judge(3, 2);
+  std::vector<StragglerJudge::Change> all;
+  for (int look = 1; look <= 12; ++look)
+    for (auto c : judge.Look(job.Look(look, 40), kAll)) all.push_back(c);
+  ASSERT_EQ(all.size(), 1u) << (all.size() > 1 ? ClearedLine(all[1].node, "t7n3") : "");
+  EXPECT_EQ(all[0].shim, 2);
+  EXPECT_TRUE(all[0].named);
+  EXPECT_EQ(all[0].node.streak, 3);
+}
+
+// Rank 0 doing 30 ms of its own work each step (metrics, an eval shard):
+// its node's other rank is on time. It is said as rank 0's lateness, not
+// its node's; a node whose ranks are all slower is still the node's.
+TEST(StragglerJudge, ALatenessThatIsOneRanksIsSaidAsThatRanks) {
+  Job job;
+  job.extra = [](int rank, int64_t) { return rank == 0 ? 0.03 : 0.0; };
+  StragglerJudge judge(3, 2);
+  std::vector<StragglerJudge::Change> all;
+  for (int look = 1; look <= 3; ++look)
+    for (auto c : judge.Look(job.Look(look, 40), kAll)) all.push_back(c);
+  ASSERT_EQ(all.size(), 1u);
+  const SlowNode& n = all[0].node;
+  EXPECT_EQ(n.shim, 0);
+  EXPECT_EQ(n.rank, 0);
+  EXPECT_TRUE(n.one_rank);
+  EXPECT_GE(n.rank_share, 0.99);
+  const std::string line = SlowLine(n, "t7n1");
+  EXPECT_EQ(line.rfind("rank 0 on t7n1 (shim 0) is late: it entered ", 0), 0u) << line;
+  EXPECT_NE(line.find("its own work (logging, an uneven split of the data) or its GPU, which "
+                      "aml-shim cannot tell apart"),
+            std::string::npos)
+      << line;
+  EXPECT_EQ(line.find("is slow"), std::string::npos) << line;
+  // Its work ends: "no longer late", as it was named.
+  job.extra = [](int, int64_t) { return 0.0; };
+  auto c = judge.Look(job.Look(4, 40), kAll);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(ClearedLine(c[0].node, "t7n1").rfind("rank 0 on t7n1 (shim 0) is no longer late: ", 0),
+            0u);
+
+  // Both ranks of node 1 slower: its last rank is either; the node is slow.
+  Job slow;
+  slow.slow_shim = 1;
+  slow.slow = 1.3;
+  StragglerJudge node_judge(3, 2);
+  all.clear();
+  for (int look = 1; look <= 3; ++look)
+    for (auto ch : node_judge.Look(slow.Look(look, 40), kAll)) all.push_back(ch);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_FALSE(all[0].node.one_rank) << all[0].node.rank_share;
+  EXPECT_EQ(SlowLine(all[0].node, "t7n2").rfind("t7n2 (shim 1) is slow: its ranks entered", 0), 0u);
+  // One rank a node: its lateness is its node's.
+  StragglerJudge single(3, 1);
+  Job one;
+  one.per_node = 1;
+  one.extra = [](int rank, int64_t) { return rank == 0 ? 0.03 : 0.0; };
+  all.clear();
+  for (int look = 1; look <= 3; ++look)
+    for (auto ch : single.Look(one.Look(look, 40), kAll)) all.push_back(ch);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_FALSE(all[0].node.one_rank);
 }
 
 }  // namespace

@@ -13,7 +13,8 @@ double WallSeconds();       // CLOCK_REALTIME
 // that overran its timeout, a read and the timers that follow it) was
 // stopped or descheduled in between (SIGSTOP, a frozen node, a busy
 // machine): what it saw before is stale, and it looks again before it
-// judges anyone silent (docs/control-plane.md, "An old root that wakes").
+// judges anyone silent (docs/control-plane.md, "A new root": an old root that
+// wakes).
 constexpr double kDescheduledS = 1;
 
 }  // namespace aml

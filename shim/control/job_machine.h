@@ -366,7 +366,6 @@ class JobMachine {
   // The root's straggler check: its judge, and the nodes retired as slow.
   StragglerJudge judge_;
   bool pace_blind_said_ = false;
-  std::set<int> slow_node_ranks_;  // NODE_RANKs whose holder --retire-slow retired
   void RetireSlow(const SlowNode& n, double now);
   std::string SlowJson() const;
 };

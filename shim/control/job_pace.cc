@@ -62,23 +62,37 @@ void JobMachine::OnPaceSample(const PaceSample& s, double now) {
 // no spare left, or no restart left).
 // A NODE_RANK whose new holder is named slow again is not retired twice:
 // its slowness follows its ranks (their share of the work: rank 0's
-// logging, an uneven split), not the node.
+// logging, an uneven split), not the node; the node retired for it is
+// given back as a spare. A lateness that is one rank's (straggler_judge.h)
+// is said so first: retiring its node is the test of which it is.
 void JobMachine::RetireSlow(const SlowNode& n, double now) {
   if (!c_.retire_slow || !roster_ || roster_->Retired(n.shim) || roster_->NodeOf(n.shim) < 0)
     return;
   const int node_rank = roster_->NodeOf(n.shim);
   const std::string host = HostOf(n.shim);
-  if (!slow_node_ranks_.insert(node_rank).second) {
-    LogWarning("--retire-slow: " + ShimName(n.shim, host) + " holds NODE_RANK " +
-               std::to_string(node_rank) + ", whose last holder was retired as slow too: the "
-               "slowness follows its ranks' work, not the node; not retired");
+  const std::string node = "NODE_RANK " + std::to_string(node_rank);
+  if (const Retirement* before = roster_->SlowRetirement(node_rank)) {
+    LogWarning("--retire-slow: " + ShimName(n.shim, host) + " holds " + node +
+               ", whose last holder was retired as slow too: the slowness follows its ranks' "
+               "work, not the node; not retired");
+    const int old = before->shim;
+    const std::string why = node + "'s lateness followed its ranks to " +
+                            ShimName(n.shim, host) + " (their own work, not the node)";
+    if (!gone_.count(old) && roster_->GiveBack(old, why))
+      LogWarning("--retire-slow: " + ShimName(old, HostOf(old)) +
+                 ", retired as slow, is given back as a spare: " + why);
     return;
   }
+  if (n.one_rank)
+    LogWarning("--retire-slow: the lateness is rank " + std::to_string(n.rank) +
+               "'s alone: retiring " + ShimName(n.shim, host) + " tells its node from its own "
+               "work: should " + node + "'s next holder be late the same way, the work is the "
+               "rank's, and " + EscapeControl(host) + " is given back as a spare");
   const std::string why = "its ranks entered " + std::to_string(n.late_ops) + " of " +
                           std::to_string(n.ops) + " collectives last in " +
                           std::to_string(n.streak) + " looks in a row (the job waited " +
                           FormatNumber(n.wait_per_min_s, "%.1f") + " s per minute for it)";
-  const bool spare = RetireOrStop(n.shim, "named slow: " + why, now);
+  const bool spare = RetireOrStop(n.shim, kSlowReason + why, now);
   judge_.Forget(n.shim);
   if (!spare) return;
   const std::string what = ShimName(n.shim, host) + " was slow and retired (--retire-slow)";

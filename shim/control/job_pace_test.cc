@@ -164,10 +164,75 @@ TEST_F(JobPace, RetireSlowEndsTheAttemptAndTheSpareTakesTheNodeRank) {
     m.OnPaceSample(Look(look, 3, {0, 1, 3}), 50 + 5.0 * look);
   EXPECT_EQ(m.state(), JobState::kRunning);
   EXPECT_FALSE(m.roster()->Retired(3));
-  ASSERT_EQ(g_lines.size(), 2u);
+  ASSERT_EQ(g_lines.size(), 3u);
   EXPECT_NE(g_lines[1].find("holds NODE_RANK 2, whose last holder was retired as slow too"),
             std::string::npos)
       << g_lines[1];
+  // The node retired first was healthy: it is a spare again, and the
+  // job's record says so (before, it stayed retired).
+  EXPECT_NE(g_lines[2].find("--retire-slow: rank 2's shim on h2, retired as slow, is given back "
+                            "as a spare: NODE_RANK 2's lateness followed its ranks to rank 3's "
+                            "shim on h3 (their own work, not the node)"),
+            std::string::npos)
+      << g_lines[2];
+  EXPECT_FALSE(m.roster()->Retired(2));
+  EXPECT_EQ(m.roster()->Spares(), std::vector<int>{2});
+  EXPECT_NE(m.roster()->RetiredJson().find("\"given_back\":\"NODE_RANK 2's lateness followed"),
+            std::string::npos)
+      << m.roster()->RetiredJson();
+  EXPECT_NE(m.roster()->RetiredText().find("; given back as a spare: "), std::string::npos);
+  // Named a third time: nothing more is retired or given back.
+  g_lines.clear();
+  for (int look = 5; look <= 8; ++look)
+    m.OnPaceSample(Look(look, 3, {0, 1, 3}), 50 + 5.0 * look);
+  EXPECT_EQ(m.state(), JobState::kRunning);
+  EXPECT_FALSE(m.roster()->Retired(3));
+  EXPECT_EQ(m.roster()->Spares(), std::vector<int>{2});
+}
+
+// Two ranks a node, rank 4 (shim 2's first) 40 ms late in every step and
+// its node's other rank on time: named as rank 4's lateness, and with
+// --retire-slow its node's retirement is said to be the test of which.
+TEST_F(JobPace, ALatenessThatIsOneRanksIsSaidSoAndItsRetirementIsATest) {
+  FakePorts ports;
+  ports.children_done = false;
+  ports.linked = true;
+  JobConfig c = Config(true);
+  c.ranks_per_node = 2;
+  JobMachine m(c, &ports);
+  m.NoteHost(2, "h2");
+  m.NoteHost(3, "h3");
+  m.Start(0);
+  for (int look = 1; look <= 3; ++look) {
+    const int64_t seq0 = (look - 1) * 30 + 1;
+    PaceSample all;
+    all.look = look;
+    for (int shim = 0; shim < 3; ++shim) {
+      std::vector<RankTimes> ranks;
+      for (int rank : {2 * shim, 2 * shim + 1}) {
+        RankTimes r{rank, {{"0", {}}}};
+        for (int64_t q = seq0; q < seq0 + 30; ++q)
+          r.groups[0].ops.emplace_back(
+              q, static_cast<int64_t>((1.8e9 + q * 0.14 + (rank == 4 ? 0.04 : 0.001 * rank)) * 1e9));
+        ranks.push_back(r);
+      }
+      MergePace(&all, LocalPace(shim, look, ranks, 0, 0.0005));
+    }
+    MergePace(&all, LocalPace(3, look, {}, 0, 0.0005));  // the spare
+    m.OnPaceSample(all, 5.0 * look);
+  }
+  ASSERT_EQ(g_lines.size(), 2u);
+  EXPECT_NE(g_lines[0].find("rank 4 on h2 (shim 2) is late: it entered 30 of 30 collectives last"),
+            std::string::npos)
+      << g_lines[0];
+  EXPECT_NE(g_lines[1].find("--retire-slow: the lateness is rank 4's alone: retiring rank 2's "
+                            "shim on h2 tells its node from its own work: should NODE_RANK 2's "
+                            "next holder be late the same way, the work is the rank's, and h2 is "
+                            "given back as a spare"),
+            std::string::npos)
+      << g_lines[1];
+  EXPECT_TRUE(m.roster()->Retired(2));
+  EXPECT_EQ(m.state(), JobState::kEnding);
 }
 
 }  // namespace

@@ -42,7 +42,7 @@ int Roster::Vacant() const {
 bool Roster::Retire(int shim, const std::string& host, const std::string& reason, int attempt) {
   if (shim < 0 || retired_.count(shim)) return false;
   retired_.insert(shim);
-  Retirement r{shim, host, reason, attempt, NodeOf(shim)};
+  Retirement r{shim, host, reason, attempt, NodeOf(shim), ""};
   retirements_.push_back(r);
   spares_.erase(std::remove(spares_.begin(), spares_.end(), shim), spares_.end());
   if (streak_shim_ == shim) streak_shim_ = -1, streak_ = 0;
@@ -50,6 +50,24 @@ bool Roster::Retire(int shim, const std::string& host, const std::string& reason
   holder_[static_cast<size_t>(r.node)] = -1;
   node_of_[static_cast<size_t>(shim)] = -1;
   return true;
+}
+
+const Retirement* Roster::SlowRetirement(int node) const {
+  for (auto it = retirements_.rbegin(); it != retirements_.rend(); ++it)
+    if (it->node == node && it->reason.rfind(kSlowReason, 0) == 0) return &*it;
+  return nullptr;
+}
+
+bool Roster::GiveBack(int shim, const std::string& why) {
+  for (Retirement& r : retirements_) {
+    if (r.shim != shim || !r.given_back.empty() || r.reason.rfind(kSlowReason, 0) != 0)
+      continue;
+    r.given_back = why.empty() ? "given back" : why;
+    retired_.erase(shim);
+    spares_.insert(std::upper_bound(spares_.begin(), spares_.end(), shim), shim);
+    return true;
+  }
+  return false;
 }
 
 bool Roster::Fill() {
@@ -165,7 +183,8 @@ std::string Roster::RetiredJson() const {
     out += "{\"shim\":" + std::to_string(r.shim) +
            ",\"node\":" + (r.node >= 0 ? std::to_string(r.node) : "null") +
            ",\"host\":" + JsonQuote(r.host) + ",\"reason\":" + JsonQuote(r.reason) +
-           ",\"attempt\":" + std::to_string(r.attempt) + "}";
+           ",\"attempt\":" + std::to_string(r.attempt) +
+           (r.given_back.empty() ? "" : ",\"given_back\":" + JsonQuote(r.given_back)) + "}";
   }
   return out + "]";
 }
@@ -176,7 +195,9 @@ std::string Roster::RetiredText() const {
     out += "aml-shim:   " +
            (r.node >= 0 ? "NODE_RANK " + std::to_string(r.node) : std::string("a spare")) +
            ", " + ShimName(r.shim, r.host) + ", retired in attempt " + std::to_string(r.attempt) +
-           ": " + EscapeControl(r.reason) + "\n";
+           ": " + EscapeControl(r.reason) +
+           (r.given_back.empty() ? "" : "; given back as a spare: " + EscapeControl(r.given_back)) +
+           "\n";
   return out;
 }
 
@@ -219,6 +240,8 @@ bool Roster::Load(const JsonValue& v) {
     const JsonValue* reason = r.Find("reason");
     one.host = host && host->kind == JsonValue::Kind::kString ? host->text : "";
     one.reason = reason && reason->kind == JsonValue::Kind::kString ? reason->text : "";
+    const JsonValue* back = r.Find("given_back");
+    one.given_back = back && back->kind == JsonValue::Kind::kString ? back->text : "";
     if (one.shim < 0 || one.shim >= shims) return false;
     rs.push_back(std::move(one));
   }
@@ -229,7 +252,8 @@ bool Roster::Load(const JsonValue& v) {
   spares_ = sp;
   retirements_ = std::move(rs);
   retired_.clear();
-  for (const Retirement& r : retirements_) retired_.insert(r.shim);
+  for (const Retirement& r : retirements_)
+    if (r.given_back.empty()) retired_.insert(r.shim);
   streak_shim_ = -1;
   streak_ = 0;
   if (streak && streak->kind == JsonValue::Kind::kArray && streak->items.size() == 2) {

@@ -23,7 +23,11 @@ struct Retirement {
   std::string reason;  // "lost: ...", "its ranks failed first in attempts 1 and 2", ...
   int attempt = 0;     // the attempt in which it was retired
   int node = -1;       // the NODE_RANK it held (-1: a spare)
+  std::string given_back;  // non-empty: a spare again since, and why
 };
+
+// The reason of a node --retire-slow retired.
+constexpr char kSlowReason[] = "named slow: ";
 
 class Roster {
  public:
@@ -45,6 +49,12 @@ class Roster {
   // Retires `shim`; its NODE_RANK (if it held one) is vacant until Fill().
   // True when it held one. Once only: a second call for it does nothing.
   bool Retire(int shim, const std::string& host, const std::string& reason, int attempt);
+  // The last retirement of NODE_RANK `node`'s holder as slow (kSlowReason),
+  // given back or not; null when none.
+  const Retirement* SlowRetirement(int node) const;
+  // A shim retired as slow (alive, idle) is a spare again: `why` goes into
+  // its record. False when it is not so retired (or given back already).
+  bool GiveBack(int shim, const std::string& why);
   // A spare (lowest launcher rank first) for each vacant NODE_RANK, lowest
   // NODE_RANK first. False when the spares are too few (the roster is then
   // unchanged).

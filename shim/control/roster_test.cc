@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "shim/base/json_read.h"
+
 namespace aml {
 namespace {
 
@@ -106,6 +108,37 @@ TEST(Roster, TheRecordNamesEachRetiredNode) {
   EXPECT_EQ(r.RetiredText(),
             "aml-shim:   NODE_RANK 1, rank 1's shim on gpu\"7, retired in attempt 2: lost: "
             "silent for 5.0 s\n");
+}
+
+// A node --retire-slow retired whose slowness then followed its ranks is
+// given back: a spare again (lowest launcher rank first), its record kept
+// with why, and so handed to a heir. A node retired for another reason is
+// not given back.
+TEST(Roster, ANodeRetiredAsSlowIsGivenBackAsASpare) {
+  Roster r(5, 2);
+  r.Retire(1, "h1", std::string(kSlowReason) + "its ranks entered 30 of 30 collectives last", 1);
+  ASSERT_TRUE(r.Fill());  // NODE_RANK 1 to shim 3
+  r.Retire(2, "h2", "lost: silent for 5.0 s", 2);
+  EXPECT_EQ(r.SlowRetirement(1)->shim, 1);
+  EXPECT_EQ(r.SlowRetirement(2), nullptr);
+  EXPECT_FALSE(r.GiveBack(2, "no"));
+  ASSERT_TRUE(r.GiveBack(1, "NODE_RANK 1's lateness followed its ranks"));
+  EXPECT_FALSE(r.GiveBack(1, "twice"));
+  EXPECT_FALSE(r.Retired(1));
+  EXPECT_EQ(r.Spares(), (std::vector<int>{1, 4}));
+  EXPECT_EQ(r.SlowRetirement(1)->given_back, "NODE_RANK 1's lateness followed its ranks");
+  EXPECT_NE(r.RetiredJson().find("\"attempt\":1,\"given_back\":\"NODE_RANK 1's lateness "
+                                 "followed its ranks\"}"),
+            std::string::npos)
+      << r.RetiredJson();
+  auto j = ParseJson(r.Save());
+  ASSERT_TRUE(j.ok()) << r.Save();
+  Roster back(5, 2);
+  ASSERT_TRUE(back.Load(*j));
+  EXPECT_FALSE(back.Retired(1));
+  EXPECT_TRUE(back.Retired(2));
+  EXPECT_EQ(back.Spares(), (std::vector<int>{1, 4}));
+  EXPECT_EQ(back.RetiredJson(), r.RetiredJson());
 }
 
 }  // namespace
