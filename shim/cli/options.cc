@@ -9,6 +9,7 @@
 #include "shim/base/host_port.h"
 #include "shim/base/parse_int.h"
 #include "shim/base/units.h"
+#include "shim/cli/nearest_word.h"
 
 namespace po = boost::program_options;
 
@@ -502,6 +503,14 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
         is_long ? desc.find_nothrow(name, false) : desc.find_nothrow("-" + name, false);
     if (o && !seen.insert(o->long_name()).second)
       return Error{"option '--" + o->long_name() + "' cannot be specified more than once"};
+    if (!o && is_long) {
+      // A typo: the nearest option, when one is clearly nearest.
+      std::vector<std::string> names;
+      for (const auto& d : desc.options()) names.push_back(d->long_name());
+      const std::string near = NearestWord(name, names);
+      if (!near.empty())
+        return Error{"unrecognised option '--" + name + "': did you mean '--" + near + "'?"};
+    }
     if (eq != std::string::npos) continue;
     if (o && o->semantic()->max_tokens() > 0 && i + 1 < args.size())
       opts.push_back(args[++i]);

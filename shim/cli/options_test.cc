@@ -253,6 +253,23 @@ namespace {
 // (a script's runaway loop) are refused as fast as two. Boost's own check
 // took quadratic time: 100,000 repeats took 12 s, this test's million
 // would outlast ctest's timeout.
+// A typo gets the nearest option (before: "unrecognised option" alone);
+// a word near none gets Boost's message as before.
+TEST(Options, AMistypedOptionIsAnsweredWithTheNearestOne) {
+  auto inv = Parse({"--nproc-per-nod", "2", "x"});
+  ASSERT_FALSE(inv.ok());
+  EXPECT_EQ(inv.error().message,
+            "unrecognised option '--nproc-per-nod': did you mean '--nproc-per-node'?");
+  inv = Parse({"--max-restart=2", "x"});
+  ASSERT_FALSE(inv.ok());
+  EXPECT_EQ(inv.error().message,
+            "unrecognised option '--max-restart': did you mean '--max-restarts'?");
+  inv = Parse({"--frobnicate", "x"});
+  ASSERT_FALSE(inv.ok());
+  EXPECT_EQ(inv.error().message.find("did you mean"), std::string::npos) << inv.error().message;
+  EXPECT_NE(inv.error().message.find("--frobnicate"), std::string::npos) << inv.error().message;
+}
+
 TEST(Options, AnOptionGivenTwiceIsRefusedAtOnceInAnyForm) {
   for (auto args : std::vector<std::vector<std::string>>{
            {"-v", "--verbose", "x"}, {"--grace=5", "--grace", "6", "x"},

@@ -5,6 +5,7 @@ asserts what a user would see: the environment each rank gets, exit codes,
 messages, training results.
 """
 import json
+import ctypes
 import os
 import signal
 import re
@@ -112,6 +113,11 @@ def signal_all(pids, sig):
             pass
 
 
+def _die_with_parent():
+    # prctl(PR_SET_PDEATHSIG, SIGKILL), in the child before exec.
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+
+
 class CpuHogs:
     """Busy loops beside a test (a busy node is the normal case): `per_core`
     per core, started when the block begins and ended when it ends."""
@@ -120,8 +126,11 @@ class CpuHogs:
         self.n = per_core * (os.cpu_count() or 2)
 
     def __enter__(self):
-        self.hogs = [spawn(["sh", "-c", "while :; do :; done"], stdout=subprocess.DEVNULL)
-                     for _ in range(self.n)]
+        # Each ends with the test's process too (PR_SET_PDEATHSIG): a test
+        # killed by ctest's timeout (or by hand) left its hogs spinning, and
+        # every later test ran beside them.
+        self.hogs = [spawn(["sh", "-c", "while :; do :; done"], stdout=subprocess.DEVNULL,
+                           preexec_fn=_die_with_parent) for _ in range(self.n)]
         return self
 
     def __exit__(self, *exc):
