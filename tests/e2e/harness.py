@@ -5,7 +5,6 @@ asserts what a user would see: the environment each rank gets, exit codes,
 messages, training results.
 """
 import json
-import ctypes
 import os
 import signal
 import re
@@ -113,11 +112,6 @@ def signal_all(pids, sig):
             pass
 
 
-def _die_with_parent():
-    # prctl(PR_SET_PDEATHSIG, SIGKILL), in the child before exec.
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
-
-
 class CpuHogs:
     """Busy loops beside a test (a busy node is the normal case): `per_core`
     per core, started when the block begins and ended when it ends."""
@@ -126,11 +120,12 @@ class CpuHogs:
         self.n = per_core * (os.cpu_count() or 2)
 
     def __enter__(self):
-        # Each ends with the test's process too (PR_SET_PDEATHSIG): a test
-        # killed by ctest's timeout (or by hand) left its hogs spinning, and
-        # every later test ran beside them.
-        self.hogs = [spawn(["sh", "-c", "while :; do :; done"], stdout=subprocess.DEVNULL,
-                           preexec_fn=_die_with_parent) for _ in range(self.n)]
+        # Each ends with the test's process too (setpriv --pdeathsig, of
+        # util-linux: no preexec_fn, unsafe beside threads): a test killed by
+        # ctest's timeout (or by hand) left its hogs spinning, and every
+        # later test ran beside them.
+        self.hogs = [spawn(["setpriv", "--pdeathsig", "KILL", "sh", "-c", "while :; do :; done"],
+                           stdout=subprocess.DEVNULL) for _ in range(self.n)]
         return self
 
     def __exit__(self, *exc):
