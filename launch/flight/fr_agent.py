@@ -167,11 +167,16 @@ def _aml_flight_first(dump, prefix, rank, version):
 
 
 def _aml_flight_write(dump, prefix, rank, version, stacks=True):
-    # The record, whole: a temporary file renamed.
+    # The record, whole: a temporary file renamed. The temporary file is
+    # this writer's own (process and thread): a second writer of the same
+    # rank's record (test_culprit in a CI run: rank 7's rename found its
+    # "fr-...-rank-7.tmp" gone, and its stack traces were lost) renames its
+    # own, whole; the last rename wins.
     import os
+    import threading
     try:
         blob = _aml_flight_mend(dump(True, stacks, False))
-        tmp = "%s%d.tmp" % (prefix, rank)
+        tmp = "%s%d.%d.%d.tmp" % (prefix, rank, os.getpid(), threading.get_ident())
         out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC |
                       getattr(os, "O_NOFOLLOW", 0), 0o600)
         try:
