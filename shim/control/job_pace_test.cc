@@ -15,21 +15,24 @@ namespace {
 std::vector<std::string> g_lines;
 void Keep(const std::string& line) { g_lines.push_back(line); }
 
-// 4 shims; those in `ranks_on` run a rank each (the others, a spare or a
-// node retired, send an empty part): shim `slow`'s rank enters each
-// collective 40 ms after the others, whose step is 100 ms.
-PaceSample Look(int64_t look, int slow, std::vector<int> ranks_on = {0, 1, 2}) {
+// 4 shims; those in `ranks_on` run `per_node` ranks each (shim s ranks
+// s * per_node + i; the others, a spare or a node retired, send an empty
+// part): rank `late` enters each collective 40 ms after the others, whose
+// step is 100 ms.
+PaceSample Look(int64_t look, int late, std::vector<int> ranks_on = {0, 1, 2}, int per_node = 1) {
   const int64_t seq0 = (look - 1) * 30 + 1;
   PaceSample all;
   all.look = look;
   for (int shim = 0; shim < 4; ++shim) {
     std::vector<RankTimes> ranks;
     if (std::find(ranks_on.begin(), ranks_on.end(), shim) != ranks_on.end()) {
-      RankTimes r{shim, {{"0", {}}}};
-      for (int64_t q = seq0; q < seq0 + 30; ++q)
-        r.groups[0].ops.emplace_back(
-            q, static_cast<int64_t>((1.8e9 + q * 0.14 + (shim == slow ? 0.04 : 0.0)) * 1e9));
-      ranks.push_back(r);
+      for (int rank = shim * per_node; rank < (shim + 1) * per_node; ++rank) {
+        RankTimes r{rank, {{"0", {}}}};
+        for (int64_t q = seq0; q < seq0 + 30; ++q)
+          r.groups[0].ops.emplace_back(
+              q, static_cast<int64_t>((1.8e9 + q * 0.14 + (rank == late ? 0.04 : 0.0)) * 1e9));
+        ranks.push_back(r);
+      }
     }
     MergePace(&all, LocalPace(shim, look, ranks, 0, 0.0005));
   }
@@ -203,24 +206,8 @@ TEST_F(JobPace, ALatenessThatIsOneRanksIsSaidSoAndItsRetirementIsATest) {
   m.NoteHost(2, "h2");
   m.NoteHost(3, "h3");
   m.Start(0);
-  for (int look = 1; look <= 3; ++look) {
-    const int64_t seq0 = (look - 1) * 30 + 1;
-    PaceSample all;
-    all.look = look;
-    for (int shim = 0; shim < 3; ++shim) {
-      std::vector<RankTimes> ranks;
-      for (int rank : {2 * shim, 2 * shim + 1}) {
-        RankTimes r{rank, {{"0", {}}}};
-        for (int64_t q = seq0; q < seq0 + 30; ++q)
-          r.groups[0].ops.emplace_back(
-              q, static_cast<int64_t>((1.8e9 + q * 0.14 + (rank == 4 ? 0.04 : 0.001 * rank)) * 1e9));
-        ranks.push_back(r);
-      }
-      MergePace(&all, LocalPace(shim, look, ranks, 0, 0.0005));
-    }
-    MergePace(&all, LocalPace(3, look, {}, 0, 0.0005));  // the spare
-    m.OnPaceSample(all, 5.0 * look);
-  }
+  for (int look = 1; look <= 3; ++look)
+    m.OnPaceSample(Look(look, 4, {0, 1, 2}, 2), 5.0 * look);
   ASSERT_EQ(g_lines.size(), 2u);
   EXPECT_NE(g_lines[0].find("rank 4 on h2 (shim 2) is late: it entered 30 of 30 collectives last"),
             std::string::npos)
