@@ -361,6 +361,15 @@ MUTANTS = [
      "    if (whole)\n      for (const PaceOp& op : g.ops) full = std::max(full, op.shims);",
      "    if (whole || true)\n      for (const PaceOp& op : g.ops) full = std::max(full, op.shims);",
      "a look missing a part learns the group's nodes from it: collectives of some nodes are judged"),
+    ("pace-streak-kept", "launch/pace/straggler_judge.cc",
+     "    n.streak = slow ? n.streak + 1 : 0;",
+     "    n.streak = slow ? n.streak + 1 : n.streak;",
+     "a look that found a node late but not slow keeps its streak: a healthy node whose "
+     "checkpoints stall it now and then is named"),
+    ("pace-named-a-look-late", "launch/pace/straggler_judge.cc",
+     "    if (slow && !n.named && n.streak >= looks_) {",
+     "    if (slow && !n.named && n.streak > looks_) {",
+     "a slow node is named after 4 looks in a row, where the docs say 3"),
 ]
 
 SIM_RUNS = [

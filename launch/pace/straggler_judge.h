@@ -7,7 +7,12 @@
 //   - kLateFrac of the group's period (the median time between its
 //     collectives): a job's usual jitter and a node a few per cent slower
 //     are not named; a 10 % slower step is,
-//   - kMinLateS.
+//   - kMinLateS, 10 ms: what the scheduler of a busy node costs a rank
+//     that wakes on a core other work holds (a few of Linux's time slices;
+//     3 netns nodes sharing 2 cores with 4 busy loops had one rank 6 ms
+//     late in half the steps for minutes, 5 s a minute of the job's time,
+//     a node named that was as healthy as the others). Steps of a real
+//     training job (0.1 s and more) put 5 % of the period at or above it.
 // A node whose lateness so summed over a look (kMinOps collectives judged
 // at least) is kWaitShare of all the look's lateness and kLateFrac of its
 // span (the job waits for it 3 s per minute at least) is slow in that look:
@@ -51,7 +56,7 @@ struct SlowNode {
 class StragglerJudge {
  public:
   static constexpr double kLateFrac = 0.05;
-  static constexpr double kMinLateS = 0.001;
+  static constexpr double kMinLateS = 0.010;  // a busy node's scheduler
   static constexpr int kMinOps = 8;
   static constexpr double kWaitShare = 2.0 / 3;
   static constexpr double kOneRankShare = 0.9;

@@ -1,6 +1,7 @@
 #include "shim/sim/fault_plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <set>
 
@@ -93,7 +94,11 @@ void DrawPace(int shims, std::mt19937_64* rng, FaultPlan* p) {
   p->skew_s = Draw(rng, 0, 500) / 1000.0;
   p->step_s = Draw(rng, 5, 50) / 100.0;
   p->jitter = Draw(rng, 0, 1) == 0 ? 0.03 : 0.1;
-  if (shims < 2 || Draw(rng, 0, 1) == 0) return;
+  if (shims < 2 || Draw(rng, 0, 1) == 0) {
+    // Healthy; half the time beside one shim's checkpoint-like stalls.
+    if (shims >= 3 && Draw(rng, 0, 1) == 0) p->pace_stall = Draw(rng, 0, shims - 1);
+    return;
+  }
   p->pace_slow = Draw(rng, 0, shims - 1);
   static const double kFactors[] = {1.1, 1.3, 2.0};
   p->factor = kFactors[Draw(rng, 0, 2)];
@@ -238,6 +243,13 @@ Status ParseSpec(const std::string& spec, int shims, std::mt19937_64* rng, Fault
       continue;
     }
     if (item == "pace") {
+      p->pace = true;
+      continue;
+    }
+    if (item.rfind("stall=", 0) == 0) {
+      auto k = ParseInt("--faults", item.substr(6), 0, std::max(0, shims - 1));
+      if (!k.ok()) return Error{k.error().message + " (in '" + item + "')"};
+      p->pace_stall = static_cast<int>(*k);
       p->pace = true;
       continue;
     }
@@ -394,6 +406,7 @@ std::string FaultPlan::Describe() const {
     if (pace_slow >= 0)
       out += ",paceslow=" + std::to_string(pace_slow) + ",factor=" + FormatNumber(factor, "%g") +
              ",burst=" + std::to_string(burst);
+    if (pace_stall >= 0) out += ",stall=" + std::to_string(pace_stall);
   }
   return out.empty() ? "none" : out;
 }
@@ -410,8 +423,14 @@ bool FaultPlan::Busy() const {
 double FaultPlan::PaceWaitShare() const {
   if (pace_slow < 0) return 0;
   const double wait = (factor - 1) * step_s;
-  const double cycle = burst * (step_s * (1 + jitter) + 0.001) + wait;
+  const double stalls =
+      pace_stall >= 0 ? burst * (kStallS / StallEvery() + HiccupS() / kHiccupEvery) : 0;
+  const double cycle = burst * (step_s * (1 + jitter) + 0.001) + wait + stalls;
   return wait / cycle;
+}
+
+int FaultPlan::StallEvery() const {
+  return std::max(1, static_cast<int>(std::ceil(kStallEveryS / (step_s + 0.001))));
 }
 
 Result<FaultPlan> MakeFaultPlan(const std::string& spec, int shims, std::mt19937_64* rng) {

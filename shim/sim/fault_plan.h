@@ -39,9 +39,14 @@
 //             "skew=" seconds, each rank's step longer by up to "jitter="
 //             of it (3 % or 10 %); at times one shim "paceslow=S" whose
 //             ranks are "factor=" times slower in one step of "burst=" (1:
-//             every step). The slow node must be named within 4 looks when
+//             every step). The slow node must be named within 3 looks when
 //             the job waits for it 7.5 % of the time or more and its
-//             slowdown is twice the jitter or more; no other ever is.
+//             slowdown is twice the jitter and the judge's floor or more;
+//             no other ever is. At times, with no slow node, one healthy
+//             shim "stall=S" whose ranks stall kStallS in one step about
+//             every kStallEveryS (a checkpoint) and are a little late in
+//             one step of kHiccupEvery (logging: late, never slow): slow
+//             in a stall's look, never in 3 in a row, never named.
 //   random    any mix of the above, several at once, at random moments
 //             (and at times spares: "spares=K" in a spec)
 //   rootloss  with spares, rank 0's shim killed, frozen or cut off by a
@@ -57,11 +62,13 @@
 // as a range, "partition@40:5-9", or "half" (shims 1 to N/2).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "launch/pace/straggler_judge.h"
 #include "shim/base/result.h"
 
 namespace aml {
@@ -103,11 +110,23 @@ struct FaultPlan {
   double step_s = 0.1, skew_s = 0, factor = 1;
   double jitter = 0.03;  // each rank's, up to this share of a step ("jitter=")
   int pace_slow = -1, burst = 1;
+  int pace_stall = -1;  // "stall=S"
+  static constexpr double kStallS = 0.8, kStallEveryS = 18;
+  static constexpr int kHiccupEvery = 16;
+  // The steps between two of the stalling shim's stalls, and its hiccup:
+  // 2.5 times the judge's floor, under 5 % of the time.
+  int StallEvery() const;
+  double HiccupS() const {
+    return 2.5 * std::max(StragglerJudge::kMinLateS, StragglerJudge::kLateFrac * step_s);
+  }
   static constexpr double kPaceEveryS = 10, kPaceRunS = 80;
   // The share of the job's time spent waiting for the slow node, and
-  // whether its lateness stands clear of the ranks' jitter (twice it).
+  // whether its lateness stands clear of the ranks' jitter (twice it) and
+  // of a busy node's scheduler (twice the judge's kMinLateS: imported).
   double PaceWaitShare() const;
-  bool PaceClearOfJitter() const { return factor - 1 >= 2 * jitter; }
+  bool PaceClearOfJitter() const {
+    return factor - 1 >= 2 * jitter && (factor - 1) * step_s >= 2 * StragglerJudge::kMinLateS;
+  }
   // --faults busy: the longest pause of a descheduled shim. Below a steady
   // link's 5 s allowance less a beat: a busy shim is late, never lost.
   static constexpr double kBusyPauseS = 2.5;

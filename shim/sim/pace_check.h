@@ -15,7 +15,7 @@
 namespace aml {
 
 constexpr double kMustNameShare = 0.075;  // 1.5 times the judge's 5 %
-constexpr int kMustNameLooks = 4;         // its 3 in a row, and one more
+constexpr int kMustNameLooks = 3;         // its 3 in a row, as the docs say
 constexpr long long kMaxPartBytes = 16 << 10;  // one group's 64 collectives
 
 // "" when the run kept the rules; else which broke.

@@ -1,6 +1,7 @@
 #include "shim/sim/sim_cluster.h"
 
 #include <signal.h>
+#include <time.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -345,6 +346,7 @@ class Cluster {
   uint64_t seq_ = 0;
   double now_ = 0;
   long long events_ = 0;
+  double rank0_cpu_s_ = 0;  // SimResult::rank0_cpu_s
   std::set<std::pair<int, int>> cut_;
   std::vector<int> side_;          // each shim's side of a partition (empty: none)
   std::unordered_map<uint64_t, double> wire_free_;  // each direction's sender, busy until
@@ -458,6 +460,11 @@ RankPlan Cluster::RanksOf(int shim) const {
   r.jitter = plan_.jitter;
   r.factor = plan_.pace_slow >= 0 ? plan_.factor : 1;
   r.burst = std::max(1, plan_.burst);
+  r.stall = plan_.pace_stall == shim;
+  r.stall_s = plan_.pace_stall >= 0 ? FaultPlan::kStallS : 0;
+  r.stall_every = plan_.StallEvery();
+  r.hiccup_s = plan_.pace_stall >= 0 ? plan_.HiccupS() : 0;
+  r.hiccup_every = FaultPlan::kHiccupEvery;
   r.skew_s = SkewOf(shim);
   r.seed = o_.seed;
   return r;
@@ -900,6 +907,31 @@ void Cluster::NoteVerdict(int from, const std::string& frame) {
 
 // ---- The run
 
+namespace {
+// Adds the calling thread's CPU time within its scope to *sum (none when
+// sum is null).
+class RootCpu {
+ public:
+  explicit RootCpu(double* sum) : sum_(sum) {
+    if (sum_) t0_ = Now();
+  }
+  ~RootCpu() {
+    if (sum_) *sum_ += Now() - t0_;
+  }
+  RootCpu(const RootCpu&) = delete;
+  RootCpu& operator=(const RootCpu&) = delete;
+
+ private:
+  static double Now() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+  }
+  double* sum_;
+  double t0_ = 0;
+};
+}  // namespace
+
 SimResult Cluster::Run() {
   const auto wall0 = std::chrono::steady_clock::now();
   Build();
@@ -918,6 +950,7 @@ SimResult Cluster::Run() {
     if ((e.kind == Ev::kFrame || e.kind == Ev::kClosed) && plan_.Busy())
       s.inbox.erase(s.inbox.find(e.t));
     if (s.exited || s.killed || s.frozen) continue;
+    RootCpu cpu(e.shim == 0 ? &rank0_cpu_s_ : nullptr);
     switch (e.kind) {
       case Ev::kJoin: {
         // At rank 0's door: the joiner's greeting, join and proof.
@@ -1014,6 +1047,7 @@ SimResult Cluster::Run() {
   r.faults = plan_.name;
   r.plan = plan_.Describe();
   r.events = events_;
+  r.rank0_cpu_s = rank0_cpu_s_;
   if (o_.frames)
     for (const auto& sp : shims_) {
       std::string list;

@@ -55,6 +55,10 @@ struct SimResult {
   double end_s = 0;           // when the last shim exited
   long long msgs_max_per_shim = 0;  // frames one shim handled, at most
   long long rank0_msgs = 0, rank0_bytes = 0;
+  // The CPU (this thread's) spent handling rank 0's shim's events: the
+  // real code's work for it (its frames, timers, looks), and the
+  // simulator's delivery of them (an upper bound of the root's cost).
+  double rank0_cpu_s = 0;
   long long events = 0;
   int exit_code = 0;          // rank 0's (or the job's, when rank 0 was lost)
   int restarts = 0;

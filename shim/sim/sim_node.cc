@@ -196,19 +196,24 @@ int64_t SimProcs::DumpsProgress(int* answered) const {
 
 // --faults pace: step k begins when the slowest node entered step k-1's
 // all-reduce; a node enters it after its step's work (the slow node's
-// `factor` times longer in one step of `burst`), and a jitter of its own.
+// `factor` times longer in one step of `burst`, the stalling node's
+// `stall_s` longer in one of `stall_every` and `hiccup_s` in one of
+// `hiccup_every`), and a jitter of its own.
 double SimProcs::StepAt(int64_t k) const {
   const double p = plan_.step_s;
   const double slow_extra = plan_.slow || plan_.factor > 1 ? (plan_.factor - 1) * p : 0;
   const double step = p * (1 + plan_.jitter) + kAllReduceS;
+  const double stalls = plan_.stall_s * static_cast<double>((k - 1) / plan_.stall_every) +
+                        plan_.hiccup_s * static_cast<double>((k - 1) / plan_.hiccup_every);
   return origin_ + kPaceStartS + static_cast<double>(k - 1) * step +
-         slow_extra * static_cast<double>((k - 1) / plan_.burst);
+         slow_extra * static_cast<double>((k - 1) / plan_.burst) + stalls;
 }
 
 std::vector<RankTimes> SimProcs::DumpsTimes() const {
   if (!plan_.pace || !ran_) return {};
   const double p = plan_.step_s;
-  const double avg = p * (1 + plan_.jitter) + kAllReduceS + (plan_.factor - 1) * p / plan_.burst;
+  const double avg = p * (1 + plan_.jitter) + kAllReduceS + (plan_.factor - 1) * p / plan_.burst +
+                     plan_.stall_s / plan_.stall_every + plan_.hiccup_s / plan_.hiccup_every;
   // The last step whose all-reduce completed by now.
   int64_t k = std::max<int64_t>(0, static_cast<int64_t>((now_ - origin_ - kPaceStartS) / avg));
   while (k > 0 && StepAt(k + 1) > now_) --k;
@@ -227,7 +232,10 @@ std::vector<RankTimes> SimProcs::DumpsTimes() const {
       h ^= h >> 29;
       const double jitter = plan_.jitter * p * static_cast<double>(h % 1000) / 1000.0;
       const bool slow_now = plan_.slow && q % plan_.burst == 0;
-      const double at = StepAt(q) + p * (slow_now ? plan_.factor : 1) + jitter;
+      const bool stall_now = plan_.stall && q % plan_.stall_every == 0;
+      const bool hiccup_now = plan_.stall && q % plan_.hiccup_every == 0;
+      const double at = StepAt(q) + p * (slow_now ? plan_.factor : 1) + jitter +
+                        (stall_now ? plan_.stall_s : 0) + (hiccup_now ? plan_.hiccup_s : 0);
       const double wall = wall_epoch_ + at + plan_.skew_s;
       r.groups[0].ops.emplace_back(q, static_cast<int64_t>(wall * 1e9));
     }

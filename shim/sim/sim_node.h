@@ -36,6 +36,12 @@ struct RankPlan {
   double step_s = 0.1, factor = 1, skew_s = 0;
   double jitter = 0.03;  // each rank's, up to this share of a step
   int burst = 1;
+  // The job's stalls: this node's ranks (when `stall`) stall `stall_s` in
+  // one step of `stall_every` and `hiccup_s` in one of `hiccup_every`;
+  // every node's next step waits for it.
+  bool stall = false;
+  double stall_s = 0, hiccup_s = 0;
+  int stall_every = 1, hiccup_every = 1;
   uint64_t seed = 0;
 };
 

@@ -37,6 +37,7 @@ std::string SimResult::Json() const {
   j += ",\"msgs_max_per_shim\":" + std::to_string(msgs_max_per_shim);
   j += ",\"rank0_msgs\":" + std::to_string(rank0_msgs);
   j += ",\"rank0_bytes\":" + std::to_string(rank0_bytes);
+  j += ",\"rank0_cpu_s\":" + FormatNumber(rank0_cpu_s, "%.4f");
   j += ",\"events\":" + std::to_string(events);
   if (pace_looks > 0) {
     j += ",\"pace_looks\":" + std::to_string(pace_looks) + ",\"named\":" + JsonQuote(named);

@@ -10,9 +10,14 @@ then prints its step count and the weights' digest (a sum of what every
 rank contributed, step by step: the same for the same step count) and
 exits 0. Prints a line every PRINT_EVERY steps (default 50). For the
 bench (bench/straggler.py), rank SLOW_RANK does SLOW_FACTOR times the work
-(a slowdown chosen exactly, where a cgroup's quota depends on the load)."""
+(a slowdown chosen exactly, where a cgroup's quota depends on the load),
+and rank OWN_RANK spends OWN_S seconds more a step on its own work (a
+sleep: rank 0's logging or metrics, which is not its node's fault). NOISE
+(a fraction, 0 by default) varies every step's pause by up to that much
+either way, drawn alike on every rank."""
 import hashlib
 import os
+import random
 import time
 
 import torch
@@ -24,6 +29,10 @@ if rank == int(os.environ.get("SLOW_RANK", "-1")):
     work = int(work * float(os.environ.get("SLOW_FACTOR", "1")))
 run_s = float(os.environ.get("RUN_S", "60"))
 pause_s = float(os.environ.get("PAUSE_S", "0"))
+own_s = float(os.environ.get("OWN_S", "0")) if rank == int(os.environ.get("OWN_RANK", "-1")) \
+    else 0.0
+noise = float(os.environ.get("NOISE", "0"))
+draw = random.Random(rank)
 steps_max = int(os.environ.get("STEPS", "0"))
 every = int(os.environ.get("PRINT_EVERY", "50"))
 torch.set_num_threads(1)
@@ -36,7 +45,9 @@ while True:
     for i in range(work):
         x += i & 7
     if pause_s:
-        time.sleep(pause_s)
+        time.sleep(pause_s * (1 + noise * (2 * draw.random() - 1)))
+    if own_s:
+        time.sleep(own_s)
     step += 1
     stop = 1.0 if rank == 0 and ((steps_max and step >= steps_max) or
                                  (not steps_max and time.monotonic() - start >= run_s)) else 0.0
