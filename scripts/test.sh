@@ -23,13 +23,29 @@ scripts/setup.sh --tests
 scripts/build.sh
 cd build
 status=0
+# Each test's time goes to Testing/times.xml (JUnit), read back below.
+rm -f Testing/times.xml
 if [[ $(id -u) -eq 0 ]]; then
-  ctest --output-on-failure -j "${AML_TEST_JOBS:-2}" "$@" || status=$?
+  ctest --output-on-failure --output-junit Testing/times.xml -j "${AML_TEST_JOBS:-2}" "$@" \
+    || status=$?
 else
   # sudo's secure_path may lack nothing, but a user's PATH lacks /usr/sbin.
   sudo env "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
-    ctest --output-on-failure -j "${AML_TEST_JOBS:-2}" "$@" || status=$?
+    ctest --output-on-failure --output-junit Testing/times.xml -j "${AML_TEST_JOBS:-2}" "$@" \
+    || status=$?
   sudo chown -R "$(id -u):$(id -g)" . ../dist 2>/dev/null || true
+fi
+# The 15 slowest tests of this run: where the suite's time goes
+# (docs/testing.md gives its budget).
+if [[ -f Testing/times.xml ]]; then
+  python3 - Testing/times.xml <<'PY' || true
+import sys
+import xml.etree.ElementTree as ET
+cases = [(float(c.get("time", 0)), c.get("name")) for c in ET.parse(sys.argv[1]).iter("testcase")]
+print(f"The 15 slowest of {len(cases)} tests ({sum(t for t, _ in cases):.0f} s in all):")
+for t, name in sorted(cases, reverse=True)[:15]:
+    print(f"  {t:8.1f} s  {name}")
+PY
 fi
 # Tests skipped for want of namespaces (a chroot, an unprivileged container)
 # say why; ctest lists them as "(Skipped)" but does not show their output.

@@ -37,28 +37,6 @@ void ReadFlight(const JsonValue& v, std::optional<FrSummary>* fr, std::string* w
 
 }  // namespace
 
-std::string ShimName(int rank, const std::string& host) {
-  return "rank " + std::to_string(rank) + "'s shim" +
-         (host.empty() ? "" : " on " + EscapeControl(host));
-}
-
-const char* JobStateName(JobState s) {
-  switch (s) {
-    case JobState::kRunning: return "running";
-    case JobState::kFailed: return "failed";
-    case JobState::kHalted: return "halted";
-    case JobState::kDeciding: return "deciding";
-    case JobState::kCollecting: return "collecting";
-    case JobState::kEnding: return "ending";
-    case JobState::kBackingOff: return "backing_off";
-    case JobState::kDone: return "done";
-    case JobState::kStopped: return "stopped";
-    case JobState::kSignalled: return "signalled";
-    case JobState::kElecting: return "electing";
-  }
-  return "?";
-}
-
 Msg LostStop(const std::string& what) {
   return Msg("stop").Set("kind", std::string("lost")).Set("code", 125).Set("what", what);
 }
@@ -88,6 +66,8 @@ void JobMachine::Enter(JobState s, double now) {
   // A shim already stopped keeps its stop's time: a signal after the
   // verdict does not give the shims below another --grace (seed 3189).
   if ((s == JobState::kStopped || s == JobState::kSignalled) && !Over()) stop_at_ = now;
+  if (s != state_ && !JobMoveAllowed(state_, s))
+    stray_moves_.push_back(std::string(JobStateName(state_)) + " -> " + JobStateName(s));
   state_ = s;
   entered_ = now;
 }

@@ -7,22 +7,7 @@
 // (towards rank 0) and down (to every shim below). Rank 0's shim decides;
 // every other shim obeys and passes words on.
 //
-// States (one at a time; JobState below), each with a deadline where it waits:
-//   running     an attempt runs, nothing wrong seen here
-//   failed      (not rank 0) a rank here failed; waits for rank 0's verdict
-//   halted      (not rank 0) rank 0 heard of a failure and had every shim end its
-//               ranks at once; waits for the verdict that names the job's first
-//   deciding    (rank 0) the ranks end at once; failures arrive for 0.1 s; then
-//               the earliest (by its wall clock) is the job's
-//   collecting  a hang verdict: every shim reads its ranks' stacks
-//   ending      a restart round: every shim ends its ranks and says so
-//   backing_off (rank 0) every shim ended: the next attempt waits its back-off
-//   done        (not rank 0) this part of the job ended well; told the parent
-//   stopped     the job's verdict is given: the ranks end, the shims below first
-//   signalled   the launcher stopped this shim (or is gone): it leaves at once
-//   electing    (the root's heir, with --spares) the root was lost: the shims
-//               that reach the heir end their ranks and say so; with more
-//               than half of the job's shims it is the new root (job_heir.cc)
+// Its states and the moves between them are tables (job_states.h).
 #pragma once
 
 #include <deque>
@@ -38,19 +23,14 @@
 #include "launch/pace/straggler_judge.h"
 #include "launch/restart_policy.h"
 #include "shim/control/roll_call.h"
+#include "shim/control/job_states.h"
 #include "shim/control/roster.h"
+#include "shim/control/shim_name.h"
 #include "shim/control/wire.h"
 
 namespace aml {
 
-enum class JobState {
-  kRunning, kFailed, kHalted, kDeciding, kCollecting, kEnding, kBackingOff, kDone, kStopped,
-  kSignalled, kElecting
-};
-const char* JobStateName(JobState s);
 
-// "rank 3's shim on gpu002": how every message names a shim.
-std::string ShimName(int rank, const std::string& host);
 
 struct JobConfig {
   int rank = 0, size = 1;  // among the shims
@@ -191,6 +171,8 @@ class JobMachine {
   std::optional<LinkOrder> TakeOrder();
 
   JobState state() const { return state_; }
+  // Moves into a state that job_states.cc's table lacks ("from -> to").
+  const std::vector<std::string>& stray_moves() const { return stray_moves_; }
   int restarts() const { return restarts_; }
   // With --spares: this shim's NODE_RANK in the attempt under way (-1: it
   // waits), and rank 0's roster.
@@ -306,6 +288,7 @@ class JobMachine {
   JobConfig c_;
   JobPorts* ports_;
   JobState state_ = JobState::kRunning;
+  std::vector<std::string> stray_moves_;  // stray_moves()
   double entered_ = 0;          // when state_ began
   std::deque<LinkOrder> orders_;
   // Facts of the attempt under way.
@@ -372,8 +355,8 @@ class JobMachine {
 
 // The fixed waits of the states (docs/control-plane.md has the table).
 constexpr double kFailWindowS = 0.1;    // deciding: failures that count as first
-constexpr double kRecordsSlackS = 2;
-constexpr size_t kMaxRecords = 1 << 20;  // ranks' records rank 0 keeps for one failure    // deciding: past --dump-timeout, for a failure's records
+constexpr double kRecordsSlackS = 2;     // deciding: past --dump-timeout, for a failure's records
+constexpr size_t kMaxRecords = 1 << 20;  // ranks' records rank 0 keeps for one failure
 constexpr double kVerdictWaitS = 5;     // failed: a failing node waits for rank 0's word
 constexpr double kFlushS = 1;           // last words before exit
 constexpr double kCollectS = 20;        // collecting at rank 0 (readers 10 s, SIGABRT 5 s)

@@ -6,7 +6,7 @@
 #include "shim/base/json.h"
 #include "shim/base/log.h"
 #include "shim/base/text_list.h"
-#include "shim/control/job_machine.h"
+#include "shim/control/shim_name.h"
 
 namespace aml {
 

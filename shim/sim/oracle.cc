@@ -5,6 +5,7 @@
 #include <map>
 
 #include "shim/base/units.h"
+#include "shim/control/job_machine.h"
 #include "shim/control/liveness.h"
 #include "shim/control/tree_links.h"
 
@@ -20,7 +21,10 @@ constexpr double kCollectS = 20;      // the roll-call waits this long for stack
 // ranks answer within SimProcs::kDumpS, or never: FaultPlan::nodump).
 constexpr double kDumpTimeoutS = 10;
 constexpr double kDumpS = 1;
-constexpr double kRecordsWaitS = 2.5;  // a failure's verdict past --dump-timeout (job_machine.h)
+// A failure's verdict past --dump-timeout: job_machine.h's kRecordsSlackS
+// (imported), and a deliberate half second more for the records' trip up
+// the tree and the verdict's down (the oracle's window is the wider).
+constexpr double kRecordsWaitS = kRecordsSlackS + 0.5;
 constexpr double kEndingWaitS = 30;   // past --grace, for every shim to end its ranks
 constexpr double kProgressS = 60;     // an attempt this long made progress
 constexpr double kLastWordsS = 1;     // output in a failure's last second is not progress

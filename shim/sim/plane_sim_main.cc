@@ -9,6 +9,7 @@
 //                 [--frames] [--keep-going]
 //   aml-plane-sim --file FILE    (one set of the options above a line)
 //   aml-plane-sim --measure-cost
+//   aml-plane-sim --job-states   (docs/job-states.dot, from job_states.cc)
 //
 // With --seeds every seed runs and one summary line follows: its
 // "invariants" is "ok" only if every seed held. `fresh:N` runs N seeds from
@@ -29,6 +30,7 @@
 #include "shim/base/json.h"
 #include "shim/base/parse_int.h"
 #include "shim/base/units.h"
+#include "shim/control/job_states.h"
 #include "shim/sim/sim_cluster.h"
 
 namespace aml {
@@ -42,7 +44,8 @@ int Usage(const std::string& why) {
                "[--latency-us U] [--cost-us C] [--fanout F|A-B] [--per-node K] [--grace S] "
                "[--hang-timeout S] [--frames] [--keep-going]\n"
                "       aml-plane-sim --file FILE\n"
-               "       aml-plane-sim --measure-cost\n",
+               "       aml-plane-sim --measure-cost\n"
+               "       aml-plane-sim --job-states\n",
                why.c_str());
   return 125;
 }
@@ -219,6 +222,10 @@ int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.size() == 1 && args[0] == "--measure-cost") {
     std::printf("{\"frame_cost_us\":%.3f}\n", MeasureFrameCostUs());
+    return 0;
+  }
+  if (args.size() == 1 && args[0] == "--job-states") {
+    std::fputs(JobStatesDot().c_str(), stdout);
     return 0;
   }
   std::vector<Sweep> sweeps;

@@ -1087,6 +1087,9 @@ void Cluster::Check(SimResult* r) {
   for (const auto& sp : shims_) {
     const Shim& s = *sp;
     r->msgs_max_per_shim = std::max(r->msgs_max_per_shim, s.handled);
+    for (const std::string& move : s.machine().stray_moves())
+      Violate("shim " + std::to_string(s.id()) + " moved " + move +
+              ", a move the job's table lacks (shim/control/job_states.cc)");
     if (dead_.count(s.id())) continue;
     if (!s.exited) {
       Violate("shim " + std::to_string(s.id()) + " never ended (state " +

@@ -32,12 +32,15 @@ class Cli(unittest.TestCase):
     def test_install_script_installs_a_stripped_binary_and_uninstalls_cleanly(self):
         # README "Install", from source: scripts/install.sh (cmake --install
         # --strip; the build's binary carries 43 MB of debug information),
-        # then --uninstall: every file, and the folders they leave empty.
+        # then --uninstall: every file, and the folders it made that they
+        # leave empty, not a folder that was there before (an empty bin/,
+        # as /usr/local/bin on a new machine).
         build = os.path.dirname(os.path.realpath(SHIM))
         if os.path.realpath(build) != os.path.realpath(os.path.join(SRC, "build")):
             self.skipTest(f"{SHIM} is not this checkout's build/ (scripts/install.sh's)")
         with tempfile.TemporaryDirectory() as tmp:
             prefix = os.path.join(tmp, "prefix")
+            os.makedirs(os.path.join(prefix, "bin"))
             r = run([os.path.join(SRC, "scripts", "install.sh"), "--prefix", prefix])
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             binary = os.path.join(prefix, "bin", "aml-shim")
@@ -50,7 +53,15 @@ class Cli(unittest.TestCase):
             self.assertIn(f"uninstall: scripts/install.sh --uninstall --prefix {prefix}", r.stdout)
             r = run([os.path.join(SRC, "scripts", "install.sh"), "--uninstall", "--prefix", prefix])
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-            self.assertEqual(os.listdir(prefix), [])
+            self.assertEqual(os.listdir(prefix), ["bin"])
+            self.assertEqual(os.listdir(os.path.join(prefix, "bin")), [])
+            # A prefix the install made is removed whole.
+            fresh = os.path.join(tmp, "fresh", "local")
+            self.assertEqual(run([os.path.join(SRC, "scripts", "install.sh"), "--prefix",
+                                  fresh]).returncode, 0)
+            r = run([os.path.join(SRC, "scripts", "install.sh"), "--uninstall", "--prefix", fresh])
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertEqual(os.listdir(tmp), ["prefix"])
 
     def test_version(self):
         r = run([SHIM, "--version"])
