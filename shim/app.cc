@@ -367,11 +367,11 @@ int Check(const Options& o, const World& world, const Planned& p, const EnvSnaps
   bool said = false;
   auto pre = RunPreflight(req, &said);
   if (!pre.ok()) {
-    // Rank 0 prints the report; the others only exit.
-    for (const std::string& line : SplitLines(pre.error().message)) {
-      if (said) LogVerbose(line);
-      else LogError(line);
-    }
+    // Rank 0 prints the report; a rank that printed its own failure, or
+    // that got rank 0's report, only exits (with -v it once said it again:
+    // every such line twice).
+    if (!said)
+      for (const std::string& line : SplitLines(pre.error().message)) LogError(line);
     return kExitShimFailure;
   }
   if (world.rank.value == 0) {

@@ -5,7 +5,7 @@ import stat
 import tempfile
 import unittest
 
-from harness import SHIM, SRC, clean_env, main, run
+from harness import SHIM, SRC, clean_env, free_port, main, run
 
 
 class Cli(unittest.TestCase):
@@ -62,6 +62,16 @@ class Cli(unittest.TestCase):
             r = run([os.path.join(SRC, "scripts", "install.sh"), "--uninstall", "--prefix", fresh])
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             self.assertEqual(os.listdir(tmp), ["prefix"])
+
+    def test_a_rank_that_cannot_reach_rank_0_says_so_once_with_verbose_too(self):
+        # docs/troubleshooting.md's example, with -v (it printed its line
+        # twice: once as it failed, once more as it left).
+        env = clean_env(RANK="1", WORLD_SIZE="2", NODE_RANK="1", MASTER_ADDR="127.0.0.1",
+                        MASTER_PORT=str(free_port()))
+        r = run([SHIM, "-v", "--preflight", "tcp", "--preflight-timeout", "1", "--", "true"],
+                env=env, timeout=60)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertEqual(r.stderr.count("cannot connect to MASTER_ADDR:MASTER_PORT"), 1, r.stderr)
 
     def test_version(self):
         r = run([SHIM, "--version"])

@@ -32,6 +32,12 @@ def undisturbed(ranks, **env):
     return final_weights(r.stdout)
 
 
+def assert_no_record(test, log_dir):
+    """`log_dir` holds no failure.json (what one says, when it does)."""
+    path = os.path.join(log_dir, "failure.json")
+    test.assertFalse(os.path.exists(path), slurp(path) if os.path.exists(path) else "")
+
+
 def heir_of(errs):
     """The shim whose stderr says it took the job, or None."""
     for i, e in enumerate(errs):
@@ -52,7 +58,8 @@ class SideBySide:
                           CKPT_DIR=tmp, FAIL_RANK="-1", **(env or {}))
             out = open(f"{tmp}/shim-{rank}.out", "w")
             err = open(f"{tmp}/shim-{rank}.err", "w")
-            procs.append(spawn([SHIM, "--nproc-per-node", str(per_node), *args, "--", *command],
+            own = [a.replace("{shim}", str(rank)) for a in args]  # a shim's own folder
+            procs.append(spawn([SHIM, "--nproc-per-node", str(per_node), *own, "--", *command],
                                env=e, stdout=out, stderr=err))
             self.addCleanup(kill_group, procs[-1])
             self.addCleanup(out.close)
@@ -171,9 +178,7 @@ class NewRoot(SideBySide, unittest.TestCase):
             self.assertIn("writes no record", err0)
             self.assertNotIn("no spare left", err0)
             self.assertNotIn("retired nodes", err0)
-            self.assertFalse(os.path.exists(f"{tmp}/logs/failure.json"),
-                             slurp(f"{tmp}/logs/failure.json")
-                             if os.path.exists(f"{tmp}/logs/failure.json") else "")
+            assert_no_record(self, f"{tmp}/logs")
 
     def test_the_root_and_its_heir_lost_together_leave_one_record(self):
         # Rank 0's shim and its heir are killed at once: the other two reach
