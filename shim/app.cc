@@ -29,6 +29,7 @@
 #include "shim/cli/env_command.h"
 #include "shim/cli/options.h"
 #include "shim/control/plane.h"
+#include "shim/control/plane_timing.h"
 #include "shim/net/tcp.h"
 #include "shim/plan/child_plan.h"
 #include "shim/plan/node_check.h"
@@ -553,7 +554,7 @@ int Run(const Options& o, const World& world, const Planned& p, const EnvSnapsho
     config.private_dir = p.flight_dir;
     config.flight_recorder = !p.flight_dir.empty();
     config.dump_timeout_s = o.dump_timeout_s;
-    if (config.flight_recorder && o.hang_timeout_s) config.look_every_s = *o.hang_timeout_s / 3;
+    config.look_every_s = TimingOf(o.hang_timeout_s, config.flight_recorder).look_every_s;
     config.grace_s = o.grace_s;
     config.node_rank = world.node_rank.value;
     config.host = host;

@@ -13,9 +13,7 @@
 namespace aml {
 namespace {
 
-double BeatS(const PlaneConfig& c) {
-  return c.hang_timeout_s ? std::clamp(*c.hang_timeout_s / 10, 0.25, 1.0) : 1.0;
-}
+double BeatS(const PlaneConfig& c) { return TimingOf(c.hang_timeout_s, c.flight_recorder).beat_s; }
 
 }  // namespace
 

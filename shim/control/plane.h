@@ -44,6 +44,7 @@
 #include "shim/base/result.h"
 #include "shim/control/door.h"
 #include "shim/control/job_machine.h"
+#include "shim/control/plane_timing.h"
 #include "shim/control/tree_links.h"
 #include "shim/control/tree_plan.h"
 #include "shim/control/wire.h"
@@ -59,10 +60,9 @@ struct PlaneConfig : JobConfig {
   Prover prover;           // the job's proof of membership (shim/base/proof.h)
   double join_timeout_s = 60;
   int fanout = 32;
-  // The first seconds after go, when a silent link is given kMaxSilenceS
-  // (thousands of shims starting ranks on a few cores); then 4 times its
-  // longest recent gap, at least kMinSilenceS (liveness.h).
-  double startup_s = 30;
+  // The first seconds after go, when a silent link is given kMaxSilenceS;
+  // then 4 times its longest recent gap, at least kMinSilenceS (liveness.h).
+  double startup_s = PlaneTiming{}.startup_s;
 };
 
 class ControlPlane : public JobLink, private LinkIo {

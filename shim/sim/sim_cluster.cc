@@ -24,6 +24,7 @@
 #include "shim/control/job_machine.h"
 #include "shim/control/liveness.h"
 #include "shim/control/plane.h"
+#include "shim/control/plane_timing.h"
 #include "shim/control/roster.h"
 #include "shim/control/tree_links.h"
 #include "shim/control/tree_plan.h"
@@ -38,7 +39,7 @@ namespace aml {
 namespace {
 
 constexpr double kWallEpoch = 1.7e9;   // virtual CLOCK_REALTIME = this + virtual time
-constexpr double kStartupS = 30;       // PlaneConfig::startup_s
+constexpr double kStartupS = PlaneTiming{}.startup_s;  // as the real plane's
 constexpr double kSimDumpTimeoutS = 10;  // --dump-timeout (its default)
 constexpr double kJoinFrames = 3;      // frames a door handles per joiner (greeting, join, up)
 constexpr double kSlowFactor = 20;     // a slow shim's cost per frame
@@ -82,10 +83,9 @@ class Shim : public LinkIo, public JobChannel {
               [w, id](double at, size_t child, bool straggler, uint64_t epoch, int status) {
                 ScheduleProc(w, id, at, child, straggler, epoch, status);
               }),
-        // (With the flight recorder the ranks' records are looked at every
-        // --hang-timeout / 3 while they write nothing, as the supervisor does.)
+        // (The ranks' records looked at as the supervisor does: plane_timing.h.)
         node(NodeConfig{c.ranks.size(), c.grace_s, c.rank >= c.size - c.spares,
-                        c.flight_recorder && c.hang_timeout_s ? *c.hang_timeout_s / 3 : 0,
+                        TimingOf(c.hang_timeout_s, c.flight_recorder).look_every_s,
                         c.flight_recorder},
              &procs, this),
         w_(w),
@@ -224,7 +224,7 @@ class Cluster {
     cost_s_ = (o.cost_us > 0 ? o.cost_us : kFrameCostUs) * 1e-6;
     bytes_per_s_ = o.bandwidth_gbps * 1e9 / 8;
     hang_s_ = o.hang_timeout_s > 0 ? o.hang_timeout_s : (plan_.quiet ? 30 : 0);
-    beat_s_ = hang_s_ > 0 ? std::clamp(hang_s_ / 10, 0.25, 1.0) : 1.0;
+    beat_s_ = TimingOf(hang_s_ > 0 ? std::optional<double>(hang_s_) : std::nullopt, false).beat_s;
   }
 
   SimResult Run();
