@@ -325,6 +325,8 @@ double NodeMachine::NextDeadline(double now) const {
   else if (stacks_ == StackPhase::kAborting)
     next = std::min(next, collect_until_);
   if ((restart_ || !told_done_) && state_ == NodeState::kEnded) next = now;
+  // Ended with a roll-call pending in a teardown: it waits until --grace.
+  if (teardown_ && state_ == NodeState::kEnded && StacksPending()) next = std::min(next, kill_at_);
   if (looking_ || recording_) next = std::min(next, procs_->DumpsNext(now));
   else next = std::min(next, NextLook());
   return std::max(next, now);
@@ -486,7 +488,19 @@ bool NodeMachine::Finished(double now) {
     job_->OnChildrenDone(o);
   }
   TakeOrders(now);
+  // A roll-call under way here is finished first, also after the
+  // launcher's signal or a stop, within their --grace (the shim is gone
+  // within --grace + 1 s all the same): a signalled single shim whose ranks
+  // ended before its stack reader did exited 143 without the roll-call its
+  // verdict had begun (a busy CI machine: the reader was descheduled after
+  // its last line).
+  if (StacksPending() && !(teardown_ && now >= kill_at_)) return false;
   return !restart_ && job_->MayExit();
+}
+
+bool NodeMachine::StacksPending() const {
+  return stacks_ == StackPhase::kDumping || stacks_ == StackPhase::kProbing ||
+         stacks_ == StackPhase::kAborting;
 }
 
 // Every rank and straggler of the attempt is gone; once each rank's process

@@ -231,6 +231,7 @@ class NodeMachine {
   void AbortForStacks(double now);
   void SendStacks(double now);
   bool Finished(double now);
+  bool StacksPending() const;  // a roll-call's stacks not yet sent
   bool Restart(double now);
 
   NodeConfig c_;

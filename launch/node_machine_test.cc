@@ -392,6 +392,32 @@ TEST(NodeMachine, StacksAreReadFromOutsideThenByTheDumpThenSent) {
   EXPECT_EQ(job.stacks, 1);
 }
 
+TEST(NodeMachine, ASignalDuringTheRollCallWaitsForItsReadersThoughTheRanksEnded) {
+  // The hang's readers run; the launcher's SIGTERM comes; the ranks end at
+  // once (their handlers), while a reader is still to finish. The node
+  // does not finish before its stacks are sent (the roll-call's, with its
+  // 124), nor does it spin meanwhile.
+  FakeProcs procs;
+  FakeJob job;
+  NodeMachine m(Two(), &procs, &job);
+  m.Start(0);
+  job.orders.push_back(LinkOrder::Of(LinkOrder::Kind::kCollectStacks));
+  m.TakeOrders(1);
+  ASSERT_EQ(m.stacks(), StackPhase::kProbing);
+  m.OnSignal(SIGTERM, 1, 2);
+  m.OnExit(0, Exited(143), 2.1);
+  m.OnExit(1, Exited(143), 2.1);
+  EXPECT_TRUE(m.Step(2.2));
+  EXPECT_NE(m.state(), NodeState::kDone);
+  EXPECT_EQ(job.stacks, 0);
+  EXPECT_GT(m.NextDeadline(2.2), 2.2);  // the readers' deadline, or their end
+  procs.probe_running = false;  // the reader ended
+  EXPECT_FALSE(m.Step(2.5));
+  EXPECT_EQ(m.stacks(), StackPhase::kSent);
+  EXPECT_EQ(job.stacks, 1);
+  EXPECT_EQ(m.state(), NodeState::kDone);
+}
+
 TEST(NodeMachine, TheFlightRecordsComeFirstWhileEveryRankStandsWhereItHung) {
   FakeProcs procs;
   procs.dumps_until = 3;  // the records come at 3 (or --dump-timeout passes)
