@@ -325,8 +325,10 @@ double NodeMachine::NextDeadline(double now) const {
   else if (stacks_ == StackPhase::kAborting)
     next = std::min(next, collect_until_);
   if ((restart_ || !told_done_) && state_ == NodeState::kEnded) next = now;
-  // Ended with a roll-call pending in a teardown: it waits until --grace.
-  if (teardown_ && state_ == NodeState::kEnded && StacksPending()) next = std::min(next, kill_at_);
+  // Ended with a roll-call pending in a teardown: it waits until --grace
+  // (and not after: then it waits only for what Finished asks of the job).
+  if (state_ == NodeState::kEnded && teardown_ && WaitsForStacks(now))
+    next = std::min(next, kill_at_);
   if (looking_ || recording_) next = std::min(next, procs_->DumpsNext(now));
   else next = std::min(next, NextLook());
   return std::max(next, now);
@@ -494,13 +496,14 @@ bool NodeMachine::Finished(double now) {
   // ended before its stack reader did exited 143 without the roll-call its
   // verdict had begun (a busy CI machine: the reader was descheduled after
   // its last line).
-  if (StacksPending() && !(teardown_ && now >= kill_at_)) return false;
+  if (WaitsForStacks(now)) return false;
   return !restart_ && job_->MayExit();
 }
 
-bool NodeMachine::StacksPending() const {
-  return stacks_ == StackPhase::kDumping || stacks_ == StackPhase::kProbing ||
-         stacks_ == StackPhase::kAborting;
+bool NodeMachine::WaitsForStacks(double now) const {
+  const bool pending = stacks_ == StackPhase::kDumping || stacks_ == StackPhase::kProbing ||
+                       stacks_ == StackPhase::kAborting;
+  return pending && !(teardown_ && now >= kill_at_);
 }
 
 // Every rank and straggler of the attempt is gone; once each rank's process

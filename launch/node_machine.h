@@ -231,7 +231,8 @@ class NodeMachine {
   void AbortForStacks(double now);
   void SendStacks(double now);
   bool Finished(double now);
-  bool StacksPending() const;  // a roll-call's stacks not yet sent
+  // A roll-call's stacks not yet sent, and (in a teardown) --grace not over.
+  bool WaitsForStacks(double now) const;
   bool Restart(double now);
 
   NodeConfig c_;

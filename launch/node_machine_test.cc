@@ -117,6 +117,12 @@ struct FakeJob : JobChannel {
 
 NodeConfig Two() { return NodeConfig{2, 3}; }
 
+// The hang's verdict reaches the node at `now`: collect the stacks.
+void OrderCollect(NodeMachine* m, FakeJob* job, double now) {
+  job->orders.push_back(LinkOrder::Of(LinkOrder::Kind::kCollectStacks));
+  m->TakeOrders(now);
+}
+
 TEST(NodeMachine, AFailureEndsTheOthersWithGraceThenSigkill) {
   FakeProcs procs;
   NodeMachine m(Two(), &procs, nullptr);
@@ -375,8 +381,7 @@ TEST(NodeMachine, StacksAreReadFromOutsideThenByTheDumpThenSent) {
   FakeJob job;
   NodeMachine m(Two(), &procs, &job);
   m.Start(0);
-  job.orders.push_back(LinkOrder::Of(LinkOrder::Kind::kCollectStacks));
-  m.TakeOrders(1);
+  OrderCollect(&m, &job, 1);
   EXPECT_EQ(m.state(), NodeState::kCollecting);
   EXPECT_EQ(m.stacks(), StackPhase::kProbing);
   EXPECT_EQ(m.NextDeadline(1), 10);  // the readers' deadline
@@ -401,8 +406,7 @@ TEST(NodeMachine, ASignalDuringTheRollCallWaitsForItsReadersThoughTheRanksEnded)
   FakeJob job;
   NodeMachine m(Two(), &procs, &job);
   m.Start(0);
-  job.orders.push_back(LinkOrder::Of(LinkOrder::Kind::kCollectStacks));
-  m.TakeOrders(1);
+  OrderCollect(&m, &job, 1);
   ASSERT_EQ(m.stacks(), StackPhase::kProbing);
   m.OnSignal(SIGTERM, 1, 2);
   m.OnExit(0, Exited(143), 2.1);
@@ -418,14 +422,36 @@ TEST(NodeMachine, ASignalDuringTheRollCallWaitsForItsReadersThoughTheRanksEnded)
   EXPECT_EQ(m.state(), NodeState::kDone);
 }
 
+TEST(NodeMachine, AReaderLaterThanTheGraceIsNotWaitedForNorSpunOn) {
+  // As above, but the reader is still at it when --grace (3 s) is over:
+  // the node waits no more for it, and while the job keeps it (its shims
+  // below), its next deadline is not "now" (the simulator's seed 822163
+  // found the root spinning so).
+  FakeProcs procs;
+  FakeJob job;
+  NodeMachine m(Two(), &procs, &job);
+  m.Start(0);
+  OrderCollect(&m, &job, 1);
+  m.OnSignal(SIGTERM, 1, 2);
+  m.OnExit(0, Exited(143), 2.1);
+  m.OnExit(1, Exited(143), 2.1);
+  EXPECT_TRUE(m.Step(2.2));
+  EXPECT_EQ(m.NextDeadline(2.2), 5);  // --grace's end, before the readers' 10
+  job.may_exit = false;
+  EXPECT_TRUE(m.Step(5));
+  EXPECT_GT(m.NextDeadline(5), 5);
+  job.may_exit = true;
+  EXPECT_FALSE(m.Step(6));
+  EXPECT_EQ(m.state(), NodeState::kDone);
+}
+
 TEST(NodeMachine, TheFlightRecordsComeFirstWhileEveryRankStandsWhereItHung) {
   FakeProcs procs;
   procs.dumps_until = 3;  // the records come at 3 (or --dump-timeout passes)
   FakeJob job;
   NodeMachine m(Two(), &procs, &job);
   m.Start(0);
-  job.orders.push_back(LinkOrder::Of(LinkOrder::Kind::kCollectStacks));
-  m.TakeOrders(1);
+  OrderCollect(&m, &job, 1);
   EXPECT_EQ(procs.dumps_started, 1);
   EXPECT_EQ(m.stacks(), StackPhase::kDumping);
   EXPECT_EQ(m.NextDeadline(1), 3);
@@ -464,8 +490,7 @@ TEST(NodeMachine, ASilentNodeLooksAtItsRecordsAndCollectivesDoneAreActivity) {
   procs.dumps_until = 100;
   m.Step(45);
   EXPECT_TRUE(m.looking());
-  job.orders.push_back(LinkOrder::Of(LinkOrder::Kind::kCollectStacks));
-  m.TakeOrders(46);
+  OrderCollect(&m, &job, 46);
   EXPECT_FALSE(m.looking());
   EXPECT_EQ(m.stacks(), StackPhase::kDumping);
   EXPECT_EQ(procs.dumps_started, 5);
