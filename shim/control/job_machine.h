@@ -22,15 +22,13 @@
 #include "launch/pace/pace_sample.h"
 #include "launch/pace/straggler_judge.h"
 #include "launch/restart_policy.h"
-#include "shim/control/roll_call.h"
 #include "shim/control/job_states.h"
+#include "shim/control/roll_call.h"
 #include "shim/control/roster.h"
 #include "shim/control/shim_name.h"
 #include "shim/control/wire.h"
 
 namespace aml {
-
-
 
 struct JobConfig {
   int rank = 0, size = 1;  // among the shims

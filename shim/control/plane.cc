@@ -11,14 +11,9 @@
 #include "shim/net/tcp.h"
 
 namespace aml {
-namespace {
-
-double BeatS(const PlaneConfig& c) { return TimingOf(c.hang_timeout_s, c.flight_recorder).beat_s; }
-
-}  // namespace
 
 ControlPlane::ControlPlane(const PlaneConfig& c)
-    : c_(c), tree_(c, this, BeatS(c), c.startup_s) {
+    : c_(c), tree_(c, this, TimingOf(c.hang_timeout_s, c.flight_recorder).beat_s, c.startup_s) {
   tree_.OnOutput(MonotonicSeconds());
 }
 
