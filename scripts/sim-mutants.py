@@ -370,6 +370,22 @@ MUTANTS = [
      "    if (slow && !n.named && n.streak >= looks_) {",
      "    if (slow && !n.named && n.streak > looks_) {",
      "a slow node is named after 4 looks in a row, where the docs say 3"),
+    # A cut link between the root and one child (issue 49, tree_links.cc).
+    ("silent-child-lost-at-once", "shim/control/tree_links.cc",
+     "  if (!machine_.root() || heir < 0 || heir == c.rank) return -1;",
+     "  return -1;",
+     "the root counts a silent child of its own lost at once, racing its move below the heir: "
+     "a healthy node retired for a cut link"),
+    ("moved-child-hears-nothing-again", "shim/control/tree_links.cc",
+     "    for (const std::string& said : said_down_)\n      io_->Send(",
+     "    for (const std::string& said : said_down_)\n      if (false) io_->Send(",
+     "a child that moved below the heir never hears the root's words its cut link lost "
+     "(a restart): it stays in the old attempt"),
+    ("moved-child-says-nothing-again", "shim/control/job_heir.cc",
+     "    for (const std::string& said : said_up_) ports_->SendUp(said);",
+     "",
+     "a child that moved below the heir does not say again its words the cut link lost "
+     "(its 'well'): the job waits for it"),
 ]
 
 SIM_RUNS = [

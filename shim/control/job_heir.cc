@@ -147,6 +147,17 @@ void JobMachine::OnRootLost(bool as_heir, bool silent, const std::string& what, 
     // election. Only the election's outcome ends a shim.
     ports_->SendUp(
         Msg("orphan").Set("shim", c_.rank).Set("silent", silent ? 1 : 0).Encode());
+    // What it said up in this attempt may be lost with the link (a cut
+    // carries nothing, and its close drops what waited): said again (the
+    // root keeps each once; before, a node whose "well" was lost so kept
+    // the whole job waiting: aml-plane-sim, seed 924537028).
+    for (const std::string& said : said_up_) ports_->SendUp(said);
+    // Its "ended" is said anew, its node checked again (a node found
+    // unfit since must not be taken as fit from the old words).
+    if (ended_sent_) {
+      ended_sent_ = false;
+      MaybeSendEnded(now);
+    }
     return;
   }
   if (!LoadRecord(what)) {

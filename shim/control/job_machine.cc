@@ -104,7 +104,8 @@ void JobMachine::OnChildFailed(const LocalFailure& f, double now) {
   m.Set("host", n.host).Set("status", n.status);
   // The summary travels whole but bounded (its stderr tail is 16 KiB at most).
   m.Set("summary", n.summary.substr(0, 64 << 10)).Set("json", n.json.substr(0, 64 << 10));
-  ports_->SendUp(m.Encode());
+  said_up_.push_back(m.Encode());
+  ports_->SendUp(said_up_.back());
   own_failure_ = Msg("stop");
   own_failure_->Set("kind", std::string("fail")).Set("code", n.code).Set("rank", n.rank);
   own_failure_->Set("node", n.node).Set("host", n.host).Set("status", n.status);
@@ -249,7 +250,7 @@ void JobMachine::OnFromParent(const std::string& frame, const Msg& m, double now
     // (with "records", once their flight records are taken); the verdict
     // follows (a stop, or a restart round's end).
     ports_->SendDown(frame);
-    if (Over() || Busy() || state_ == JobState::kDone) return;
+    if (Over() || Busy() || state_ == JobState::kDone || state_ == JobState::kHalted) return;
     if (state_ == JobState::kRunning) Enter(JobState::kHalted, now);
     LinkOrder halt = LinkOrder::Of(LinkOrder::Kind::kEndAttempt);
     halt.records = m.Int("records", 0) == 1;
@@ -269,7 +270,8 @@ void JobMachine::OnFromParent(const std::string& frame, const Msg& m, double now
     MaybeSendEnded(now);
   } else if (t == "restart") {
     ports_->SendDown(frame);
-    if (Over()) return;
+    // (One it had: said again to a shim that moved below the heir.)
+    if (Over() || m.Int("n") <= restarts_) return;
     LinkOrder o = LinkOrder::Of(LinkOrder::Kind::kRestart);
     o.restart = static_cast<int>(m.Int("n"));
     o.master_port = static_cast<int>(m.Int("port"));
@@ -509,6 +511,10 @@ void JobMachine::NoteFailure(FailNote f, double now) {
     own.records = records_asked_;
     orders_.push_back(std::move(own));
   }
+  // The same failure said again (by a shim that linked to the heir after
+  // a cut, which may have lost the first) is one failure.
+  for (const FailNote& k : fails_)
+    if (k.shim == f.shim && k.rank == f.rank && k.wall_time == f.wall_time) return;
   fails_.push_back(std::move(f));
 }
 

@@ -295,6 +295,10 @@ class JobMachine {
   double failed_at_ = 0;        // this node's first failure
   std::optional<Msg> own_failure_;  // and its stop, should no verdict come
   bool ended_sent_ = false;     // ending: this shim said its ranks ended
+  // This attempt's words of its own sent up (its failure, "well"): said
+  // again below the heir after a relink, since a cut link may have lost
+  // them on the way (JobMachine::OnRootLost; "ended" is said anew).
+  std::vector<std::string> said_up_;
   bool checking_ = false;       // and its node's check runs still
   int done_below_ = 0;          // shims below that ended well ("done")
   bool own_done_well_ = false;  // rank 0: its own ranks ended well

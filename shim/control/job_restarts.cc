@@ -193,6 +193,7 @@ void JobMachine::ResetRound(double now) {
   judge_.NewAttempt();
   ended_sent_ = children_done_ = checking_ = false;
   well_sent_ = replaced_ = false;
+  said_up_.clear();
   well_.clear();
   failed_at_ = 0;
   own_failure_.reset();

@@ -46,7 +46,8 @@ void JobMachine::MaybeSendWell(double now) {
     return;
   well_sent_ = true;
   if (root_) return NoteWell(c_.rank, now);
-  ports_->SendUp(Msg("well").Set("shim", c_.rank).Encode());
+  said_up_.push_back(Msg("well").Set("shim", c_.rank).Encode());
+  ports_->SendUp(said_up_.back());
 }
 
 void JobMachine::NoteWell(int shim, double now) {

@@ -78,9 +78,16 @@ void TreeLinks::OnChildFrame(int rank, const std::string& frame, double now) {
   c->live.Heard(now);
   const std::string& t = m->type();
   ++frames_[t];
+  // A child that fell silent and is heard again was late, not gone (nor
+  // moving below the heir).
+  if (!c->left) c->relink_until = -1;
   if (t == "beat") {
     const double age = m->Number("age", 0);
     if (age >= 0) c->output = std::max(c->output, now - age);
+    const double allowance = m->Number("al", -1);
+    if (allowance >= kMinSilenceS && allowance <= kMaxSilenceS) c->their_allowance = allowance;
+    const double startup = m->Number("su", -1);
+    if (startup >= 0 && startup <= kMaxSilenceS) c->their_startup_until = now + startup;
     c->beat_sent = m->Number("ts", -1);
     c->beat_came = io_->WallNow();
     return;
@@ -122,7 +129,12 @@ void TreeLinks::OnChildFrame(int rank, const std::string& frame, double now) {
       io_->Send(rank, Msg("drop").Set("shim", shim).Encode());
       return;
     }
-    // Below the heir now: not lost, and no link of this shim's.
+    // Below the heir now: not lost, and no link of this shim's. What this
+    // root said down in this attempt may have been lost on the cut link (a
+    // restart, a halt): it goes again, through the heir, to that shim alone
+    // (each shim takes a word it had once: JobMachine::OnFromParent).
+    for (const std::string& said : said_down_)
+      io_->Send(rank, Msg("to").Set("shim", shim).Set("f", said).Encode());
     moved->moved = moved->done = true;
     moved->relink_until = -1;
     departed_output_ = std::max(departed_output_, moved->output);
@@ -181,6 +193,13 @@ void TreeLinks::OnParentFrame(const std::string& frame, double now) {
     machine_.OnRecord(frame);
     return;
   }
+  if (t == "to") {
+    // The root's words of this attempt for a child that moved here (the
+    // cut link may have lost them): for it alone.
+    const int shim = static_cast<int>(m->Int("shim", -1));
+    if (Keeps(shim)) io_->Send(shim, m->Str("f"));
+    return;
+  }
   if (t == "gone") {
     machine_.OnGone(frame);
     return;
@@ -233,6 +252,20 @@ void TreeLinks::Lose(Child& c, const std::string& why, bool silent, double now) 
                       silent || c.left, now);
 }
 
+double TreeLinks::AwaitMoveUntil(const Child& c) const {
+  // Only the root's children link to its heir; the heir itself, or a root
+  // without one alive, has no one to move below.
+  const int heir = machine_.heir();
+  if (!machine_.root() || heir < 0 || heir == c.rank) return -1;
+  bool heir_linked = false;
+  for (const Child& h : children_)
+    if (h.rank == heir) heir_linked = !h.done && !h.gone && h.relink_until < 0;
+  if (!heir_linked) return -1;
+  // Its last frame came within a beat of the last one of ours it read.
+  return std::max(c.live.last_heard + beat_s_ + c.their_allowance, c.their_startup_until) +
+         kRelinkS;
+}
+
 void TreeLinks::OnParentClosed(const std::string& why, double now) {
   LoseParent(why, false, now);
 }
@@ -271,6 +304,9 @@ void TreeLinks::LoseParent(const std::string& why, bool silent, double now) {
     const std::string lost_root =
         ShimName(parent_, "") + " at " + parent_addr_ + ", " + EscapeControl(why);
     if (io_->Relink(heir, heir_addr_, now)) {
+      LogVerbose("control plane: lost its link to " + ShimName(parent_, "") + " (" +
+                 EscapeControl(why) + "); linked below its heir, " + ShimName(heir, "") +
+                 ", in the job still");
       relinked_heir_ = heir;
       lost_root_ = lost_root;
       parent_ = heir;
@@ -338,6 +374,11 @@ void TreeLinks::Beat(double now) {
     io_->Send(parent_, Msg("beat")
                            .SetNumber("age", now - SubtreeOutput())
                            .SetNumber("ts", io_->WallNow())
+                           // When this shim would find its parent silent:
+                           // the root waits that long (and a relink) for a
+                           // silent child before it counts it lost.
+                           .SetNumber("al", parent_live_.Allowance(now, 0))
+                           .SetNumber("su", std::max(0.0, go_at_ + startup_s_ - now))
                            .Encode());
   io_->SentDown(Msg("beat").Encode());  // (one beat down, whatever each child's says)
   const RootClock mine = root_clock();
@@ -424,10 +465,23 @@ void TreeLinks::OnTimer(double now) {
   for (Child& c : children_) {
     if (c.done || c.gone || !go_ || !fresh) continue;
     if (c.relink_until >= 0) {
-      if (now >= c.relink_until)
+      if (now < c.relink_until) continue;
+      if (c.left)
         Lose(c, c.relink_why + "; it left for the heir, which did not say it came", true, now);
+      else
+        Lose(c, "silent for " + FormatNumber(now - c.live.last_heard, "%.1f") +
+                    " s, and not below the heir either",
+             true, now);
     } else if (now >= c.live.LostAt(now, startup_until)) {
-      Lose(c, "silent for " + FormatNumber(now - c.live.last_heard, "%.1f") + " s", true, now);
+      const double until = AwaitMoveUntil(c);
+      if (now < until) {
+        // It may be alive with only this link cut: it finds this shim
+        // silent too, and links to the heir (which says so: "moved").
+        c.relink_until = until;
+        c.relink_why = "";
+      } else {
+        Lose(c, "silent for " + FormatNumber(now - c.live.last_heard, "%.1f") + " s", true, now);
+      }
     }
   }
   if (parent_ >= 0 && !parent_lost_ && go_ && fresh &&
@@ -476,6 +530,16 @@ void TreeLinks::SendTo(int shim, const std::string& frame) {
 
 void TreeLinks::SendDown(const std::string& frame) {
   io_->SentDown(frame);
+  // The root keeps the words of the attempt under way, from its restart
+  // on, for a child that moves below the heir after a cut ("moved").
+  if (machine_.root()) {
+    auto is = [&](const char* type) {
+      return frame.rfind(std::string("{\"t\":\"") + type + "\"", 0) == 0;
+    };
+    if (is("restart")) said_down_.clear();
+    if (is("restart") || is("halt") || is("end") || is("collect") || is("finish") || is("stop"))
+      said_down_.push_back(frame);
+  }
   for (const Child& c : children_)
     if (!c.done && !c.gone) io_->Send(c.rank, frame);
 }

@@ -24,7 +24,11 @@ namespace aml {
 
 // How long the root awaits a child that said it left (for the heir) under
 // the heir, once its own link to it failed: the relink's connection and
-// proof (5 s each, plane_join.cc) and the heir's word up ("moved").
+// proof (5 s each, plane_join.cc) and the heir's word up ("moved"). A child
+// that fell silent (its "left" may be lost on a cut link) is awaited as
+// long, from when the child itself would find the root silent (its beats
+// say its allowance): a link cut between the root and one child moves the
+// child below the heir, it is not a lost node.
 constexpr double kRelinkS = 12;
 
 // What carries the links: frames to a peer (a shim, by rank) and the
@@ -134,9 +138,20 @@ class TreeLinks : private JobPorts {
     double relink_until = -1;
     std::string relink_why;
     bool moved = false;
+    // What its beats say of its own allowance for this shim (liveness.h):
+    // once its start-up is over (our clock: `their_startup_until`), and
+    // after it (`their_allowance`); until its first beat, the most.
+    double their_allowance = kMaxSilenceS;
+    double their_startup_until = 0;
   };
   Child* Find(int rank);
   void Lose(Child& c, const std::string& why, bool silent, double now);
+  // The root: its words down since the attempt under way began (its
+  // restart, a halt, an end...), said again to a child that moved.
+  std::vector<std::string> said_down_;
+  // The root: until when a silent child may yet say (through the heir)
+  // that it moved below it; -1 when it cannot.
+  double AwaitMoveUntil(const Child& c) const;
   void LoseParent(const std::string& why, bool silent, double now);
   void StepDown(double now);
   void Beat(double now);

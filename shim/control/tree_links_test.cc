@@ -214,16 +214,113 @@ TEST(TreeLinks, ARootLosesAChildThatLeftForTheHeirOnlyWhenTheHeirNeverSaysItCame
             std::string::npos);
 }
 
+// Shim 2's beat to the root at `at`, saying it finds its parent silent
+// after `allowance` seconds (its start-up over).
+std::string BeatSaying(double allowance) {
+  return Msg("beat").SetNumber("age", 0).SetNumber("al", allowance).SetNumber("su", 0).Encode();
+}
+
+TEST(TreeLinks, ARootAwaitsASilentChildBelowTheHeirAsLongAsTheChildGivesTheRoot) {
+  // The link between the root and shim 2 alone is cut (both alive, the
+  // heir hears both). Before: the root counted shim 2 lost at its first
+  // finding of silence and, when the move's word came, stopped it (125):
+  // a healthy node lost to a link fault (issue 49).
+  HeirToo t;
+  t.root.OnChildFrame(2, BeatSaying(5), 34);  // its last frame through the cut link
+  t.root.OnChildFrame(1, Msg("beat").Encode(), 39);
+  t.root.OnTimer(39.5);  // silent 5.5 s: past the root's allowance
+  EXPECT_TRUE(t.root.Keeps(2)) << "awaited: it finds the root silent in turn";
+  EXPECT_TRUE(t.root_io.Of(1, "gone").empty());
+  EXPECT_LE(t.root.NextDeadline(39.5), 34 + 1 + 5 + kRelinkS);
+  t.OrphanLinksToTheHeir(40);
+  t.root.OnChildFrame(1, t.heir_io.RawOf(0, "moved")[0], 40.05);
+  t.root.OnChildFrame(1, Msg("beat").Encode(), 60);
+  t.root.OnTimer(60);
+  EXPECT_EQ(t.root.machine().state(), JobState::kRunning) << "nothing of the job was lost";
+  EXPECT_TRUE(t.root_io.Of(1, "drop").empty()) << "not stopped where it is";
+  EXPECT_TRUE(t.root_io.Of(1, "gone").empty());
+  EXPECT_TRUE(t.heir.Keeps(2));
+  EXPECT_EQ(t.child.machine().state(), JobState::kRunning) << "its ranks run on";
+}
+
+TEST(TreeLinks, AChildThatMovedBelowTheHeirHearsTheRootsWordsItsCutLinkLost) {
+  // The root halts the attempt (a rank failed on the heir's node) while its
+  // link to shim 2 is cut: the halt never reaches shim 2. Once shim 2 moved
+  // below the heir, the root says it again, through the heir, to shim 2
+  // alone. Before, shim 2's ranks ran on in an attempt the job had ended
+  // (aml-plane-sim, seed 852089517: a restart lost so, the job waited for
+  // its node's word until the simulation's end).
+  HeirToo t;
+  t.root.OnChildFrame(2, BeatSaying(5), 34);
+  t.root.OnChildFrame(1,
+                      Msg("fail").SetNumber("time", 35).Set("rank", 1).Set("node", 1)
+                          .Set("code", 1).Set("shim", 1).Set("host", "h1").Encode(),
+                      35);
+  ASSERT_EQ(t.root_io.Of(2, "halt").size(), 1u) << "sent into the cut link";
+  EXPECT_EQ(t.child.machine().state(), JobState::kRunning);
+  t.OrphanLinksToTheHeir(40);
+  t.root.OnChildFrame(1, t.heir_io.RawOf(0, "moved")[0], 40.05);
+  ASSERT_EQ(t.root_io.Of(1, "to").size(), 1u);
+  EXPECT_EQ(t.root_io.Of(1, "to")[0].Int("shim"), 2);
+  const size_t before = t.heir_io.Of(2, "halt").size();
+  t.heir.OnParentFrame(t.root_io.RawOf(1, "to")[0], 40.1);
+  ASSERT_EQ(t.heir_io.Of(2, "halt").size(), before + 1) << "to shim 2 alone";
+  t.child.OnParentFrame(t.heir_io.RawOf(2, "halt").back(), 40.15);
+  EXPECT_EQ(t.child.machine().state(), JobState::kHalted);
+  // A "to" for a shim the heir does not hold goes nowhere.
+  t.heir.OnParentFrame(Msg("to").Set("shim", 4).Set("f", Msg("halt").Encode()).Encode(), 41);
+  EXPECT_TRUE(t.heir_io.Of(4, "halt").empty());
+}
+
+TEST(TreeLinks, ASilentChildThatNeverComesBelowTheHeirIsLostAfterItsAllowanceAndARelink) {
+  HeirToo t;
+  // A loaded start-up gave shim 2 a long allowance for the root: 20 s.
+  t.root.OnChildFrame(2, BeatSaying(20), 34);
+  for (double now : {39.0, 45.0, 55.0, 34 + 1 + 20 + kRelinkS - 0.1}) {
+    t.root.OnChildFrame(1, Msg("beat").Encode(), now);
+    t.root.OnTimer(now);
+    ASSERT_TRUE(t.root.Keeps(2)) << now;
+  }
+  t.root.OnChildFrame(1, Msg("beat").Encode(), 34 + 1 + 20 + kRelinkS);
+  t.root.OnTimer(34 + 1 + 20 + kRelinkS);
+  EXPECT_FALSE(t.root.Keeps(2)) << "frozen: lost";
+  ASSERT_EQ(t.root_io.Of(1, "gone").size(), 1u);
+  EXPECT_NE(t.root_io.Of(1, "gone")[0].Str("what").find(
+                "silent for 33.0 s, and not below the heir either"),
+            std::string::npos)
+      << t.root_io.Of(1, "gone")[0].Str("what");
+}
+
+TEST(TreeLinks, ASilentChildHeardAgainIsNoLongerAwaitedAndTheHeirIsNotAwaitedAtAll) {
+  HeirToo t;
+  t.root.OnChildFrame(2, BeatSaying(5), 34);
+  t.root.OnChildFrame(1, BeatSaying(5), 39);
+  t.root.OnTimer(39.5);
+  ASSERT_TRUE(t.root.Keeps(2));
+  t.root.OnChildFrame(2, BeatSaying(5), 41);  // descheduled, not gone
+  for (double now = 42; now < 70; now += 1) {
+    t.root.OnChildFrame(2, BeatSaying(5), now);
+    t.root.OnTimer(now + 0.5);
+  }
+  EXPECT_TRUE(t.root.Keeps(2));
+  EXPECT_TRUE(t.root_io.Of(1, "gone").empty());
+  // The heir, silent since 39, has no heir to move below: lost after its
+  // allowance (4 times its longest gap, 5 s), as before.
+  EXPECT_FALSE(t.root.Keeps(1));
+}
+
 TEST(TreeLinks, AChildTheRootFoundLostBeforeItsMoveWasSaidIsStoppedWhereItIs) {
   HeirToo t;
-  t.OrphanLinksToTheHeir(40);
-  // The root found shim 2 silent first (no "left" came: the link was cut).
-  t.root.OnChildFrame(1, Msg("beat").Encode(), 39.9);  // (the heir beats on)
-  t.root.OnTimer(40);
+  // The root found shim 2 silent, awaited it under the heir, and counted it
+  // lost; its move's word comes later (its allowance was misread).
+  t.root.OnChildFrame(2, BeatSaying(5), 34);
+  t.root.OnChildFrame(1, Msg("beat").Encode(), 52);  // (the heir beats on)
+  t.root.OnTimer(52);
   ASSERT_FALSE(t.root.Keeps(2));
-  t.root.OnChildFrame(1, t.heir_io.RawOf(0, "moved")[0], 40.05);
+  t.OrphanLinksToTheHeir(53);
+  t.root.OnChildFrame(1, t.heir_io.RawOf(0, "moved")[0], 53.05);
   ASSERT_EQ(t.root_io.Of(1, "drop").size(), 1u);
-  t.heir.OnParentFrame(t.root_io.RawOf(1, "drop")[0], 40.1);
+  t.heir.OnParentFrame(t.root_io.RawOf(1, "drop")[0], 53.1);
   ASSERT_EQ(t.heir_io.Of(2, "stop").size(), 1u);
   EXPECT_EQ(t.heir_io.Of(2, "stop")[0].Int("code"), 125);
 }

@@ -19,7 +19,7 @@ constexpr double kSteadySilenceS = 5; // a steady link is lost after this much s
 constexpr double kCollectS = 20;      // the roll-call waits this long for stacks
 // ...and past --dump-timeout, for the ranks' flight records (the simulator's
 // ranks answer within SimProcs::kDumpS, or never: FaultPlan::nodump).
-constexpr double kDumpTimeoutS = 10;
+constexpr double kDumpTimeoutS = kSimDumpTimeoutS;
 constexpr double kDumpS = 1;
 // A failure's verdict past --dump-timeout: job_machine.h's kRecordsSlackS
 // (imported), and a deliberate half second more for the records' trip up
@@ -334,6 +334,7 @@ class Seer {
           e.hi = f.at_s + 2 * L_;
         } else {  // (a kill behind a cut closes nothing that arrives)
           Silence(f.at_s, &e);
+          e.hi += MoveWaitS(s);
         }
         // Found by its parent, which must still reach the root.
         if (w_.cutoff[w_.parent[s]] < e.lo || w_.dead_at[w_.parent[s]] < e.lo) continue;
@@ -356,6 +357,9 @@ class Seer {
           }
         // A child of the root on the other side: its heir may be there.
         if (root_child && spares_) e.kind = Kind::kRootLost;
+        if (root_child) e.hi += MoveWaitS(*std::find_if(e.who.begin(), e.who.end(), [&](int c) {
+                                  return w_.parent[c] == root;
+                                }));
         if (!e.who.empty()) statics_.push_back(e);
       } else if (f.kind == FaultKind::kSigterm) {
         if (!w_.In(s) || w_.dead_at[s] <= f.at_s) continue;  // a frozen shim takes no signal
@@ -463,11 +467,20 @@ class Seer {
   }
   // When `s` stops being reachable from rank 0 (frozen, killed, cut off).
   double Unreachable(int s) const { return std::min(w_.dead_at[s], w_.cutoff[s]); }
+  // How much longer the root awaits a silent child of its own under its heir
+  // (tree_links.cc, AwaitMoveUntil, imported: kRelinkS): the child's own
+  // allowance, measured from a beat before, then a relink. The child's
+  // allowance is bounded as the root's own (Silence's), so the wait adds a
+  // beat and kRelinkS past the root's finding (and 0.1 s: the child's
+  // start-up began up to a join's latency later than the root's).
+  double MoveWaitS(int s) const {
+    return spares_ && w_.n >= 3 && w_.parent[s] == w_.root ? o_.beat_s + kRelinkS + 0.1 : 0;
+  }
   // The latest moment the loss of an unreachable shim is found.
   double FoundBy(int s) const {
     const double t = Unreachable(s);
     if (t >= kInf) return kInf;
-    return std::max(t + kSteadySilenceS, o_.startup_s) + 2 * L_ + BusySilenceS();
+    return std::max(t + kSteadySilenceS, o_.startup_s) + 2 * L_ + BusySilenceS() + MoveWaitS(s);
   }
   // How much later a busy shim may find a silent link: its allowance grew
   // to kGapFactor times the longest gap its own pause made (liveness.h).
@@ -1242,16 +1255,23 @@ class Seer {
     const bool dies = e.who.count(r) > 0;
     Event loss = e;  // the root's own view of a partition
     loss.kind = Kind::kLoss;
+    // A partition that parts several of the root's children: the root
+    // finds them one by one (each awaited below its heir, MoveWaitS, unless
+    // it is the heir or the heir is gone by then), so a verdict may come
+    // between them ("spent" before "no majority", a restart before the
+    // rest are found): foreseen loosely beside the strict outcomes.
+    if (!dies && e.who.size() > 1 && spares_ && w_.n >= 3)
+      Loosely(st, f, r, "the root's children across the cut are found one by one (loosely)");
     if (!dies && (h < 0 || !e.who.count(h))) {
       // The heir stays with the root: its losses, as any. A child of the
       // root cut off from it alone (its own link) finds the root silent
       // and links to the heir, which keeps it in the job below it and says
-      // so to the root ("moved"); the root may find it lost first (then it
-      // is stopped there, as a loss): either may come first, and the job
-      // in the repaired tree is foreseen loosely.
+      // so to the root ("moved"); the root awaits it that long (MoveWaitS,
+      // within `hi`), but a child whose allowance grew after its last beat
+      // may still be found lost first (then it is stopped there, as a
+      // loss): the job in the repaired tree is foreseen loosely.
       if (spares_ && f.kind == FaultKind::kCut && h >= 0 && e.who.size() == 1 &&
-          !st.gone.count(h) && w_.dead_at[h] > hi + kRelinkS &&
-          Split(w_, *e.who.begin(), h) > hi + kRelinkS)
+          !st.gone.count(h) && w_.dead_at[h] > hi && Split(w_, *e.who.begin(), h) > hi)
         Loosely(st, f, r, "shim " + std::to_string(*e.who.begin()) +
                               " links to the heir, shim " + std::to_string(h) +
                               ", and stays in the job below it (loosely)");
@@ -1573,9 +1593,21 @@ class Seer {
     f.retired = st.retired;
     f.retired_max = st.retired;
     f.retired_max.insert(st.retired_maybe.begin(), st.retired_maybe.end());
+    // A cut's silent children of the root are found one by one (the root
+    // awaits each below its heir, MoveWaitS, from its own last beat): a
+    // verdict that came before the last could be found names only those
+    // found by then.
+    for (const Event& l : st.losses)
+      if (l.who.size() > 1 && l.hi >= lo)
+        for (int c : l.who)
+          if (MoveWaitS(c) > 0) f.retired.erase(c);
     // A stop during a restart round: a node unfit by then may have said
     // so, and been retired, as its ranks ended.
-    if (st.phase == State::Phase::kRound || st.phase == State::Phase::kRoundBlocked)
+    // So may a "no spare left" after a cut: the root awaits its silent
+    // children under the heir (MoveWaitS) while the losses found at once
+    // (deeper in the tree, or closed) begin the round that checks the nodes.
+    if (st.phase == State::Phase::kRound || st.phase == State::Phase::kRoundBlocked ||
+        (refused == "nospare" && spares_ && w_.n >= 3))
       for (int s = 0; s < w_.n; ++s)
         if (w_.unfit_at[s] <= hi) f.retired_max.insert(s);
     f.decided_lo = lo;

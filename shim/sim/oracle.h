@@ -22,6 +22,10 @@
 
 namespace aml {
 
+// The simulated shims' --dump-timeout (its default; the flight recorder is
+// on in every plan with --hang-timeout or the straggler check).
+constexpr double kSimDumpTimeoutS = 10;
+
 // The exit codes a shim may end with, as bits.
 enum ExitBit : uint8_t {
   kExit0 = 1, kExit7 = 2, kExit124 = 4, kExit125 = 8, kExit137 = 16, kExit143 = 32,

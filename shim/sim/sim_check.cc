@@ -266,7 +266,9 @@ std::vector<std::string> Differences(const FaultPlan& plan, const Foreseen& f,
 // The timing rules that hold whatever the outcome (docs/control-plane.md):
 // every shim gets rank 0's order to end its ranks within the tree's
 // latency, exits within --grace + 1 s of its stop or its launcher's signal,
-// and the roll-call ends by its deadline.
+// and the roll-call ends by its deadline (job_machine.cc: 20 s, and
+// --dump-timeout with the flight recorder, on in every hang plan: a shim
+// still awaited, neither answering nor lost, is waited for that long).
 std::string Timing(const FaultPlan& plan, const OracleSetup& setup, const RunRecord& run) {
   const double L = setup.slack_s;
   const std::vector<double> reach = ReachableUntil(plan, setup);
@@ -282,9 +284,10 @@ std::string Timing(const FaultPlan& plan, const OracleSetup& setup, const RunRec
       // root's word, after the election (aml-plane-sim, seed 101297).
       bool replaced = false;
       for (double at : run.takeovers) replaced = replaced || (at >= collect && at <= t);
-      if (t > collect + 20 + L && !replaced)
+      const double most = 20 + (setup.hang_s > 0 ? kSimDumpTimeoutS : 0);
+      if (t > collect + most + L && !replaced)
         return "the roll-call ended " + Num(t - collect) + " s after rank 0 asked for stacks "
-               "(at most 20 s)";
+               "(at most " + Num(most) + " s)";
       collect = -2;  // checked
     }
   }

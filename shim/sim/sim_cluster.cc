@@ -40,7 +40,6 @@ namespace {
 
 constexpr double kWallEpoch = 1.7e9;   // virtual CLOCK_REALTIME = this + virtual time
 constexpr double kStartupS = PlaneTiming{}.startup_s;  // as the real plane's
-constexpr double kSimDumpTimeoutS = 10;  // --dump-timeout (its default)
 constexpr double kJoinFrames = 3;      // frames a door handles per joiner (greeting, join, up)
 constexpr double kSlowFactor = 20;     // a slow shim's cost per frame
 constexpr pid_t kLauncherPid = 4711;   // who sends the launcher's SIGTERM
@@ -1092,6 +1091,13 @@ void Cluster::Check(SimResult* r) {
               ", a move the job's table lacks (shim/control/job_states.cc)");
     if (dead_.count(s.id())) continue;
     if (!s.exited) {
+      if (std::getenv("AML_SIM_DEBUG")) {  // where it waits, and for whom
+        std::fprintf(stderr, "never ended: shim %d, job %s, node %s, parent %d, children:", s.id(),
+                     JobStateName(s.machine().state()), NodeStateName(s.node.state()), s.parent());
+        for (int c : s.tree.children())
+          std::fprintf(stderr, " %d%s", c, s.tree.Keeps(c) ? "" : " (done or lost)");
+        std::fprintf(stderr, "\n");
+      }
       Violate("shim " + std::to_string(s.id()) + " never ended (state " +
               JobStateName(s.machine().state()) + " at " + FormatNumber(o_.limit_s, "%.0f") +
               " s)");

@@ -1,0 +1,146 @@
+"""The root's links cut on network-namespace nodes (docs/control-plane.md,
+"A new root", "The tree repairs itself"): 4 nodes (3 NODE_RANKs and a
+spare), one shim each started side by side as pods are (RANK, WORLD_SIZE,
+MASTER_ADDR), DDP over Gloo with a checkpoint per epoch, beside two busy
+loops per core started before the shims (a busy node is the normal case).
+
+- The link between the root and one child cut (its packets dropped, both
+  alive): the child links below the heir and stays in the job; no node is
+  lost, nothing restarts, every shim ends 0 with the undisturbed weights.
+  Before: the root and the child each found the other silent after 5 s,
+  and whichever came first decided; the root first counted a healthy node
+  lost, retired it and stopped its shim (125).
+- The root cut off (its node's link down): the heir takes the job with the
+  3 other shims, the spare takes NODE_RANK 0 (and MASTER_ADDR), the job ends
+  with the undisturbed weights; the old root ends 125 (`no majority`) and
+  writes no record of the job.
+"""
+import os
+import re
+import subprocess
+import tempfile
+import unittest
+
+from harness import (CKPT, PYTHON, SHIM, SRC, CpuHogs, clean_env, free_port, kill_group, main,
+                     require, require_namespaces, slurp, spawn, wait_for)
+from test_new_root import assert_no_record, undisturbed
+from test_spares import final_weights
+
+CLUSTER = "amlr"
+SUBNET = 49
+NET = f"198.18.{SUBNET}"
+NETNS = os.path.join(SRC, "scripts", "netns-cluster.sh")
+EPOCH = re.compile(r"^rank \d+ epoch \d+ saved\n", re.M)
+HEIR = re.compile(r"control plane: the root's heir is rank (\d+)'s shim at ")
+
+
+def node(i):
+    return f"{CLUSTER}{i}"
+
+
+def listening_ports(ns, pid):
+    """The TCP ports process `pid` listens on in namespace `ns`."""
+    out = subprocess.run(["ip", "netns", "exec", ns, "ss", "-ltnpH"], stdout=subprocess.PIPE,
+                         text=True, check=True).stdout
+    return sorted({int(line.split()[3].rsplit(":", 1)[1]) for line in out.splitlines()
+                   if f"pid={pid}," in line})
+
+
+class NetnsRoot(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        require("ip", "iptables", "ss", PYTHON)
+        require_namespaces("--net", "--mount", why="network namespaces")
+        cls.addClassCleanup(subprocess.run, [NETNS, "down", CLUSTER], check=False)
+        subprocess.run([NETNS, "up", CLUSTER, "4", str(SUBNET)], check=True)
+
+    def start(self, tmp, epochs):
+        """Shims 0-3 on nodes 1-4 (shim 3 the spare), each with its own
+        --log-dir and -v (the heir each child is told of)."""
+        port = free_port()
+        procs = []
+        for rank in range(4):
+            env = clean_env(RANK=rank, WORLD_SIZE=4, MASTER_ADDR=f"{NET}.1", MASTER_PORT=port,
+                            CKPT_DIR=tmp, FAIL_RANK="-1", EPOCHS=epochs)
+            out = open(f"{tmp}/shim-{rank}.out", "w")
+            err = open(f"{tmp}/shim-{rank}.err", "w")
+            procs.append(spawn(["ip", "netns", "exec", node(rank + 1), SHIM, "-v",
+                                "--nproc-per-node", "1", "--grace", "5", "--spares", "1",
+                                "--max-restarts", "3", "--log-dir", f"{tmp}/logs-{rank}", "--",
+                                PYTHON, CKPT], env=env, stdout=out, stderr=err))
+            self.addCleanup(kill_group, procs[-1])
+            self.addCleanup(out.close)
+            self.addCleanup(err.close)
+        return procs
+
+    def outputs(self, tmp):
+        return ([slurp(f"{tmp}/shim-{i}.out") for i in range(4)],
+                [slurp(f"{tmp}/shim-{i}.err") for i in range(4)])
+
+    def text(self, tmp):
+        """Every shim's output, its epochs' lines left out."""
+        outs, errs = self.outputs(tmp)
+        return "\n".join(f"--- shim {i}\n{EPOCH.sub('', o)}\n{e}"
+                         for i, (o, e) in enumerate(zip(outs, errs)))
+
+    def until_epoch(self, tmp, epoch):
+        self.assertTrue(wait_for(lambda: f"epoch {epoch} saved" in slurp(f"{tmp}/shim-1.out"),
+                                 300), self.text(tmp))
+
+    def test_the_roots_link_to_one_child_cut_moves_the_child_below_the_heir(self):
+        epochs = "120"
+        weights = undisturbed(3, EPOCHS=epochs)
+        with tempfile.TemporaryDirectory() as tmp, CpuHogs(per_core=2):
+            procs = self.start(tmp, epochs)
+            self.until_epoch(tmp, 2)
+            heirs = {int(m.group(1)) for e in self.outputs(tmp)[1][1:] for m in HEIR.finditer(e)}
+            self.assertEqual(len(heirs), 1, self.text(tmp))
+            heir = heirs.pop()
+            child = min({1, 2} - {heir})  # a NODE_RANK's shim, not the heir
+            ns = node(child + 1)
+            for port in listening_ports(node(1), procs[0].pid):
+                for rule in (["OUTPUT", "-d", f"{NET}.1", "--dport", str(port)],
+                             ["INPUT", "-s", f"{NET}.1", "--sport", str(port)]):
+                    subprocess.run(["ip", "netns", "exec", ns, "iptables", "-I", rule[0], "-p",
+                                    "tcp", *rule[1:], "-j", "DROP"], check=True)
+            moved = f"linked below its heir, rank {heir}'s shim, in the job still"
+            self.assertTrue(wait_for(lambda: moved in slurp(f"{tmp}/shim-{child}.err"), 120),
+                            self.text(tmp))
+            codes = [p.wait(timeout=400) for p in procs]
+            outs, errs = self.outputs(tmp)
+            text = self.text(tmp)
+            self.assertEqual(codes, [0, 0, 0, 0], text)
+            self.assertNotIn("restart 1", text, text)
+            self.assertNotIn("retired nodes", text, text)
+            self.assertNotIn("moves to", text, text)
+            self.assertEqual([final_weights(o) for o in outs if final_weights(o)], [weights],
+                             text)
+            for i in range(4):
+                assert_no_record(self, f"{tmp}/logs-{i}")
+
+    def test_the_root_cut_off_leaves_the_job_to_its_heir(self):
+        epochs = "120"
+        weights = undisturbed(3, EPOCHS=epochs)
+        with tempfile.TemporaryDirectory() as tmp, CpuHogs(per_core=2):
+            procs = self.start(tmp, epochs)
+            self.until_epoch(tmp, 2)
+            subprocess.run(["ip", "link", "set", f"{CLUSTER}h1", "down"], check=True)
+            self.addCleanup(subprocess.run, ["ip", "link", "set", f"{CLUSTER}h1", "up"])
+            codes = [procs[i].wait(timeout=400) for i in range(1, 4)]
+            code0 = procs[0].wait(timeout=120)
+            outs, errs = self.outputs(tmp)
+            text = self.text(tmp)
+            self.assertEqual(codes, [0, 0, 0], text)
+            self.assertRegex(text, r"takes the job as its root: 3 of 4 shims reached it")
+            self.assertRegex(text, r"NODE_RANK 0 moves to rank 3's shim")
+            self.assertEqual([final_weights(o) for o in outs if final_weights(o)], [weights],
+                             text)
+            self.assertEqual(code0, 125, text)
+            self.assertIn("no majority", errs[0])
+            for said in ("no spare left", "retired nodes", "ending the job"):
+                self.assertNotIn(said, errs[0])
+            assert_no_record(self, f"{tmp}/logs-0")
+
+
+if __name__ == "__main__":
+    main()
