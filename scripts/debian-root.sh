@@ -13,6 +13,12 @@ shift 2
 stamp="$suite $*"
 [ "$(id -u)" = 0 ] || { echo "debian-root: needs root (debootstrap, chroot); run it with sudo" >&2; exit 1; }
 if [ -f "$root/.aml-root" ] && [ "$(cat "$root/.aml-root")" = "$stamp" ]; then exit 0; fi
+# Two tests that need the same root at once (they may run side by side):
+# one makes it, the other waits and finds it made.
+mkdir -p "$(dirname "$root")"
+exec 9>"$root.lock"
+flock 9
+if [ -f "$root/.aml-root" ] && [ "$(cat "$root/.aml-root")" = "$stamp" ]; then exit 0; fi
 
 mirror() {
   local m

@@ -454,11 +454,12 @@ def caught(build, seeds):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=2000, help="random seeds per bug")
-    ap.add_argument("--only", help="one bug, by name")
+    ap.add_argument("--only", help="bugs by name, comma-separated")
     ap.add_argument("--keep", help="scratch directory to reuse (default: a new one)")
     ap.add_argument("--aim", type=float, default=90, help="percent that must be caught")
     a = ap.parse_args()
-    mutants = [m for m in MUTANTS if not a.only or m[0] == a.only]
+    only = set(a.only.split(",")) if a.only else set()
+    mutants = [m for m in MUTANTS if not only or m[0] in only]
     if not mutants:
         sys.exit(f"no bug named {a.only!r}; the catalogue: " + ", ".join(m[0] for m in MUTANTS))
     work, src, build = scratch_tree(a.keep)

@@ -23,16 +23,19 @@ scripts/setup.sh --tests
 scripts/build.sh
 cd build
 status=0
-# Each test's time goes to Testing/times.xml (JUnit), read back below.
+# Each test's time goes to Testing/times.xml (JUnit), read back below;
+# tests/resources.json lets two network-namespace clusters run at once
+# (tests/CMakeLists.txt says which tests take how many of its slots).
 rm -f Testing/times.xml
+res=(--resource-spec-file "$PWD/../tests/resources.json")
 if [[ $(id -u) -eq 0 ]]; then
-  ctest --output-on-failure --output-junit Testing/times.xml -j "${AML_TEST_JOBS:-2}" "$@" \
-    || status=$?
+  ctest --output-on-failure --output-junit Testing/times.xml "${res[@]}" \
+    -j "${AML_TEST_JOBS:-2}" "$@" || status=$?
 else
   # sudo's secure_path may lack nothing, but a user's PATH lacks /usr/sbin.
   sudo env "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
-    ctest --output-on-failure --output-junit Testing/times.xml -j "${AML_TEST_JOBS:-2}" "$@" \
-    || status=$?
+    ctest --output-on-failure --output-junit Testing/times.xml "${res[@]}" \
+    -j "${AML_TEST_JOBS:-2}" "$@" || status=$?
   sudo chown -R "$(id -u):$(id -g)" . ../dist 2>/dev/null || true
 fi
 # The 15 slowest tests of this run: where the suite's time goes

@@ -59,6 +59,7 @@ struct World {
   bool any_signal = false;
   int max_depth = 0;
   std::set<int> relinked;         // the old root's children linked to this root
+  double root_since = 0;          // this root holds the job from then on
   bool In(int s) const { return s >= 0 && s < n && parent[s] != kOutside; }
   static constexpr int kOutside = -2;
 };
@@ -89,6 +90,7 @@ World Facts(const FaultPlan& p, const OracleSetup& o, int root, const std::vecto
   w.root = root;
   w.parent = parent;
   w.relinked = relinked;
+  w.root_since = root_since;
   w.kids.resize(w.n);
   w.height.assign(w.n, 0);
   w.dead_at.assign(w.n, kInf);
@@ -1249,6 +1251,27 @@ class Seer {
     out_.push_back(std::move(lax));
   }
 
+  // A child of the root cut off from it alone moved below the heir `h`:
+  // nothing of the job changes; the job goes on in the tree where `c` is
+  // the heir's child (a cut of its old link no longer matters).
+  void Moved(const State& st0, int c, int h, double lo, double hi) {
+    State st = st0;
+    st.story += "; shim " + std::to_string(c) + " moves below the heir, shim " +
+                std::to_string(h) + ", and stays in the job";
+    std::vector<int> parent = w_.parent;
+    parent[static_cast<size_t>(c)] = h;
+    std::set<int> relinked = w_.relinked;
+    relinked.insert(c);
+    World saved = w_;
+    std::vector<Event> saved_statics = statics_;
+    st.dropped.clear();
+    w_ = Facts(p_, o_, w_.root, parent, relinked, hi, saved.root_since);
+    BuildStatics(lo);
+    Step(st);
+    w_ = std::move(saved);
+    statics_ = std::move(saved_statics);
+  }
+
   void TakeRootLossTo(State st, const Event& e, double lo, double hi, int h) {
     const int r = w_.root;
     const Fault& f = p_.faults[static_cast<size_t>(e.fault)];
@@ -1271,10 +1294,19 @@ class Seer {
       // may still be found lost first (then it is stopped there, as a
       // loss): the job in the repaired tree is foreseen loosely.
       if (spares_ && f.kind == FaultKind::kCut && h >= 0 && e.who.size() == 1 &&
-          !st.gone.count(h) && w_.dead_at[h] > hi && Split(w_, *e.who.begin(), h) > hi)
-        Loosely(st, f, r, "shim " + std::to_string(*e.who.begin()) +
-                              " links to the heir, shim " + std::to_string(h) +
-                              ", and stays in the job below it (loosely)");
+          !st.gone.count(h) && w_.dead_at[h] > hi && Split(w_, *e.who.begin(), h) > hi) {
+        // Strictly so when nothing else comes meanwhile (the root awaits it
+        // past its move: no loss, no restart; the job goes on in the tree
+        // with the child below the heir).
+        const int c = *e.who.begin();
+        bool alone = true;
+        for (const Fault& g : p_.faults)
+          if (&g != &f && g.at_s >= f.at_s - kSteadySilenceS - o_.beat_s && g.at_s <= hi + L_)
+            alone = false;
+        if (alone) return Moved(st, c, h, lo, hi);
+        Loosely(st, f, r, "shim " + std::to_string(c) + " links to the heir, shim " +
+                              std::to_string(h) + ", and stays in the job below it (loosely)");
+      }
       return spares_ ? TakeLoss(st, loss, lo, hi, false, h) : Take(st, loss, lo, hi);
     }
     st.dropped.insert(static_cast<int>(e.t));

@@ -10,6 +10,9 @@ loops per core started before the shims (a busy node is the normal case).
   Before: the root and the child each found the other silent after 5 s,
   and whichever came first decided; the root first counted a healthy node
   lost, retired it and stopped its shim (125).
+- Rank 0's node frozen on idle cores (every process SIGSTOPped), woken
+  while the next attempt trains: the heir holds the job, the old root
+  steps down (125) and writes no record.
 - The root cut off (its node's link down): the heir takes the job with the
   3 other shims, the spare takes NODE_RANK 0 (and MASTER_ADDR), the job ends
   with the undisturbed weights; the old root ends 125 (`no majority`) and
@@ -17,6 +20,7 @@ loops per core started before the shims (a busy node is the normal case).
 """
 import os
 import re
+import signal
 import subprocess
 import tempfile
 import unittest
@@ -139,6 +143,38 @@ class NetnsRoot(unittest.TestCase):
             self.assertIn("no majority", errs[0])
             for said in ("no spare left", "retired nodes", "ending the job"):
                 self.assertNotIn(said, errs[0])
+            assert_no_record(self, f"{tmp}/logs-0")
+
+    def test_a_frozen_root_on_idle_cores_leaves_the_job_to_its_heir_and_steps_down(self):
+        # Every process of rank 0's node (its shim, keeper and rank)
+        # SIGSTOPped at epoch 2, on idle cores; woken once the next attempt
+        # trains: the heir took the job, and the old root steps down.
+        epochs = "100"
+        weights = undisturbed(3, EPOCHS=epochs)
+        with tempfile.TemporaryDirectory() as tmp:
+            procs = self.start(tmp, epochs)
+            self.until_epoch(tmp, 2)
+            frozen = subprocess.run(["ip", "netns", "pids", node(1)], stdout=subprocess.PIPE,
+                                    text=True, check=True).stdout.split()
+            for pid in frozen:
+                os.kill(int(pid), signal.SIGSTOP)
+            self.addCleanup(lambda: [os.kill(int(p), signal.SIGCONT) for p in frozen
+                                     if os.path.exists(f"/proc/{p}")])
+            self.assertTrue(wait_for(lambda: any("resumed at epoch" in o
+                                                 for o in self.outputs(tmp)[0][1:]), 300),
+                            self.text(tmp))
+            for pid in frozen:
+                os.kill(int(pid), signal.SIGCONT)
+            codes = [procs[i].wait(timeout=400) for i in range(1, 4)]
+            code0 = procs[0].wait(timeout=120)
+            outs, errs = self.outputs(tmp)
+            text = self.text(tmp)
+            self.assertEqual(codes, [0, 0, 0], text)
+            self.assertRegex(text, r"takes the job as its root: 3 of 4 shims reached it")
+            self.assertEqual([final_weights(o) for o in outs if final_weights(o)], [weights],
+                             text)
+            self.assertEqual(code0, 125, text)
+            self.assertIn("steps down and writes no record of the job", errs[0])
             assert_no_record(self, f"{tmp}/logs-0")
 
 
