@@ -51,7 +51,7 @@ struct FrSummary {
 };
 
 // A group's recent completed collectives as the rank entered them (the
-// straggler check, launch/pace): each one's sequence number and when the
+// straggler check, shim/control/pace): each one's sequence number and when the
 // rank entered it (the recorder's time_created_ns: CLOCK_REALTIME of the
 // rank's host), ascending, the last kMaxTimedOps only.
 struct FrEntryTimes {

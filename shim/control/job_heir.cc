@@ -134,8 +134,13 @@ std::vector<int> JobMachine::BelowOf(int shim) const {
 // ---- The loss of the root, at its children
 
 bool JobMachine::MayTakeOver(bool as_heir) const {
+  // A child of the root moves below the heir whatever restarts are left
+  // (only its own link may be cut, the root alive: the tree repairs
+  // itself); the heir takes the job only with a restart left and the
+  // root's record (before, a child whose link was cut after the last
+  // restart was cut off, 125: aml-plane-sim, seed 697975115).
   return Spares() && c_.size >= 3 && !root_ && !Over() && state_ != JobState::kDone &&
-         !finished_ && restarts_ < c_.max_restarts && (!as_heir || !record_.empty());
+         !finished_ && (!as_heir || (restarts_ < c_.max_restarts && !record_.empty()));
 }
 
 void JobMachine::OnRootLost(bool as_heir, bool silent, const std::string& what, double now) {

@@ -402,6 +402,7 @@ TEST(JobHeir, NoHeirTakesOverWithoutARecordOrARestartLeft) {
   spent.Start(0);
   spent.OnRecord(RootRecord());
   EXPECT_FALSE(spent.MayTakeOver(true));
+  EXPECT_TRUE(spent.MayTakeOver(false)) << "a child moves below the heir all the same";
 }
 
 TEST(JobHeir, AShimThatLostTheRootGoesOnUntilTheHeirsElectionAsksItToEnd) {

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "launch/job_link.h"
-#include "launch/pace/pace_sample.h"
-#include "launch/pace/straggler_judge.h"
+#include "shim/control/pace/pace_sample.h"
+#include "shim/control/pace/straggler_judge.h"
 #include "launch/restart_policy.h"
 #include "shim/control/job_states.h"
 #include "shim/control/roll_call.h"

@@ -1,7 +1,7 @@
 // The job's state machine (job_machine.h): the straggler check's verdicts
 // (docs/control-plane.md, "Slow nodes"). Every --straggler-check the
 // overlay (tree_links.h) asks every node for a look and merges their parts
-// up the tree; the root judges each look (launch/pace/straggler_judge.h),
+// up the tree; the root judges each look (shim/control/pace/straggler_judge.h),
 // names a slow node in one line, and with --retire-slow retires it: the
 // attempt ends and a spare takes its place, as for a failure.
 #include "shim/control/job_machine.h"

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "launch/pace/pace_test_util.h"
+#include "shim/control/pace/pace_test_util.h"
 #include "shim/base/log.h"
 #include "shim/control/fake_job_ports.h"
 #include "shim/control/job_machine.h"

@@ -1,7 +1,7 @@
 // The straggler check's looks as they go up the tree (docs/control-plane.md,
 // "Slow nodes"): a shim that begins look N (the root every --straggler-check,
 // the others when its order comes down) waits for its own node's part and
-// each child's, merges them (launch/pace/pace_sample.h) and sends one part
+// each child's, merges them (shim/control/pace/pace_sample.h) and sends one part
 // up; a child lost, or one that has not answered by the deadline, is left
 // out (the deadline shrinks with the shim's level, so that what a level
 // waited for reaches the one above in time). A part that comes after its
@@ -12,7 +12,7 @@
 #include <set>
 #include <vector>
 
-#include "launch/pace/pace_sample.h"
+#include "shim/control/pace/pace_sample.h"
 
 namespace aml {
 

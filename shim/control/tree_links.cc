@@ -163,7 +163,7 @@ void TreeLinks::OnParentFrame(const std::string& frame, double now) {
   const std::string& t = m->type();
   ++frames_[t];
   if (t == "beat") {
-    // NTP's four times (launch/pace/clock_offset.h), and the parent's
+    // NTP's four times (shim/control/pace/clock_offset.h), and the parent's
     // clock against the root's.
     const double sent = m->Number("t1", -1);
     if (sent > 0) to_parent_.Exchange(sent, m->Number("t2"), m->Number("t3"), io_->WallNow());
@@ -295,10 +295,14 @@ void TreeLinks::LoseParent(const std::string& why, bool silent, double now) {
       // in its election (they were asked to end with every shim below).
       for (const std::string& lost : lost_up_)
         if (auto m = Msg::Decode(lost); m.ok()) machine_.OnFromChild(lost, *m, now);
+      // (Each found the root silent before this shim lost it: what this
+      // shim found now decides how long the election waits for an old root
+      // alive, not their earlier findings; before, a root killed after a
+      // child had moved here kept the election 31 s past its close:
+      // aml-plane-sim, seed 610905765.)
       for (const std::string& orphan : adopted_)
         if (auto m = Msg::Decode(orphan); m.ok())
-          machine_.NoteOrphan(static_cast<int>(m->Int("shim", -1)), m->Int("silent", 0) == 1,
-                              now, false);
+          machine_.NoteOrphan(static_cast<int>(m->Int("shim", -1)), false, now, false);
       return;
     }
     const std::string lost_root =

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "launch/pace/clock_offset.h"
+#include "shim/control/pace/clock_offset.h"
 #include "shim/base/clock.h"
 #include "shim/control/job_machine.h"
 #include "shim/control/liveness.h"

@@ -3,7 +3,7 @@
 #include "launch/flight/fr_env.h"
 
 #include "launch/cpu_affinity.h"
-#include "launch/topology/cpu_list.h"
+#include "shim/topology/cpu_list.h"
 #include "shim/plan/contract.h"
 #include "shim/plan/tf_config.h"
 #include "shim/world/source_util.h"

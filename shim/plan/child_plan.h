@@ -9,7 +9,7 @@
 
 #include "ib/fabric.h"
 #include "ib/fabric_env.h"
-#include "launch/topology/gpu_topology.h"
+#include "shim/topology/gpu_topology.h"
 #include "shim/base/env_snapshot.h"
 #include "shim/base/env_var.h"
 #include "shim/base/result.h"

@@ -1,6 +1,6 @@
 #include "shim/plan/node_check.h"
 
-#include "launch/topology/gpu_count.h"
+#include "shim/topology/gpu_count.h"
 
 namespace aml {
 namespace {

@@ -68,7 +68,7 @@
 #include <string>
 #include <vector>
 
-#include "launch/pace/straggler_judge.h"
+#include "shim/control/pace/straggler_judge.h"
 #include "shim/base/result.h"
 
 namespace aml {

@@ -1256,6 +1256,7 @@ class Seer {
   // the heir's child (a cut of its old link no longer matters).
   void Moved(const State& st0, int c, int h, double lo, double hi) {
     State st = st0;
+    st.now = std::max(st.now, lo);
     st.story += "; shim " + std::to_string(c) + " moves below the heir, shim " +
                 std::to_string(h) + ", and stays in the job";
     std::vector<int> parent = w_.parent;
@@ -1303,7 +1304,10 @@ class Seer {
         for (const Fault& g : p_.faults)
           if (&g != &f && g.at_s >= f.at_s - kSteadySilenceS - o_.beat_s && g.at_s <= hi + L_)
             alone = false;
-        if (alone) return Moved(st, c, h, lo, hi);
+        // (and while the attempt runs on past the move: its end, or a
+        // failure's verdict, waits for the child's words said again)
+        if (alone && st.phase == State::Phase::kRunning && st.t_lo + p_.run_s > hi + 2 * L_)
+          return Moved(st, c, h, lo, hi);
         Loosely(st, f, r, "shim " + std::to_string(c) + " links to the heir, shim " +
                               std::to_string(h) + ", and stays in the job below it (loosely)");
       }
@@ -1370,6 +1374,10 @@ class Seer {
       relinked.insert(c);
       subtree(c);
     }
+    // Children that moved below a shim of the heir's side before (Moved):
+    // their old link's cut no longer matters in the new root's tree either.
+    for (int m : w_.relinked)
+      if (reach.count(m) && w_.parent[m] != r) relinked.insert(m);
     for (int s : reach)
       if (w_.unfit_at[s] < settle && w_.unfit_at[s] >= hlo) unsure = true;
     const int reached = static_cast<int>(reach.size());

@@ -399,10 +399,20 @@ bool Cluster::Relink(int from, int heir, const std::string& addr, double now) {
   Shim& s = *shims_[static_cast<size_t>(from)];
   // Only where the heir listens does it answer (plane_join.cc connects to
   // the address the root named; an empty or wrong one reaches nobody).
-  if (addr != ListenAddress(NodeAddr(heir), PortOf(heir))) return false;
+  if (addr != ListenAddress(NodeAddr(heir), PortOf(heir))) {
+    if (std::getenv("AML_SIM_DEBUG"))
+      std::fprintf(stderr, "relink %d -> %d: address '%s', not where it listens\n", from, heir,
+                   addr.c_str());
+    return false;
+  }
   // A frozen heir's kernel would take the connection, but the hello would
   // go unanswered (plane.cc gives up after 5 s): here it fails at once.
-  if (h.killed || h.exited || h.frozen || !h.started || Cut(from, heir)) return false;
+  if (h.killed || h.exited || h.frozen || !h.started || Cut(from, heir)) {
+    if (std::getenv("AML_SIM_DEBUG"))
+      std::fprintf(stderr, "relink %d -> %d: killed %d exited %d frozen %d started %d cut %d\n",
+                   from, heir, h.killed, h.exited, h.frozen, h.started, Cut(from, heir));
+    return false;
+  }
   // The link to the lost parent is closed (plane.cc drops it).
   if (s.parent() >= 0) CloseLink(s, s.parent(), now);
   s.closed.erase(heir);

@@ -1,4 +1,4 @@
-#include "launch/pace/straggler_judge.h"
+#include "shim/control/pace/straggler_judge.h"
 
 #include <algorithm>
 

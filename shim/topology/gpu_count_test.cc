@@ -1,4 +1,4 @@
-#include "launch/topology/gpu_count.h"
+#include "shim/topology/gpu_count.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -1,10 +1,10 @@
-#include "launch/pace/straggler_judge.h"
+#include "shim/control/pace/straggler_judge.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 
-#include "launch/pace/pace_test_util.h"
+#include "shim/control/pace/pace_test_util.h"
 
 namespace aml {
 namespace {

@@ -1,4 +1,4 @@
-#include "launch/topology/cpu_list.h"
+#include "shim/topology/cpu_list.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "launch/pace/pace_sample.h"
+#include "shim/control/pace/pace_sample.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,11 +1,11 @@
-#include "launch/topology/gpu_topology.h"
+#include "shim/topology/gpu_topology.h"
 
 #include <algorithm>
 #include <cctype>
 #include <sstream>
 
 #include "shim/base/sysfs.h"
-#include "launch/topology/cpu_list.h"
+#include "shim/topology/cpu_list.h"
 
 namespace aml {
 namespace {

@@ -1,8 +1,8 @@
-#include "launch/pace/pace_sample.h"
+#include "shim/control/pace/pace_sample.h"
 
 #include <gtest/gtest.h>
 
-#include "launch/pace/pace_test_util.h"
+#include "shim/control/pace/pace_test_util.h"
 #include "shim/base/json_read.h"
 
 namespace aml {

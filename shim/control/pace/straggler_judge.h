@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include "launch/pace/pace_sample.h"
+#include "shim/control/pace/pace_sample.h"
 
 namespace aml {
 

@@ -1,4 +1,4 @@
-#include "launch/topology/dcgm_mapping.h"
+#include "shim/topology/dcgm_mapping.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -5,7 +5,7 @@
 #include <functional>
 #include <vector>
 
-#include "launch/pace/pace_sample.h"
+#include "shim/control/pace/pace_sample.h"
 
 namespace aml {
 

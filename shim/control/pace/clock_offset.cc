@@ -1,4 +1,4 @@
-#include "launch/pace/clock_offset.h"
+#include "shim/control/pace/clock_offset.h"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "launch/topology/dcgm_mapping.h"
+#include "shim/topology/dcgm_mapping.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,8 +1,8 @@
-#include "launch/topology/gpu_topology.h"
+#include "shim/topology/gpu_topology.h"
 
 #include <gtest/gtest.h>
 
-#include "launch/topology/cpu_list.h"
+#include "shim/topology/cpu_list.h"
 
 namespace aml {
 namespace {
