@@ -100,6 +100,7 @@ void JobMachine::OnChildFailed(const LocalFailure& f, double now) {
   if (state_ == JobState::kRunning) Enter(JobState::kFailed, now);
   Msg m("fail");
   m.SetNumber("time", n.wall_time).Set("rank", n.rank).Set("node", n.node).Set("code", n.code);
+  m.Set("a", restarts_);  // its attempt: said again after a relink, it may come late
   m.Set("shim", c_.rank);
   m.Set("host", n.host).Set("status", n.status);
   // The summary travels whole but bounded (its stderr tail is 16 KiB at most).
@@ -206,6 +207,9 @@ void JobMachine::OnFromChild(const std::string& frame, const Msg& m, double now)
       ports_->SendUp(frame);
   } else if (t == "orphan") {
     NoteOrphan(static_cast<int>(m.Int("shim", -1)), m.Int("silent", 0) == 1, now, true);
+  } else if ((t == "well" || t == "fail") && m.Int("a", restarts_) != restarts_) {
+    // A word of an attempt that is over, said again by a shim that moved
+    // below the heir after a cut (said_up_): not this attempt's.
   } else if (t == "well") {
     NoteWell(static_cast<int>(m.Int("shim", -1)), now);
   } else if (t == "ended") {

@@ -55,6 +55,26 @@ TEST(JobMachine, RankZeroTakesTheEarliestFailureOfItsWindow) {
   EXPECT_EQ(o->message, "remote summary\n");
 }
 
+TEST(JobMachine, AFailureOfAnAttemptThatIsOverIsNotThisAttemptsAndTheSameOneIsCountedOnce) {
+  // A shim that moved below the heir after a cut says its words again
+  // (its link may have lost them): one of an attempt that is over must not
+  // end the attempt under way, and the same failure twice is one.
+  FakePorts ports;
+  JobMachine m(Config(0, 3), &ports);
+  m.Start(10);
+  FromChild(&m, FailFrom(2, 500.1).Set("a", 3), 10.05);
+  EXPECT_EQ(m.state(), JobState::kRunning) << "attempt 4's failure, in attempt 1";
+  EXPECT_TRUE(ports.down.empty());
+  FromChild(&m, FailFrom(2, 500.1).Set("a", 0), 10.1);
+  EXPECT_EQ(m.state(), JobState::kDeciding);
+  FromChild(&m, FailFrom(2, 500.1).Set("a", 0), 10.2);  // said again
+  m.OnTimer(10.1 + kFailWindowS);
+  ASSERT_FALSE(ports.down.empty());
+  EXPECT_EQ(ports.down.back().type(), "stop");
+  EXPECT_EQ(ports.down.back().Str("what").find("2 ranks"), std::string::npos)
+      << ports.down.back().Encode();
+}
+
 TEST(JobMachine, AMemberThatFailedWaitsForTheVerdictThenObeysIt) {
   FakePorts ports;
   JobMachine m(Config(3, 4), &ports);
