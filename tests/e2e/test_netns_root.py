@@ -18,6 +18,7 @@ loops per core started before the shims (a busy node is the normal case).
   with the undisturbed weights; the old root ends 125 (`no majority`) and
   writes no record of the job.
 """
+import functools
 import os
 import re
 import signal
@@ -35,7 +36,14 @@ SUBNET = 49
 NET = f"198.18.{SUBNET}"
 NETNS = os.path.join(SRC, "scripts", "netns-cluster.sh")
 EPOCH = re.compile(r"^rank \d+ epoch \d+ saved\n", re.M)
+EPOCHS = "100"
 HEIR = re.compile(r"control plane: the root's heir is rank (\d+)'s shim at ")
+
+
+@functools.lru_cache(maxsize=None)
+def undisturbed_weights():
+    """The final weights of an undisturbed run of 3 ranks (once per file)."""
+    return undisturbed(3, EPOCHS=EPOCHS)
 
 
 def node(i):
@@ -92,8 +100,8 @@ class NetnsRoot(unittest.TestCase):
                                  300), self.text(tmp))
 
     def test_the_roots_link_to_one_child_cut_moves_the_child_below_the_heir(self):
-        epochs = "120"
-        weights = undisturbed(3, EPOCHS=epochs)
+        epochs = EPOCHS
+        weights = undisturbed_weights()
         with tempfile.TemporaryDirectory() as tmp, CpuHogs(per_core=2):
             procs = self.start(tmp, epochs)
             self.until_epoch(tmp, 2)
@@ -123,8 +131,8 @@ class NetnsRoot(unittest.TestCase):
                 assert_no_record(self, f"{tmp}/logs-{i}")
 
     def test_the_root_cut_off_leaves_the_job_to_its_heir(self):
-        epochs = "120"
-        weights = undisturbed(3, EPOCHS=epochs)
+        epochs = EPOCHS
+        weights = undisturbed_weights()
         with tempfile.TemporaryDirectory() as tmp, CpuHogs(per_core=2):
             procs = self.start(tmp, epochs)
             self.until_epoch(tmp, 2)
@@ -149,8 +157,8 @@ class NetnsRoot(unittest.TestCase):
         # Every process of rank 0's node (its shim, keeper and rank)
         # SIGSTOPped at epoch 2, on idle cores; woken once the next attempt
         # trains: the heir took the job, and the old root steps down.
-        epochs = "100"
-        weights = undisturbed(3, EPOCHS=epochs)
+        epochs = EPOCHS
+        weights = undisturbed_weights()
         with tempfile.TemporaryDirectory() as tmp:
             procs = self.start(tmp, epochs)
             self.until_epoch(tmp, 2)
