@@ -105,8 +105,7 @@ void JobMachine::OnChildFailed(const LocalFailure& f, double now) {
   m.Set("host", n.host).Set("status", n.status);
   // The summary travels whole but bounded (its stderr tail is 16 KiB at most).
   m.Set("summary", n.summary.substr(0, 64 << 10)).Set("json", n.json.substr(0, 64 << 10));
-  said_up_.push_back(m.Encode());
-  ports_->SendUp(said_up_.back());
+  SayUp(m.Encode());
   own_failure_ = Msg("stop");
   own_failure_->Set("kind", std::string("fail")).Set("code", n.code).Set("rank", n.rank);
   own_failure_->Set("node", n.node).Set("host", n.host).Set("status", n.status);

@@ -299,6 +299,10 @@ class JobMachine {
   // again below the heir after a relink, since a cut link may have lost
   // them on the way (JobMachine::OnRootLost; "ended" is said anew).
   std::vector<std::string> said_up_;
+  void SayUp(std::string frame) {  // sent up, and kept in said_up_
+    said_up_.push_back(std::move(frame));
+    ports_->SendUp(said_up_.back());
+  }
   bool checking_ = false;       // and its node's check runs still
   int done_below_ = 0;          // shims below that ended well ("done")
   bool own_done_well_ = false;  // rank 0: its own ranks ended well

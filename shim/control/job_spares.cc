@@ -46,8 +46,7 @@ void JobMachine::MaybeSendWell(double now) {
     return;
   well_sent_ = true;
   if (root_) return NoteWell(c_.rank, now);
-  said_up_.push_back(Msg("well").Set("shim", c_.rank).Set("a", restarts_).Encode());
-  ports_->SendUp(said_up_.back());
+  SayUp(Msg("well").Set("shim", c_.rank).Set("a", restarts_).Encode());
 }
 
 void JobMachine::NoteWell(int shim, double now) {

@@ -7,6 +7,15 @@
 #include "shim/base/units.h"
 
 namespace aml {
+namespace {
+
+// A frame's type read from its first field, without decoding the rest
+// (Msg puts "t" first).
+bool FrameIs(const std::string& frame, const char* type) {
+  return frame.rfind(std::string("{\"t\":\"") + type + "\"", 0) == 0;
+}
+
+}  // namespace
 
 TreeLinks::TreeLinks(const JobConfig& job, LinkIo* io, double beat_s, double startup_s)
     : job_(job), io_(io), beat_s_(beat_s), startup_s_(startup_s), machine_(job, this) {}
@@ -506,7 +515,7 @@ void TreeLinks::OnTimer(double now) {
 
 void TreeLinks::SendUp(const std::string& frame) {
   // (Each loss passed up is kept: a heir hears it again, LoseParent.)
-  if (frame.rfind("{\"t\":\"lost\"", 0) == 0) lost_up_.push_back(frame);
+  if (FrameIs(frame, "lost")) lost_up_.push_back(frame);
   if (parent_ >= 0 && !parent_lost_) io_->Send(parent_, frame);
 }
 
@@ -537,12 +546,9 @@ void TreeLinks::SendDown(const std::string& frame) {
   // The root keeps the words of the attempt under way, from its restart
   // on, for a child that moves below the heir after a cut ("moved").
   if (machine_.root()) {
-    auto is = [&](const char* type) {
-      return frame.rfind(std::string("{\"t\":\"") + type + "\"", 0) == 0;
-    };
-    if (is("restart")) said_down_.clear();
-    if (is("restart") || is("halt") || is("end") || is("collect") || is("finish") || is("stop"))
-      said_down_.push_back(frame);
+    if (FrameIs(frame, "restart")) said_down_.clear();
+    for (const char* type : {"restart", "halt", "end", "collect", "finish", "stop"})
+      if (FrameIs(frame, type)) said_down_.push_back(frame);
   }
   for (const Child& c : children_)
     if (!c.done && !c.gone) io_->Send(c.rank, frame);

@@ -1263,11 +1263,19 @@ class Seer {
     parent[static_cast<size_t>(c)] = h;
     std::set<int> relinked = w_.relinked;
     relinked.insert(c);
-    World saved = w_;
+    StepInTree(std::move(st), Facts(p_, o_, w_.root, parent, relinked, hi, w_.root_since), lo);
+  }
+
+  // The job goes on in tree `w` from `from` on (a takeover's, or a child
+  // moved below the heir): the plan's events are drawn from it anew (the
+  // old ones' drops no longer apply), then the world is restored for the
+  // other branches.
+  void StepInTree(State st, World w, double from) {
+    World saved = std::move(w_);
     std::vector<Event> saved_statics = statics_;
     st.dropped.clear();
-    w_ = Facts(p_, o_, w_.root, parent, relinked, hi, saved.root_since);
-    BuildStatics(lo);
+    w_ = std::move(w);
+    BuildStatics(from);
     Step(st);
     w_ = std::move(saved);
     statics_ = std::move(saved_statics);
@@ -1503,15 +1511,7 @@ class Seer {
     st.pending_code = 125;
     st.now = t_lo;
     // The job goes on in the tree the heir holds.
-    World saved = w_;
-    std::vector<Event> saved_statics = statics_;
-    std::set<int> dropped;
-    std::swap(dropped, st.dropped);
-    w_ = Facts(p_, o_, h, parent, relinked, lo, t_hi);
-    BuildStatics(t_hi);
-    Step(st);
-    w_ = std::move(saved);
-    statics_ = std::move(saved_statics);
+    StepInTree(std::move(st), Facts(p_, o_, h, parent, relinked, lo, t_hi), t_hi);
   }
 
   // (--spares) Rank 0's verdict on a failed attempt: the streak of the node
