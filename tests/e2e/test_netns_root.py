@@ -65,15 +65,16 @@ class NetnsRoot(unittest.TestCase):
         require_namespaces("--net", "--mount", why="network namespaces")
         cls.addClassCleanup(subprocess.run, [NETNS, "down", CLUSTER], check=False)
         subprocess.run([NETNS, "up", CLUSTER, "4", str(SUBNET)], check=True)
+        undisturbed_weights()  # before any test's busy loops
 
-    def start(self, tmp, epochs):
+    def start(self, tmp):
         """Shims 0-3 on nodes 1-4 (shim 3 the spare), each with its own
         --log-dir and -v (the heir each child is told of)."""
         port = free_port()
         procs = []
         for rank in range(4):
             env = clean_env(RANK=rank, WORLD_SIZE=4, MASTER_ADDR=f"{NET}.1", MASTER_PORT=port,
-                            CKPT_DIR=tmp, FAIL_RANK="-1", EPOCHS=epochs)
+                            CKPT_DIR=tmp, FAIL_RANK="-1", EPOCHS=EPOCHS)
             out = open(f"{tmp}/shim-{rank}.out", "w")
             err = open(f"{tmp}/shim-{rank}.err", "w")
             procs.append(spawn(["ip", "netns", "exec", node(rank + 1), SHIM, "-v",
@@ -95,15 +96,33 @@ class NetnsRoot(unittest.TestCase):
         return "\n".join(f"--- shim {i}\n{EPOCH.sub('', o)}\n{e}"
                          for i, (o, e) in enumerate(zip(outs, errs)))
 
+    def assert_weights(self, outs, text):
+        """Every rank that finished printed the undisturbed weights."""
+        self.assertEqual([final_weights(o) for o in outs if final_weights(o)],
+                         [undisturbed_weights()], text)
+
+    def heir_holds_the_job(self, tmp, procs):
+        """Shims 1-3 end 0 with the undisturbed weights, the heir having
+        taken the job with 3 of 4; the old root ends 125 and leaves no
+        record in its --log-dir. Returns the old root's stderr."""
+        codes = [procs[i].wait(timeout=400) for i in range(1, 4)]
+        code0 = procs[0].wait(timeout=120)
+        outs, errs = self.outputs(tmp)
+        text = self.text(tmp)
+        self.assertEqual(codes, [0, 0, 0], text)
+        self.assertRegex(text, r"takes the job as its root: 3 of 4 shims reached it")
+        self.assert_weights(outs, text)
+        self.assertEqual(code0, 125, text)
+        assert_no_record(self, f"{tmp}/logs-0")
+        return errs[0]
+
     def until_epoch(self, tmp, epoch):
         self.assertTrue(wait_for(lambda: f"epoch {epoch} saved" in slurp(f"{tmp}/shim-1.out"),
                                  300), self.text(tmp))
 
     def test_the_roots_link_to_one_child_cut_moves_the_child_below_the_heir(self):
-        epochs = EPOCHS
-        weights = undisturbed_weights()
         with tempfile.TemporaryDirectory() as tmp, CpuHogs(per_core=2):
-            procs = self.start(tmp, epochs)
+            procs = self.start(tmp)
             self.until_epoch(tmp, 2)
             heirs = {int(m.group(1)) for e in self.outputs(tmp)[1][1:] for m in HEIR.finditer(e)}
             self.assertEqual(len(heirs), 1, self.text(tmp))
@@ -125,42 +144,28 @@ class NetnsRoot(unittest.TestCase):
             self.assertNotIn("restart 1", text, text)
             self.assertNotIn("retired nodes", text, text)
             self.assertNotIn("moves to", text, text)
-            self.assertEqual([final_weights(o) for o in outs if final_weights(o)], [weights],
-                             text)
+            self.assert_weights(outs, text)
             for i in range(4):
                 assert_no_record(self, f"{tmp}/logs-{i}")
 
     def test_the_root_cut_off_leaves_the_job_to_its_heir(self):
-        epochs = EPOCHS
-        weights = undisturbed_weights()
         with tempfile.TemporaryDirectory() as tmp, CpuHogs(per_core=2):
-            procs = self.start(tmp, epochs)
+            procs = self.start(tmp)
             self.until_epoch(tmp, 2)
             subprocess.run(["ip", "link", "set", f"{CLUSTER}h1", "down"], check=True)
             self.addCleanup(subprocess.run, ["ip", "link", "set", f"{CLUSTER}h1", "up"])
-            codes = [procs[i].wait(timeout=400) for i in range(1, 4)]
-            code0 = procs[0].wait(timeout=120)
-            outs, errs = self.outputs(tmp)
-            text = self.text(tmp)
-            self.assertEqual(codes, [0, 0, 0], text)
-            self.assertRegex(text, r"takes the job as its root: 3 of 4 shims reached it")
-            self.assertRegex(text, r"NODE_RANK 0 moves to rank 3's shim")
-            self.assertEqual([final_weights(o) for o in outs if final_weights(o)], [weights],
-                             text)
-            self.assertEqual(code0, 125, text)
-            self.assertIn("no majority", errs[0])
+            err0 = self.heir_holds_the_job(tmp, procs)
+            self.assertRegex(self.text(tmp), r"NODE_RANK 0 moves to rank 3's shim")
+            self.assertIn("no majority", err0)
             for said in ("no spare left", "retired nodes", "ending the job"):
-                self.assertNotIn(said, errs[0])
-            assert_no_record(self, f"{tmp}/logs-0")
+                self.assertNotIn(said, err0)
 
     def test_a_frozen_root_on_idle_cores_leaves_the_job_to_its_heir_and_steps_down(self):
         # Every process of rank 0's node (its shim, keeper and rank)
         # SIGSTOPped at epoch 2, on idle cores; woken once the next attempt
         # trains: the heir took the job, and the old root steps down.
-        epochs = EPOCHS
-        weights = undisturbed_weights()
         with tempfile.TemporaryDirectory() as tmp:
-            procs = self.start(tmp, epochs)
+            procs = self.start(tmp)
             self.until_epoch(tmp, 2)
             frozen = subprocess.run(["ip", "netns", "pids", node(1)], stdout=subprocess.PIPE,
                                     text=True, check=True).stdout.split()
@@ -173,17 +178,8 @@ class NetnsRoot(unittest.TestCase):
                             self.text(tmp))
             for pid in frozen:
                 os.kill(int(pid), signal.SIGCONT)
-            codes = [procs[i].wait(timeout=400) for i in range(1, 4)]
-            code0 = procs[0].wait(timeout=120)
-            outs, errs = self.outputs(tmp)
-            text = self.text(tmp)
-            self.assertEqual(codes, [0, 0, 0], text)
-            self.assertRegex(text, r"takes the job as its root: 3 of 4 shims reached it")
-            self.assertEqual([final_weights(o) for o in outs if final_weights(o)], [weights],
-                             text)
-            self.assertEqual(code0, 125, text)
-            self.assertIn("steps down and writes no record of the job", errs[0])
-            assert_no_record(self, f"{tmp}/logs-0")
+            err0 = self.heir_holds_the_job(tmp, procs)
+            self.assertIn("steps down and writes no record of the job", err0)
 
 
 if __name__ == "__main__":
