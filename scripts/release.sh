@@ -9,7 +9,8 @@
 # from this machine's Debian mirror, kept in $AML_RELEASE_ROOT and reused),
 # with libstdc++, libgcc and Boost linked statically, so it needs nothing
 # newer than GLIBC_2.17 (checked here with objdump). Needs root (chroot).
-# <version> is `git describe` of the checkout: 0.1.0 at tag v0.1.0, else
+# <version> is `git describe` of the checkout (scripts/version.sh, the rule
+# every build's --version follows): 0.1.0 at tag v0.1.0, else
 # 0.1.0+<commits>.g<hash> (+dirty for uncommitted changes).
 #
 # Its prerequisites (root, debootstrap, dpkg-deb, objdump, a mount
@@ -41,14 +42,8 @@ case "${1:-}" in
   *) echo "usage: scripts/release.sh [--local]" >&2; exit 2 ;;
 esac
 
-base=$(sed -n 's/^project(aml-shim VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
-desc=$(git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null ||
-       echo "v$base-$(git rev-list --count HEAD)-g$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo -dirty)")
-version=${desc#v}
-version=${version/-dirty/+dirty}
-if [[ $version =~ ^([0-9.]+)-([0-9]+)-(g[0-9a-f]+)(.*)$ ]]; then
-  version="${BASH_REMATCH[1]}+${BASH_REMATCH[2]}.${BASH_REMATCH[3]}${BASH_REMATCH[4]}"
-fi
+version=$(scripts/version.sh) ||
+  { echo "release: not a git checkout: the version is git describe of one" >&2; exit 1; }
 name=aml-shim-$version-linux-x86_64
 
 # ---- --local: this checkout's build, for this machine's glibc.

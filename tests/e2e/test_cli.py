@@ -77,6 +77,16 @@ class Cli(unittest.TestCase):
         r = run([SHIM, "--version"])
         self.assertEqual(r.returncode, 0)
         self.assertRegex(r.stdout, r"^aml-shim \d+\.\d+\.\d+")
+        # A build of this checkout says what a release of it would
+        # (scripts/version.sh's `git describe` rule, taken at each build):
+        # scripts/build.sh's said the bare project version, 0.1.0.
+        build = os.path.dirname(os.path.realpath(SHIM))
+        if os.path.realpath(build) != os.path.realpath(os.path.join(SRC, "build")):
+            self.skipTest(f"{SHIM} is not this checkout's build/")
+        v = run([os.path.join(SRC, "scripts", "version.sh")])
+        if v.returncode != 0:
+            self.skipTest(f"{SRC} is not a git checkout")
+        self.assertEqual(r.stdout, f"aml-shim {v.stdout.strip()}\n")
 
     def test_exit_status_is_the_commands(self):
         self.assertEqual(run([SHIM, "--", "sh", "-c", "exit 7"]).returncode, 7)
