@@ -42,8 +42,9 @@ case "${1:-}" in
   *) echo "usage: scripts/release.sh [--local]" >&2; exit 2 ;;
 esac
 
+# (Outside a git checkout: the project's version, as a build's --version.)
 version=$(scripts/version.sh) ||
-  { echo "release: not a git checkout: the version is git describe of one" >&2; exit 1; }
+  version=$(sed -n 's/^project(aml-shim VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
 name=aml-shim-$version-linux-x86_64
 
 # ---- --local: this checkout's build, for this machine's glibc.

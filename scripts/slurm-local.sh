@@ -6,6 +6,9 @@
 #   scripts/slurm-local.sh munge   # only munged (scripts/slurm-netns.sh uses it)
 # State lives under $AML_SLURM_DIR (default /tmp/aml-shim-slurm); the
 # configuration is $AML_SLURM_DIR/slurm.conf (export SLURM_CONF to use it).
+# Exit 3: this machine cannot run a Slurm of its own (no cgroup file system,
+# as in a chroot; its ports taken by another Slurm), said in one line; the
+# tests then list themselves as skipped, not failed.
 set -Eeuo pipefail
 # A failing step must say which: set -e alone exits without a word (-E: in
 # functions too).
@@ -52,7 +55,47 @@ munge_up() {
   fi
 }
 
+# Says in one line why this machine cannot run a Slurm of its own, or nothing.
+cannot_run_here() {
+  # slurmd reads its cgroup hierarchy at start even with proctrack/linuxproc.
+  if ! awk '$5 ~ "^/sys/fs/cgroup" { for (i = 6; i < NF; i++) if ($i == "-" && $(i + 1) ~ /^cgroup2?$/) found = 1 }
+            END { exit !found }' /proc/self/mountinfo 2>/dev/null; then
+    echo "no cgroup file system is mounted at /sys/fs/cgroup (a chroot or a container without" \
+      "it?): slurmd needs one"
+    return
+  fi
+  local port name
+  for port in "${AML_SLURMCTLD_PORT:-6817}:slurmctld" "${AML_SLURMD_PORT:-6818}:slurmd"; do
+    name=${port#*:} port=${port%%:*}
+    if ss -Hltn "sport = :$port" 2>/dev/null | grep -q .; then
+      echo "port $port, $name's, is taken ($(ss -Hltnp "sport = :$port" 2>/dev/null |
+        grep -o 'users:(("[^"]*",pid=[0-9]*' | sed 's/users:(("//; s/",pid=/, pid /' | head -1 ||
+        true)): another Slurm? Stop it, or give this one other ports (AML_SLURMCTLD_PORT," \
+        "AML_SLURMD_PORT)"
+      return
+    fi
+  done
+}
+
+# Runs a daemon; one that does not start says why, with its log's last lines.
+daemon() {
+  local name=$1 rc=0
+  shift
+  "$name" "$@" || rc=$?
+  if ((rc)); then
+    echo "slurm: $name did not start (exit $rc); the end of $dir/log/$name.log:" >&2
+    tail -5 "$dir/log/$name.log" >&2 2>/dev/null || echo "  (no log)" >&2
+    return 1
+  fi
+}
+
 start() {
+  local why
+  why=$(cannot_run_here)
+  if [[ -n $why ]]; then
+    echo "slurm: cannot run here: $why" >&2
+    exit 3
+  fi
   mkdir -p "$dir"/{spool,state,log}
   munge_up
   cat >"$conf" <<CONF
@@ -81,8 +124,8 @@ AccountingStorageType=accounting_storage/none
 NodeName=$host CPUs=$cpus State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:8
 CONF
-  slurmctld -f "$conf"
-  slurmd -f "$conf"
+  daemon slurmctld -f "$conf" || exit 1
+  daemon slurmd -f "$conf" || exit 1
   for _ in $(seq 1 60); do
     if SLURM_CONF=$conf sinfo -h -o %t 2>/dev/null | grep -qE '^(idle|mix|alloc)'; then
       echo "slurm: up ($host, conf $conf)"

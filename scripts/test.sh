@@ -36,7 +36,9 @@ else
   sudo env "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
     ctest --output-on-failure --output-junit Testing/times.xml "${res[@]}" \
     -j "${AML_TEST_JOBS:-2}" "$@" || status=$?
-  sudo chown -R "$(id -u):$(id -g)" . ../dist 2>/dev/null || true
+  # What the tests made as root in your checkout (build/, dist/,
+  # build-local/ of test_release's release.sh --local) is yours again.
+  sudo chown -R "$(id -u):$(id -g)" .. 2>/dev/null || true
 fi
 # The 15 slowest tests of this run: where the suite's time goes
 # (docs/testing.md gives its budget).

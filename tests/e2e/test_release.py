@@ -89,7 +89,9 @@ class LocalRelease(unittest.TestCase):
         # release.sh finds its tools in /usr/sbin whatever the PATH, so what
         # is missing is made so: in a mount namespace, /usr/sbin an empty
         # tmpfs (debootstrap and chroot gone) and the build root's disk one
-        # of 8 MB; then, as a user who is not root.
+        # of 8 MB; then, as a user who is not root. (A chroot cannot make
+        # such a mount namespace: skipped there, saying so.)
+        require_namespaces("--mount", "--propagation", "private", why="a mount namespace")
         with tempfile.TemporaryDirectory() as tmp:
             os.chmod(tmp, 0o755)
             disk = os.path.join(tmp, "disk")
@@ -99,7 +101,8 @@ class LocalRelease(unittest.TestCase):
             # them (the checkout may be in a folder only root can enter).
             repo = os.path.join(tmp, "repo")
             os.makedirs(os.path.join(repo, "scripts"))
-            shutil.copy(os.path.join(SRC, "scripts", "release.sh"), os.path.join(repo, "scripts"))
+            for script in ("release.sh", "version.sh"):
+                shutil.copy(os.path.join(SRC, "scripts", script), os.path.join(repo, "scripts"))
             shutil.copy(os.path.join(SRC, "CMakeLists.txt"), repo)
             release = os.path.join(repo, "scripts", "release.sh")
             script = ('mount -t tmpfs -o size=8m none "$1" && mount -t tmpfs none /usr/sbin && '

@@ -1,10 +1,12 @@
 """aml-shim under a real one-node Slurm (slurmctld + slurmd + munged) that
 this test starts and stops."""
 import os
+import socket
+import tempfile
 import unittest
 
-from harness import (PYTHON, SHIM, TRAIN, clean_env, free_port, json_lines, main, run,
-                     start_local_slurm)
+from harness import (PYTHON, SHIM, SRC, TRAIN, clean_env, free_port, json_lines, main, run,
+                     require, start_local_slurm)
 
 SLURM_DIR = "/tmp/aml-shim-slurm-test"
 
@@ -12,6 +14,26 @@ SLURM_DIR = "/tmp/aml-shim-slurm-test"
 def slurm_env(**extra):
     return clean_env(SLURM_CONF=os.path.join(SLURM_DIR, "slurm.conf"), AML_SLURM_DIR=SLURM_DIR,
                      **extra)
+
+
+class WhatCannotRunHere(unittest.TestCase):
+    def test_a_taken_port_is_said_in_one_line_and_nothing_starts(self):
+        # As in a chroot beside the machine's own Slurm: slurmctld failed
+        # with "line 85 failed: slurmd -f $conf", naming neither why nor a
+        # log. Exit 3 (the tests then skip, saying why) before munged or any
+        # daemon starts.
+        require("slurmctld", "slurmd", "munged")
+        with socket.socket() as taken, tempfile.TemporaryDirectory() as d:
+            taken.bind(("0.0.0.0", 0))
+            taken.listen()
+            port = taken.getsockname()[1]
+            r = run([os.path.join(SRC, "scripts", "slurm-local.sh"), "start"],
+                    env=clean_env(AML_SLURM_DIR=d, AML_SLURMCTLD_PORT=str(port)), timeout=60)
+            self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+            self.assertEqual(r.stderr, f"slurm: cannot run here: port {port}, slurmctld's, is "
+                             f"taken (python3, pid {os.getpid()}): another Slurm? Stop it, or "
+                             "give this one other ports (AML_SLURMCTLD_PORT, AML_SLURMD_PORT)\n")
+            self.assertEqual(os.listdir(d), [])
 
 
 class Slurm(unittest.TestCase):
