@@ -1,6 +1,12 @@
 #include "shim/base/munge.h"
 
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
 namespace aml {
 namespace {
@@ -13,6 +19,26 @@ LibrarySpec MungeLibrarySpec() {
                      false};
 }
 
+// munge.h's MUNGE_OPT_SOCKET (the same in every libmunge.so.2 since 0.5).
+constexpr int kOptSocket = 8;
+
+// Whether munged listens at `path`, asked with one connect: libmunge itself
+// retries a refused or missing socket for about 2.5 s before it says so.
+Status Listening(const std::string& path) {
+  sockaddr_un a{};
+  if (path.empty() || path.size() >= sizeof(a.sun_path))
+    return Error{"its socket path '" + path + "' cannot be used"};
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, path.data(), path.size());
+  const int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return Error{std::string("socket(AF_UNIX): ") + std::strerror(errno)};
+  const int rc = connect(s, reinterpret_cast<const sockaddr*>(&a), sizeof(a));
+  const int e = errno;
+  close(s);
+  if (rc != 0) return Error{"munged does not answer at " + path + ": " + std::strerror(e)};
+  return Ok{};
+}
+
 }  // namespace
 
 Result<std::shared_ptr<Munge>> Munge::Open(const EnvSnapshot& env) {
@@ -20,9 +46,25 @@ Result<std::shared_ptr<Munge>> Munge::Open(const EnvSnapshot& env) {
   if (!lib.ok()) return lib.error();
   std::shared_ptr<Munge> m(new Munge());
   m->library_ = lib->file();
+  void* (*ctx_create)() = nullptr;
+  int (*ctx_get)(void*, int, ...) = nullptr;
+  void (*ctx_destroy)(void*) = nullptr;
   auto bound = lib->Bind({Sym("munge_encode", &m->encode_), Sym("munge_decode", &m->decode_),
-                          Sym("munge_strerror", &m->strerror_)});
+                          Sym("munge_strerror", &m->strerror_),
+                          Sym("munge_ctx_create", &ctx_create), Sym("munge_ctx_get", &ctx_get),
+                          Sym("munge_ctx_destroy", &ctx_destroy)});
   if (!bound.ok()) return bound.error();
+  // The socket libmunge would use (its build's default), asked once.
+  if (void* ctx = ctx_create()) {
+    char* path = nullptr;
+    const int e = ctx_get(ctx, kOptSocket, &path);
+    const std::string socket_path = (e == 0 && path) ? path : "";
+    ctx_destroy(ctx);
+    if (!socket_path.empty()) {
+      auto up = Listening(socket_path);
+      if (!up.ok()) return up.error();
+    }
+  }
   // A credential made now says whether munged answers.
   auto probe = m->Encode("aml-shim-probe");
   if (!probe.ok()) return probe.error();

@@ -400,7 +400,8 @@ Result<PreflightOutcome> RunPreflight(const PreflightRequest& req, bool* said) {
     if (!mine.ok() && !(said && *said)) {
       for (const std::string& line : SplitLines(mine.error().message)) LogError(line);
       if (said) *said = true;  // said already
-      std::this_thread::sleep_for(req.linger);
+      const auto slack = std::min<std::chrono::milliseconds>(std::chrono::seconds(2), req.timeout);
+      std::this_thread::sleep_until(std::min(verdict_at + slack, Clock::now() + req.linger));
     }
     if (!mine.ok()) return mine.error();
     return PreflightOutcome{};

@@ -5,7 +5,7 @@ import stat
 import tempfile
 import unittest
 
-from harness import SHIM, SRC, clean_env, free_port, main, run
+from harness import PYTHON, SHIM, SRC, clean_env, free_port, main, require_namespaces, run
 
 
 class Cli(unittest.TestCase):
@@ -72,6 +72,23 @@ class Cli(unittest.TestCase):
                 env=env, timeout=60)
         self.assertEqual(r.returncode, 125, r.stderr)
         self.assertEqual(r.stderr.count("cannot connect to MASTER_ADDR:MASTER_PORT"), 1, r.stderr)
+
+    def test_a_munged_that_does_not_answer_is_named_at_once(self):
+        # A stale socket of a munged that is gone (a newcomer's root):
+        # libmunge retried it for 2.5 s before the preflight said anything;
+        # one connect now says where munged does not answer.
+        require_namespaces("--mount", why="a mount namespace (a /run/munge of its own)")
+        env = clean_env(RANK="1", WORLD_SIZE="2", NODE_RANK="1", MASTER_ADDR="127.0.0.1",
+                        MASTER_PORT=str(free_port()))
+        stale = ('import socket; s = socket.socket(socket.AF_UNIX); '
+                 's.bind("/run/munge/munge.socket.2"); s.close()')
+        script = (f'mkdir -p /run/munge && mount -t tmpfs none /run/munge && '
+                  f'{PYTHON} -c \'{stale}\' && exec "$@"')
+        r = run(["unshare", "--mount", "sh", "-c", script, "sh", SHIM, "-v", "--preflight", "tcp",
+                 "--preflight-timeout", "1", "--", "true"], env=env, timeout=60)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertIn("and no MUNGE (munged does not answer at /run/munge/munge.socket.2: "
+                      "Connection refused)", r.stderr)
 
     def test_version(self):
         r = run([SHIM, "--version"])
