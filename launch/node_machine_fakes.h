@@ -1,0 +1,134 @@
+// The node machine's test doubles (node_machine_test.cc and
+// node_machine_records_test.cc): a process table and a job side that
+// record what the machine asks of them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "launch/node_machine.h"
+
+namespace aml {
+namespace node_test {
+
+inline int Exited(int code) { return code << 8; }
+
+// A process table that records what the machine asks of it.
+struct FakeProcs : NodeProcs {
+  std::vector<std::pair<size_t, int>> signals;  // (rank, signal)
+  std::vector<size_t> aborted;
+  int starts = 0, fail_start_at = -1;
+  bool stragglers = false, output_open = false, groups_empty = true, probe_running = false;
+  int straggler_signals = 0, groups_killed = 0, restarts_begun = 0;
+
+  bool Start(size_t child, const LinkOrder*, int* code) override {
+    if (starts++ == fail_start_at) {
+      *code = 127;
+      return false;
+    }
+    (void)child;
+    return true;
+  }
+  void Signal(size_t child, int sig) override { signals.emplace_back(child, sig); }
+  void Abort(size_t child) override { aborted.push_back(child); }
+  bool SignalStragglers(int sig) override {
+    (void)sig;
+    ++straggler_signals;
+    return stragglers;
+  }
+  bool StragglersLeft() override { return stragglers; }
+  bool OutputOpen() const override { return output_open; }
+  bool GroupsEmpty() override { return groups_empty; }
+  void KillGroups() override { ++groups_killed; }
+  // The flight records: none by default (done at once), else until `dumps_until`.
+  int dumps_started = 0;
+  double dumps_until = -1;
+  bool probed_while_dumping = false;
+  int64_t progress = 0;
+  int answered = 0;
+  double starting_cpu = -1;
+  double StartingCpuS() const override { return starting_cpu; }
+  void StartDumps(double, DumpAsk ask) override {
+    ++dumps_started;
+    asks.push_back(ask);
+  }
+  std::vector<DumpAsk> asks;
+  int64_t DumpsProgress(int* a) const override {
+    *a = answered;
+    return progress;
+  }
+  bool DumpsDone(double now) override { return now >= dumps_until; }
+  double DumpsNext(double now) const override { return std::max(now, dumps_until); }
+  std::vector<RankTimes> times;
+  std::vector<RankTimes> DumpsTimes() const override { return times; }
+  void StartProbe() override {
+    probe_running = true;
+    probed_while_dumping = probed_while_dumping || dumps_until > 0;
+  }
+  bool ProbeRunning() const override { return probe_running; }
+  bool ProbeDone(double now) override { return !probe_running || now >= 10; }
+  double ProbeDeadline() const override { return 10; }
+  void FinishProbe() override { probe_running = false; }
+  LocalFailure Failure(size_t child) override {
+    LocalFailure f;
+    f.rank = static_cast<int>(child);
+    f.exit_code = 7;
+    return f;
+  }
+  std::vector<RankStack> Stacks() override { return {{0, "stack", "sig"}}; }
+  std::vector<RankRecord> Records() override {
+    ++records_taken;
+    return {{0, std::nullopt, "no pipe"}};
+  }
+  int records_taken = 0;
+  double FirstOutputWall() const override { return 0; }
+  void TermSent(bool) override {}
+  void BeginRestart(const LinkOrder&, bool) override { ++restarts_begun; }
+  int SignalsOf(int sig) const {
+    int n = 0;
+    for (const auto& [c, s] : signals) n += s == sig;
+    return n;
+  }
+};
+
+// The job's side: orders to hand out, what it was told.
+struct FakeJob : JobChannel {
+  std::vector<LinkOrder> orders;
+  int failures = 0, stacks = 0, done = 0, signalled = 0, outputs = 0;
+  bool may_exit = true;
+  void OnOutput(double) override { ++outputs; }
+  void OnChildFailed(const LocalFailure&) override { ++failures; }
+  void OnStacks(const std::vector<RankStack>&) override { ++stacks; }
+  void OnRecords(const std::vector<RankRecord>& r) override { records.push_back(r.size()); }
+  std::vector<size_t> records;
+  // Each look answered: its number and how many ranks' times.
+  std::vector<std::pair<int64_t, size_t>> paces;
+  void OnPace(int64_t look, const std::vector<RankTimes>& t) override {
+    paces.emplace_back(look, t.size());
+  }
+  void OnChildrenDone(const NodeOutcome&) override { ++done; }
+  void OnShimSignalled(int, const std::string&) override { ++signalled; }
+  bool MayExit() const override { return may_exit; }
+  bool PrintsOwnFailure() const override { return true; }
+  bool WritesJobRecord() const override { return true; }
+  std::optional<LinkOrder> TakeOrder() override {
+    if (orders.empty()) return std::nullopt;
+    LinkOrder o = orders.front();
+    orders.erase(orders.begin());
+    return o;
+  }
+};
+
+inline NodeConfig Two() { return NodeConfig{2, 3}; }
+
+// The hang's verdict reaches the node at `now`: collect the stacks.
+inline void OrderCollect(NodeMachine* m, FakeJob* job, double now) {
+  job->orders.push_back(LinkOrder::Of(LinkOrder::Kind::kCollectStacks));
+  m->TakeOrders(now);
+}
+
+}  // namespace node_test
+}  // namespace aml
