@@ -27,8 +27,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # (name, file, what is there, what the bug puts there, what it breaks)
 MUTANTS = [
     ("never-says-ended", "shim/control/job_machine.cc",
-     "      orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));\n    }\n    MaybeSendEnded(now);\n  } else if (t == \"restart\") {",
-     "      orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));\n    }\n  } else if (t == \"restart\") {",
+     "           j->orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));\n         }\n         j->MaybeSendEnded(at);",
+     "           j->orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));\n         }",
      "a shim whose ranks had already ended never says 'ended': every restart round times out as lost"),
     ("exits-while-restarts-remain", "shim/control/job_machine.cc",
      "if (failed_at_ > 0) return restarts_ >= c_.max_restarts && now >= failed_at_ + VerdictWait();",
@@ -71,8 +71,8 @@ MUTANTS = [
      "",
      "the ranks elsewhere are not ended until the failure window closes"),
     ("stop-not-relayed", "shim/control/job_machine.cc",
-     "  } else if (t == \"stop\") {\n    ports_->SendDown(frame);",
-     "  } else if (t == \"stop\") {",
+     "      {\"stop\", true,",
+     "      {\"stop\", false,",
      "a shim does not pass rank 0's stop down"),
     ("bye-not-passed-down", "shim/control/job_machine.cc",
      "  ports_->SendUp(frame);\n  ports_->SendDown(frame);\n  const int code = static_cast<int>(m.Int(\"code\", 143));",

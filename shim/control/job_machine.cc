@@ -124,116 +124,171 @@ void JobMachine::OnShimSignalled(int sig, const std::string& why, double now) {
 
 // ---- Frames from the tree
 
+// Each table row: a frame's type and what it does here. A frame whose type
+// no row names is ignored (a newer shim's word this one does not know).
+namespace {
+template <class Row, size_t N>
+const Row* RowOf(const Row (&rows)[N], const std::string& type) {
+  for (const Row& r : rows)
+    if (type == r.type) return &r;
+  return nullptr;
+}
+}  // namespace
+
+// A child's frame. `any`: every shim takes it; else rank 0's shim (the
+// job's root) does, and another passes it up when `up` (an "orphan" is the
+// overlay's below the root: tree_links.cc). `attempt`: a word of one attempt
+// ("a"), dropped when that attempt is over (said again by a shim that moved
+// below the heir after a cut: said_up_).
 void JobMachine::OnFromChild(const std::string& frame, const Msg& m, double now) {
-  const std::string& t = m.type();
-  if (t == "bye") {
-    // Its launcher stopped it: the job stops with it, with its status.
-    OnBye(frame, m, now);
-  } else if (t == "done") {
-    // Its part of the job ended well.
-    done_below_ += static_cast<int>(std::max<int64_t>(1, m.Int("n", 1)));
-    MaybeSendDone(now);
-  } else if (!root_) {
-    // (A shim that lost rank 0's shim and linked here, "orphan", is the
-    // overlay's: it stays in the job below this one, tree_links.cc.)
-    if (t == "fail" || t == "lost" || t == "stacks" || t == "ended" || t == "well" ||
-        t == "records")
-      ports_->SendUp(frame);
-  } else if (t == "orphan") {
-    NoteOrphan(static_cast<int>(m.Int("shim", -1)), m.Int("silent", 0) == 1, now, true);
-  } else if ((t == "well" || t == "fail") && m.Int("a", restarts_) != restarts_) {
-    // A word of an attempt that is over, said again by a shim that moved
-    // below the heir after a cut (said_up_): not this attempt's.
-  } else if (t == "well") {
-    NoteWell(static_cast<int>(m.Int("shim", -1)), now);
-  } else if (t == "ended") {
-    const int shim = static_cast<int>(m.Int("shim", -1));
-    if (shim >= 0 && shim < c_.size && !m.Str("host").empty() && !shim_hosts_.count(shim))
-      shim_hosts_[shim] = m.Str("host");
-    NoteEnded(shim, m.Number("out", 0), m.Str("unfit"), now);
-  } else if (t == "fail") {
-    FailNote f;
-    f.wall_time = m.Number("time");
-    f.rank = static_cast<int>(m.Int("rank"));
-    f.node = static_cast<int>(m.Int("node"));
-    f.code = static_cast<int>(m.Int("code", 1));
-    f.shim = static_cast<int>(m.Int("shim", -1));
-    f.host = m.Str("host");
-    f.status = m.Str("status");
-    f.summary = m.Str("summary");
-    f.json = m.Str("json");
-    NoteFailure(std::move(f), now);
-  } else if (t == "lost") {
-    if (Over()) return;
-    DecideBeforeLoss(now);
-    if (Over()) return;
-    if (Spares()) RetireLost(static_cast<int>(m.Int("shim", -1)), m.Str("what"), now);
-    else StopAsLost(m.Str("what"), now);
-  } else if (t == "stacks") {
-    NoteStacks(m, now);
-  } else if (t == "records") {
-    NoteRecords(m, now);
+  using On = void (*)(JobMachine*, const std::string&, const Msg&, double);
+  struct Row {
+    const char* type;
+    bool any, up, attempt;
+    On on;
+  };
+  static const Row kRows[] = {
+      // Its launcher stopped it: the job stops with it, with its status.
+      {"bye", true, false, false,
+       [](JobMachine* j, const std::string& fr, const Msg& msg, double at) { j->OnBye(fr, msg, at); }},
+      // Its part of the job ended well.
+      {"done", true, false, false,
+       [](JobMachine* j, const std::string&, const Msg& msg, double at) {
+         j->done_below_ += static_cast<int>(std::max<int64_t>(1, msg.Int("n", 1)));
+         j->MaybeSendDone(at);
+       }},
+      {"orphan", false, false, false,
+       [](JobMachine* j, const std::string&, const Msg& msg, double at) {
+         j->NoteOrphan(static_cast<int>(msg.Int("shim", -1)), msg.Int("silent", 0) == 1, at, true);
+       }},
+      {"well", false, true, true,
+       [](JobMachine* j, const std::string&, const Msg& msg, double at) {
+         j->NoteWell(static_cast<int>(msg.Int("shim", -1)), at);
+       }},
+      {"ended", false, true, false,
+       [](JobMachine* j, const std::string&, const Msg& msg, double at) {
+         const int shim = static_cast<int>(msg.Int("shim", -1));
+         if (shim >= 0 && shim < j->c_.size && !msg.Str("host").empty() &&
+             !j->shim_hosts_.count(shim))
+           j->shim_hosts_[shim] = msg.Str("host");
+         j->NoteEnded(shim, msg.Number("out", 0), msg.Str("unfit"), at);
+       }},
+      {"fail", false, true, true,
+       [](JobMachine* j, const std::string&, const Msg& msg, double at) {
+         FailNote f;
+         f.wall_time = msg.Number("time");
+         f.rank = static_cast<int>(msg.Int("rank"));
+         f.node = static_cast<int>(msg.Int("node"));
+         f.code = static_cast<int>(msg.Int("code", 1));
+         f.shim = static_cast<int>(msg.Int("shim", -1));
+         f.host = msg.Str("host");
+         f.status = msg.Str("status");
+         f.summary = msg.Str("summary");
+         f.json = msg.Str("json");
+         j->NoteFailure(std::move(f), at);
+       }},
+      {"lost", false, true, false,
+       [](JobMachine* j, const std::string&, const Msg& msg, double at) {
+         if (j->Over()) return;
+         j->DecideBeforeLoss(at);
+         if (j->Over()) return;
+         if (j->Spares()) j->RetireLost(static_cast<int>(msg.Int("shim", -1)), msg.Str("what"), at);
+         else j->StopAsLost(msg.Str("what"), at);
+       }},
+      {"stacks", false, true, false,
+       [](JobMachine* j, const std::string&, const Msg& msg, double at) { j->NoteStacks(msg, at); }},
+      {"records", false, true, false,
+       [](JobMachine* j, const std::string&, const Msg& msg, double at) { j->NoteRecords(msg, at); }},
+  };
+  const Row* row = RowOf(kRows, m.type());
+  if (!row) return;
+  if (!row->any && !root_) {
+    if (row->up) ports_->SendUp(frame);
+    return;
   }
+  if (row->attempt && m.Int("a", restarts_) != restarts_) return;
+  row->on(this, frame, m, now);
 }
 
+// A frame from the parent (rank 0's words, relayed down the tree). `down`:
+// passed on to this shim's children first, whatever it does here.
 void JobMachine::OnFromParent(const std::string& frame, const Msg& m, double now) {
-  const std::string& t = m.type();
-  if (t == "collect") {
-    ports_->SendDown(frame);
-    if (Over() || Busy()) return;
-    Enter(JobState::kCollecting, now);
-    orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kCollectStacks));
-  } else if (t == "halt") {
-    // Rank 0 heard of the job's first failure: end this node's ranks now
-    // (with "records", once their flight records are taken); the verdict
-    // follows (a stop, or a restart round's end).
-    ports_->SendDown(frame);
-    if (Over() || Busy() || state_ == JobState::kDone || state_ == JobState::kHalted) return;
-    if (state_ == JobState::kRunning) Enter(JobState::kHalted, now);
-    LinkOrder halt = LinkOrder::Of(LinkOrder::Kind::kEndAttempt);
-    halt.records = m.Int("records", 0) == 1;
-    orders_.push_back(std::move(halt));
-  } else if (t == "end") {
-    // The root restarts the job: end this node's ranks, say so, wait. A
-    // new root asks "again": every shim says so anew (its word may have
-    // gone to the root that was lost).
-    ports_->SendDown(frame);
-    if (Over()) return;
-    if (m.Int("again", 0) == 1) ended_sent_ = false;
-    else if (state_ == JobState::kEnding) return;
-    if (state_ != JobState::kEnding) {
-      Enter(JobState::kEnding, now);
-      orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));
-    }
-    MaybeSendEnded(now);
-  } else if (t == "restart") {
-    ports_->SendDown(frame);
-    // (One it had: said again to a shim that moved below the heir.)
-    if (Over() || m.Int("n") <= restarts_) return;
-    LinkOrder o = LinkOrder::Of(LinkOrder::Kind::kRestart);
-    o.restart = static_cast<int>(m.Int("n"));
-    o.master_port = static_cast<int>(m.Int("port"));
-    o.line = m.Str("line");
-    if (Spares()) {
-      const int node = Roster::NodeIn(m.Str("nodes"), c_.rank);
-      o.roster = true;
-      o.node_rank = node_ = node < 0 ? -1 : node;
-      o.master_addr = m.Str("maddr");
-    }
-    restarts_ = o.restart;
-    ResetRound(now);
-    orders_.push_back(std::move(o));
-  } else if (t == "finish") {
-    ports_->SendDown(frame);
-    OnFinish(now);
-  } else if (t == "stop") {
-    ports_->SendDown(frame);
-    if (Over()) return;
-    Stop(LinkOrder::Stop(static_cast<int>(m.Int("code", 1)), StopLine(m), ""), now);
-  } else if (t == "bye") {
-    cut_off_ = true;  // it goes; not a loss to report
-    OnBye(frame, m, now);
-  }
+  using On = void (*)(JobMachine*, const std::string&, const Msg&, double);
+  struct Row {
+    const char* type;
+    bool down;
+    On on;
+  };
+  static const Row kRows[] = {
+      {"collect", true,
+       [](JobMachine* j, const std::string&, const Msg&, double at) {
+         if (j->Over() || j->Busy()) return;
+         j->Enter(JobState::kCollecting, at);
+         j->orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kCollectStacks));
+       }},
+      // Rank 0 heard of the job's first failure: end this node's ranks now
+      // (with "records", once their flight records are taken); the verdict
+      // follows (a stop, or a restart round's end).
+      {"halt", true,
+       [](JobMachine* j, const std::string&, const Msg& msg, double at) {
+         if (j->Over() || j->Busy() || j->state_ == JobState::kDone ||
+             j->state_ == JobState::kHalted)
+           return;
+         if (j->state_ == JobState::kRunning) j->Enter(JobState::kHalted, at);
+         LinkOrder halt = LinkOrder::Of(LinkOrder::Kind::kEndAttempt);
+         halt.records = msg.Int("records", 0) == 1;
+         j->orders_.push_back(std::move(halt));
+       }},
+      // The root restarts the job: end this node's ranks, say so, wait. A
+      // new root asks "again": every shim says so anew (its word may have
+      // gone to the root that was lost).
+      {"end", true,
+       [](JobMachine* j, const std::string&, const Msg& msg, double at) {
+         if (j->Over()) return;
+         if (msg.Int("again", 0) == 1) j->ended_sent_ = false;
+         else if (j->state_ == JobState::kEnding) return;
+         if (j->state_ != JobState::kEnding) {
+           j->Enter(JobState::kEnding, at);
+           j->orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));
+         }
+         j->MaybeSendEnded(at);
+       }},
+      // (One it had is said again to a shim that moved below the heir.)
+      {"restart", true,
+       [](JobMachine* j, const std::string&, const Msg& msg, double at) {
+         if (j->Over() || msg.Int("n") <= j->restarts_) return;
+         LinkOrder o = LinkOrder::Of(LinkOrder::Kind::kRestart);
+         o.restart = static_cast<int>(msg.Int("n"));
+         o.master_port = static_cast<int>(msg.Int("port"));
+         o.line = msg.Str("line");
+         if (j->Spares()) {
+           const int node = Roster::NodeIn(msg.Str("nodes"), j->c_.rank);
+           o.roster = true;
+           o.node_rank = j->node_ = node < 0 ? -1 : node;
+           o.master_addr = msg.Str("maddr");
+         }
+         j->restarts_ = o.restart;
+         j->ResetRound(at);
+         j->orders_.push_back(std::move(o));
+       }},
+      {"finish", true,
+       [](JobMachine* j, const std::string&, const Msg&, double at) { j->OnFinish(at); }},
+      {"stop", true,
+       [](JobMachine* j, const std::string&, const Msg& msg, double at) {
+         if (j->Over()) return;
+         j->Stop(LinkOrder::Stop(static_cast<int>(msg.Int("code", 1)), j->StopLine(msg), ""), at);
+       }},
+      // (OnBye passes it up and down itself.)
+      {"bye", false,
+       [](JobMachine* j, const std::string& fr, const Msg& msg, double at) {
+         j->cut_off_ = true;  // it goes; not a loss to report
+         j->OnBye(fr, msg, at);
+       }},
+  };
+  const Row* row = RowOf(kRows, m.type());
+  if (!row) return;
+  if (row->down) ports_->SendDown(frame);
+  row->on(this, frame, m, now);
 }
 
 // A shim whose launcher stopped it said so: pass it on, everywhere, once.

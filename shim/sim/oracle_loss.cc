@@ -116,12 +116,13 @@ void Seer::Take(const State& st0, const Event& e, double lo, double hi) {
       a.hang = true;
       st.missing_min = st.pending_missing_min;
       st.missing_max = st.pending_missing_max;
-      for (int culprit : Culprits(st)) {
-        State one = st;
-        one.culprit = {culprit};
-        if (!NoteCulprit(&one, culprit, a, lo, hi)) continue;  // no spare left: the end
-        EndAttempt(one, a, 124, true, hi - st.t_lo, lo, hi);
-      }
+      for (int culprit : Culprits(st))
+        for (bool waits : DeferWays(st, lo, hi)) {
+          State one = st;
+          one.culprit = {culprit};
+          if (!NoteCulprit(&one, culprit, a, lo, hi, waits)) continue;  // no spare left: the end
+          EndAttempt(one, a, 124, true, hi - st.t_lo, lo, hi);
+        }
       return;
     }
     case Kind::kRestarted: {

@@ -301,6 +301,13 @@ class Seer {
   bool Deferred(const State& st, double t) const {
     return st.heir_lost_lo >= 0 && t < st.heir_lost_hi + kMaxSilenceS + 1 + L_;
   }
+  // A verdict decided in [lo, hi]: whether its "no spare left" waits, both
+  // ways when the window straddles the wait's end (aml-plane-sim, seed
+  // 47054081: a hang's roll-call came 1 s after a lost heir's wait).
+  std::vector<bool> DeferWays(const State& st, double lo, double hi) const {
+    if (Deferred(st, lo) && !Deferred(st, hi)) return {true, false};
+    return {Deferred(st, lo)};
+  }
 
   // A restart with no spare for a place left empty waits out a lost heir's
   // cut (the "no spare left" verdict comes then).
@@ -370,7 +377,10 @@ class Seer {
   // (--spares) A hang whose culprit is one node's counts as that node's
   // failure for the streak; any other hang breaks the streak. False when
   // the node is retired and no spare is left: the job ends (125).
-  bool NoteCulprit(State* st, int culprit, const ForeseenAttempt& hang, double lo, double hi);
+  // `waits`: whether a "no spare left" it leads to waits out a lost heir's
+  // cut (DeferWays).
+  bool NoteCulprit(State* st, int culprit, const ForeseenAttempt& hang, double lo, double hi,
+                   bool waits);
 
   // The job's last verdict: `code` at rank 0, decided in [lo, hi]; each
   // shim's own exit follows from what reaches it first.

@@ -43,12 +43,28 @@ void Seer::EndAttempt(State st, ForeseenAttempt a, int code, bool progress, doub
   if (spares_) {
     State unfit = st;
     bool any = false;
-    for (int s = 0; s < w_.n; ++s)
-      if (w_.unfit_at[s] <= lo && w_.In(s) && !unfit.gone.count(s) && !unfit.retired.count(s) &&
-          w_.dead_at[s] > hi && w_.cutoff[s] > hi) {
+    std::vector<int> maybe;  // heard only if its path to the root holds long enough
+    for (int s = 0; s < w_.n; ++s) {
+      if (w_.unfit_at[s] > lo || !w_.In(s) || unfit.gone.count(s) || unfit.retired.count(s))
+        continue;
+      if (w_.dead_at[s] > hi && w_.cutoff[s] > hi) {
         Retire(&unfit, s);
         any = true;
+      } else if (w_.dead_at[s] > lo && w_.cutoff[s] > lo) {
+        maybe.push_back(s);
       }
+    }
+    // One whose path breaks within the window (the root itself lost then)
+    // may be heard first: no spare left for it ends the job there too
+    // (aml-plane-sim, seed 47055113: the root stopped the job, then died).
+    if (!maybe.empty() && !Deferred(st, lo)) {
+      State heard = unfit;
+      for (int s : maybe) Retire(&heard, s);
+      if (Vacant(heard) > static_cast<int>(heard.spare.size())) {
+        heard.story += "; a node unfit as its ranks end, no spare left";
+        Final(heard, 125, lo, hi + end_s + 2 * L_, {}, "nospare");
+      }
+    }
     if (any && Vacant(unfit) > static_cast<int>(unfit.spare.size())) {
       if (!Deferred(st, lo)) {
         unfit.story += "; a node unfit as its ranks end, no spare left";
@@ -109,39 +125,40 @@ void Seer::Verdict(const State& st0, double lo, double hi) {
     options.push_back(-1);  // rank 0 heard two nodes fail
     options.insert(options.end(), who.begin(), who.end());
   }
-  for (int alone : options) {
-    State st = st0;
-    if (alone < 0) {
-      st.streak_shim = -1;
-      st.streak = 0;
-    } else {
-      st.streak = st.streak_shim == alone ? st.streak + 1 : 1;
-      st.streak_shim = alone;
-    }
-    if (alone >= 0 && st.streak >= FaultPlan::kRetireAfter) {
-      st.story += "; shim " + std::to_string(alone) + " retired";
-      Retire(&st, alone);
-      st.replaced = true;
-      st.streak_shim = -1;
-      st.streak = 0;
-      if (Vacant(st) > static_cast<int>(st.spare.size())) {
-        if (Deferred(st, lo)) {
-          // (After a heir lost alive the restart waits out its cut.)
-          st.nospare_lo = st.heir_lost_lo + kMaxSilenceS + 1;
-          st.nospare_hi = st.heir_lost_hi + kMaxSilenceS + 1 + 2 * L_;
-        } else {
-          ForeseenAttempt a = st.pending_attempt;
-          a.announced = false;
-          a.ranks = {alone};
-          st.attempts.push_back(a);
-          st.story += "; no spare left";
-          Final(st, 125, lo, hi, {alone}, "nospare");
-          continue;
+  for (int alone : options)
+    for (bool waits : DeferWays(st0, lo, hi)) {
+      State st = st0;
+      if (alone < 0) {
+        st.streak_shim = -1;
+        st.streak = 0;
+      } else {
+        st.streak = st.streak_shim == alone ? st.streak + 1 : 1;
+        st.streak_shim = alone;
+      }
+      if (alone >= 0 && st.streak >= FaultPlan::kRetireAfter) {
+        st.story += "; shim " + std::to_string(alone) + " retired";
+        Retire(&st, alone);
+        st.replaced = true;
+        st.streak_shim = -1;
+        st.streak = 0;
+        if (Vacant(st) > static_cast<int>(st.spare.size())) {
+          if (waits) {
+            // (After a heir lost alive the restart waits out its cut.)
+            st.nospare_lo = st.heir_lost_lo + kMaxSilenceS + 1;
+            st.nospare_hi = st.heir_lost_hi + kMaxSilenceS + 1 + 2 * L_;
+          } else {
+            ForeseenAttempt a = st.pending_attempt;
+            a.announced = false;
+            a.ranks = {alone};
+            st.attempts.push_back(a);
+            st.story += "; no spare left";
+            Final(st, 125, lo, hi, {alone}, "nospare");
+            continue;
+          }
         }
       }
+      EndAttempt(st, st.pending_attempt, 7, st.pending_progress, st.pending_duration, lo, hi);
     }
-    EndAttempt(st, st.pending_attempt, 7, st.pending_progress, st.pending_duration, lo, hi);
-  }
 }
 
 std::set<int> Seer::Culprits(const State& st) const {
@@ -158,7 +175,8 @@ std::set<int> Seer::Culprits(const State& st) const {
   return {s};
 }
 
-bool Seer::NoteCulprit(State* st, int culprit, const ForeseenAttempt& hang, double lo, double hi) {
+bool Seer::NoteCulprit(State* st, int culprit, const ForeseenAttempt& hang, double lo, double hi,
+                       bool waits) {
   if (!spares_ || culprit < 0) {
     st->streak_shim = -1;
     st->streak = 0;
@@ -173,7 +191,7 @@ bool Seer::NoteCulprit(State* st, int culprit, const ForeseenAttempt& hang, doub
   st->streak_shim = -1;
   st->streak = 0;
   if (Vacant(*st) <= static_cast<int>(st->spare.size())) return true;
-  if (Deferred(*st, lo)) {
+  if (waits) {
     st->nospare_lo = st->heir_lost_lo + kMaxSilenceS + 1;
     st->nospare_hi = st->heir_lost_hi + kMaxSilenceS + 1 + 2 * L_;
     return true;

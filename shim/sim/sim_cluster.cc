@@ -23,6 +23,7 @@ std::optional<LinkOrder> Shim::TakeOrder() {
       if (o->roster) {
         nodes.push_back(o->node_rank);
         maddrs.push_back(o->master_addr);
+        restart_ns.push_back(o->restart);
       }
       break;
     case LinkOrder::Kind::kPaceLook:

@@ -205,17 +205,22 @@ void Cluster::CheckRosters() {
         return Violate("shim " + std::to_string(s.id()) + " started ranks in attempt " +
                        std::to_string(a + 1) + ", which gives it no NODE_RANK");
     }
-    for (size_t k = 0; k < s.maddrs.size() && k + 1 < rosters.size(); ++k) {
-      const std::vector<std::vector<int>> rs = alts(k + 1);
+    // Each restart order it took, by the restart's number (a shim cut off
+    // for one takes the next: its k-th order need not be restart k).
+    for (size_t k = 0; k < s.maddrs.size(); ++k) {
+      const size_t restart = static_cast<size_t>(s.restart_ns[k]);
+      if (restart >= rosters.size()) continue;
+      const std::vector<std::vector<int>> rs = alts(restart);
       bool ok = false;
       for (const std::vector<int>& r : rs) ok = ok || s.maddrs[k] == maddr_of(r);
       if (!ok)
         return Violate("shim " + std::to_string(s.id()) + "'s ranks would get MASTER_ADDR '" +
-                       s.maddrs[k] + "' in attempt " + std::to_string(k + 2) + ", not '" +
+                       s.maddrs[k] + "' in attempt " + std::to_string(restart + 1) + ", not '" +
                        maddr_of(rs.front()) + "'");
     }
     for (size_t k = 0; k < s.nodes.size(); ++k) {
-      const std::vector<std::vector<int>> rs = alts(std::min(k + 1, rosters.size() - 1));
+      const std::vector<std::vector<int>> rs =
+          alts(std::min(static_cast<size_t>(s.restart_ns[k]), rosters.size() - 1));
       bool ok = false;
       int want = -1;
       for (const std::vector<int>& r : rs) {
@@ -225,7 +230,8 @@ void Cluster::CheckRosters() {
       }
       if (!ok)
         return Violate("shim " + std::to_string(s.id()) + " took NODE_RANK " +
-                       std::to_string(s.nodes[k]) + " in attempt " + std::to_string(k + 2) +
+                       std::to_string(s.nodes[k]) + " in attempt " +
+                       std::to_string(s.restart_ns[k] + 1) +
                        "; its order gave it " + std::to_string(want));
     }
   }

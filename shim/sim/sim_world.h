@@ -175,6 +175,7 @@ class Shim : public LinkIo, public JobChannel {
   std::vector<double> restart_orders_at;  // when it took each restart order
   std::vector<int> nodes;  // --spares: its NODE_RANK in each restart (-1: none)
   std::vector<std::string> maddrs;  // and its ranks' MASTER_ADDR ("": the job's)
+  std::vector<int> restart_ns;  // and which restart each was (one missed in a cut is not there)
   bool has_final = false;
   LinkOrder final_order;  // its stop (rank 0's: the job's record)
   std::string join, hello;  // its join and its hello, as the network saw them
