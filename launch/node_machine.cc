@@ -70,7 +70,7 @@ bool NodeMachine::StartAll(const LinkOrder* restart, double now) {
   last_progress_ = -1;
   starting_cpu_ = 0;
   looking_ = false;
-  AnswerPace(false);
+  AnswerPace(nullptr);
   return true;
 }
 
@@ -106,7 +106,7 @@ void NodeMachine::BeginFailureTeardown(double now) {
   kill_at_ = std::numeric_limits<double>::infinity();  // set once the records are in
   Enter(NodeState::kTerminating);
   looking_ = false;  // (a look under way is overtaken)
-  AnswerPace(false);
+  AnswerPace(nullptr);
   procs_->StartDumps(now, NodeProcs::DumpAsk::kRecords);
   if (procs_->DumpsDone(now)) FinishRecords(now);
 }
@@ -117,7 +117,7 @@ void NodeMachine::FinishRecords(double now) {
   // A last look: a rank that ended meanwhile may have left its record
   // (aml-shim's agent writes it as an exception ends a Gloo rank).
   procs_->DumpsDone(now);
-  SendRecords(procs_->Records());
+  SendRecords(procs_->Dumps().records);
   kill_at_ = now + c_.grace_s;
   KillAll(SIGTERM);
 }
@@ -185,7 +185,7 @@ void NodeMachine::StopRequested(int sig, pid_t sender, double now, const std::st
   if (state_ == NodeState::kRestarting) Enter(NodeState::kEnded);
   if (recording_) {  // the records that came go; the signal ends the ranks (its caller)
     recording_ = false;
-    SendRecords(procs_->Records());
+    SendRecords(procs_->Dumps().records);
     kill_at_ = now + c_.grace_s;
   }
   if (!teardown_) {
@@ -264,7 +264,7 @@ void NodeMachine::TakeOrders(double now) {
 // (PYTHONFAULTHANDLER=1), which ends it.
 void NodeMachine::CollectStacks(double now) {
   looking_ = false;  // (its dumps are asked for again)
-  AnswerPace(false);
+  AnswerPace(nullptr);
   stacks_ = StackPhase::kDumping;
   if (state_ == NodeState::kRunning) Enter(NodeState::kCollecting);
   procs_->StartDumps(now, NodeProcs::DumpAsk::kVerdict);
@@ -349,11 +349,11 @@ double NodeMachine::NextLook() const {
 // under way serves it); a node with no rank running, or busy ending them or
 // reading stacks, answers at once with nothing (its parent does not wait).
 void NodeMachine::PaceLook(int64_t look, double now) {
-  if (pace_look_ >= 0) AnswerPace(false);  // the one before was never done
+  if (pace_look_ >= 0) AnswerPace(nullptr);  // the one before was never done
   pace_look_ = look;
   if (state_ != NodeState::kRunning || stacks_ != StackPhase::kNone || recording_ ||
       !AnyRunning()) {
-    AnswerPace(false);
+    AnswerPace(nullptr);
     return;
   }
   if (!looking_) {
@@ -364,12 +364,12 @@ void NodeMachine::PaceLook(int64_t look, double now) {
   Look(now);
 }
 
-void NodeMachine::AnswerPace(bool read) {
+void NodeMachine::AnswerPace(const std::vector<RankTimes>* times) {
   if (pace_look_ < 0) return;
   const int64_t look = pace_look_;
   pace_look_ = -1;
-  if (read) ++pace_looks_;
-  if (job_) job_->OnPace(look, read ? procs_->DumpsTimes() : std::vector<RankTimes>{});
+  if (times) ++pace_looks_;
+  if (job_) job_->OnPace(look, times ? *times : std::vector<RankTimes>{});
 }
 
 // A look due is started; one whose records came says whether any rank
@@ -383,12 +383,13 @@ void NodeMachine::Look(double now) {
   if (looking_) {
     if (state_ != NodeState::kRunning || stacks_ != StackPhase::kNone) {
       looking_ = false;  // overtaken: the attempt ends, or the stacks are asked for
-      AnswerPace(false);
+      AnswerPace(nullptr);
       return;
     }
     if (!procs_->DumpsDone(now)) return;
     looking_ = false;
-    AnswerPace(true);
+    const DumpResult came = procs_->Dumps();
+    AnswerPace(&came.times);
     // Ranks still starting whose CPU time grew: activity (node_machine.h).
     const double starting = procs_->StartingCpuS();
     const bool started = starting >= 0 &&
@@ -398,10 +399,9 @@ void NodeMachine::Look(double now) {
       starting_cpu_ = starting;
       starting_at_ = now;
     }
-    int answered = 0;
-    const int64_t progress = procs_->DumpsProgress(&answered);
-    const bool advanced = answered > 0 && last_progress_ >= 0 && progress > last_progress_;
-    if (answered > 0) last_progress_ = progress;
+    const bool advanced =
+        came.answered > 0 && last_progress_ >= 0 && came.progress > last_progress_;
+    if (came.answered > 0) last_progress_ = came.progress;
     if (started || advanced) {
       last_output_ = now;
       if (job_) job_->OnOutput(now);

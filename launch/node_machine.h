@@ -66,6 +66,18 @@ enum class NodeState {
 const char* NodeStateName(NodeState s);
 enum class StackPhase { kNone, kDumping, kProbing, kAborting, kSent };
 
+// What came of a StartDumps (NodeProcs::Dumps).
+struct DumpResult {
+  // kRecords: each rank's record as it came (one per rank that ran).
+  std::vector<RankRecord> records;
+  // kLook: every group's last completed collective, summed over the ranks
+  // that answered, how many did, and each rank's entry times (the
+  // straggler check).
+  int64_t progress = 0;
+  int answered = 0;
+  std::vector<RankTimes> times;
+};
+
 // What the machine needs of the processes it supervises (index: the rank's
 // place in this node's list).
 class NodeProcs {
@@ -88,21 +100,18 @@ class NodeProcs {
   // The process groups of ended ranks are empty; SIGKILL to those that are not.
   virtual bool GroupsEmpty() = 0;
   virtual void KillGroups() = 0;
-  // The running ranks' flight records (PyTorch's recent collectives): asked
-  // for, then looked for until every one came or --dump-timeout passed;
-  // DumpsNext: when to look again.
-  // kVerdict: a hang's (NCCL's RAS socket is asked too); kRecords: a
-  // failure's; kLook: a look (progress, the straggler check), which needs
-  // no stack traces in the records (flight/fr_harvest.h).
+  // The running ranks' flight records (PyTorch's recent collectives), one
+  // port for every use: asked for (StartDumps), then looked for until every
+  // one came or --dump-timeout passed (DumpsDone; DumpsNext: when to look
+  // again), then what came (Dumps), in the form the ask wants.
+  // kVerdict: a hang's (NCCL's RAS socket is asked too; they come with the
+  // stacks: Stacks()); kRecords: a failure's; kLook: a look (progress, the
+  // straggler check), which needs no stack traces (flight/fr_harvest.h).
   enum class DumpAsk { kVerdict, kRecords, kLook };
   virtual void StartDumps(double now, DumpAsk ask) = 0;
   virtual bool DumpsDone(double now) = 0;
   virtual double DumpsNext(double now) const = 0;
-  // Of the records that came: every group's last completed collective,
-  // summed over the ranks, and how many ranks answered.
-  virtual int64_t DumpsProgress(int* answered) const = 0;
-  // Of the records that came: each rank's entry times (the straggler check).
-  virtual std::vector<RankTimes> DumpsTimes() const = 0;
+  virtual DumpResult Dumps() = 0;
   // The CPU seconds spent so far by the running ranks that are still
   // starting (no process group yet: no flight-recorder pipe), -1 when no
   // rank is (the simulator's ranks never are).
@@ -117,8 +126,6 @@ class NodeProcs {
   // when they first wrote.
   virtual LocalFailure Failure(size_t child) = 0;
   virtual std::vector<RankStack> Stacks() = 0;
-  // The records of StartDumps, as they came (one per rank that ran).
-  virtual std::vector<RankRecord> Records() = 0;
   virtual double FirstOutputWall() const = 0;
   // The keeper knows whether the ranks were sent SIGTERM.
   virtual void TermSent(bool sent) = 0;
@@ -226,7 +233,8 @@ class NodeMachine {
   double NextLook() const;
   void Look(double now);
   void PaceLook(int64_t look, double now);
-  void AnswerPace(bool read);
+  // `times`: the look's entry times (null: none read).
+  void AnswerPace(const std::vector<RankTimes>* times);
   void ProbeStacks(double now);
   void AbortForStacks(double now);
   void SendStacks(double now);

@@ -56,14 +56,20 @@ struct FakeProcs : NodeProcs {
     asks.push_back(ask);
   }
   std::vector<DumpAsk> asks;
-  int64_t DumpsProgress(int* a) const override {
-    *a = answered;
-    return progress;
-  }
   bool DumpsDone(double now) override { return now >= dumps_until; }
   double DumpsNext(double now) const override { return std::max(now, dumps_until); }
   std::vector<RankTimes> times;
-  std::vector<RankTimes> DumpsTimes() const override { return times; }
+  DumpResult Dumps() override {
+    DumpResult r;
+    if (!asks.empty() && asks.back() == DumpAsk::kRecords) {
+      ++records_taken;
+      r.records = {{0, std::nullopt, "no pipe"}};
+    }
+    r.progress = progress;
+    r.answered = answered;
+    r.times = times;
+    return r;
+  }
   void StartProbe() override {
     probe_running = true;
     probed_while_dumping = probed_while_dumping || dumps_until > 0;
@@ -79,10 +85,6 @@ struct FakeProcs : NodeProcs {
     return f;
   }
   std::vector<RankStack> Stacks() override { return {{0, "stack", "sig"}}; }
-  std::vector<RankRecord> Records() override {
-    ++records_taken;
-    return {{0, std::nullopt, "no pipe"}};
-  }
   int records_taken = 0;
   double FirstOutputWall() const override { return 0; }
   void TermSent(bool) override {}

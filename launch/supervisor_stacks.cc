@@ -18,6 +18,7 @@ void Supervisor::StartProbe() {
 }
 
 void Supervisor::StartDumps(double now, DumpAsk ask) {
+  dump_ask_ = ask;
   const bool verdict = ask == DumpAsk::kVerdict;
   std::vector<FlightHarvest::Ask> asks;
   for (size_t i = 0; i < children_.size() && node_rank_ >= 0; ++i) {
@@ -34,22 +35,27 @@ void Supervisor::StartDumps(double now, DumpAsk ask) {
   }
 }
 
-int64_t Supervisor::DumpsProgress(int* answered) const {
-  int64_t sum = 0;
-  *answered = 0;
-  for (const FlightHarvest::Outcome& o : harvest_.outcomes()) {
-    if (!o.fr) continue;
-    ++*answered;
-    for (const FrGroup& g : o.fr->groups) sum += std::max<int64_t>(0, g.completed);
+// What came (node_machine.h): a failure's records, each kept in --log-dir as
+// for a hang; a look's progress and entry times; a verdict's come with the
+// stacks.
+DumpResult Supervisor::Dumps() {
+  DumpResult r;
+  if (dump_ask_ == DumpAsk::kRecords) {
+    if (node_rank_ < 0) return r;  // a spare's: no ranks of the job here
+    for (const FlightHarvest::Outcome& o : harvest_.outcomes()) {
+      r.records.push_back({o.rank, o.fr, o.why});
+      if (!o.fr) LogVerbose("rank " + std::to_string(o.rank) + ": no flight record: " + o.why);
+      KeepDump(o);
+    }
+  } else if (dump_ask_ == DumpAsk::kLook) {
+    for (const FlightHarvest::Outcome& o : harvest_.outcomes()) {
+      if (!o.fr) continue;
+      ++r.answered;
+      for (const FrGroup& g : o.fr->groups) r.progress += std::max<int64_t>(0, g.completed);
+      if (!o.times.empty()) r.times.push_back({o.rank, o.times});
+    }
   }
-  return sum;
-}
-
-std::vector<RankTimes> Supervisor::DumpsTimes() const {
-  std::vector<RankTimes> out;
-  for (const FlightHarvest::Outcome& o : harvest_.outcomes())
-    if (o.fr && !o.times.empty()) out.push_back({o.rank, o.times});
-  return out;
+  return r;
 }
 
 // A rank is starting while its flight-recorder pipe is not there (torch,
@@ -165,19 +171,6 @@ void Supervisor::KeepDump(const FlightHarvest::Outcome& o) {
   const std::string dump = ReadNoFollow(AT_FDCWD, o.dump, kMaxFrDump);
   Status st = logs_->KeepFile(FlightRecordName(machine_.restarts() + 1, o.rank), dump);
   if (!st.ok()) LogWarning("--log-dir: " + st.error().message);
-}
-
-// A failure's records (node_machine.h): each rank's, as the harvest left
-// it, its dump kept in --log-dir as for a hang.
-std::vector<RankRecord> Supervisor::Records() {
-  std::vector<RankRecord> out;
-  if (node_rank_ < 0) return out;  // a spare's: no ranks of the job here
-  for (const FlightHarvest::Outcome& o : harvest_.outcomes()) {
-    out.push_back({o.rank, o.fr, o.why});
-    if (!o.fr) LogVerbose("rank " + std::to_string(o.rank) + ": no flight record: " + o.why);
-    KeepDump(o);
-  }
-  return out;
 }
 
 // ---- Metrics (--metrics-addr, docs/metrics.md)

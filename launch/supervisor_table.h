@@ -152,8 +152,7 @@ class Supervisor : private NodeProcs {
   bool GroupsEmpty() override;
   void KillGroups() override;
   void StartDumps(double now, DumpAsk ask) override;
-  int64_t DumpsProgress(int* answered) const override;
-  std::vector<RankTimes> DumpsTimes() const override;
+  DumpResult Dumps() override;
   double StartingCpuS() const override;
   bool DumpsDone(double now) override { return harvest_.Poll(now) && ras_.Done(); }
   double DumpsNext(double now) const override {
@@ -167,7 +166,6 @@ class Supervisor : private NodeProcs {
   void FinishProbe() override;
   LocalFailure Failure(size_t child) override;
   std::vector<RankStack> Stacks() override;
-  std::vector<RankRecord> Records() override;
   double FirstOutputWall() const override { return first_output_wall_; }
   void TermSent(bool sent) override { keeper_.TermSent(sent); }
   void BeginRestart(const LinkOrder& restart, bool print_own_failure) override;
@@ -190,6 +188,7 @@ class Supervisor : private NodeProcs {
   double first_output_wall_ = 0;  // this attempt's first output (CLOCK_REALTIME)
   StackProbe probe_;              // the readers from outside, before SIGABRT
   FlightHarvest harvest_;         // the ranks' flight records, before them
+  DumpAsk dump_ask_ = DumpAsk::kLook;  // what harvest_'s records are for
   NcclRasQuery ras_;              // and NCCL's RAS socket, at the same time
   bool flight_ = false;           // the recorder's directories were made
   // What each child of this node runs, and the node's NODE_RANK (-1: none

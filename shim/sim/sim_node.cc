@@ -119,7 +119,7 @@ void SimProcs::StartProbe() { probe_until_ = now_ + kProbeS; }
 // Each running rank answers after kDumpS; the one that never answers keeps
 // the harvest waiting for --dump-timeout.
 void SimProcs::StartDumps(double now, DumpAsk ask) {
-  (void)ask;
+  ask_ = ask;
   asked_.assign(procs_.size(), false);
   bool any = false, silent = false;
   for (size_t i = 0; i < procs_.size(); ++i) {
@@ -178,20 +178,21 @@ std::vector<RankStack> SimProcs::Stacks() {
   return out;
 }
 
-// A failure's records: as a hang's (each rank's collectives where they were).
-std::vector<RankRecord> SimProcs::Records() {
-  std::vector<RankRecord> out;
-  for (RankStack& st : Stacks()) out.push_back({st.rank, std::move(st.fr), std::move(st.fr_why)});
-  return out;
-}
-
-// The simulated ranks' collectives do not advance while they write
-// nothing: a look finds no progress (their records come as at a verdict).
-int64_t SimProcs::DumpsProgress(int* answered) const {
-  *answered = 0;
-  for (size_t i = 0; i < asked_.size(); ++i)
-    if (asked_[i] && !(i == 0 && plan_.nodump)) ++*answered;
-  return *answered * (kLastCollective + attempt_ - 1);
+// What came: a failure's records as a hang's (each rank's collectives where
+// they were); a look's progress (the simulated ranks' collectives do not
+// advance while they write nothing: no progress, their records as at a
+// verdict) and, with --faults pace, the ranks' entry times.
+DumpResult SimProcs::Dumps() {
+  DumpResult r;
+  if (ask_ == DumpAsk::kRecords) {
+    for (RankStack& st : Stacks()) r.records.push_back({st.rank, std::move(st.fr), std::move(st.fr_why)});
+  } else if (ask_ == DumpAsk::kLook) {
+    for (size_t i = 0; i < asked_.size(); ++i)
+      if (asked_[i] && !(i == 0 && plan_.nodump)) ++r.answered;
+    r.progress = r.answered * (kLastCollective + attempt_ - 1);
+    r.times = Times();
+  }
+  return r;
 }
 
 // --faults pace: step k begins when the slowest node entered step k-1's
@@ -209,7 +210,7 @@ double SimProcs::StepAt(int64_t k) const {
          slow_extra * static_cast<double>((k - 1) / plan_.burst) + stalls;
 }
 
-std::vector<RankTimes> SimProcs::DumpsTimes() const {
+std::vector<RankTimes> SimProcs::Times() const {
   if (!plan_.pace || !ran_) return {};
   const double p = plan_.step_s;
   const double avg = p * (1 + plan_.jitter) + kAllReduceS + (plan_.factor - 1) * p / plan_.burst +

@@ -91,8 +91,7 @@ class SimProcs : public NodeProcs {
   bool GroupsEmpty() override { return !StragglersLeft(); }
   void KillGroups() override { SignalStragglers(9); }
   void StartDumps(double now, DumpAsk ask) override;
-  int64_t DumpsProgress(int* answered) const override;
-  std::vector<RankTimes> DumpsTimes() const override;
+  DumpResult Dumps() override;
   bool DumpsDone(double now) override { return now >= dumps_until_; }
   double DumpsNext(double now) const override { return std::max(now, dumps_until_); }
   void StartProbe() override;
@@ -102,7 +101,6 @@ class SimProcs : public NodeProcs {
   void FinishProbe() override { probe_until_ = -1; }
   LocalFailure Failure(size_t child) override;
   std::vector<RankStack> Stacks() override;
-  std::vector<RankRecord> Records() override;
   double FirstOutputWall() const override;
   void TermSent(bool) override {}
   void BeginRestart(const LinkOrder& restart, bool print_own_failure) override;
@@ -120,6 +118,7 @@ class SimProcs : public NodeProcs {
   };
   void End(size_t child, bool straggler, double at, int status);
   double StepAt(int64_t k) const;  // when step k (1-based) began (virtual time)
+  std::vector<RankTimes> Times() const;  // --faults pace: each rank's entry times
 
   int shim_;
   RankPlan plan_;
@@ -134,6 +133,7 @@ class SimProcs : public NodeProcs {
   double probe_until_ = -1;
   double dumps_until_ = -1;
   std::vector<bool> asked_;  // each rank was running when its record was asked for
+  DumpAsk ask_ = DumpAsk::kLook;
 };
 
 }  // namespace aml
