@@ -400,7 +400,9 @@ Result<PreflightOutcome> RunPreflight(const PreflightRequest& req, bool* said) {
     if (!mine.ok() && !(said && *said)) {
       for (const std::string& line : SplitLines(mine.error().message)) LogError(line);
       if (said) *said = true;  // said already
-      const auto slack = std::min<std::chrono::milliseconds>(std::chrono::seconds(2), req.timeout);
+      // (Rank 0 may have started later: its own verdict is due that much
+      // later; as long again as the timeout is what a launch's skew gets.)
+      const auto slack = std::min(req.linger, req.timeout);
       std::this_thread::sleep_until(std::min(verdict_at + slack, Clock::now() + req.linger));
     }
     if (!mine.ok()) return mine.error();

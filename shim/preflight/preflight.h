@@ -42,8 +42,8 @@ struct PreflightRequest {
   // A rank that could not reach rank 0 prints why, then waits before it
   // returns, so that rank 0's report is printed too (mpirun aborts the whole
   // job when the first rank exits non-zero): until rank 0's verdict is due
-  // and 2 s more (at most the timeout: a 1 s preflight's failure ends at 2 s),
-  // and never longer than this.
+  // and as long again as the timeout (a 1 s preflight's failure ends at 2 s),
+  // and never longer than this after its own line.
   std::chrono::milliseconds linger{5000};
   // --preflight nccl: this shim's GPUs (not owned); null for tcp only.
   GpuPreflight* gpu = nullptr;
