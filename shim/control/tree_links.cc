@@ -18,7 +18,8 @@ bool FrameIs(const std::string& frame, const char* type) {
 }  // namespace
 
 TreeLinks::TreeLinks(const JobConfig& job, LinkIo* io, double beat_s, double startup_s)
-    : job_(job), io_(io), beat_s_(beat_s), startup_s_(startup_s), machine_(job, this) {}
+    : job_(job), io_(io), beat_s_(beat_s), startup_s_(startup_s), machine_(job, this),
+      looks_(job.rank, job.pace_every_s, job.dump_timeout_s, this, &machine_) {}
 
 void TreeLinks::SetParent(int rank, const std::string& addr) {
   parent_ = rank;
@@ -67,7 +68,7 @@ void TreeLinks::Start(double now) {
   my_output_ = now;
   next_beat_ = now + beat_s_;
   go_at_ = now;
-  next_pace_ = now + job_.pace_every_s;
+  looks_.Start(now);
   for (Child& c : children_) {
     c.live.Start(now);
     c.output = now;
@@ -102,10 +103,7 @@ void TreeLinks::OnChildFrame(int rank, const std::string& frame, double now) {
     return;
   }
   if (t == "pace") {
-    if (const JsonValue* raw = m->Raw("s")) {
-      if (auto part = PaceFrom(*raw); part.ok()) pace_.FromChild(rank, m->Int("look"), *part);
-    }
-    FinishPace(now);
+    looks_.FromChild(rank, *m, now);
     return;
   }
   if (t == "left") {
@@ -180,7 +178,7 @@ void TreeLinks::OnParentFrame(const std::string& frame, double now) {
     return;
   }
   if (t == "pace") {
-    BeginPace(m->Int("look"), static_cast<int>(m->Int("lv", 0)), now);
+    looks_.FromParent(*m, now);
     return;
   }
   if (t == "go") {
@@ -414,43 +412,17 @@ RootClock TreeLinks::root_clock() const {
   return ComposeRootClock(to_parent_, parent_root_);
 }
 
-// ---- The straggler check's looks (pace_relay.h)
+// ---- The straggler check's looks (straggler_looks.h)
 
-// Look `look` begins at this shim (`level` below the root): the children
-// are told, the node's machine is ordered to read its ranks' records, and
-// the parts are awaited until the look's deadline: the records'
-// --dump-timeout and a second more, or 60 % of --straggler-check when that
-// is shorter (the next look is due), and half a second for each level
-// below this one (a level's parts reach the one above before its own).
-void TreeLinks::BeginPace(int64_t look, int level, double now) {
-  if (pace_.active()) FinishPace(std::numeric_limits<double>::infinity());  // what it has
+std::vector<int> TreeLinks::LiveChildren() const {
   std::vector<int> kids;
   for (const Child& c : children_)
     if (!c.done && !c.gone) kids.push_back(c.rank);
-  const double below = std::max(0, depth_ - level);
-  const double wait = std::min(job_.dump_timeout_s + 1, 0.6 * job_.pace_every_s);
-  pace_.Begin(look, kids, now + wait + 0.5 * below);
-  SendDown(Msg("pace").Set("look", look).Set("lv", level + 1).Encode());
-  machine_.OrderPaceLook(look);
+  return kids;
 }
 
 void TreeLinks::OnOwnPace(int64_t look, const std::vector<RankTimes>& times, double now) {
-  // A clock not yet known to the root's gives no times: nothing to compare.
-  const RootClock clock = root_clock();
-  PaceSample part;
-  part.look = look;
-  part.shims = 1;
-  if (clock.known) part = LocalPace(job_.rank, look, times, clock.offset, clock.bound);
-  pace_.Own(look, part);
-  FinishPace(now);
-}
-
-void TreeLinks::FinishPace(double now) {
-  if (!pace_.Ready(now, [this](int c) { return Keeps(c); })) return;
-  PaceSample s = pace_.Take();
-  ++pace_sent_;
-  if (machine_.root()) machine_.OnPaceSample(s, now);
-  else SendUp(Msg("pace").Set("look", s.look).SetRaw("s", PaceJson(s)).Encode());
+  looks_.Own(look, times, now);
 }
 
 double TreeLinks::NextDeadline(double now) const {
@@ -465,8 +437,7 @@ double TreeLinks::NextDeadline(double now) const {
   // The allowances shrink when start-up is over: look again then.
   if (go_ && startup_until > now) next = std::min(next, startup_until);
   if (go_) next = std::min(next, machine_.NextDeadline(now));
-  if (pace_.active()) next = std::min(next, pace_.deadline());
-  if (go_ && job_.pace_every_s > 0 && machine_.root()) next = std::min(next, next_pace_);
+  next = looks_.NextDeadline(next, go_);
   return std::max(next, now);
 }
 
@@ -503,12 +474,7 @@ void TreeLinks::OnTimer(double now) {
                now);
   if (now >= next_beat_) Beat(now);
   if (go_) machine_.OnTimer(now);
-  if (pace_.active()) FinishPace(now);
-  // The root's look, every --straggler-check while an attempt runs.
-  if (go_ && job_.pace_every_s > 0 && machine_.root() && now >= next_pace_) {
-    next_pace_ = now + job_.pace_every_s;
-    if (machine_.state() == JobState::kRunning) BeginPace(++pace_looks_, 0, now);
-  }
+  looks_.OnTimer(now, go_);
 }
 
 // ---- JobPorts

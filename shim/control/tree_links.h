@@ -18,7 +18,7 @@
 #include "shim/base/clock.h"
 #include "shim/control/job_machine.h"
 #include "shim/control/liveness.h"
-#include "shim/control/pace_relay.h"
+#include "shim/control/straggler_looks.h"
 
 namespace aml {
 
@@ -56,7 +56,7 @@ class LinkIo {
   }
 };
 
-class TreeLinks : private JobPorts {
+class TreeLinks : private JobPorts, private LookLinks {
  public:
   // `startup_s`: the first seconds after go, when a silent link is given
   // kMaxSilenceS (PlaneConfig::startup_s).
@@ -116,8 +116,8 @@ class TreeLinks : private JobPorts {
   // parts came after their look went up.
   void OnOwnPace(int64_t look, const std::vector<RankTimes>& times, double now);
   RootClock root_clock() const;
-  int64_t pace_dropped() const { return pace_.dropped(); }
-  int64_t pace_looks() const { return pace_sent_; }
+  int64_t pace_dropped() const { return looks_.dropped(); }
+  int64_t pace_looks() const { return looks_.sent(); }
   // Frames handled after the join, by type (-v; the simulator's "frames").
   const std::map<std::string, long>& frames() const { return frames_; }
 
@@ -155,8 +155,10 @@ class TreeLinks : private JobPorts {
   void LoseParent(const std::string& why, bool silent, double now);
   void StepDown(double now);
   void Beat(double now);
-  void BeginPace(int64_t look, int level, double now);
-  void FinishPace(double now);
+  // LookLinks (the straggler check's looks: straggler_looks.h).
+  std::vector<int> LiveChildren() const override;
+  int LevelsBelow(int level) const override { return depth_ - level; }
+  RootClock Clock() const override { return root_clock(); }
 
   // JobPorts.
   double SubtreeOutput() const override;
@@ -205,10 +207,8 @@ class TreeLinks : private JobPorts {
   // at the root when the next is due.
   ClockOffset to_parent_;
   RootClock parent_root_;
-  PaceRelay pace_;
-  int64_t pace_looks_ = 0, pace_sent_ = 0;
-  double next_pace_ = 0;
   JobMachine machine_;
+  StragglerLooks looks_;
 };
 
 }  // namespace aml
