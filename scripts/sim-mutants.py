@@ -341,9 +341,9 @@ MUTANTS = [
      "(g->enqueued <= gap.seq ? gap.missing : gap.entered)",
      "ranks that entered the collective are counted among those that never did"),
     # Slow nodes (issue 45).
-    ("pace-offset-ignored", "shim/control/tree_links.cc",
-     "  if (clock.known) part = LocalPace(job_.rank, look, times, clock.offset, clock.bound);",
-     "  if (clock.known) part = LocalPace(job_.rank, look, times, 0, clock.bound);",
+    ("pace-offset-ignored", "shim/control/straggler_looks.cc",
+     "  if (clock.known) part = LocalPace(rank_, look, times, clock.offset, clock.bound);",
+     "  if (clock.known) part = LocalPace(rank_, look, times, 0, clock.bound);",
      "entry times are compared on each host's own clock: skew names healthy nodes"),
     ("pace-bound-ignored", "shim/control/pace/straggler_judge.cc",
      "      const int64_t bounds_us = op->last.bound_us + op->next.bound_us;",
