@@ -11,8 +11,8 @@ if [[ ${1:-} == --target ]]; then
 fi
 cmake -S . -B build -G Ninja -DAML_SHIM_WERROR=ON "$@" >/dev/null
 if ((${#target[@]})); then
-  echo "build: compiling ${target[1]} in build/ with $(nproc) jobs (about 1 minute on 2 cores the first time; the tests are not built)" >&2
+  echo "build: compiling ${target[1]} in build/ with $(nproc) jobs (about 80 s on 2 cores the first time; the tests are not built)" >&2
 else
-  echo "build: compiling aml-shim and its tests in build/ with $(nproc) jobs (about 5 minutes on 2 cores the first time)" >&2
+  echo "build: compiling aml-shim and its tests in build/ with $(nproc) jobs (about 4 minutes on 2 cores the first time)" >&2
 fi
 cmake --build build -j "$(nproc)" "${target[@]}"

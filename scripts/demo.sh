@@ -11,7 +11,7 @@ np=${1:-4}
 scripts/setup.sh --demo
 # A log of its own: another user on the machine may have run the demo too.
 log=$(mktemp "${TMPDIR:-/tmp}/aml-shim-build.XXXXXX")
-echo "demo: building aml-shim alone, not its tests (about 1 minute on 2 cores the first time; log: $log)"
+echo "demo: building aml-shim alone, not its tests (about 80 s on 2 cores the first time; log: $log)"
 if ! scripts/build.sh --target aml-shim >"$log" 2>&1; then
   tail -30 "$log" >&2
   echo "demo: the build failed; the whole log is $log" >&2
