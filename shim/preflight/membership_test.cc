@@ -19,8 +19,9 @@ TEST(Membership, NoSecretNoMungeNoProof) {
   EXPECT_EQ(m->prover().kind(), ProofKind::kNone);
   EXPECT_EQ(m->why.rfind("no job secret (no AML_SHIM_JOB_SECRET, none from the launcher, no "
                          "PMIx) and no MUNGE (libm.so.6 is not libmunge (the MUNGE client "
-                         "library): it lacks munge_encode, munge_decode, munge_strerror): a "
-                         "process outside the job",
+                         "library): it lacks munge_encode, munge_decode, munge_strerror, "
+                         "munge_ctx_create, munge_ctx_get, munge_ctx_destroy): a process outside "
+                         "the job",
                          0),
             0u)
       << m->why;

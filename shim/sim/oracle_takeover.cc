@@ -290,7 +290,9 @@ void Seer::TakeRootLossTo(State st, const Event& e, double lo, double hi, int h)
   st.nospare_lo = st.nospare_hi = -1;
   st.root = h;
   st.extra_halt = {-1, -1};
-  if (!dies) st.extra_halt = {lo, hi};  // the old root may have halted its side first
+  // The old root may have halted its side first, from the fault on (it
+  // finds a holder of its side lost before it finds it has no majority).
+  if (!dies) st.extra_halt = {e.at > 0 ? std::min(e.at, lo) : lo, hi};
   st.retired_maybe.clear();
   // The restart, after the back-off (kRestarted fills the places left).
   st.phase = Phase::kRound;
