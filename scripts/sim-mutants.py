@@ -26,7 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # (name, file, what is there, what the bug puts there, what it breaks)
 MUTANTS = [
-    ("never-says-ended", "shim/control/job_machine.cc",
+    ("never-says-ended", "shim/control/job_frames.cc",
      "           j->orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));\n         }\n         j->MaybeSendEnded(at);",
      "           j->orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));\n         }",
      "a shim whose ranks had already ended never says 'ended': every restart round times out as lost"),
@@ -70,7 +70,7 @@ MUTANTS = [
      "    ports_->SendDown(halt.Encode());\n",
      "",
      "the ranks elsewhere are not ended until the failure window closes"),
-    ("stop-not-relayed", "shim/control/job_machine.cc",
+    ("stop-not-relayed", "shim/control/job_frames.cc",
      "      {\"stop\", true,",
      "      {\"stop\", false,",
      "a shim does not pass rank 0's stop down"),
