@@ -3,7 +3,7 @@
 # commit says that commit; the header is rewritten only when the version
 # changes, so an unchanged version rebuilds nothing.
 #   -DFIXED=...   a version given (scripts/release.sh's, in its build root)
-#   -DBASE=...    the project's version, where this is not a git checkout
+#   -DBASE=...    the project's version, where scripts/version.sh cannot run
 #   -DSRC=... -DOUT=...
 if(FIXED)
   set(AML_SHIM_VERSION "${FIXED}")

@@ -42,9 +42,7 @@ case "${1:-}" in
   *) echo "usage: scripts/release.sh [--local]" >&2; exit 2 ;;
 esac
 
-# (Outside a git checkout: the project's version, as a build's --version.)
-version=$(scripts/version.sh) ||
-  version=$(sed -n 's/^project(aml-shim VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+version=$(scripts/version.sh)
 name=aml-shim-$version-linux-x86_64
 
 # ---- --local: this checkout's build, for this machine's glibc.

@@ -4,12 +4,14 @@
 #   0.1.0                        at tag v0.1.0
 #   0.1.0+<commits>.g<hash>      after it (or with no tag: commits since the start)
 #   ...+dirty                    with uncommitted changes to tracked files
-# Outside a git checkout it prints nothing and exits 1 (the caller falls back
-# to the project's version in CMakeLists.txt).
+#   0.1.0                        outside a git checkout (CMakeLists.txt's project version)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-git rev-parse --git-dir >/dev/null 2>&1 || exit 1
 base=$(sed -n 's/^project(aml-shim VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+if ! git rev-parse --git-dir >/dev/null 2>&1; then
+  echo "$base"
+  exit 0
+fi
 desc=$(git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null ||
        echo "v$base-$(git rev-list --count HEAD)-g$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- || echo -dirty)")
 version=${desc#v}
