@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "launch/flight/fr_dump.h"
+#include "launch/link_order.h"
 #include "launch/metrics/prom_text.h"
 
 namespace aml {
@@ -57,66 +58,6 @@ struct NodeOutcome {
   double first_output_wall = 0;  // CLOCK_REALTIME of its ranks' first output (0: none)
 };
 
-struct LinkOrder {
-  // kEndAttempt: end every child (teardown) and wait: the job restarts.
-  // With `records`, a failure's halt: the running ranks' flight records
-  // are taken first (--dump-timeout at most), then they are ended.
-  // kRestart: every child ended; start them all again.
-  // kPaceLook: the straggler check's look `look`: the running ranks' flight
-  // records are read and their entry times given back (JobChannel::OnPace).
-  enum class Kind { kCollectStacks, kStop, kEndAttempt, kRestart, kPaceLook } kind = Kind::kStop;
-  int64_t look = -1;
-  // kStop: the exit code every node uses, the one line this node prints (or
-  // the whole summary, on the node that prints the job's first failure), and
-  // failure.json's object for --log-dir ("" to leave it alone).
-  // kRestart: what to print before `line` (another node's failure summary,
-  // or the roll-call).
-  int exit_code = 0;
-  std::string message;
-  std::string failure_json;
-  // kStop: printed after the summary (the attempts), and failure.json's
-  // "attempts" array ("" for none) with why the job was not restarted.
-  std::string trailer, attempts_json, why_not;
-  // kRestart: the restart (1, 2, ...), the new MASTER_PORT, the marker line,
-  // and whether this node prints its own first failure's summary first.
-  int restart = 0, master_port = 0;
-  std::string line;
-  bool print_own_failure = false;
-  // kRestart with --spares (shim/control/roster.h): this shim's NODE_RANK
-  // in the next attempt (-1: it starts no ranks, a spare or retired), and
-  // NODE_RANK 0's address when it moved ("": the job's MASTER_ADDR).
-  bool roster = false;
-  int node_rank = -1;
-  std::string master_addr;
-  // kStop with --spares: failure.json's "retired" array ("" for none).
-  std::string retired_json;
-  // kStop with --straggler-check: failure.json's "slow" array, the nodes
-  // named slow ("" for none).
-  std::string slow_json;
-  // kEndAttempt: a failure's (see above).
-  bool records = false;
-  // kStop: this shim writes nothing of the job into --log-dir (a root that
-  // stepped down: its heir's side holds the job; shim/control/job_heir.cc).
-  bool no_record = false;
-  // kStop after a failure: where the other ranks waited, one line printed
-  // after the summary, and failure.json's "waited" object ("" for none:
-  // launch/flight/waited.h).
-  std::string waited_line, waited_json;
-
-  static LinkOrder Of(Kind k) {
-    LinkOrder o;
-    o.kind = k;
-    return o;
-  }
-  static LinkOrder Stop(int code, std::string message, std::string failure_json) {
-    LinkOrder o;
-    o.exit_code = code;
-    o.message = std::move(message);
-    o.failure_json = std::move(failure_json);
-    return o;
-  }
-};
-
 // What the node's supervisor (node_machine.h) tells the job and asks of it:
 // the job's state machine, through the control plane, or the simulator's.
 class JobChannel {
@@ -126,12 +67,12 @@ class JobChannel {
   virtual void OnOutput(double now) = 0;
   // This node's first failure, before its teardown.
   virtual void OnChildFailed(const LocalFailure& f) = 0;
-  // The stacks asked for by kCollectStacks, one per child.
+  // The stacks asked for by a CollectStacksOrder, one per child.
   virtual void OnStacks(const std::vector<RankStack>& stacks) = 0;
   // The flight records taken when a failure ended the attempt (one per
   // rank that ran; empty when none was asked): once per attempt.
   virtual void OnRecords(const std::vector<RankRecord>& records) = 0;
-  // The straggler check's look `look` (kPaceLook): each running rank's
+  // The straggler check's look `look` (a PaceLookOrder): each running rank's
   // entry times (empty when none could be read, or no rank runs here).
   virtual void OnPace(int64_t look, const std::vector<RankTimes>& times) {
     (void)look;

@@ -54,7 +54,7 @@ void NodeMachine::Start(double now) {
   }
 }
 
-bool NodeMachine::StartAll(const LinkOrder* restart, double now) {
+bool NodeMachine::StartAll(const RestartOrder* restart, double now) {
   Enter(NodeState::kStarting);
   for (size_t i = 0; i < ranks_.size() && !standby_; ++i) {
     int code = 0;
@@ -222,39 +222,40 @@ void NodeMachine::TakeOrders(double now) {
   while (std::optional<LinkOrder> order = job_->TakeOrder()) {
     // Any other order cuts a failure's records short (it comes after the
     // verdict, which waited for them at most --dump-timeout).
-    if (!(order->kind == LinkOrder::Kind::kEndAttempt && order->records) &&
-        order->kind != LinkOrder::Kind::kPaceLook)
+    const auto* end = std::get_if<EndAttemptOrder>(&*order);
+    if (!(end && end->records) && !std::holds_alternative<PaceLookOrder>(*order))
       FinishRecords(now);
-    switch (order->kind) {
-      case LinkOrder::Kind::kCollectStacks:
-        if (stacks_ == StackPhase::kNone) CollectStacks(now);
-        break;
-      case LinkOrder::Kind::kEndAttempt:
-        // Taken with the restart before it (a shim descheduled while the
-        // job restarted and failed again reads both at once): it ends the
-        // attempt that restart starts, which then starts no rank.
-        if (restart_) end_next_ = std::move(order);
-        else if (order->records) BeginFailureTeardown(now);
-        else BeginTeardown(now);
-        break;
-      case LinkOrder::Kind::kRestart:
-        if (!stop_ && !shim_signal_) {
-          restart_ = std::move(order);
-          restart_wait_until_ = now + kAfterKillS;
-        }
-        break;
-      case LinkOrder::Kind::kPaceLook:
-        PaceLook(order->look, now);
-        break;
-      case LinkOrder::Kind::kStop:
-        restart_.reset();
-        end_next_.reset();
-        if (state_ == NodeState::kRestarting) Enter(NodeState::kEnded);
-        if (!stop_) stop_ = std::move(order);
-        BeginTeardown(now);
-        break;
-    }
+    std::visit([&](auto& o) { Take(std::move(o), now); }, *order);
   }
+}
+
+void NodeMachine::Take(CollectStacksOrder, double now) {
+  if (stacks_ == StackPhase::kNone) CollectStacks(now);
+}
+
+void NodeMachine::Take(EndAttemptOrder order, double now) {
+  // Taken with the restart before it (a shim descheduled while the job
+  // restarted and failed again reads both at once): it ends the attempt
+  // that restart starts, which then starts no rank.
+  if (restart_) end_next_ = order;
+  else if (order.records) BeginFailureTeardown(now);
+  else BeginTeardown(now);
+}
+
+void NodeMachine::Take(RestartOrder order, double now) {
+  if (stop_ || shim_signal_) return;
+  restart_ = std::move(order);
+  restart_wait_until_ = now + kAfterKillS;
+}
+
+void NodeMachine::Take(PaceLookOrder order, double now) { PaceLook(order.look, now); }
+
+void NodeMachine::Take(StopOrder order, double now) {
+  restart_.reset();
+  end_next_.reset();
+  if (state_ == NodeState::kRestarting) Enter(NodeState::kEnded);
+  if (!stop_) stop_ = std::move(order);
+  BeginTeardown(now);
 }
 
 // ---- Stacks (a hang's roll-call)
@@ -516,7 +517,7 @@ bool NodeMachine::Restart(double now) {
     spawn_failure_code_ = kExitShimFailure;
     return false;
   }
-  LinkOrder order = std::move(*restart_);
+  RestartOrder order = std::move(*restart_);
   restart_.reset();
   procs_->BeginRestart(order, order.print_own_failure && first_failure_.has_value());
   restarts_ = order.restart;

@@ -86,7 +86,7 @@ class NodeProcs {
   // Starts rank `child` of an attempt (`restart`: the order of a restart,
   // null for the first). False when it cannot: `*code` is aml-shim's exit
   // code for it (125, 126, 127), said already.
-  virtual bool Start(size_t child, const LinkOrder* restart, int* code) = 0;
+  virtual bool Start(size_t child, const RestartOrder* restart, int* code) = 0;
   // `sig` to a running rank's process group (and to the rank itself when it
   // left its group; a terminating signal is followed by SIGCONT).
   virtual void Signal(size_t child, int sig) = 0;
@@ -130,7 +130,7 @@ class NodeProcs {
   // The keeper knows whether the ranks were sent SIGTERM.
   virtual void TermSent(bool sent) = 0;
   // Before a restart's ranks start: its words, the logs, the error files.
-  virtual void BeginRestart(const LinkOrder& restart, bool print_own_failure) = 0;
+  virtual void BeginRestart(const RestartOrder& restart, bool print_own_failure) = 0;
 };
 
 struct NodeConfig {
@@ -196,7 +196,7 @@ class NodeMachine {
   // The end: aml-shim's exit code, and the facts its report prints.
   int ExitCode() const;
   int spawn_failure_code() const { return spawn_failure_code_; }
-  const std::optional<LinkOrder>& stop() const { return stop_; }
+  const std::optional<StopOrder>& stop() const { return stop_; }
   std::optional<size_t> first_failure() const { return first_failure_; }
   std::optional<size_t> first_stopped() const { return first_stopped_; }
   int shim_signal() const { return shim_signal_; }
@@ -222,7 +222,13 @@ class NodeMachine {
     bool ended_before_collect = false;  // had ended when the stacks were asked for
   };
   void Enter(NodeState s) { state_ = s; }
-  bool StartAll(const LinkOrder* restart, double now);
+  // One order of each kind (TakeOrders).
+  void Take(CollectStacksOrder order, double now);
+  void Take(EndAttemptOrder order, double now);
+  void Take(RestartOrder order, double now);
+  void Take(PaceLookOrder order, double now);
+  void Take(StopOrder order, double now);
+  bool StartAll(const RestartOrder* restart, double now);
   void KillAll(int sig);
   void BeginTeardown(double now);
   void BeginFailureTeardown(double now);
@@ -267,9 +273,9 @@ class NodeMachine {
   double shim_signal_at_ = 0;
   bool hurry_ = false;       // a second signal: no more waiting
   bool launcher_gone_ = false, reader_gone_ = false;
-  std::optional<LinkOrder> stop_;     // the job was stopped by the control plane
-  std::optional<LinkOrder> restart_;  // ordered, once the groups are empty
-  std::optional<LinkOrder> end_next_;  // and the end of the attempt it starts
+  std::optional<StopOrder> stop_;            // the job was stopped by the control plane
+  std::optional<RestartOrder> restart_;      // ordered, once the groups are empty
+  std::optional<EndAttemptOrder> end_next_;  // and the end of the attempt it starts
   double restart_wait_until_ = 0;
   int restarts_ = 0;
   bool standby_ = false;     // this attempt starts no ranks here (--spares)

@@ -24,7 +24,7 @@ struct FakeProcs : NodeProcs {
   bool stragglers = false, output_open = false, groups_empty = true, probe_running = false;
   int straggler_signals = 0, groups_killed = 0, restarts_begun = 0;
 
-  bool Start(size_t child, const LinkOrder*, int* code) override {
+  bool Start(size_t child, const RestartOrder*, int* code) override {
     if (starts++ == fail_start_at) {
       *code = 127;
       return false;
@@ -88,7 +88,7 @@ struct FakeProcs : NodeProcs {
   int records_taken = 0;
   double FirstOutputWall() const override { return 0; }
   void TermSent(bool) override {}
-  void BeginRestart(const LinkOrder&, bool) override { ++restarts_begun; }
+  void BeginRestart(const RestartOrder&, bool) override { ++restarts_begun; }
   int SignalsOf(int sig) const {
     int n = 0;
     for (const auto& [c, s] : signals) n += s == sig;
@@ -128,7 +128,7 @@ inline NodeConfig Two() { return NodeConfig{2, 3}; }
 
 // The hang's verdict reaches the node at `now`: collect the stacks.
 inline void OrderCollect(NodeMachine* m, FakeJob* job, double now) {
-  job->orders.push_back(LinkOrder::Of(LinkOrder::Kind::kCollectStacks));
+  job->orders.push_back(CollectStacksOrder{});
   m->TakeOrders(now);
 }
 

@@ -182,7 +182,7 @@ NodeConfig Recording() {
 }
 
 LinkOrder PaceOrder(int64_t look) {
-  LinkOrder o = LinkOrder::Of(LinkOrder::Kind::kPaceLook);
+  PaceLookOrder o;
   o.look = look;
   return o;
 }
@@ -257,7 +257,7 @@ TEST(NodeMachine, AHaltWithRecordsTakesThemOnceAPlainEndDoesNot) {
   FakeJob job;
   NodeMachine m(Recording(), &procs, &job);
   m.Start(0);
-  LinkOrder halt = LinkOrder::Of(LinkOrder::Kind::kEndAttempt);
+  EndAttemptOrder halt;
   halt.records = true;
   job.orders.push_back(halt);
   job.orders.push_back(halt);  // (twice: taken once)
@@ -265,7 +265,7 @@ TEST(NodeMachine, AHaltWithRecordsTakesThemOnceAPlainEndDoesNot) {
   EXPECT_EQ(procs.dumps_started, 1);
   EXPECT_EQ(procs.SignalsOf(SIGTERM), 0);
   // The verdict's stop cuts the wait short: what came is sent, the ranks end.
-  job.orders.push_back(LinkOrder::Stop(7, "", ""));
+  job.orders.push_back(StopOrder::Of(7, "", ""));
   m.TakeOrders(2);
   EXPECT_EQ(job.records.size(), 1u);
   EXPECT_EQ(procs.SignalsOf(SIGTERM), 3);

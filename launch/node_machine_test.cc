@@ -98,7 +98,7 @@ TEST(NodeMachine, AStopOrderEndsTheRanksAndGivesItsStatus) {
   FakeJob job;
   NodeMachine m(Two(), &procs, &job);
   m.Start(0);
-  job.orders.push_back(LinkOrder::Stop(9, "aml-shim: stopped: rank 5 failed first\n", ""));
+  job.orders.push_back(StopOrder::Of(9, "aml-shim: stopped: rank 5 failed first\n", ""));
   m.TakeOrders(1);
   EXPECT_EQ(m.state(), NodeState::kTerminating);
   m.OnExit(0, SIGTERM, 1.1);
@@ -124,7 +124,7 @@ TEST(NodeMachine, ARestartWaitsForTheGroupsThenStartsEveryRankAgain) {
   m.OnExit(1, SIGTERM, 1.1);
   m.Step(1.2);
   ASSERT_EQ(m.state(), NodeState::kEnded);
-  LinkOrder r = LinkOrder::Of(LinkOrder::Kind::kRestart);
+  RestartOrder r;
   r.restart = 1;
   r.master_port = 4242;
   job.orders.push_back(r);
@@ -159,10 +159,10 @@ TEST(NodeMachine, AnEndTakenWithTheRestartBeforeItEndsThatAttemptBeforeItStarts)
   m.OnExit(1, SIGTERM, 1.1);
   m.Step(1.2);
   ASSERT_EQ(job.done, 1);
-  LinkOrder r = LinkOrder::Of(LinkOrder::Kind::kRestart);
+  RestartOrder r;
   r.restart = 1;
   job.orders.push_back(r);
-  LinkOrder halt = LinkOrder::Of(LinkOrder::Kind::kEndAttempt);
+  EndAttemptOrder halt;
   halt.records = true;
   job.orders.push_back(halt);
   m.TakeOrders(5);
@@ -190,7 +190,7 @@ void RestartOrderedWhileGroupsLive(NodeMachine* m, FakeProcs* procs, FakeJob* jo
   m->OnExit(1, SIGTERM, 1);
   job->may_exit = false;
   m->Step(1);
-  job->orders.push_back(LinkOrder::Of(LinkOrder::Kind::kRestart));
+  job->orders.push_back(RestartOrder{});
   procs->groups_empty = false;
   m->TakeOrders(2);
 }
@@ -245,7 +245,7 @@ TEST(NodeMachine, ASignalWithNoRankRunningExits128PlusItsNumber) {
   FakeJob job;
   NodeMachine m(Two(), &procs, &job);
   m.Start(0);
-  job.orders.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));
+  job.orders.push_back(EndAttemptOrder{});
   m.TakeOrders(1);
   m.OnExit(0, SIGTERM, 1.1);
   m.OnExit(1, SIGTERM, 1.1);

@@ -113,7 +113,7 @@ void Supervisor::WatchStarted() {
   to_watch_.clear();
 }
 
-bool Supervisor::Start(size_t i, const LinkOrder* restart, int* code) {
+bool Supervisor::Start(size_t i, const RestartOrder* restart, int* code) {
   Child& c = children_[i];
   c = Child{};
   if (i >= launches_.size()) {  // a spare's new NODE_RANK could not be planned (said)
@@ -334,7 +334,7 @@ void Supervisor::LauncherGone() {
 
 // Every rank, straggler and process group of the attempt is gone: the
 // restart's words, then each log and error file ready for the next attempt.
-void Supervisor::BeginRestart(const LinkOrder& order, bool print_own_failure) {
+void Supervisor::BeginRestart(const RestartOrder& order, bool print_own_failure) {
   // The failure ends this attempt, not the job: its banner says so.
   const std::string title =
       "attempt " + std::to_string(order.restart) + " failed: restarting";

@@ -32,7 +32,7 @@ void Supervisor::Report() {
   // failure from another node, the hang's roll-call, or one line saying where
   // they are printed), or this node's own first failure is the job's: its
   // summary, then (with --max-restarts) the attempts.
-  const std::optional<LinkOrder>& stop = machine_.stop();
+  const std::optional<StopOrder>& stop = machine_.stop();
   const std::optional<size_t> first = machine_.first_failure();
   const bool stop_says = stop && !stop->message.empty();
   if (stop_says || first) {

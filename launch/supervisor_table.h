@@ -143,7 +143,7 @@ class Supervisor : private NodeProcs {
   std::string MetricsText() const;
 
   // NodeProcs.
-  bool Start(size_t child, const LinkOrder* restart, int* code) override;
+  bool Start(size_t child, const RestartOrder* restart, int* code) override;
   void Signal(size_t child, int sig) override;
   void Abort(size_t child) override;
   bool SignalStragglers(int sig) override;
@@ -168,7 +168,7 @@ class Supervisor : private NodeProcs {
   std::vector<RankStack> Stacks() override;
   double FirstOutputWall() const override { return first_output_wall_; }
   void TermSent(bool sent) override { keeper_.TermSent(sent); }
-  void BeginRestart(const LinkOrder& restart, bool print_own_failure) override;
+  void BeginRestart(const RestartOrder& restart, bool print_own_failure) override;
 
   const SupervisorConfig& config_;
   OutputSink out_sink_, err_sink_;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -75,6 +76,32 @@ inline std::vector<std::string> Types(const std::vector<Msg>& frames) {
   std::vector<std::string> out;
   for (const Msg& m : frames) out.push_back(m.type());
   return out;
+}
+
+// The next order `m` gives, when it is of kind O (else none: that order is
+// taken all the same).
+template <class O>
+std::optional<O> Next(JobMachine* m) {
+  auto o = m->TakeOrder();
+  if (!o || !std::holds_alternative<O>(*o)) return std::nullopt;
+  return std::get<O>(std::move(*o));
+}
+
+// The orders `m` gave until now: the last of kind O (none when none was).
+template <class O>
+std::optional<O> LastOf(JobMachine* m) {
+  std::optional<O> last;
+  for (auto o = m->TakeOrder(); o; o = m->TakeOrder())
+    if (auto* x = std::get_if<O>(&*o)) last = *x;
+  return last;
+}
+
+// The orders `m` gave until now: the last, when it was a stop (else none).
+inline std::optional<StopOrder> LastOrder(JobMachine* m) {
+  std::optional<LinkOrder> last;
+  for (auto o = m->TakeOrder(); o; o = m->TakeOrder()) last = std::move(o);
+  if (!last || !std::holds_alternative<StopOrder>(*last)) return std::nullopt;
+  return std::get<StopOrder>(*last);
 }
 
 }  // namespace aml

@@ -108,7 +108,7 @@ void JobMachine::OnFromParent(const std::string& frame, const Msg& m, double now
        [](JobMachine* j, const std::string&, const Msg&, double at) {
          if (j->Over() || j->Busy()) return;
          j->Enter(JobState::kCollecting, at);
-         j->orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kCollectStacks));
+         j->Order(CollectStacksOrder{});
        }},
       // Rank 0 heard of the job's first failure: end this node's ranks now
       // (with "records", once their flight records are taken); the verdict
@@ -119,9 +119,9 @@ void JobMachine::OnFromParent(const std::string& frame, const Msg& m, double now
              j->state_ == JobState::kHalted)
            return;
          if (j->state_ == JobState::kRunning) j->Enter(JobState::kHalted, at);
-         LinkOrder halt = LinkOrder::Of(LinkOrder::Kind::kEndAttempt);
+         EndAttemptOrder halt;
          halt.records = msg.Int("records", 0) == 1;
-         j->orders_.push_back(std::move(halt));
+         j->Order(std::move(halt));
        }},
       // The root restarts the job: end this node's ranks, say so, wait. A
       // new root asks "again": every shim says so anew (its word may have
@@ -133,7 +133,7 @@ void JobMachine::OnFromParent(const std::string& frame, const Msg& m, double now
          else if (j->state_ == JobState::kEnding) return;
          if (j->state_ != JobState::kEnding) {
            j->Enter(JobState::kEnding, at);
-           j->orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));
+           j->Order(EndAttemptOrder{});
          }
          j->MaybeSendEnded(at);
        }},
@@ -141,7 +141,7 @@ void JobMachine::OnFromParent(const std::string& frame, const Msg& m, double now
       {"restart", true,
        [](JobMachine* j, const std::string&, const Msg& msg, double at) {
          if (j->Over() || msg.Int("n") <= j->restarts_) return;
-         LinkOrder o = LinkOrder::Of(LinkOrder::Kind::kRestart);
+         RestartOrder o;
          o.restart = static_cast<int>(msg.Int("n"));
          o.master_port = static_cast<int>(msg.Int("port"));
          o.line = msg.Str("line");
@@ -153,14 +153,14 @@ void JobMachine::OnFromParent(const std::string& frame, const Msg& m, double now
          }
          j->restarts_ = o.restart;
          j->ResetRound(at);
-         j->orders_.push_back(std::move(o));
+         j->Order(std::move(o));
        }},
       {"finish", true,
        [](JobMachine* j, const std::string&, const Msg&, double at) { j->OnFinish(at); }},
       {"stop", true,
        [](JobMachine* j, const std::string&, const Msg& msg, double at) {
          if (j->Over()) return;
-         j->Stop(LinkOrder::Stop(static_cast<int>(msg.Int("code", 1)), j->StopLine(msg), ""), at);
+         j->Stop(StopOrder::Of(static_cast<int>(msg.Int("code", 1)), j->StopLine(msg), ""), at);
        }},
       // (OnBye passes it up and down itself.)
       {"bye", false,

@@ -179,7 +179,7 @@ void JobMachine::OnRootLost(bool as_heir, bool silent, const std::string& what, 
   ended_.clear();
   ended_output_ = 0;
   ended_sent_ = false;
-  orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));
+  Order(EndAttemptOrder{});
   ports_->SendDown(Msg("end").Set("again", 1).Encode());
   MaybeSendEnded(now);
 }
@@ -260,8 +260,8 @@ bool JobMachine::LoadRecord(const std::string& what) {
   current_.what = lost;
   current_.node_replaced = true;
   ending_plan_ = Ending{LostStop(what).Encode(),
-                       LinkOrder::Stop(125, "aml-shim: " + lost + ": ending the job\n", ""),
-                       "aml-shim: " + lost + "\n", false};
+                        StopOrder::Of(125, "aml-shim: " + lost + ": ending the job\n", ""),
+                        "aml-shim: " + lost + "\n", false};
   return true;
 }
 
@@ -270,7 +270,7 @@ bool JobMachine::LoadRecord(const std::string& what) {
 // it takes the place of rank 0's shim (`in`: electing), or after it took
 // it: it holds the job's record, and failure.json says why the job ended
 // (`code`, `line`: the stop's status and its one line).
-LinkOrder JobMachine::HeirStop(JobState in, int code, std::string line) {
+StopOrder JobMachine::HeirStop(JobState in, int code, std::string line) {
   if (in == JobState::kElecting) {
     if (attempts_.empty() || attempts_.back().number != current_.number)
       attempts_.push_back(current_);
@@ -286,7 +286,7 @@ LinkOrder JobMachine::HeirStop(JobState in, int code, std::string line) {
     line = "aml-shim: " + ShimName(lost_root_, HostOf(lost_root_)) + " was lost and " +
            ShimName(c_.rank, c_.host) + " took its place; then the job was stopped: " + line;
   }
-  LinkOrder own = LinkOrder::Stop(code, line + "\n", StopJson(c_.run_id, code, line));
+  StopOrder own = StopOrder::Of(code, line + "\n", StopJson(c_.run_id, code, line));
   RecordAttempts(&own, "not restarted: the job was stopped from outside");
   return own;
 }
@@ -317,7 +317,7 @@ void JobMachine::StepDown(const std::string& why, double now) {
   // Nothing of the job is this shim's to say: not its record, not a verdict.
   root_ = false;
   cut_off_ = true;
-  LinkOrder own = LinkOrder::Stop(125, "aml-shim: " + why + "\n", "");
+  StopOrder own = StopOrder::Of(125, "aml-shim: " + why + "\n", "");
   own.no_record = true;
   Stop(std::move(own), now);
 }

@@ -143,9 +143,7 @@ TEST(JobHeir, ANewRootNamesItsOwnHeirWhichCanTakeTheJobFromItInTurn) {
   // NODE_RANK 0 stays with shim 4: MASTER_ADDR with it (a second new root
   // knows where from its record; it gave "", rank 0's lost address).
   EXPECT_EQ(ports.down.back().Str("maddr"), "10.0.0.4");
-  std::optional<LinkOrder> restart;
-  for (auto o = next.TakeOrder(); o; o = next.TakeOrder())
-    if (o->kind == LinkOrder::Kind::kRestart) restart = o;
+  std::optional<RestartOrder> restart = LastOf<RestartOrder>(&next);
   ASSERT_TRUE(restart);
   EXPECT_NE(restart->message.find("aml-shim: rank 1's shim on h1 was lost"), std::string::npos)
       << restart->message;
@@ -174,10 +172,8 @@ TEST(JobHeir, HalfOfTheShimsOrFewerIsNoMajority) {
   // Nobody else comes: the wait ends at 30 s + --grace + 30 s.
   h.m.OnTimer(40 + 30 + 2 + 30 + 0.1);
   EXPECT_EQ(h.m.state(), JobState::kStopped);
-  std::optional<LinkOrder> last;
-  for (auto o = h.m.TakeOrder(); o; o = h.m.TakeOrder()) last = o;
-  ASSERT_TRUE(last);
-  EXPECT_EQ(last->kind, LinkOrder::Kind::kStop);
+  auto last = LastOrder(&h.m);
+  ASSERT_TRUE(last) << "its last order is a stop";
   EXPECT_EQ(last->exit_code, 125);
   EXPECT_NE(last->why_not.find("no majority"), std::string::npos) << last->why_not;
   EXPECT_NE(last->retired_json.find("\"shim\":3"), std::string::npos) << last->retired_json;
@@ -196,13 +192,6 @@ TEST(JobHeir, ARootThatLostMoreThanHalfEndsItsPart) {
   EXPECT_EQ(root.state(), JobState::kStopped);  // 4 of 5
   ASSERT_EQ(ports.down.back().type(), "stop");
   EXPECT_NE(ports.down.back().Str("what").find("no majority"), std::string::npos);
-}
-
-// The last order the machine gave.
-std::optional<LinkOrder> LastOrder(JobMachine* m) {
-  std::optional<LinkOrder> last;
-  for (auto o = m->TakeOrder(); o; o = m->TakeOrder()) last = o;
-  return last;
 }
 
 // Rank 0's shim frozen a minute, then continued: its children found it
@@ -319,8 +308,7 @@ TEST(JobHeir, AHeirStoppedByItsLauncherWhileElectingWritesTheJobsRecord) {
   Heir h(false);
   h.m.OnShimSignalled(SIGTERM, "", 40.05);
   auto last = LastOrder(&h.m);
-  ASSERT_TRUE(last);
-  EXPECT_EQ(last->kind, LinkOrder::Kind::kStop);
+  ASSERT_TRUE(last) << "its last order is a stop";
   EXPECT_EQ(last->exit_code, 143);
   EXPECT_NE(last->message.find("the control plane lost rank 0's shim (closed)"),
             std::string::npos) << last->message;
@@ -424,7 +412,7 @@ TEST(JobHeir, AShimThatLostTheRootGoesOnUntilTheHeirsElectionAsksItToEnd) {
   EXPECT_EQ(orphan.state(), JobState::kEnding);
   auto order = orphan.TakeOrder();
   ASSERT_TRUE(order);
-  EXPECT_EQ(order->kind, LinkOrder::Kind::kEndAttempt);
+  EXPECT_TRUE(std::holds_alternative<EndAttemptOrder>(*order));
 }
 
 TEST(JobHeir, AnElectingHeirAsksAShimThatLinksToItToEndItsRanks) {
@@ -456,8 +444,7 @@ TEST(JobHeir, ARootWhoseHeirHoldsTheElectionStepsDownWritingNothing) {
   root.StepDown("no majority: rank 1's shim on h1, this shim's heir, found it silent", 70);
   EXPECT_FALSE(root.root()) << "it is not the job's root any more";
   EXPECT_EQ(root.state(), JobState::kStopped);
-  auto order = root.TakeOrder();
-  while (order && order->kind != LinkOrder::Kind::kStop) order = root.TakeOrder();
+  auto order = LastOf<StopOrder>(&root);
   ASSERT_TRUE(order);
   EXPECT_EQ(order->exit_code, 125);
   EXPECT_TRUE(order->no_record);

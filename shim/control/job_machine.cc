@@ -117,9 +117,8 @@ void JobMachine::OnShimSignalled(int sig, const std::string& why, double now) {
   ports_->SendUp(bye.Encode());
   ports_->SendDown(bye.Encode());
   if (HeldByHeir())
-    orders_.push_back(HeirStop(signalled_in_, 128 + sig,
-                               "its launcher sent " + ShimName(c_.rank, c_.host) + " " +
-                                   SignalName(sig)));
+    Order(HeirStop(signalled_in_, 128 + sig,
+                   "its launcher sent " + ShimName(c_.rank, c_.host) + " " + SignalName(sig)));
 }
 
 // A shim whose launcher stopped it said so: pass it on, everywhere, once.
@@ -130,7 +129,7 @@ void JobMachine::OnBye(const std::string& frame, const Msg& m, double now) {
   const int code = static_cast<int>(m.Int("code", 143));
   const std::string what = EscapeControl(m.Str("what"));
   Stop(HeldByHeir() ? HeirStop(state_, code, what)
-                    : LinkOrder::Stop(code, "aml-shim: stopped: " + what + "\n", ""),
+                    : StopOrder::Of(code, "aml-shim: stopped: " + what + "\n", ""),
        now);
 }
 
@@ -155,7 +154,7 @@ void JobMachine::OnParentLost(const std::string& line, double now, bool record) 
   if (cut_off_) return;
   cut_off_ = true;
   if (Over() || state_ == JobState::kDone) return;
-  LinkOrder own = LinkOrder::Stop(125, line, record ? StopJson(c_.run_id, 125, line) : "");
+  StopOrder own = StopOrder::Of(125, line, record ? StopJson(c_.run_id, 125, line) : "");
   // Cut off from rank 0: this node cannot hear the job's verdicts, so it
   // ends its part (the launcher ends the rest, or they learn it the same way).
   ports_->SendDown(
@@ -163,9 +162,9 @@ void JobMachine::OnParentLost(const std::string& line, double now, bool record) 
   Stop(std::move(own), now);
 }
 
-void JobMachine::Stop(LinkOrder own, double now) {
+void JobMachine::Stop(StopOrder own, double now) {
   Enter(JobState::kStopped, now);
-  orders_.push_back(std::move(own));
+  Order(std::move(own));
 }
 
 // ---- Time
@@ -230,10 +229,11 @@ void JobMachine::OnTimer(double now) {
         if (root) {
           FinishCollect(now);
         } else {
-          Stop(LinkOrder::Stop(124,
-                               "aml-shim: stopped: the job was judged hung, and rank 0's shim "
-                               "said nothing more within " + FormatRate(kStopWaitS) + " s\n",
-                               ""),
+          Stop(StopOrder::Of(124,
+                             "aml-shim: stopped: the job was judged hung, and rank 0's shim "
+                             "said nothing more within " +
+                                 FormatRate(kStopWaitS) + " s\n",
+                             ""),
                now);
         }
         break;
@@ -261,7 +261,7 @@ void JobMachine::OnTimer(double now) {
       restarts_ >= c_.max_restarts && now >= failed_at_ + VerdictWait() &&
       ports_->ChildrenLinked()) {
     ports_->SendDown(own_failure_->Encode());
-    Stop(LinkOrder::Stop(static_cast<int>(own_failure_->Int("code", 1)), "", ""), now);
+    Stop(StopOrder::Of(static_cast<int>(own_failure_->Int("code", 1)), "", ""), now);
   }
   MaybeSendDone(now);
 }
@@ -331,9 +331,9 @@ void JobMachine::NoteFailure(FailNote f, double now) {
     Msg halt("halt");
     if (records_asked_) halt.Set("records", 1);
     ports_->SendDown(halt.Encode());
-    LinkOrder own = LinkOrder::Of(LinkOrder::Kind::kEndAttempt);
+    EndAttemptOrder own;
     own.records = records_asked_;
-    orders_.push_back(std::move(own));
+    Order(std::move(own));
   }
   // The same failure said again (by a shim that linked to the heir after
   // a cut, which may have lost the first) is one failure.
@@ -370,9 +370,8 @@ void JobMachine::DecideFailure(double now) {
     fails_.clear();
     Roster* r = &*roster_;
     r->NoteFirstFailure(-1);
-    EndAttempt(std::move(a),
-               LostStop(what),
-               LinkOrder::Stop(125, "aml-shim: " + EscapeControl(what) + ": ending the job\n", ""),
+    EndAttempt(std::move(a), LostStop(what),
+               StopOrder::Of(125, "aml-shim: " + EscapeControl(what) + ": ending the job\n", ""),
                "aml-shim: " + EscapeControl(what) + "\n", false, now);
     return;
   }
@@ -384,7 +383,7 @@ void JobMachine::DecideFailure(double now) {
   stop.Set("kind", std::string("fail")).Set("code", first->code).Set("rank", first->rank);
   stop.Set("node", first->node).Set("host", first->host).Set("status", first->status);
   stop.Set("by", c_.host);
-  LinkOrder own = LinkOrder::Stop(first->code, "", "");
+  StopOrder own = StopOrder::Of(first->code, "", "");
   if (!first->local) {
     own.message = first->summary;
     own.failure_json = first->json;
@@ -407,7 +406,7 @@ void JobMachine::DecideFailure(double now) {
 // this one last, stay in the job's record.
 void JobMachine::StopAsLost(const std::string& what, double now) {
   if (Over()) return;
-  LinkOrder own = LinkOrder::Stop(125, "aml-shim: " + EscapeControl(what) + ": ending the job\n", "");
+  StopOrder own = StopOrder::Of(125, "aml-shim: " + EscapeControl(what) + ": ending the job\n", "");
   if (c_.max_restarts > 0) {
     // The attempt being ended (a restart round under way) keeps its own
     // failure, and so does one whose failure came before the loss (in
@@ -430,7 +429,7 @@ void JobMachine::StopAsLost(const std::string& what, double now) {
           std::move(own), now);
 }
 
-void JobMachine::StopJob(const Msg& stop, LinkOrder own, double now) {
+void JobMachine::StopJob(const Msg& stop, StopOrder own, double now) {
   if (Over()) return;
   ports_->SendDown(stop.Encode());
   Stop(std::move(own), now);

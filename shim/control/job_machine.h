@@ -195,7 +195,7 @@ class JobMachine {
   };
   struct Ending {
     std::string stop;     // the stop frame if the job is not restarted
-    LinkOrder own;        // and this shim's order then
+    StopOrder own;        // and this shim's order then
     std::string message;  // printed before the restart line (rank 0)
     bool print_own = false;
   };
@@ -205,7 +205,7 @@ class JobMachine {
   bool Busy() const;  // collecting, ending or backing off: failures wait for the round
 
   // Every shim.
-  void Stop(LinkOrder own, double now);
+  void Stop(StopOrder own, double now);
   void OnBye(const std::string& frame, const Msg& m, double now);
   void MaybeSendDone(double now);
   void MaybeSendEnded(double now);
@@ -249,7 +249,7 @@ class JobMachine {
   void FinishTakeover(double now);
   bool LostMajority() const;
   std::string MajorityText(int reached) const;
-  LinkOrder HeirStop(JobState in, int code, std::string line);
+  StopOrder HeirStop(JobState in, int code, std::string line);
   bool HeldByHeir() const { return root_ && lost_root_ >= 0; }
   std::vector<int> BelowOf(int shim) const;
   double ElectionDeadline() const;
@@ -260,7 +260,7 @@ class JobMachine {
   AttemptRecord FailedAttempt(const FailNote& first) const;
   void DecideFailure(double now);
   void StopAsLost(const std::string& what, double now);
-  void StopJob(const Msg& stop, LinkOrder own, double now);
+  void StopJob(const Msg& stop, StopOrder own, double now);
   std::vector<std::string> ShimsNotIn(const std::set<int>& heard) const;
   double HangAt() const;
   // When the wait of the state this shim is in ends (infinity for a state
@@ -275,10 +275,10 @@ class JobMachine {
   double VerdictWait() const;
   void FinishCollect(double now);
   AttemptRecord NewAttempt(double failure_wall) const;
-  void EndAttempt(AttemptRecord a, const Msg& stop, LinkOrder own, std::string message,
+  void EndAttempt(AttemptRecord a, const Msg& stop, StopOrder own, std::string message,
                   bool print_own, double now);
-  void RecordAttempts(LinkOrder* own, const std::string& why_not) const;
-  void FinalStop(const std::string& stop, LinkOrder own, const std::string& why_not, double now);
+  void RecordAttempts(StopOrder* own, const std::string& why_not) const;
+  void FinalStop(const std::string& stop, StopOrder own, const std::string& why_not, double now);
   void NoteEnded(int shim, double first_output_wall, const std::string& unfit, double now);
   void NoteUnfit(int shim, const std::string& what, double now);
   void SendRestart(double now);
@@ -288,7 +288,13 @@ class JobMachine {
   JobState state_ = JobState::kRunning;
   std::vector<std::string> stray_moves_;  // stray_moves()
   double entered_ = 0;          // when state_ began
-  std::deque<LinkOrder> orders_;
+  std::deque<LinkOrder> orders_;  // TakeOrder's, in order
+  // Queues an order for this node (built in place: GCC 12 misreads a moved
+  // variant's strings as uninitialized).
+  template <class O>
+  void Order(O order) {
+    orders_.emplace_back(std::in_place_type<O>, std::move(order));
+  }
   // Facts of the attempt under way.
   bool children_done_ = false;  // this node's ranks all ended
   NodeOutcome outcome_;         // and how
@@ -350,7 +356,7 @@ class JobMachine {
   Ending ending_plan_;
   std::set<int> ended_;
   double ended_output_ = 0;
-  std::optional<LinkOrder> backoff_;
+  std::optional<RestartOrder> backoff_;
   double backoff_until_ = 0;
   // The root's straggler check: its judge, and the nodes retired as slow.
   StragglerJudge judge_;

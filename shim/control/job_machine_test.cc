@@ -48,11 +48,11 @@ TEST(JobMachine, RankZeroTakesTheEarliestFailureOfItsWindow) {
   EXPECT_EQ(ports.down[1].Int("rank"), 2);
   auto o = m.TakeOrder();
   ASSERT_TRUE(o);
-  EXPECT_EQ(o->kind, LinkOrder::Kind::kEndAttempt);
+  EXPECT_TRUE(std::holds_alternative<EndAttemptOrder>(*o));
   o = m.TakeOrder();
-  ASSERT_TRUE(o);
-  EXPECT_EQ(o->exit_code, 9);
-  EXPECT_EQ(o->message, "remote summary\n");
+  ASSERT_TRUE(o && std::holds_alternative<StopOrder>(*o));
+  EXPECT_EQ(std::get<StopOrder>(*o).exit_code, 9);
+  EXPECT_EQ(std::get<StopOrder>(*o).message, "remote summary\n");
 }
 
 TEST(JobMachine, AFailureOfAnAttemptThatIsOverIsNotThisAttemptsAndTheSameOneIsCountedOnce) {
@@ -89,7 +89,7 @@ TEST(JobMachine, AMemberThatFailedWaitsForTheVerdictThenObeysIt) {
   stop.Set("kind", std::string("fail")).Set("code", 7).Set("rank", 3).Set("by", "h0");
   FromParent(&m, stop, 1.6);
   EXPECT_EQ(m.state(), JobState::kStopped);
-  auto o = m.TakeOrder();
+  auto o = Next<StopOrder>(&m);
   ASSERT_TRUE(o);
   EXPECT_NE(o->message.find("the job's first failure"), std::string::npos) << o->message;
   EXPECT_TRUE(m.MayExit(1.7));
@@ -135,7 +135,7 @@ TEST(JobMachine, AFailuresVerdictWaitsForEveryShimsRecordsAndSaysWhereTheOthersW
   ASSERT_EQ(ports.down.size(), 1u);
   EXPECT_EQ(ports.down[0].type(), "halt");
   EXPECT_EQ(ports.down[0].Int("records"), 1) << "the halt asks for the records";
-  auto halt = m.TakeOrder();
+  auto halt = Next<EndAttemptOrder>(&m);
   ASSERT_TRUE(halt);
   EXPECT_TRUE(halt->records);
   EXPECT_EQ(m.NextDeadline(10), 10 + kFailWindowS + 10 + kRecordsSlackS);
@@ -149,7 +149,7 @@ TEST(JobMachine, AFailuresVerdictWaitsForEveryShimsRecordsAndSaysWhereTheOthersW
   EXPECT_EQ(m.NextDeadline(10.7), 10.7);
   m.OnTimer(10.7);
   EXPECT_EQ(m.state(), JobState::kStopped);
-  auto o = m.TakeOrder();
+  auto o = Next<StopOrder>(&m);
   ASSERT_TRUE(o);
   EXPECT_EQ(o->exit_code, 9);
   EXPECT_EQ(o->waited_line,
@@ -233,13 +233,13 @@ TEST(JobMachine, RankZeroJudgesTheJobHungAndCollectsEveryShimsStacks) {
   m.OnTimer(11);
   EXPECT_EQ(m.state(), JobState::kCollecting);
   EXPECT_EQ(ports.down.back().type(), "collect");
-  EXPECT_EQ(m.TakeOrder()->kind, LinkOrder::Kind::kCollectStacks);
+  EXPECT_TRUE(std::holds_alternative<CollectStacksOrder>(*m.TakeOrder()));
   m.OnStacks({{0, "Thread 1\n  File \"t.py\", line 3", "t.py:3"}}, 12);
   Msg stacks("stacks");
   stacks.Set("shim", 1).Set("node", 1).Set("host", "h1").SetRaw("stacks", "[]");
   FromChild(&m, stacks, 12.5);
   EXPECT_EQ(m.state(), JobState::kStopped);
-  auto o = m.TakeOrder();
+  auto o = Next<StopOrder>(&m);
   ASSERT_TRUE(o);
   EXPECT_EQ(o->exit_code, 124);
 }
@@ -256,7 +256,7 @@ TEST(JobMachine, ARollCallUnderWayWhenTheSignalComesIsStillPrinted) {
   }
   m.OnShimSignalled(15, "", 4);
   m.OnStacks({{0, "#0 after_the_term_handler", "after_the_term_handler"}}, 5);
-  auto o = m.TakeOrder();
+  auto o = Next<StopOrder>(&m);
   ASSERT_TRUE(o);
   EXPECT_EQ(o->exit_code, 124);
   EXPECT_NE(o->message.find("after_the_term_handler"), std::string::npos) << o->message;
@@ -327,7 +327,9 @@ TEST(JobMachine, CutOffFromRankZeroANodeEndsItsPartAndTellsThoseBelow) {
   EXPECT_EQ(m.state(), JobState::kStopped);
   EXPECT_EQ(ports.down.back().Str("kind"), "lost");
   EXPECT_TRUE(m.PrintsOwnFailure());
-  EXPECT_EQ(m.TakeOrder()->exit_code, 125);
+  auto stop = Next<StopOrder>(&m);
+  ASSERT_TRUE(stop);
+  EXPECT_EQ(stop->exit_code, 125);
   // Those below end first, for --grace at most.
   EXPECT_FALSE(m.MayExit(9));
   EXPECT_TRUE(m.MayExit(8 + 2 + kFlushS));

@@ -13,9 +13,9 @@
 namespace aml {
 
 void JobMachine::OrderPaceLook(int64_t look) {
-  LinkOrder o = LinkOrder::Of(LinkOrder::Kind::kPaceLook);
+  PaceLookOrder o;
   o.look = look;
-  orders_.push_back(std::move(o));
+  Order(std::move(o));
 }
 
 void JobMachine::OnPaceSample(const PaceSample& s, double now) {
@@ -101,7 +101,7 @@ void JobMachine::RetireSlow(const SlowNode& n, double now) {
   a.what = EscapeControl(what);
   EndAttempt(std::move(a),
              Msg("stop").Set("kind", std::string("slow")).Set("code", 125).Set("what", what),
-             LinkOrder::Stop(125, "aml-shim: " + EscapeControl(what) + ": ending the job\n", ""),
+             StopOrder::Of(125, "aml-shim: " + EscapeControl(what) + ": ending the job\n", ""),
              "aml-shim: " + EscapeControl(what) + "\n", false, now);
 }
 

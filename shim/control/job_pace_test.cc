@@ -115,9 +115,7 @@ TEST_F(JobPace, AJobThatFailsAfterANodeWasNamedSaysSoInFailureJson) {
   fail.Set("host", "h2").Set("status", "exited with status 7").Set("summary", "s\n");
   FromChild(&m, fail.Set("json", "{}"), 20);
   m.OnTimer(40);
-  std::optional<LinkOrder> stop;
-  while (auto o = m.TakeOrder())
-    if (o->kind == LinkOrder::Kind::kStop) stop = o;
+  std::optional<StopOrder> stop = LastOf<StopOrder>(&m);
   ASSERT_TRUE(stop);
   EXPECT_EQ(stop->slow_json.rfind("[{\"host\":\"h1\",\"shim\":1,\"rank\":1,", 0), 0u)
       << stop->slow_json;

@@ -23,8 +23,8 @@ AttemptRecord JobMachine::NewAttempt(double failure_wall) const {
 
 // The attempt failed: end it everywhere and wait for every shim's word, or
 // stop the job now when no restart may follow whatever they say.
-void JobMachine::EndAttempt(AttemptRecord a, const Msg& stop, LinkOrder own,
-                            std::string message, bool print_own, double now) {
+void JobMachine::EndAttempt(AttemptRecord a, const Msg& stop, StopOrder own, std::string message,
+                            bool print_own, double now) {
   if (Over()) return;
   a.shims_ended_well = done_below_ + (own_done_well_ ? 1 : 0);
   a.node_replaced = replaced_;
@@ -42,13 +42,13 @@ void JobMachine::EndAttempt(AttemptRecord a, const Msg& stop, LinkOrder own,
   ended_output_ = 0;
   ending_plan_ = Ending{stop.Encode(), std::move(own), std::move(message), print_own};
   ports_->SendDown(Msg("end").Encode());
-  orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kEndAttempt));
+  Order(EndAttemptOrder{});
   MaybeSendEnded(now);
 }
 
 // With --max-restarts, the job's final order carries its attempts: the
 // summary's list, failure.json's array, and why no restart followed.
-void JobMachine::RecordAttempts(LinkOrder* own, const std::string& why_not) const {
+void JobMachine::RecordAttempts(StopOrder* own, const std::string& why_not) const {
   own->slow_json = SlowJson();
   if (roster_ && !roster_->retirements().empty()) {
     own->retired_json = roster_->RetiredJson();
@@ -61,7 +61,7 @@ void JobMachine::RecordAttempts(LinkOrder* own, const std::string& why_not) cons
   own->why_not = why_not;
 }
 
-void JobMachine::FinalStop(const std::string& stop, LinkOrder own, const std::string& why_not,
+void JobMachine::FinalStop(const std::string& stop, StopOrder own, const std::string& why_not,
                            double now) {
   RecordAttempts(&own, why_not);
   if (Over()) return;
@@ -126,7 +126,7 @@ void JobMachine::RecheckRound(double now) {
     return;
   }
   ++restarts_;
-  LinkOrder o = LinkOrder::Of(LinkOrder::Kind::kRestart);
+  RestartOrder o;
   o.restart = restarts_;
   const double backoff = BackoffS(attempts_);
   o.line = RestartLine(current_, restarts_, c_.max_restarts, backoff);
@@ -147,7 +147,7 @@ void JobMachine::SendRestart(double now) {
     backoff_until_ = heir_lost_at_ + kMaxSilenceS + 1;
     return;
   }
-  LinkOrder o = std::move(*backoff_);
+  RestartOrder o = std::move(*backoff_);
   backoff_.reset();
   o.master_port = ports_->FreePort();
   Msg restart("restart");
@@ -180,7 +180,7 @@ void JobMachine::SendRestart(double now) {
   restart.Set("n", o.restart).Set("port", o.master_port).Set("line", o.line);
   ports_->SendDown(restart.Encode());
   ResetRound(now);
-  orders_.push_back(std::move(o));
+  Order(std::move(o));
   // The heir (named anew: the last may be lost, or this shim was it)
   // carries the record of every attempt so far.
   NameHeir();

@@ -82,7 +82,7 @@ void JobMachine::OnStacks(const std::vector<RankStack>& stacks, double now) {
 void JobMachine::StartCollect(double now) {
   Enter(JobState::kCollecting, now);
   ports_->SendDown(Msg("collect").Encode());
-  orders_.push_back(LinkOrder::Of(LinkOrder::Kind::kCollectStacks));
+  Order(CollectStacksOrder{});
 }
 
 void JobMachine::NoteStacks(const Msg& m, double now) {
@@ -229,13 +229,13 @@ void JobMachine::FinishCollect(double now) {
   if (after_signal) {
     signalled_in_ = JobState::kSignalled;  // once
     attempts_.push_back(a);
-    LinkOrder own = LinkOrder::Stop(124, roll_call, HangJson(c_.run_id, facts));
+    StopOrder own = StopOrder::Of(124, roll_call, HangJson(c_.run_id, facts));
     if (c_.max_restarts > 0) {
       own.trailer = AttemptsText(attempts_, c_.max_restarts, "not restarted: the launcher "
                                                             "stopped the job");
       own.attempts_json = AttemptsJson(attempts_);
     }
-    orders_.push_back(std::move(own));
+    Order(std::move(own));
     return;
   }
   // A hang whose culprits are all on one node counts as that node's
@@ -246,11 +246,12 @@ void JobMachine::FinishCollect(double now) {
     hang_attempt_.reset();
     if (Over()) {
       // No spare left for the node it retired: why, then the roll-call.
-      if (!orders_.empty()) orders_.back().message += roll_call;
+      if (auto* last = orders_.empty() ? nullptr : std::get_if<StopOrder>(&orders_.back()))
+        last->message += roll_call;
       return;
     }
   }
-  EndAttempt(std::move(a), stop, LinkOrder::Stop(124, roll_call, HangJson(c_.run_id, facts)),
+  EndAttempt(std::move(a), stop, StopOrder::Of(124, roll_call, HangJson(c_.run_id, facts)),
              roll_call, false, now);
 }
 

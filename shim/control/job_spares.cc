@@ -226,7 +226,7 @@ bool JobMachine::RetireOrStop(int shim, const std::string& reason, double now) {
 // the retired nodes (a batch script can requeue without them).
 void JobMachine::StopNoSpare(const std::string& why, double now) {
   if (Over()) return;
-  LinkOrder own = LinkOrder::Stop(125, "aml-shim: " + EscapeControl(why) + ": ending the job\n", "");
+  StopOrder own = StopOrder::Of(125, "aml-shim: " + EscapeControl(why) + ": ending the job\n", "");
   if (c_.max_restarts > 0 && state_ != JobState::kBackingOff) {
     AttemptRecord a = state_ == JobState::kEnding ? current_ : NewAttempt(ports_->WallNow());
     if (state_ == JobState::kDeciding && !fails_.empty() && EarliestFailure().lost.empty()) {
@@ -254,8 +254,7 @@ void JobMachine::StopNoMajority(const std::string& why, bool writes_record, doub
   const std::string line = "aml-shim: " + EscapeControl(why) +
                            ": this part of the job ends; the other part may hold the job, so "
                            "this shim writes no record of it\n";
-  StopJob(LostStop(why),
-          LinkOrder::Stop(125, line, ""), now);
+  StopJob(LostStop(why), StopOrder::Of(125, line, ""), now);
 }
 
 // A heir of this root lost while it may live, up to kMaxSilenceS and a

@@ -119,9 +119,7 @@ TEST(JobSpares, TheSpareTakesItsPlaceInTheRestartOrder) {
   restart.Set("maddr", "");
   FromParent(&spare, restart, 12);
   EXPECT_EQ(spare.node(), 1);
-  std::optional<LinkOrder> o;
-  while ((o = spare.TakeOrder()) && o->kind != LinkOrder::Kind::kRestart) {
-  }
+  std::optional<RestartOrder> o = LastOf<RestartOrder>(&spare);
   ASSERT_TRUE(o);
   EXPECT_TRUE(o->roster);
   EXPECT_EQ(o->node_rank, 1);
@@ -283,8 +281,7 @@ TEST(JobSpares, NoSpareLeftEndsTheJobWithTheRetiredNodes) {
   m.OnShimLost(2, "the control plane lost rank 2's shim on h2 (closed)", false, 10.01);
   EXPECT_EQ(m.state(), JobState::kStopped);
   EXPECT_EQ(ports.down.back().Int("code"), 125);
-  std::optional<LinkOrder> o, last;
-  while ((o = m.TakeOrder())) last = o;
+  auto last = LastOrder(&m);
   ASSERT_TRUE(last);
   EXPECT_EQ(last->exit_code, 125);
   EXPECT_NE(last->message.find("no spare left"), std::string::npos) << last->message;

@@ -99,7 +99,7 @@ struct Cluster {
 
   bool AllStopped() const {
     for (size_t i = 0; i < planes.size(); ++i)
-      if (planes[i] && (orders[i].empty() || orders[i].back().kind != LinkOrder::Kind::kStop))
+      if (planes[i] && (orders[i].empty() || !std::holds_alternative<StopOrder>(orders[i].back())))
         return false;
     return true;
   }
@@ -156,14 +156,14 @@ TEST(ControlPlane, AFailureAnywhereStopsEveryShimAndRankZeroPrintsIt) {
   Cluster c(4);
   c.planes[3]->OnChildFailed(Failure(3, 7));
   ASSERT_TRUE(c.Pump(10, [&] { return c.AllStopped(); }));
-  const LinkOrder& root = c.orders[0].back();
+  const StopOrder& root = std::get<StopOrder>(c.orders[0].back());
   EXPECT_EQ(root.exit_code, 7);
   EXPECT_EQ(root.message, "aml-shim: SUMMARY of rank 3\n");
   EXPECT_EQ(root.failure_json, "{\"run\":\"job-1\",\"rank\":3}");
-  EXPECT_EQ(c.orders[1].back().message,
+  EXPECT_EQ(std::get<StopOrder>(c.orders[1].back()).message,
             "aml-shim: stopped: rank 3 on node 3 (host h3) failed first (exited with status 7)\n");
-  EXPECT_EQ(c.orders[1].back().exit_code, 7);
-  EXPECT_EQ(c.orders[3].back().message,
+  EXPECT_EQ(std::get<StopOrder>(c.orders[1].back()).exit_code, 7);
+  EXPECT_EQ(std::get<StopOrder>(c.orders[3].back()).message,
             "aml-shim: rank 3 failed (exited with status 7): the job's first failure; rank 0's "
             "shim (on h0) printed its summary\n");
   EXPECT_FALSE(c.planes[3]->PrintsOwnFailure());
@@ -172,7 +172,7 @@ TEST(ControlPlane, AFailureAnywhereStopsEveryShimAndRankZeroPrintsIt) {
   // failure), then got the verdict: two orders each.
   for (const auto& o : c.orders) {
     ASSERT_EQ(o.size(), 2u);
-    EXPECT_EQ(o[0].kind, LinkOrder::Kind::kEndAttempt);
+    EXPECT_TRUE(std::holds_alternative<EndAttemptOrder>(o[0]));
   }
 }
 
@@ -184,19 +184,21 @@ TEST(ControlPlane, TheEarliestFailureInTheWindowIsTheFirst) {
   c.planes[1]->OnChildFailed(later);
   c.planes[2]->OnChildFailed(earlier);
   ASSERT_TRUE(c.Pump(10, [&] { return c.AllStopped(); }));
-  EXPECT_EQ(c.orders[0].back().exit_code, 9);
-  EXPECT_EQ(c.orders[0].back().message, "aml-shim: SUMMARY of rank 2\n");
+  EXPECT_EQ(std::get<StopOrder>(c.orders[0].back()).exit_code, 9);
+  EXPECT_EQ(std::get<StopOrder>(c.orders[0].back()).message, "aml-shim: SUMMARY of rank 2\n");
 }
 
 TEST(ControlPlane, ALostShimEndsTheJobWithin_Seconds) {
   Cluster c(3);
   c.planes[2].reset();  // its shim was SIGKILLed: the kernel closes its links
   ASSERT_TRUE(c.Pump(10, [&] { return c.AllStopped(); }));
-  EXPECT_EQ(c.orders[0].back().exit_code, 125);
-  EXPECT_NE(c.orders[0].back().message.find("the control plane lost rank 2's shim on h2 (closed)"),
+  EXPECT_EQ(std::get<StopOrder>(c.orders[0].back()).exit_code, 125);
+  EXPECT_NE(std::get<StopOrder>(c.orders[0].back())
+                .message.find("the control plane lost rank 2's shim on h2 (closed)"),
             std::string::npos)
-      << c.orders[0].back().message;
-  EXPECT_NE(c.orders[1].back().message.find("stopped: the control plane lost rank 2's shim"),
+      << std::get<StopOrder>(c.orders[0].back()).message;
+  EXPECT_NE(std::get<StopOrder>(c.orders[1].back())
+                .message.find("stopped: the control plane lost rank 2's shim"),
             std::string::npos);
 }
 
@@ -210,8 +212,8 @@ TEST(ControlPlane, AShimStoppedByItsLauncherStopsTheOthersWithItsStatus) {
   }));
   for (size_t i : {0u, 1u, 3u}) {
     ASSERT_EQ(c.orders[i].size(), 1u);
-    EXPECT_EQ(c.orders[i][0].exit_code, 143);
-    EXPECT_EQ(c.orders[i][0].message,
+    EXPECT_EQ(std::get<StopOrder>(c.orders[i][0]).exit_code, 143);
+    EXPECT_EQ(std::get<StopOrder>(c.orders[i][0]).message,
               "aml-shim: stopped: rank 2's shim on h2 was stopped by its launcher (SIGTERM)\n");
   }
   EXPECT_TRUE(c.orders[2].empty());  // it stops on its own signal
@@ -224,8 +226,8 @@ TEST(ControlPlane, AShimWhoseLauncherIsGoneSaysSoToTheOthers) {
   c.planes[1]->OnShimSignalled(15, "the launcher (mpirun, pid 4711) is gone");
   ASSERT_TRUE(c.Pump(10, [&] { return !c.orders[0].empty() && !c.orders[2].empty(); }));
   for (size_t i : {0u, 2u}) {
-    EXPECT_EQ(c.orders[i][0].exit_code, 143);
-    EXPECT_EQ(c.orders[i][0].message,
+    EXPECT_EQ(std::get<StopOrder>(c.orders[i][0]).exit_code, 143);
+    EXPECT_EQ(std::get<StopOrder>(c.orders[i][0]).message,
               "aml-shim: stopped: rank 1's shim on h1 ended its ranks: the launcher (mpirun, pid "
               "4711) is gone\n");
   }
@@ -303,7 +305,7 @@ TEST(ControlPlane, ASilentJobIsJudgedHungAndEveryRankIsNamed) {
       if (o.empty()) return false;
     return true;
   }));
-  for (auto& o : c.orders) EXPECT_EQ(o[0].kind, LinkOrder::Kind::kCollectStacks);
+  for (auto& o : c.orders) EXPECT_TRUE(std::holds_alternative<CollectStacksOrder>(o[0]));
   for (int r = 0; r < 3; ++r) {
     RankStack s;
     s.rank = r;
@@ -311,15 +313,16 @@ TEST(ControlPlane, ASilentJobIsJudgedHungAndEveryRankIsNamed) {
     c.planes[static_cast<size_t>(r)]->OnStacks({s});
   }
   ASSERT_TRUE(c.Pump(10, [&] { return c.AllStopped(); }));
-  const LinkOrder& root = c.orders[0].back();
+  const StopOrder& root = std::get<StopOrder>(c.orders[0].back());
   EXPECT_EQ(root.exit_code, 124);
   EXPECT_NE(root.message.find("2 ranks (0,2) [nodes 0, 2, hosts h0, h2] in all_reduce"),
             std::string::npos)
       << root.message;
   EXPECT_NE(root.message.find("rank 1 [node 1, host h1] in main (hang.py:18)"), std::string::npos);
   EXPECT_NE(root.failure_json.find("\"hang\""), std::string::npos);
-  EXPECT_EQ(c.orders[2].back().exit_code, 124);
-  EXPECT_NE(c.orders[2].back().message.find("stopped: the job was hung"), std::string::npos);
+  EXPECT_EQ(std::get<StopOrder>(c.orders[2].back()).exit_code, 124);
+  EXPECT_NE(std::get<StopOrder>(c.orders[2].back()).message.find("stopped: the job was hung"),
+            std::string::npos);
   // Nothing past is left as a deadline: the supervisor's loop would spin
   // while the shims below end (it did, on the collection's deadline).
   // 20 s on: past the 15 s the collection may take, within the shims'
@@ -360,9 +363,10 @@ TEST(ControlPlane, TheJobEndsWhenEveryShimIsDone) {
   for (auto& o : c.orders) EXPECT_TRUE(o.empty());
 }
 
-bool EveryShimsLastOrderIs(const Cluster& c, LinkOrder::Kind kind) {
+template <class O>
+bool EveryShimsLastOrderIs(const Cluster& c) {
   for (const auto& o : c.orders)
-    if (o.empty() || o.back().kind != kind) return false;
+    if (o.empty() || !std::holds_alternative<O>(o.back())) return false;
   return true;
 }
 
@@ -371,36 +375,42 @@ TEST(ControlPlane, ARestartRoundEndsEveryShimThenRestartsThemAllInStep) {
   NodeOutcome printed;  // every node wrote output long before the failure
   printed.first_output_wall = 500;
   c.planes[3]->OnChildFailed(Failure(3, 7));
-  ASSERT_TRUE(c.Pump(10, [&] { return EveryShimsLastOrderIs(c, LinkOrder::Kind::kEndAttempt); }));
+  ASSERT_TRUE(c.Pump(10, [&] { return EveryShimsLastOrderIs<EndAttemptOrder>(c); }));
   // Nobody restarts before every shim's ranks ended.
   for (int r = 0; r < 4; ++r) c.planes[static_cast<size_t>(r)]->OnChildrenDone(printed);
   c.Pump(0.5, [] { return false; });
-  EXPECT_TRUE(EveryShimsLastOrderIs(c, LinkOrder::Kind::kEndAttempt));
+  EXPECT_TRUE(EveryShimsLastOrderIs<EndAttemptOrder>(c));
   for (auto& p : c.planes) EXPECT_FALSE(p->MayExit());
   c.planes[4]->OnChildrenDone(printed);
-  ASSERT_TRUE(c.Pump(10, [&] { return EveryShimsLastOrderIs(c, LinkOrder::Kind::kRestart); }));
-  const int port = c.orders[0].back().master_port;
+  ASSERT_TRUE(c.Pump(10, [&] { return EveryShimsLastOrderIs<RestartOrder>(c); }));
+  const int port = std::get<RestartOrder>(c.orders[0].back()).master_port;
   EXPECT_GT(port, 0);
   for (auto& o : c.orders) {
-    EXPECT_EQ(o.back().restart, 1);
-    EXPECT_EQ(o.back().master_port, port);
-    EXPECT_EQ(o.back().line.rfind("aml-shim: restart 1 of 1 after rank 3 failed (exited with "
-                                  "status 7) (attempt 1 ran ", 0), 0u) << o.back().line;
+    EXPECT_EQ(std::get<RestartOrder>(o.back()).restart, 1);
+    EXPECT_EQ(std::get<RestartOrder>(o.back()).master_port, port);
+    EXPECT_EQ(std::get<RestartOrder>(o.back()).line.rfind(
+                  "aml-shim: restart 1 of 1 after rank 3 failed (exited with "
+                  "status 7) (attempt 1 ran ",
+                  0),
+              0u)
+        << std::get<RestartOrder>(o.back()).line;
   }
   // Rank 0 prints the failure's summary (it came from shim 3) before the line.
-  EXPECT_EQ(c.orders[0].back().message, "aml-shim: SUMMARY of rank 3\n");
-  EXPECT_FALSE(c.orders[3].back().print_own_failure);
+  EXPECT_EQ(std::get<RestartOrder>(c.orders[0].back()).message, "aml-shim: SUMMARY of rank 3\n");
+  EXPECT_FALSE(std::get<RestartOrder>(c.orders[3].back()).print_own_failure);
   // The budget is spent: the next failure stops the job with its status,
   // and rank 0 lists both attempts.
   c.planes[1]->OnChildFailed(Failure(1, 9));
   ASSERT_TRUE(c.Pump(10, [&] { return c.AllStopped(); }));
-  for (auto& o : c.orders) EXPECT_EQ(o.back().exit_code, 9);
-  EXPECT_EQ(c.orders[0].back().why_not, "--max-restarts 1 spent");
-  EXPECT_NE(c.orders[0].back().trailer.find("aml-shim: 2 attempts (--max-restarts 1); "
-                                            "--max-restarts 1 spent:\n"),
+  for (auto& o : c.orders) EXPECT_EQ(std::get<StopOrder>(o.back()).exit_code, 9);
+  EXPECT_EQ(std::get<StopOrder>(c.orders[0].back()).why_not, "--max-restarts 1 spent");
+  EXPECT_NE(std::get<StopOrder>(c.orders[0].back())
+                .trailer.find("aml-shim: 2 attempts (--max-restarts 1); "
+                              "--max-restarts 1 spent:\n"),
             std::string::npos)
-      << c.orders[0].back().trailer;
-  EXPECT_NE(c.orders[0].back().attempts_json.find("\"attempt\":2"), std::string::npos);
+      << std::get<StopOrder>(c.orders[0].back()).trailer;
+  EXPECT_NE(std::get<StopOrder>(c.orders[0].back()).attempts_json.find("\"attempt\":2"),
+            std::string::npos);
 }
 
 // A failure before any output is restarted (a quiet job that logs to files);
@@ -409,18 +419,19 @@ TEST(ControlPlane, ARestartRoundEndsEveryShimThenRestartsThemAllInStep) {
 TEST(ControlPlane, TheSameFailureTwiceWithoutOutputIsNotRestartedAgain) {
   Cluster c(3, std::nullopt, nullptr, 5);
   c.planes[2]->OnChildFailed(Failure(2, 1));
-  ASSERT_TRUE(c.Pump(10, [&] { return EveryShimsLastOrderIs(c, LinkOrder::Kind::kEndAttempt); }));
+  ASSERT_TRUE(c.Pump(10, [&] { return EveryShimsLastOrderIs<EndAttemptOrder>(c); }));
   for (auto& p : c.planes) p->OnChildrenDone(NodeOutcome{1, 0});  // no output anywhere
-  ASSERT_TRUE(c.Pump(10, [&] { return EveryShimsLastOrderIs(c, LinkOrder::Kind::kRestart); }));
+  ASSERT_TRUE(c.Pump(10, [&] { return EveryShimsLastOrderIs<RestartOrder>(c); }));
   c.planes[2]->OnChildFailed(Failure(2, 1));
-  ASSERT_TRUE(c.Pump(10, [&] { return EveryShimsLastOrderIs(c, LinkOrder::Kind::kEndAttempt); }));
+  ASSERT_TRUE(c.Pump(10, [&] { return EveryShimsLastOrderIs<EndAttemptOrder>(c); }));
   for (auto& p : c.planes) p->OnChildrenDone(NodeOutcome{1, 0});
   ASSERT_TRUE(c.Pump(10, [&] { return c.AllStopped(); }));
-  for (auto& o : c.orders) EXPECT_EQ(o.back().exit_code, 1);
-  EXPECT_NE(c.orders[0].back().why_not.find("attempts 1 and 2 both failed with exit status 1 "
-                                            "without progress"),
+  for (auto& o : c.orders) EXPECT_EQ(std::get<StopOrder>(o.back()).exit_code, 1);
+  EXPECT_NE(std::get<StopOrder>(c.orders[0].back())
+                .why_not.find("attempts 1 and 2 both failed with exit status 1 "
+                              "without progress"),
             std::string::npos)
-      << c.orders[0].back().why_not;
+      << std::get<StopOrder>(c.orders[0].back()).why_not;
 }
 
 // A shim that stops answering (SIGSTOP, a hung node) keeps its sockets open:
@@ -432,13 +443,14 @@ TEST(ControlPlane, AFrozenShimOfASteadyJobIsFoundInSeconds) {
   std::unique_ptr<ControlPlane> frozen = std::move(c.planes[2]);  // served no more
   // Within 12 s (the old rule waited 30 s of silence).
   ASSERT_TRUE(c.Pump(12, [&] {
-    return !c.orders[0].empty() && c.orders[0].back().kind == LinkOrder::Kind::kStop;
+    return !c.orders[0].empty() && std::holds_alternative<StopOrder>(c.orders[0].back());
   }));
-  EXPECT_EQ(c.orders[0].back().exit_code, 125);
-  EXPECT_NE(c.orders[0].back().message.find("the control plane lost rank 2's shim on h2 (silent "
-                                            "for "),
+  EXPECT_EQ(std::get<StopOrder>(c.orders[0].back()).exit_code, 125);
+  EXPECT_NE(std::get<StopOrder>(c.orders[0].back())
+                .message.find("the control plane lost rank 2's shim on h2 (silent "
+                              "for "),
             std::string::npos)
-      << c.orders[0].back().message;
+      << std::get<StopOrder>(c.orders[0].back()).message;
 }
 
 // At start-up every link is given 30 s: thousands of shims starting their
@@ -476,12 +488,12 @@ TEST(ControlPlane, AParentFoundLostIsLetGoAndNotPolledAgain) {
 TEST(ControlPlane, AShimThatDiesDuringARestartRoundEndsTheJob) {
   Cluster c(3, std::nullopt, nullptr, 1);
   c.planes[1]->OnChildFailed(Failure(1, 7));
-  ASSERT_TRUE(c.Pump(10, [&] { return EveryShimsLastOrderIs(c, LinkOrder::Kind::kEndAttempt); }));
+  ASSERT_TRUE(c.Pump(10, [&] { return EveryShimsLastOrderIs<EndAttemptOrder>(c); }));
   c.planes[2].reset();  // its shim is killed
   ASSERT_TRUE(c.Pump(10, [&] {
-    return !c.orders[0].empty() && c.orders[0].back().kind == LinkOrder::Kind::kStop;
+    return !c.orders[0].empty() && std::holds_alternative<StopOrder>(c.orders[0].back());
   }));
-  EXPECT_EQ(c.orders[0].back().exit_code, 125);
+  EXPECT_EQ(std::get<StopOrder>(c.orders[0].back()).exit_code, 125);
 }
 
 }  // namespace

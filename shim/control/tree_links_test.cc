@@ -140,8 +140,7 @@ TEST(TreeLinks, AHeirLostAfterItTookTheLinkLeavesTheRecordAsIfLostWithTheRoot) {
   child.OnParentClosed("closed", 20);
   EXPECT_EQ(child.parent(), 1);
   child.OnParentClosed("closed", 20.5);
-  auto order = child.machine().TakeOrder();
-  while (order && order->kind != LinkOrder::Kind::kStop) order = child.machine().TakeOrder();
+  auto order = LastOf<StopOrder>(&child.machine());
   ASSERT_TRUE(order);
   EXPECT_EQ(order->exit_code, 125);
   EXPECT_EQ(order->message,
@@ -336,8 +335,7 @@ TEST(TreeLinks, ARootWhoseHeirLeftStepsDownAndItsOtherChildrenLinkToTheHeir) {
   t.root.OnChildFrame(1, t.heir_io.RawOf(0, "left")[0], 70);
   EXPECT_EQ(t.root.machine().state(), JobState::kStopped);
   EXPECT_FALSE(t.root.machine().root());
-  auto order = t.root.machine().TakeOrder();
-  while (order && order->kind != LinkOrder::Kind::kStop) order = t.root.machine().TakeOrder();
+  auto order = LastOf<StopOrder>(&t.root.machine());
   ASSERT_TRUE(order);
   EXPECT_EQ(order->exit_code, 125);
   EXPECT_TRUE(order->no_record);

@@ -104,7 +104,7 @@ std::vector<std::string> Differences(const FaultPlan& plan, const Foreseen& f,
     out.push_back("rank 0 decided at " + Num(decided) + " s, expected within " +
                   Num(f.decided_lo) + "-" + Num(f.decided_hi) + " s");
   if (!run.has_final) return out;
-  const LinkOrder& o = run.final_order;
+  const StopOrder& o = run.final_order;
   // A root that may have been replaced beyond a cut writes no record.
   if (f.no_record) {
     if (!o.attempts_json.empty() || !o.retired_json.empty() || !o.failure_json.empty())

@@ -30,7 +30,7 @@ struct RunRecord {
   // each once, and the job's last order there (with the record).
   std::vector<std::pair<double, std::string>> verdicts;
   bool has_final = false;
-  LinkOrder final_order;
+  StopOrder final_order;
   double first_failure_at = -1;  // the first rank's failure anywhere
   int root = 0;  // the shim that held the job at its end (a heir, when rank 0's was lost)
   std::vector<double> takeovers;  // when each heir took the job

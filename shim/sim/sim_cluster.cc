@@ -9,34 +9,28 @@ namespace simw {
 std::optional<LinkOrder> Shim::TakeOrder() {
   std::optional<LinkOrder> o = machine().TakeOrder();
   if (!o) return o;
-  switch (o->kind) {
-    case LinkOrder::Kind::kCollectStacks:
-      if (collect_order_at < 0) collect_order_at = now_;
-      break;
-    case LinkOrder::Kind::kEndAttempt:
-      if (end_order_at < 0) end_order_at = now_;
-      break;
-    case LinkOrder::Kind::kRestart:
-      ++restart_orders;
-      restart_order_at = now_;
-      restart_orders_at.push_back(now_);
-      if (o->roster) {
-        nodes.push_back(o->node_rank);
-        maddrs.push_back(o->master_addr);
-        restart_ns.push_back(o->restart);
-      }
-      break;
-    case LinkOrder::Kind::kPaceLook:
-      ++pace_orders;
-      break;
-    case LinkOrder::Kind::kStop:
-      procs.stopped = true;
-      if (stop_order_at < 0) {
-        stop_order_at = now_;
-        has_final = true;
-        final_order = *o;
-      }
-      break;
+  if (std::holds_alternative<CollectStacksOrder>(*o)) {
+    if (collect_order_at < 0) collect_order_at = now_;
+  } else if (std::holds_alternative<EndAttemptOrder>(*o)) {
+    if (end_order_at < 0) end_order_at = now_;
+  } else if (const auto* r = std::get_if<RestartOrder>(&*o)) {
+    ++restart_orders;
+    restart_order_at = now_;
+    restart_orders_at.push_back(now_);
+    if (r->roster) {
+      nodes.push_back(r->node_rank);
+      maddrs.push_back(r->master_addr);
+      restart_ns.push_back(r->restart);
+    }
+  } else if (std::holds_alternative<PaceLookOrder>(*o)) {
+    ++pace_orders;
+  } else if (const auto* s = std::get_if<StopOrder>(&*o)) {
+    procs.stopped = true;
+    if (stop_order_at < 0) {
+      stop_order_at = now_;
+      has_final = true;
+      final_order = *s;
+    }
   }
   return o;
 }

@@ -21,7 +21,7 @@ void SimProcs::End(size_t child, bool straggler, double at, int status) {
   schedule_(at, child, straggler, p.epoch, status);
 }
 
-bool SimProcs::Start(size_t child, const LinkOrder* restart, int* code) {
+bool SimProcs::Start(size_t child, const RestartOrder* restart, int* code) {
   (void)code;
   if (stopped) violation = "rank " + std::to_string(shim_) + " was started after its shim's stop";
   for (const Pair& p : procs_)
@@ -251,7 +251,7 @@ double SimProcs::FirstOutputWall() const {
   return wall_epoch_ + started_at.back() + kFirstOutputS;
 }
 
-void SimProcs::BeginRestart(const LinkOrder& restart, bool print_own_failure) {
+void SimProcs::BeginRestart(const RestartOrder& restart, bool print_own_failure) {
   (void)restart;
   (void)print_own_failure;
   ran_ = false;

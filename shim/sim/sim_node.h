@@ -82,7 +82,7 @@ class SimProcs : public NodeProcs {
   bool stopped = false;  // the shim had its stop or its launcher's signal
 
   // NodeProcs.
-  bool Start(size_t child, const LinkOrder* restart, int* code) override;
+  bool Start(size_t child, const RestartOrder* restart, int* code) override;
   void Signal(size_t child, int sig) override;
   void Abort(size_t child) override;
   bool SignalStragglers(int sig) override;
@@ -103,7 +103,7 @@ class SimProcs : public NodeProcs {
   std::vector<RankStack> Stacks() override;
   double FirstOutputWall() const override;
   void TermSent(bool) override {}
-  void BeginRestart(const LinkOrder& restart, bool print_own_failure) override;
+  void BeginRestart(const RestartOrder& restart, bool print_own_failure) override;
 
  private:
   struct Proc {

@@ -177,7 +177,7 @@ class Shim : public LinkIo, public JobChannel {
   std::vector<std::string> maddrs;  // and its ranks' MASTER_ADDR ("": the job's)
   std::vector<int> restart_ns;  // and which restart each was (one missed in a cut is not there)
   bool has_final = false;
-  LinkOrder final_order;  // its stop (rank 0's: the job's record)
+  StopOrder final_order;  // its stop (rank 0's: the job's record)
   std::string join, hello;  // its join and its hello, as the network saw them
   long long handled = 0, bytes = 0;
 
