@@ -25,6 +25,7 @@ tests=(
   debootstrap dpkg-dev
   podman runc
   prometheus
+  ccache
 )
 case "${1:-}" in
   "") packages=("${build[@]}") ;;
