@@ -20,10 +20,9 @@ Msg LostStop(const std::string& what) {
 bool LeavesInOrder(const Msg& m) { return m.type() == "done" || m.type() == "bye"; }
 
 JobMachine::JobMachine(const JobConfig& c, JobPorts* ports)
-    : c_(c), ports_(ports), root_(c.rank == 0) {
+    : c_(c), ports_(ports), root_(c.rank == 0), straggler_(c.ranks_per_node) {
   shim_hosts_[c_.rank] = c_.host;
   node_ = c_.node;
-  judge_ = StragglerJudge(3, c_.ranks_per_node);
   if (Spares()) {
     if (c_.rank >= c_.size - c_.spares) node_ = -1;  // a spare: it waits
     if (c_.rank == 0) roster_.emplace(c_.size, c_.spares);

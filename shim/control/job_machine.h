@@ -21,6 +21,7 @@
 #include "launch/job_link.h"
 #include "shim/control/pace/pace_sample.h"
 #include "shim/control/pace/straggler_judge.h"
+#include "shim/control/straggler_check.h"
 #include "launch/restart_policy.h"
 #include "shim/control/job_states.h"
 #include "shim/control/roll_call.h"
@@ -182,7 +183,10 @@ class JobMachine {
   // merged sample to judge.
   void OrderPaceLook(int64_t look);
   void OnPaceSample(const PaceSample& s, double now);
-  const StragglerJudge& judge() const { return judge_; }
+  const StragglerJudge& judge() const { return straggler_.judge(); }
+  // The straggler check (straggler_check.h): its looks and judge.
+  StragglerCheck& straggler() { return straggler_; }
+  const StragglerCheck& straggler() const { return straggler_; }
   std::string HostName(int shim) const { return HostOf(shim); }
 
  private:
@@ -238,6 +242,9 @@ class JobMachine {
   void RecheckRound(double now);
   std::string RosterLines(const std::vector<int>& before) const;
   std::string HostOf(int shim) const;
+  StragglerCheck::HostOf HostFn() const {
+    return [this](int shim) { return HostOf(shim); };
+  }
   void NoteAttemptNodes();
 
   // A new root (job_heir.cc).
@@ -358,11 +365,10 @@ class JobMachine {
   double ended_output_ = 0;
   std::optional<RestartOrder> backoff_;
   double backoff_until_ = 0;
-  // The root's straggler check: its judge, and the nodes retired as slow.
-  StragglerJudge judge_;
-  bool pace_blind_said_ = false;
+  // The straggler check (its looks, and at the root its judge), and
+  // --retire-slow (job_pace.cc).
+  StragglerCheck straggler_;
   void RetireSlow(const SlowNode& n, double now);
-  std::string SlowJson() const;
 };
 
 // The fixed waits of the states (docs/control-plane.md has the table).

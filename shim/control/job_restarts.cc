@@ -49,7 +49,7 @@ void JobMachine::EndAttempt(AttemptRecord a, const Msg& stop, StopOrder own, std
 // With --max-restarts, the job's final order carries its attempts: the
 // summary's list, failure.json's array, and why no restart followed.
 void JobMachine::RecordAttempts(StopOrder* own, const std::string& why_not) const {
-  own->slow_json = SlowJson();
+  own->slow_json = straggler_.SlowJson(HostFn());
   if (roster_ && !roster_->retirements().empty()) {
     own->retired_json = roster_->RetiredJson();
     own->trailer += "aml-shim: retired nodes (--spares " + std::to_string(c_.spares) + "):\n" +
@@ -190,7 +190,7 @@ void JobMachine::SendRestart(double now) {
 // its silence).
 void JobMachine::ResetRound(double now) {
   Enter(JobState::kRunning, now);
-  judge_.NewAttempt();
+  straggler_.NewAttempt();
   ended_sent_ = children_done_ = checking_ = false;
   well_sent_ = replaced_ = false;
   said_up_.clear();

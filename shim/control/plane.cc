@@ -266,7 +266,8 @@ void ControlPlane::AppendMetrics(PromText* out, double now) const {
 }
 
 // --straggler-check (docs/control-plane.md, "Slow nodes"): this shim's
-// clock and looks; on the root, every node late in the last look or named.
+// clock, and the check's own (straggler_check.h): its looks; on the root,
+// every node late in the last look or named.
 void ControlPlane::AppendPaceMetrics(PromText* out) const {
   const JobMachine& m = tree_.machine();
   const RootClock clock = tree_.root_clock();
@@ -278,42 +279,7 @@ void ControlPlane::AppendPaceMetrics(PromText* out) const {
                 "the offset is right within this (half the best round trip, summed up the tree)");
     out->Sample("aml_shim_clock_offset_bound_seconds", clock.bound);
   }
-  out->Family("aml_shim_straggler_looks_total", "counter",
-              "straggler looks this shim took part in (sent up, or judged at the root)");
-  out->Sample("aml_shim_straggler_looks_total", static_cast<double>(tree_.pace_looks()));
-  if (!m.root()) return;
-  const StragglerJudge& j = m.judge();
-  out->Family("aml_shim_straggler_collectives_judged_total", "counter",
-              "collectives the straggler check judged");
-  out->Sample("aml_shim_straggler_collectives_judged_total", static_cast<double>(j.judged()));
-  // (Each family's samples follow its header, as the format wants.)
-  struct Family {
-    const char* name;
-    const char* help;
-    bool ranked;
-    double (*value)(const SlowNode&);
-  };
-  static const Family kFamilies[] = {
-      {"aml_shim_straggler_late_collectives",
-       "of the last look's collectives, those the node entered last, late", true,
-       [](const SlowNode& n) { return static_cast<double>(n.late_ops); }},
-      {"aml_shim_straggler_lateness_seconds",
-       "how late the node's last rank entered them, on average", true,
-       [](const SlowNode& n) { return n.mean_late_s; }},
-      {"aml_shim_straggler_wait_seconds_per_minute",
-       "what the job waited for the node, per minute, in the last look", false,
-       [](const SlowNode& n) { return n.wait_per_min_s; }},
-      {"aml_shim_straggler_named", "1 while the node is named slow", false,
-       [](const SlowNode& n) { return n.named ? 1.0 : 0.0; }},
-  };
-  for (const Family& f : kFamilies) {
-    out->Family(f.name, "gauge", f.help);
-    for (const auto& [shim, n] : j.nodes()) {
-      PromLabels labels = {{"node", m.HostName(shim)}, {"shim", std::to_string(shim)}};
-      if (f.ranked) labels.push_back({"rank", std::to_string(n.rank)});
-      out->Sample(f.name, labels, f.value(n));
-    }
-  }
+  m.straggler().AppendMetrics(out, m.root(), [&m](int shim) { return m.HostName(shim); });
 }
 
 void ControlPlane::OnPace(int64_t look, const std::vector<RankTimes>& times) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "shim/control/job_machine.h"
 #include "shim/control/pace/pace_sample.h"
 
 namespace aml {

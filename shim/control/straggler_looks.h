@@ -3,7 +3,7 @@
 // while an attempt runs), each look's order down the tree, this node's part
 // (its ranks' entry times against the root's clock), the children's parts
 // merged (pace_relay.h) and sent up, and at the root the whole job's sample
-// for the judge (JobMachine::OnPaceSample, job_pace.cc). The overlay
+// for the judge (straggler_check.h, through JobMachine::OnPaceSample). The overlay
 // (tree_links.h) only carries its frames ("pace") and says who its live
 // children are: LookLinks.
 #pragma once
@@ -13,12 +13,13 @@
 #include <vector>
 
 #include "launch/job_link.h"
-#include "shim/control/job_machine.h"
 #include "shim/control/pace/clock_offset.h"
 #include "shim/control/pace_relay.h"
 #include "shim/control/wire.h"
 
 namespace aml {
+
+class JobMachine;
 
 // What the looks need of the overlay.
 class LookLinks {

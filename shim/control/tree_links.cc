@@ -18,8 +18,10 @@ bool FrameIs(const std::string& frame, const char* type) {
 }  // namespace
 
 TreeLinks::TreeLinks(const JobConfig& job, LinkIo* io, double beat_s, double startup_s)
-    : job_(job), io_(io), beat_s_(beat_s), startup_s_(startup_s), machine_(job, this),
-      looks_(job.rank, job.pace_every_s, job.dump_timeout_s, this, &machine_) {}
+    : job_(job), io_(io), beat_s_(beat_s), startup_s_(startup_s), machine_(job, this) {
+  // The straggler check is the job machine's; its frames travel here.
+  machine_.straggler().Attach(job.rank, job.pace_every_s, job.dump_timeout_s, this, &machine_);
+}
 
 void TreeLinks::SetParent(int rank, const std::string& addr) {
   parent_ = rank;
@@ -68,7 +70,7 @@ void TreeLinks::Start(double now) {
   my_output_ = now;
   next_beat_ = now + beat_s_;
   go_at_ = now;
-  looks_.Start(now);
+  machine_.straggler().Start(now);
   for (Child& c : children_) {
     c.live.Start(now);
     c.output = now;
@@ -103,7 +105,7 @@ void TreeLinks::OnChildFrame(int rank, const std::string& frame, double now) {
     return;
   }
   if (t == "pace") {
-    looks_.FromChild(rank, *m, now);
+    machine_.straggler().FromChild(rank, *m, now);
     return;
   }
   if (t == "left") {
@@ -178,7 +180,7 @@ void TreeLinks::OnParentFrame(const std::string& frame, double now) {
     return;
   }
   if (t == "pace") {
-    looks_.FromParent(*m, now);
+    machine_.straggler().FromParent(*m, now);
     return;
   }
   if (t == "go") {
@@ -422,7 +424,7 @@ std::vector<int> TreeLinks::LiveChildren() const {
 }
 
 void TreeLinks::OnOwnPace(int64_t look, const std::vector<RankTimes>& times, double now) {
-  looks_.Own(look, times, now);
+  machine_.straggler().Own(look, times, now);
 }
 
 double TreeLinks::NextDeadline(double now) const {
@@ -437,7 +439,7 @@ double TreeLinks::NextDeadline(double now) const {
   // The allowances shrink when start-up is over: look again then.
   if (go_ && startup_until > now) next = std::min(next, startup_until);
   if (go_) next = std::min(next, machine_.NextDeadline(now));
-  next = looks_.NextDeadline(next, go_);
+  next = machine_.straggler().NextDeadline(next, go_);
   return std::max(next, now);
 }
 
@@ -474,7 +476,7 @@ void TreeLinks::OnTimer(double now) {
                now);
   if (now >= next_beat_) Beat(now);
   if (go_) machine_.OnTimer(now);
-  looks_.OnTimer(now, go_);
+  machine_.straggler().OnTimer(now, go_);
 }
 
 // ---- JobPorts

@@ -116,8 +116,8 @@ class TreeLinks : private JobPorts, private LookLinks {
   // parts came after their look went up.
   void OnOwnPace(int64_t look, const std::vector<RankTimes>& times, double now);
   RootClock root_clock() const;
-  int64_t pace_dropped() const { return looks_.dropped(); }
-  int64_t pace_looks() const { return looks_.sent(); }
+  int64_t pace_dropped() const { return machine_.straggler().dropped(); }
+  int64_t pace_looks() const { return machine_.straggler().sent(); }
   // Frames handled after the join, by type (-v; the simulator's "frames").
   const std::map<std::string, long>& frames() const { return frames_; }
 
@@ -155,7 +155,7 @@ class TreeLinks : private JobPorts, private LookLinks {
   void LoseParent(const std::string& why, bool silent, double now);
   void StepDown(double now);
   void Beat(double now);
-  // LookLinks (the straggler check's looks: straggler_looks.h).
+  // LookLinks (the straggler check's looks: straggler_check.h).
   std::vector<int> LiveChildren() const override;
   int LevelsBelow(int level) const override { return depth_ - level; }
   RootClock Clock() const override { return root_clock(); }
@@ -202,13 +202,12 @@ class TreeLinks : private JobPorts, private LookLinks {
   double my_output_ = 0, departed_output_ = 0;
   std::map<std::string, long> frames_;
   std::vector<std::string> lost_up_;  // every "lost" it passed up
-  // The straggler check: this shim's clock against its parent's and the
-  // parent's against the root's (its beats say), the look under way, and
-  // at the root when the next is due.
+  // The straggler check's clocks: this shim's against its parent's and the
+  // parent's against the root's (its beats say). (The check itself is the
+  // job machine's: straggler_check.h.)
   ClockOffset to_parent_;
   RootClock parent_root_;
   JobMachine machine_;
-  StragglerLooks looks_;
 };
 
 }  // namespace aml
