@@ -220,6 +220,31 @@ TEST(NodeMachine, AStopDuringTheWaitForARestartStartsNoAttempt) {
   EXPECT_EQ(procs.starts, 2);  // the first attempt's two, no more
 }
 
+// The launcher's signal read in the same round as a restart ordered just
+// before it (the root had not heard of the signal yet): the shim is
+// leaving, and starts no attempt.
+TEST(NodeMachine, ARestartTakenAfterTheLaunchersSignalStartsNoAttempt) {
+  FakeProcs procs;
+  FakeJob job;
+  job.may_exit = false;
+  NodeMachine m(Two(), &procs, &job);
+  m.Start(0);
+  m.OnExit(0, Exited(7), 1);
+  m.OnExit(1, SIGTERM, 1.1);
+  m.Step(1.2);
+  ASSERT_EQ(m.state(), NodeState::kEnded);
+  m.OnSignal(SIGTERM, 42, 2);
+  RestartOrder r;
+  r.restart = 1;
+  job.orders.push_back(r);
+  m.TakeOrders(2);
+  m.Step(2.1);
+  job.may_exit = true;
+  m.Step(3);
+  EXPECT_EQ(procs.starts, 2) << "the first attempt's two, no more";
+  EXPECT_EQ(procs.restarts_begun, 0);
+}
+
 // Stopped by its launcher between two attempts (no rank ran): the job was
 // stopped, not done (aml-plane-sim: such a shim exited 0).
 // Ranks that ignore the launcher's SIGTERM are SIGKILLed after --grace:
