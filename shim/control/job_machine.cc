@@ -326,12 +326,12 @@ void JobMachine::NoteFailure(FailNote f, double now) {
     // A rank's failure: with the recorder, every shim takes its running
     // ranks' flight records before it ends them, and the verdict waits
     // for them (--dump-timeout at most) to say where the others waited.
-    records_asked_ = c_.flight_recorder && f.lost.empty();
+    records_.Ask(c_.flight_recorder && f.lost.empty());
     Msg halt("halt");
-    if (records_asked_) halt.Set("records", 1);
+    if (records_.asked()) halt.Set("records", 1);
     ports_->SendDown(halt.Encode());
     EndAttemptOrder own;
-    own.records = records_asked_;
+    own.records = records_.asked();
     Order(std::move(own));
   }
   // The same failure said again (by a shim that linked to the heir after
@@ -388,8 +388,8 @@ void JobMachine::DecideFailure(double now) {
     own.failure_json = first->json;
   }
   // Where the other ranks waited, from their records (launch/flight/waited.h).
-  if (records_asked_) {
-    const Waited w = FindWaited(records_, first->rank);
+  if (records_.asked()) {
+    const Waited w = records_.WaitedFor(first->rank);
     own.waited_line = WaitedLine(first->rank, first->status, w);
     own.waited_json = WaitedJson(first->rank, first->status, w);
   }

@@ -23,6 +23,7 @@
 #include "shim/control/pace/straggler_judge.h"
 #include "shim/control/straggler_check.h"
 #include "launch/restart_policy.h"
+#include "shim/control/failure_records.h"
 #include "shim/control/job_states.h"
 #include "shim/control/roll_call.h"
 #include "shim/control/roster.h"
@@ -353,9 +354,7 @@ class JobMachine {
   std::vector<RankReport> reports_;
   std::set<int> reported_;
   // A failure's: each shim's ranks' flight records (rank 0), once asked.
-  bool records_asked_ = false;
-  std::vector<RankFlight> records_;
-  std::set<int> records_in_;
+  FailureRecords records_;
   int restarts_ = 0;
   double attempt_wall_ = 0;
   std::vector<AttemptRecord> attempts_;
@@ -374,7 +373,6 @@ class JobMachine {
 // The fixed waits of the states (docs/control-plane.md has the table).
 constexpr double kFailWindowS = 0.1;    // deciding: failures that count as first
 constexpr double kRecordsSlackS = 2;     // deciding: past --dump-timeout, for a failure's records
-constexpr size_t kMaxRecords = 1 << 20;  // ranks' records rank 0 keeps for one failure
 constexpr double kVerdictWaitS = 5;     // failed: a failing node waits for rank 0's word
 constexpr double kFlushS = 1;           // last words before exit
 constexpr double kCollectS = 20;        // collecting at rank 0 (readers 10 s, SIGABRT 5 s)

@@ -201,9 +201,7 @@ void JobMachine::ResetRound(double now) {
   reports_.clear();
   ras_lines_.clear();
   reported_.clear();
-  records_asked_ = false;
-  records_.clear();
-  records_in_.clear();
+  records_.Clear();
   hang_silent_s_ = 0;
   ports_->ResetOutput(now);
   attempt_wall_ = ports_->WallNow();

@@ -8,7 +8,8 @@
 #include <cstdlib>
 
 #include "launch/failure_report.h"
-#include "launch/flight/waited.h"
+#include "shim/control/failure_records.h"
+#include "shim/control/flight_wire.h"
 #include "shim/base/text_list.h"
 #include "shim/base/units.h"
 
@@ -17,25 +18,6 @@ namespace {
 
 constexpr size_t kMaxSignature = 512;
 constexpr size_t kMaxRasLine = 1000;  // a node's NCCL RAS line
-constexpr size_t kMaxFrWhy = 300;
-
-// A rank's flight record on the wire: its summary (bounded: fr_dump.h), or
-// why there is none; and back (the bytes come from another host).
-void SetFlight(Msg* one, const std::optional<FrSummary>& fr, const std::string& why) {
-  if (fr) one->SetRaw("fr", FrSummaryJson(*fr));
-  else one->Set("frwhy", why.substr(0, kMaxFrWhy));
-}
-
-void ReadFlight(const JsonValue& v, std::optional<FrSummary>* fr, std::string* why) {
-  if (const JsonValue* f = v.Find("fr")) {
-    auto summary = FrSummaryFrom(*f);
-    if (summary.ok()) *fr = std::move(*summary);
-    else *why = summary.error().message;
-  } else if (const JsonValue* w = v.Find("frwhy"); w && w->kind == JsonValue::Kind::kString) {
-    *why = w->text.substr(0, kMaxFrWhy);
-  }
-}
-
 }  // namespace
 
 void JobMachine::OnStacks(const std::vector<RankStack>& stacks, double now) {
@@ -49,10 +31,7 @@ void JobMachine::OnStacks(const std::vector<RankStack>& stacks, double now) {
       r.signature = s.signature.substr(0, kMaxSignature);
       r.why_none = s.signature.empty() && !lines.empty() ? lines[0] : "";
       r.shim = c_.rank;
-      // (Through the wire's encoding, as every other shim's comes.)
-      if (s.fr) {
-        if (auto fr = ParseFrSummary(FrSummaryJson(*s.fr)); fr.ok()) r.fr = std::move(*fr);
-      }
+      if (s.fr) r.fr = ThroughWire(*s.fr);
       r.fr_why = s.fr_why.substr(0, kMaxFrWhy);
       reports_.push_back(std::move(r));
       NoteRas(s.ras);
@@ -119,62 +98,19 @@ void JobMachine::NoteStacks(const Msg& m, double now) {
 // Sent once per attempt by every shim that heard the halt (empty when its
 // ranks had ended): rank 0's verdict waits for them.
 void JobMachine::OnRecords(const std::vector<RankRecord>& records, double now) {
-  if (root_) {
-    for (const RankRecord& r : records) {
-      RankFlight f;
-      f.rank = r.rank;
-      f.node = node_;
-      f.shim = c_.rank;
-      f.host = c_.host;
-      // (Through the wire's encoding, as every other shim's comes.)
-      if (r.fr)
-        if (auto fr = ParseFrSummary(FrSummaryJson(*r.fr)); fr.ok()) f.fr = std::move(*fr);
-      f.why_none = r.fr_why.substr(0, kMaxFrWhy);
-      records_.push_back(std::move(f));
-    }
-    records_in_.insert(c_.rank);
-    return;
-  }
-  std::string list = "[";
-  for (const RankRecord& r : records) {
-    Msg one("r");
-    one.Set("rank", r.rank);
-    SetFlight(&one, r.fr, r.fr_why);
-    list += (list.size() > 1 ? "," : "") + one.Encode();
-  }
-  list += "]";
   (void)now;
-  ports_->SendUp(Msg("records")
-                     .Set("shim", c_.rank)
-                     .Set("node", node_)
-                     .Set("host", c_.host)
-                     .SetRaw("ranks", list)
-                     .Encode());
+  if (root_) records_.Own(c_.rank, node_, c_.host, records);
+  else ports_->SendUp(FailureRecords::Frame(c_.rank, node_, c_.host, records));
 }
 
 void JobMachine::NoteRecords(const Msg& m, double now) {
   (void)now;
-  if (state_ != JobState::kDeciding || !records_asked_) return;  // late: the verdict came
-  const int shim = static_cast<int>(m.Int("shim", -1));
-  if (shim < 0 || shim == c_.rank || shim >= c_.size || records_in_.count(shim)) return;
-  records_in_.insert(shim);
-  const JsonValue* list = m.Raw("ranks");
-  if (!list || list->kind != JsonValue::Kind::kArray) return;
-  for (const JsonValue& v : list->items) {
-    const JsonValue* r = v.Find("rank");
-    if (!r || r->kind != JsonValue::Kind::kNumber || records_.size() >= kMaxRecords) continue;
-    RankFlight f;
-    f.rank = std::atoi(r->text.c_str());
-    f.node = static_cast<int>(m.Int("node"));
-    f.shim = shim;
-    f.host = m.Str("host");
-    ReadFlight(v, &f.fr, &f.why_none);
-    records_.push_back(std::move(f));
-  }
+  if (state_ != JobState::kDeciding || !records_.asked()) return;  // late: the verdict came
+  records_.FromShim(m, c_.size, c_.rank);
 }
 
 // The verdict on a rank's failure waits for every shim's records.
-bool JobMachine::AwaitsRecords() const { return records_asked_ && !AllIn(records_in_); }
+bool JobMachine::AwaitsRecords() const { return records_.asked() && !AllIn(records_.in()); }
 
 // A loss while the verdict waits only for records (its window is over):
 // the failure came first, and is decided now with the records that came
