@@ -1,5 +1,5 @@
-// A failure's flight records (docs/control-plane.md, "Job-wide fail-fast"): when a
-// waited"): when a rank fails, every shim takes its running ranks' flight
+// A failure's flight records (docs/control-plane.md, "Job-wide fail-fast"):
+// when a rank fails, every shim takes its running ranks' flight
 // records before it ends them and sends them to rank 0's shim, once per
 // attempt; rank 0's verdict waits for them (--dump-timeout at most) and says
 // where the other ranks waited (launch/flight/waited.h). What each shim sends
