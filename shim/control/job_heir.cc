@@ -140,7 +140,7 @@ bool JobMachine::MayTakeOver(bool as_heir) const {
   // root's record (before, a child whose link was cut after the last
   // restart was cut off, 125: aml-plane-sim, seed 697975115).
   return Spares() && c_.size >= 3 && !root_ && !Over() && state_ != JobState::kDone &&
-         !finished_ && (!as_heir || (restarts_ < c_.max_restarts && !record_.empty()));
+         !finished_ && (!as_heir || (restarts_ < c_.max_restarts && !election_.record().empty()));
 }
 
 void JobMachine::OnRootLost(bool as_heir, bool silent, const std::string& what, double now) {
@@ -173,9 +173,7 @@ void JobMachine::OnRootLost(bool as_heir, bool silent, const std::string& what, 
                         now);
   }
   Enter(JobState::kElecting, now);
-  root_silent_ = silent;
-  elect_until_ = now + kMaxSilenceS + c_.grace_s + kEndingS;
-  not_before_ = silent ? now + kMaxSilenceS + 1 : now;
+  election_.Begin(silent, now, kMaxSilenceS + c_.grace_s + kEndingS);
   ended_.clear();
   ended_output_ = 0;
   ended_sent_ = false;
@@ -187,12 +185,12 @@ void JobMachine::OnRootLost(bool as_heir, bool silent, const std::string& what, 
 // The heir: the root's record becomes this shim's; the attempt under way
 // ends with the root's loss, and the root's node is retired.
 bool JobMachine::LoadRecord(const std::string& what) {
-  auto m = Msg::Decode(record_);
+  auto m = Msg::Decode(election_.record());
   if (!m.ok()) return false;
   // Rank 0's shim, or the heir that took the job before it.
   const int old_root = static_cast<int>(m->Int("root", -1));
   if (old_root < 0 || old_root >= c_.size || old_root == c_.rank) return false;
-  lost_root_ = old_root;
+  election_.TakePlaceOf(old_root);
   const JsonValue* attempts = m->Raw("attempts");
   const JsonValue* roster = m->Raw("roster");
   std::vector<AttemptRecord> list;
@@ -239,7 +237,7 @@ bool JobMachine::LoadRecord(const std::string& what) {
       if (s >= 0 && s < c_.size && s != c_.rank) gone_.insert(s);
   gone_.insert(old_root);
   // The losses the root heard after its record.
-  for (const std::string& note : gone_notes_) {
+  for (const std::string& note : election_.gone_notes()) {
     auto g = Msg::Decode(note);
     if (!g.ok()) continue;
     const int lost = static_cast<int>(g->Int("shim", -1));
@@ -283,7 +281,7 @@ StopOrder JobMachine::HeirStop(JobState in, int code, std::string line) {
     a.what = EscapeControl(line);
     if (in == JobState::kEnding || in == JobState::kBackingOff) a = current_;
     if (attempts_.empty() || attempts_.back().number != a.number) attempts_.push_back(a);
-    line = "aml-shim: " + ShimName(lost_root_, HostOf(lost_root_)) + " was lost and " +
+    line = "aml-shim: " + ShimName(election_.lost_root(), HostOf(election_.lost_root())) + " was lost and " +
            ShimName(c_.rank, c_.host) + " took its place; then the job was stopped: " + line;
   }
   StopOrder own = StopOrder::Of(code, line + "\n", StopJson(c_.run_id, code, line));
@@ -303,7 +301,7 @@ void JobMachine::NoteOrphan(int shim, bool silent, double now, bool ask) {
                                .Encode());
     return;
   }
-  if (silent) not_before_ = std::max(not_before_, now + kMaxSilenceS + 1);
+  if (silent) election_.Silent(now);
   if (!parents_.empty()) parents_[static_cast<size_t>(shim)] = c_.rank;
   // Its ranks end now, and it says so ("end" again, as to every shim below).
   if (ask) ports_->SendTo(shim, Msg("end").Set("again", 1).Encode());
@@ -330,7 +328,7 @@ void JobMachine::NoteMoved(int shim, int parent) {
 }
 
 double JobMachine::ElectionDeadline() const {
-  return std::max(not_before_, AllIn(ended_) ? not_before_ : elect_until_);
+  return election_.Deadline(AllIn(ended_));
 }
 
 void JobMachine::CheckTakeover(double now) {
@@ -354,19 +352,19 @@ void JobMachine::FinishTakeover(double now) {
     well_.erase(s);
     roster_->Retire(s, HostOf(s),
                     "lost: it did not reach " + ShimName(c_.rank, c_.host) +
-                        ", the new root, within " + FormatRate(elect_until_ - entered_) + " s",
+                        ", the new root, within " + FormatRate(election_.until() - entered_) + " s",
                     restarts_ + 1);
   }
   if (reached * 2 <= c_.size) {
     // The old root, silent, may live beyond a cut and hold the job (with
     // half of the shims or more): then the record is its own to write.
-    const bool root_holds = root_silent_ && (c_.size - reached) * 2 >= c_.size;
-    return StopNoMajority("no majority: " + ShimName(lost_root_, HostOf(lost_root_)) +
+    const bool root_holds = election_.root_silent() && (c_.size - reached) * 2 >= c_.size;
+    return StopNoMajority("no majority: " + ShimName(election_.lost_root(), HostOf(election_.lost_root())) +
                               " was lost and " + MajorityText(reached),
                           !root_holds, now);
   }
   // Printed by the new root before the restart line.
-  ending_plan_.message = "aml-shim: " + ShimName(lost_root_, HostOf(lost_root_)) + " was lost (" +
+  ending_plan_.message = "aml-shim: " + ShimName(election_.lost_root(), HostOf(election_.lost_root())) + " was lost (" +
                          current_.what + "); " + ShimName(c_.rank, c_.host) +
                          " takes the job as its root: " + std::to_string(reached) + " of " +
                          std::to_string(c_.size) + " shims reached it\n";

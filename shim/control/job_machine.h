@@ -23,6 +23,7 @@
 #include "shim/control/pace/straggler_judge.h"
 #include "shim/control/straggler_check.h"
 #include "launch/restart_policy.h"
+#include "shim/control/election.h"
 #include "shim/control/failure_records.h"
 #include "shim/control/job_states.h"
 #include "shim/control/roll_call.h"
@@ -139,13 +140,10 @@ class JobMachine {
   // heir), and then says it happened: this shim is the heir, or it linked
   // to the heir; `silent`: the root's link fell silent (it may live on the
   // other side of a cut) rather than closed.
-  void OnRecord(const std::string& frame) {
-    record_ = frame;
-    gone_notes_.clear();
-  }
+  void OnRecord(const std::string& frame) { election_.Record(frame); }
   // The root's word that shims were lost since its record ("gone"): the
   // heir retires them too should it take the job.
-  void OnGone(const std::string& frame) { gone_notes_.push_back(frame); }
+  void OnGone(const std::string& frame) { election_.Gone(frame); }
   bool MayTakeOver(bool as_heir) const;
   void OnRootLost(bool as_heir, bool silent, const std::string& what, double now);
   bool root() const { return root_; }
@@ -258,7 +256,7 @@ class JobMachine {
   bool LostMajority() const;
   std::string MajorityText(int reached) const;
   StopOrder HeirStop(JobState in, int code, std::string line);
-  bool HeldByHeir() const { return root_ && lost_root_ >= 0; }
+  bool HeldByHeir() const { return root_ && election_.lost_root() >= 0; }
   std::vector<int> BelowOf(int shim) const;
   double ElectionDeadline() const;
 
@@ -309,9 +307,10 @@ class JobMachine {
   double failed_at_ = 0;        // this node's first failure
   std::optional<Msg> own_failure_;  // and its stop, should no verdict come
   bool ended_sent_ = false;     // ending: this shim said its ranks ended
-  // This attempt's words of its own sent up (its failure, "well"): said
-  // again below the heir after a relink, since a cut link may have lost
-  // them on the way (JobMachine::OnRootLost; "ended" is said anew).
+  // This attempt's words sent up, its own and those it passed on from below
+  // (a failure, "well"): said again below the heir after a relink, since a
+  // cut link may have lost them on the way (JobMachine::OnRootLost; "ended"
+  // is said anew).
   std::vector<std::string> said_up_;
   void SayUp(std::string frame) {  // sent up, and kept in said_up_
     said_up_.push_back(std::move(frame));
@@ -336,12 +335,8 @@ class JobMachine {
   // them was: beyond a cut such a heir may take the job (job_heir.cc).
   std::set<int> heirs_named_, lost_alive_;
   double heir_lost_at_ = -1;
-  bool root_silent_ = false;    // a heir electing: the root's link fell silent
-  std::string record_;          // the heir: the root's last record
-  std::vector<std::string> gone_notes_;  // and the losses since (OnGone)
-  int lost_root_ = -1;          // a heir electing: the root it takes the place of
-  double elect_until_ = 0;      // electing: the shims that reach the heir by then count
-  double not_before_ = 0;       // and not before the old root, alive, stepped down
+  // The heir: the root's record, and its election (election.h).
+  Election election_;
   std::vector<int> parents_;    // a new root: the tree (each shim's parent)
   std::map<int, std::string> shim_hosts_, shim_addrs_;
   std::optional<Roster> roster_;

@@ -1,0 +1,44 @@
+// A heir's election clock and record (election.h).
+#include "shim/control/election.h"
+
+#include <gtest/gtest.h>
+
+namespace aml {
+namespace {
+
+TEST(Election, ASilentRootIsWaitedOutEvenWhenEveryShimIsIn) {
+  Election e;
+  e.Begin(true, 40, 62);
+  EXPECT_EQ(e.Deadline(true), 40 + kMaxSilenceS + 1) << "an old root alive must find the cut";
+  EXPECT_EQ(e.Deadline(false), 102);
+  // A shim that found the root silent later: the old root finds its side
+  // lost within its allowance of that shim's last frame.
+  e.Silent(80);
+  EXPECT_EQ(e.Deadline(true), 80 + kMaxSilenceS + 1);
+  EXPECT_EQ(e.Deadline(false), 80 + kMaxSilenceS + 1);
+  EXPECT_TRUE(e.root_silent());
+}
+
+TEST(Election, AClosedRootsElectionEndsOnceEveryShimIsIn) {
+  Election e;
+  e.Begin(false, 40, 62);
+  EXPECT_EQ(e.Deadline(true), 40);
+  EXPECT_EQ(e.Deadline(false), 102);
+  EXPECT_FALSE(e.root_silent());
+}
+
+TEST(Election, ANewRecordForgetsTheLossesSaidBeforeIt) {
+  Election e;
+  e.Record("r1");
+  e.Gone("g1");
+  e.Record("r2");
+  e.Gone("g2");
+  EXPECT_EQ(e.record(), "r2");
+  EXPECT_EQ(e.gone_notes(), std::vector<std::string>{"g2"});
+  EXPECT_EQ(e.lost_root(), -1);
+  e.TakePlaceOf(0);
+  EXPECT_EQ(e.lost_root(), 0);
+}
+
+}  // namespace
+}  // namespace aml
