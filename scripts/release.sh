@@ -55,7 +55,12 @@ if [ "$local_build" = 1 ]; then
   # are left alone.
   out=build-local
   step "building aml-shim in $out/ (this machine's compiler and glibc; build/ is left as it is)"
+  # (With ccache where installed, as scripts/build.sh: what build/ compiled
+  # is not compiled again.)
+  launcher=""
+  if command -v ccache >/dev/null; then launcher=ccache; fi
   { cmake -S . -B "$out" -G Ninja -DAML_SHIM_WERROR=ON -DAML_SHIM_TESTS=OFF -DAML_SHIM_FUZZ=OFF \
+      -DCMAKE_CXX_COMPILER_LAUNCHER="$launcher" -DCMAKE_C_COMPILER_LAUNCHER="$launcher" \
       -DAML_SHIM_VERSION="$version" && cmake --build "$out" -j "$(nproc)"; } >"$log" 2>&1 ||
     fail "the build in $out/ failed"
   glibc=$(objdump -T "$out/aml-shim" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' |

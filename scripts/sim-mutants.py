@@ -214,9 +214,9 @@ MUTANTS = [
      "  return c_.size >= 3 && static_cast<int>(gone_.size()) * 2 > c_.size;",
      "  return false;",
      "a root that lost more than half of the shims goes on"),
-    ("heir-does-not-wait", "shim/control/job_heir.cc",
-     "  not_before_ = silent ? now + kMaxSilenceS + 1 : now;",
-     "  not_before_ = now;",
+    ("heir-does-not-wait", "shim/control/election.h",
+     "    not_before_ = silent ? now + kMaxSilenceS + 1 : now;",
+     "    not_before_ = now;",
      "the heir takes the job before a silent old root must have let it go"),
     ("unfit-node-kept", "shim/control/job_restarts.cc",
      "  if (!unfit.empty()) {\n    NoteUnfit(shim, unfit, now);",
@@ -320,7 +320,7 @@ MUTANTS = [
      "  if (roster_->Vacant() > static_cast<int>(roster_->Spares().size()))",
      "a root says 'no spare left' before its lost heir's cut is all found"),
     ("heir-takes-no-record-from-frozen-root-rule", "shim/control/job_heir.cc",
-     "    const bool root_holds = root_silent_ && (c_.size - reached) * 2 >= c_.size;",
+     "    const bool root_holds = election_.root_silent() && (c_.size - reached) * 2 >= c_.size;",
      "    const bool root_holds = false;",
      "a heir without a majority writes the job's record though the old root may hold it"),
     ("heir-runs-rank-0s-node", "shim/control/job_restarts.cc",
@@ -386,6 +386,11 @@ MUTANTS = [
      "",
      "a child that moved below the heir does not say again its words the cut link lost "
      "(its 'well'): the job waits for it"),
+    ("relayed-word-lost-on-cut", "shim/control/job_frames.cc",
+     "if (row->up && row->attempt && m.Int(\"a\", restarts_) == restarts_) SayUp(frame);",
+     "if (row->up && row->attempt && m.Int(\"a\", restarts_) == restarts_) ports_->SendUp(frame);",
+     "a failure passed up from below just before a cut is not said again below the heir: the "
+     "root waits for the failed node's 'well' for ever"),
 ]
 
 SIM_RUNS = [

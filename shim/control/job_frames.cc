@@ -87,7 +87,14 @@ void JobMachine::OnFromChild(const std::string& frame, const Msg& m, double now)
   const Row* row = RowOf(kRows, m.type());
   if (!row) return;
   if (!row->any && !root_) {
-    if (row->up) ports_->SendUp(frame);
+    // A word of this attempt from below is kept with this shim's own: should
+    // this shim move below the heir, it says them all again (its cut link
+    // may have lost them on the way; the root takes each once). Before, a
+    // failure passed up in the seconds before the cut was found was lost,
+    // and the root waited for the failed node's "well" for ever
+    // (aml-plane-sim, seed 162909490).
+    if (row->up && row->attempt && m.Int("a", restarts_) == restarts_) SayUp(frame);
+    else if (row->up) ports_->SendUp(frame);
     return;
   }
   if (row->attempt && m.Int("a", restarts_) != restarts_) return;
