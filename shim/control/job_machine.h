@@ -182,7 +182,6 @@ class JobMachine {
   // merged sample to judge.
   void OrderPaceLook(int64_t look);
   void OnPaceSample(const PaceSample& s, double now);
-  const StragglerJudge& judge() const { return straggler_.judge(); }
   // The straggler check (straggler_check.h): its looks and judge.
   StragglerCheck& straggler() { return straggler_; }
   const StragglerCheck& straggler() const { return straggler_; }

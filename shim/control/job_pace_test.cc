@@ -70,7 +70,7 @@ TEST_F(JobPace, ASlowNodeIsNamedOnceInOneLine) {
             std::string::npos)
       << g_lines[0];
   EXPECT_EQ(m.state(), JobState::kRunning) << "without --retire-slow it only says so";
-  EXPECT_TRUE(m.judge().nodes().at(2).named);
+  EXPECT_TRUE(m.straggler().judge().nodes().at(2).named);
   // Itself again: said once.
   m.OnPaceSample(Look(6, -1), 30);
   ASSERT_EQ(g_lines.size(), 2u);
@@ -157,7 +157,7 @@ TEST_F(JobPace, RetireSlowEndsTheAttemptAndTheSpareTakesTheNodeRank) {
       << restart->Str("line");
   // The next attempt's looks: the retired node is not judged again.
   m.OnPaceSample(Look(1, -1), 50);
-  EXPECT_EQ(m.judge().nodes().count(2), 0u);
+  EXPECT_EQ(m.straggler().judge().nodes().count(2), 0u);
   // The spare, now NODE_RANK 2, is as slow: the slowness follows the
   // ranks' work, and it is not retired in turn.
   g_lines.clear();

@@ -19,11 +19,11 @@ void Cluster::Check(SimResult* r) {
   r->join_s = go_all_;
   for (const auto& s : shims_) r->depth = std::max(r->depth, s->tree.depth());
   r->restarts = root.restart_orders;
-  for (const auto& [shim, n] : root.machine().judge().nodes())
+  for (const auto& [shim, n] : root.machine().straggler().judge().nodes())
     if (n.named_look >= 0)
       r->named += (r->named.empty() ? "" : ",") + std::to_string(shim) + "@look" +
                   std::to_string(n.named_look);
-  r->pace_looks = root.machine().judge().looks();
+  r->pace_looks = root.machine().straggler().judge().looks();
   r->pace_part_bytes = record_.pace_bytes_max;
   r->rank0_msgs = root.handled;
   r->rank0_bytes = root.bytes;
@@ -98,9 +98,9 @@ void Cluster::Check(SimResult* r) {
     record_.restarts = root.restart_orders;
     // The straggler check's verdicts (--faults pace): each node named, and
     // in which look.
-    for (const auto& [shim, n] : root.machine().judge().nodes())
+    for (const auto& [shim, n] : root.machine().straggler().judge().nodes())
       if (n.named_look >= 0) record_.named[shim] = n.named_look;
-    record_.pace_looks = root.machine().judge().looks();
+    record_.pace_looks = root.machine().straggler().judge().looks();
     record_.has_final = root.has_final;
     if (root.has_final) record_.final_order = root.final_order;
     record_.first_failure_at = first_fail_ < 0 ? -1 : first_fail_ - root_go_;
