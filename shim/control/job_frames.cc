@@ -93,11 +93,12 @@ void JobMachine::OnFromChild(const std::string& frame, const Msg& m, double now)
     // failure passed up in the seconds before the cut was found was lost,
     // and the root waited for the failed node's "well" for ever
     // (aml-plane-sim, seed 162909490).
-    if (row->up && row->attempt && m.Int("a", restarts_) == restarts_) SayUp(frame);
+    const bool this_attempt = m.Int("a", attempts_.restarts()) == attempts_.restarts();
+    if (row->up && row->attempt && this_attempt) SayUp(frame);
     else if (row->up) ports_->SendUp(frame);
     return;
   }
-  if (row->attempt && m.Int("a", restarts_) != restarts_) return;
+  if (row->attempt && m.Int("a", attempts_.restarts()) != attempts_.restarts()) return;
   row->on(this, frame, m, now);
 }
 
@@ -147,7 +148,7 @@ void JobMachine::OnFromParent(const std::string& frame, const Msg& m, double now
       // (One it had is said again to a shim that moved below the heir.)
       {"restart", true,
        [](JobMachine* j, const std::string&, const Msg& msg, double at) {
-         if (j->Over() || msg.Int("n") <= j->restarts_) return;
+         if (j->Over() || msg.Int("n") <= j->attempts_.restarts()) return;
          RestartOrder o;
          o.restart = static_cast<int>(msg.Int("n"));
          o.master_port = static_cast<int>(msg.Int("port"));
@@ -158,7 +159,7 @@ void JobMachine::OnFromParent(const std::string& frame, const Msg& m, double now
            o.node_rank = j->node_ = node < 0 ? -1 : node;
            o.master_addr = msg.Str("maddr");
          }
-         j->restarts_ = o.restart;
+         j->attempts_.Follow(o.restart);
          j->ResetRound(at);
          j->Order(std::move(o));
        }},

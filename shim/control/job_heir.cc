@@ -71,7 +71,7 @@ std::string JobMachine::MajorityText(int reached) const {
 void JobMachine::NameHeir() {
   if (!roster_ || c_.size < 3) return;
   heir_ = ports_->NameHeir();
-  if (heir_ >= 0) heirs_named_.insert(heir_);
+  heirs_.Named(heir_);
   SendRecord();
 }
 
@@ -84,20 +84,21 @@ void JobMachine::SendRecord() {
 
 std::string JobMachine::RecordFrame(bool lean) const {
   Msg m("record");
-  m.Set("root", c_.rank).Set("host", c_.host).Set("n", restarts_);
-  m.SetNumber("wall", attempt_wall_);
+  m.Set("root", c_.rank).Set("host", c_.host).Set("n", attempts_.restarts());
+  m.SetNumber("wall", attempts_.began());
+  const std::vector<AttemptRecord>& all = attempts_.list();
   std::vector<AttemptRecord> attempts(
-      attempts_.begin() + static_cast<long>(lean && attempts_.size() > kLeanAttempts
-                                                ? attempts_.size() - kLeanAttempts
-                                                : 0),
-      attempts_.end());
+      all.begin() + static_cast<long>(lean && all.size() > kLeanAttempts
+                                          ? all.size() - kLeanAttempts
+                                          : 0),
+      all.end());
   if (lean)
     for (AttemptRecord& a : attempts) a.nodes.clear();
   m.SetRaw("attempts", SaveAttempts(attempts));
   m.SetRaw("roster", roster_->Save());
   // The shims lost so far: the heir waits for none of them.
   m.Set("gone", Roster::Runs(std::vector<int>(gone_.begin(), gone_.end())));
-  if (!lean) m.SetRaw("nodes", SaveStrings(attempt_nodes_));
+  if (!lean) m.SetRaw("nodes", SaveStrings(attempts_.nodes()));
   // The spares' hosts and addresses (one takes NODE_RANK 0, MASTER_ADDR with it).
   std::vector<std::string> spares;
   for (int s : roster_->Spares()) {
@@ -140,7 +141,7 @@ bool JobMachine::MayTakeOver(bool as_heir) const {
   // root's record (before, a child whose link was cut after the last
   // restart was cut off, 125: aml-plane-sim, seed 697975115).
   return Spares() && c_.size >= 3 && !root_ && !Over() && state_ != JobState::kDone &&
-         !finished_ && (!as_heir || (restarts_ < c_.max_restarts && !election_.record().empty()));
+         !finished_ && (!as_heir || (attempts_.MayRestart() && !election_.record().empty()));
 }
 
 void JobMachine::OnRootLost(bool as_heir, bool silent, const std::string& what, double now) {
@@ -174,8 +175,7 @@ void JobMachine::OnRootLost(bool as_heir, bool silent, const std::string& what, 
   }
   Enter(JobState::kElecting, now);
   election_.Begin(silent, now, kMaxSilenceS + c_.grace_s + kEndingS);
-  ended_.clear();
-  ended_output_ = 0;
+  attempts_.NewRound();
   ended_sent_ = false;
   Order(EndAttemptOrder{});
   ports_->SendDown(Msg("end").Set("again", 1).Encode());
@@ -197,16 +197,15 @@ bool JobMachine::LoadRecord(const std::string& what) {
   Roster r(c_.size, c_.spares);
   if (!attempts || !roster || !LoadAttempts(*attempts, &list) || !r.Load(*roster)) return false;
   root_ = true;
-  attempts_ = std::move(list);
+  attempts_.Adopt(std::move(list), static_cast<int>(m->Int("n", attempts_.restarts())),
+                  m->Number("wall", attempts_.began()), LoadStrings(m->Raw("nodes")));
   roster_ = std::move(r);
-  restarts_ = static_cast<int>(m->Int("n", restarts_));
-  attempt_wall_ = m->Number("wall", attempt_wall_);
-  attempt_nodes_ = LoadStrings(m->Raw("nodes"));
+  const std::vector<std::string>& nodes = attempts_.nodes();
   // Each holder's host, as the root knew it (for the record: a shim that
   // does not reach this one is retired under its host, not "").
-  for (int n = 0; n < roster_->nodes() && n < static_cast<int>(attempt_nodes_.size()); ++n) {
+  for (int n = 0; n < roster_->nodes() && n < static_cast<int>(nodes.size()); ++n) {
     const int h = roster_->HolderOf(n);
-    const std::string& host = attempt_nodes_[static_cast<size_t>(n)];
+    const std::string& host = nodes[static_cast<size_t>(n)];
     if (h >= 0 && host != "rank " + std::to_string(h) + "'s shim") shim_hosts_[h] = host;
   }
   shim_hosts_[old_root] = m->Str("host");
@@ -244,22 +243,23 @@ bool JobMachine::LoadRecord(const std::string& what) {
     for (int s : Roster::Decode(g->Str("cut")))
       if (s >= 0 && s < c_.size && s != c_.rank && gone_.insert(s).second)
         roster_->Retire(s, HostOf(s), LostReason(lost, s, g->Str("what")),
-                        static_cast<int>(g->Int("attempt", restarts_ + 1)));
+                        static_cast<int>(g->Int("attempt", attempts_.restarts() + 1)));
   }
   // A loss breaks a node's streak (the attempt under way ends with one).
   roster_->NoteFirstFailure(-1);
   well_.clear();
   fails_.clear();
   const std::string lost = EscapeControl(what);
-  roster_->Retire(old_root, HostOf(old_root), "lost: " + lost, restarts_ + 1);
+  roster_->Retire(old_root, HostOf(old_root), "lost: " + lost, attempts_.restarts() + 1);
   replaced_ = true;
-  current_ = NewAttempt(ports_->WallNow());
-  current_.exit_code = 125;
-  current_.what = lost;
-  current_.node_replaced = true;
-  ending_plan_ = Ending{LostStop(what).Encode(),
+  AttemptRecord& current = attempts_.current();
+  current = attempts_.New(ports_->WallNow());
+  current.exit_code = 125;
+  current.what = lost;
+  current.node_replaced = true;
+  attempts_.Plan(Ending{LostStop(what).Encode(),
                         StopOrder::Of(125, "aml-shim: " + lost + ": ending the job\n", ""),
-                        "aml-shim: " + lost + "\n", false};
+                        "aml-shim: " + lost + "\n", false});
   return true;
 }
 
@@ -270,17 +270,16 @@ bool JobMachine::LoadRecord(const std::string& what) {
 // (`code`, `line`: the stop's status and its one line).
 StopOrder JobMachine::HeirStop(JobState in, int code, std::string line) {
   if (in == JobState::kElecting) {
-    if (attempts_.empty() || attempts_.back().number != current_.number)
-      attempts_.push_back(current_);
-    line = "aml-shim: " + current_.what + "; " + ShimName(c_.rank, c_.host) +
+    attempts_.Keep(attempts_.current());
+    line = "aml-shim: " + attempts_.current().what + "; " + ShimName(c_.rank, c_.host) +
            ", its heir, was taking its place when the job was stopped: " + line;
   } else {
     // The attempt under way (or, in a restart round, the one that ended).
-    AttemptRecord a = NewAttempt(ports_->WallNow());
+    AttemptRecord a = attempts_.New(ports_->WallNow());
     a.exit_code = code;
     a.what = EscapeControl(line);
-    if (in == JobState::kEnding || in == JobState::kBackingOff) a = current_;
-    if (attempts_.empty() || attempts_.back().number != a.number) attempts_.push_back(a);
+    if (in == JobState::kEnding || in == JobState::kBackingOff) a = attempts_.current();
+    attempts_.Keep(a);
     line = "aml-shim: " + ShimName(election_.lost_root(), HostOf(election_.lost_root())) + " was lost and " +
            ShimName(c_.rank, c_.host) + " took its place; then the job was stopped: " + line;
   }
@@ -328,7 +327,7 @@ void JobMachine::NoteMoved(int shim, int parent) {
 }
 
 double JobMachine::ElectionDeadline() const {
-  return election_.Deadline(AllIn(ended_));
+  return election_.Deadline(AllIn(attempts_.ended()));
 }
 
 void JobMachine::CheckTakeover(double now) {
@@ -344,7 +343,7 @@ void JobMachine::FinishTakeover(double now) {
   int reached = 0;
   for (int s = 0; s < c_.size; ++s) {
     if (!Counted(s)) continue;
-    if (ended_.count(s)) {
+    if (attempts_.ended().count(s)) {
       ++reached;
       continue;
     }
@@ -353,7 +352,7 @@ void JobMachine::FinishTakeover(double now) {
     roster_->Retire(s, HostOf(s),
                     "lost: it did not reach " + ShimName(c_.rank, c_.host) +
                         ", the new root, within " + FormatRate(election_.until() - entered_) + " s",
-                    restarts_ + 1);
+                    attempts_.restarts() + 1);
   }
   if (reached * 2 <= c_.size) {
     // The old root, silent, may live beyond a cut and hold the job (with
@@ -364,8 +363,8 @@ void JobMachine::FinishTakeover(double now) {
                           !root_holds, now);
   }
   // Printed by the new root before the restart line.
-  ending_plan_.message = "aml-shim: " + ShimName(election_.lost_root(), HostOf(election_.lost_root())) + " was lost (" +
-                         current_.what + "); " + ShimName(c_.rank, c_.host) +
+  attempts_.plan().message = "aml-shim: " + ShimName(election_.lost_root(), HostOf(election_.lost_root())) + " was lost (" +
+                         attempts_.current().what + "); " + ShimName(c_.rank, c_.host) +
                          " takes the job as its root: " + std::to_string(reached) + " of " +
                          std::to_string(c_.size) + " shims reached it\n";
   Enter(JobState::kEnding, now);

@@ -20,7 +20,11 @@ Msg LostStop(const std::string& what) {
 bool LeavesInOrder(const Msg& m) { return m.type() == "done" || m.type() == "bye"; }
 
 JobMachine::JobMachine(const JobConfig& c, JobPorts* ports)
-    : c_(c), ports_(ports), root_(c.rank == 0), straggler_(c.ranks_per_node) {
+    : c_(c),
+      ports_(ports),
+      root_(c.rank == 0),
+      attempts_(c.max_restarts),
+      straggler_(c.ranks_per_node) {
   shim_hosts_[c_.rank] = c_.host;
   node_ = c_.node;
   if (Spares()) {
@@ -30,7 +34,7 @@ JobMachine::JobMachine(const JobConfig& c, JobPorts* ports)
 }
 
 void JobMachine::Start(double now) {
-  attempt_wall_ = ports_->WallNow();
+  attempts_.Began(ports_->WallNow());
   NoteAttemptNodes();
   Enter(JobState::kRunning, now);
   // --spares: a heir that can take the root's place (job_heir.cc).
@@ -75,7 +79,7 @@ void JobMachine::OnChildFailed(const LocalFailure& f, double now) {
   if (state_ == JobState::kRunning) Enter(JobState::kFailed, now);
   Msg m("fail");
   m.SetNumber("time", n.wall_time).Set("rank", n.rank).Set("node", n.node).Set("code", n.code);
-  m.Set("a", restarts_);  // its attempt: said again after a relink, it may come late
+  m.Set("a", attempts_.restarts());  // its attempt: said again after a relink, it may come late
   m.Set("shim", c_.rank);
   m.Set("host", n.host).Set("status", n.status);
   // The summary travels whole but bounded (its stderr tail is 16 KiB at most).
@@ -139,8 +143,7 @@ void JobMachine::OnShimLost(int shim, const std::string& what, bool may_live, do
   lost_below_ = true;
   if (Over()) return;
   if (root_ && may_live) {
-    lost_alive_.insert(shim);
-    if (heirs_named_.count(shim)) heir_lost_at_ = now;
+    heirs_.LostAlive(shim, now);
   }
   if (root_) DecideBeforeLoss(now);
   if (Over()) return;
@@ -189,7 +192,7 @@ double JobMachine::StateDeadline() const {
     case JobState::kEnding:
       return root ? entered_ + c_.grace_s + kEndingS : kNever;
     case JobState::kBackingOff:
-      return backoff_until_;
+      return attempts_.backoff_until();
     case JobState::kElecting:
       return ElectionDeadline();
     default:
@@ -243,7 +246,7 @@ void JobMachine::OnTimer(double now) {
         CheckTakeover(now);
         break;
       case JobState::kEnding:  // rank 0
-        StopAsLost("cannot restart: " + JoinCapped(ShimsNotIn(ended_), 8) +
+        StopAsLost("cannot restart: " + JoinCapped(ShimsNotIn(attempts_.ended()), 8) +
                        " did not end its ranks within " + FormatRate(c_.grace_s + kEndingS) +
                        " s",
                    now);
@@ -257,7 +260,7 @@ void JobMachine::OnTimer(double now) {
   // the job's end as far as the shims below it can know; they end their
   // ranks before it leaves (aml-plane-sim, seed 12302: it left them running).
   if (!root_ && failed_at_ > 0 && !Over() && own_failure_ &&
-      restarts_ >= c_.max_restarts && now >= failed_at_ + VerdictWait() &&
+      !attempts_.MayRestart() && now >= failed_at_ + VerdictWait() &&
       ports_->ChildrenLinked()) {
     ports_->SendDown(own_failure_->Encode());
     Stop(StopOrder::Of(static_cast<int>(own_failure_->Int("code", 1)), "", ""), now);
@@ -300,7 +303,7 @@ bool JobMachine::MayExit(double now) const {
   if (!children_done_) return false;
   // A failing node waits a moment for rank 0's verdict (the line it prints);
   // while restarts remain, for the verdict itself (or the loss of its parent).
-  if (failed_at_ > 0) return restarts_ >= c_.max_restarts && now >= failed_at_ + VerdictWait();
+  if (failed_at_ > 0) return !attempts_.MayRestart() && now >= failed_at_ + VerdictWait();
   if (root_)  // else the job is not over
     return (!Spares() || finished_) && ports_->ChildrenAllDone();
   // Gone once its parent heard "done" (the parent closes), or a moment after.
@@ -350,7 +353,7 @@ const JobMachine::FailNote& JobMachine::EarliestFailure() const {
 }
 
 AttemptRecord JobMachine::FailedAttempt(const FailNote& first) const {
-  AttemptRecord a = NewAttempt(first.wall_time);
+  AttemptRecord a = attempts_.New(first.wall_time);
   a.exit_code = first.code;
   a.rank = first.rank;
   a.what = "rank " + std::to_string(first.rank) + " failed (" + EscapeControl(first.status) + ")";
@@ -363,7 +366,7 @@ void JobMachine::DecideFailure(double now) {
   if (!first->lost.empty()) {
     // A node lost first (--spares): the attempt ends with the loss.
     const std::string what = first->lost;
-    AttemptRecord a = NewAttempt(first->wall_time);
+    AttemptRecord a = attempts_.New(first->wall_time);
     a.exit_code = 125;
     a.what = EscapeControl(what);
     fails_.clear();
@@ -411,14 +414,14 @@ void JobMachine::StopAsLost(const std::string& what, double now) {
     // failure, and so does one whose failure came before the loss (in
     // the window); the one running ends with the loss.
     const bool ending = state_ == JobState::kEnding || state_ == JobState::kBackingOff;
-    AttemptRecord a = ending ? current_ : NewAttempt(ports_->WallNow());
+    AttemptRecord a = ending ? attempts_.current() : attempts_.New(ports_->WallNow());
     if (state_ == JobState::kDeciding && !fails_.empty()) {
       a = FailedAttempt(EarliestFailure());
     } else if (!ending) {
       a.exit_code = 125;
       a.what = EscapeControl(what);
     }
-    if (attempts_.empty() || attempts_.back().number != a.number) attempts_.push_back(a);
+    attempts_.Keep(a);
     RecordAttempts(&own, "not restarted: the control plane lost a shim (" + EscapeControl(what) +
                              ")");
   } else {

@@ -23,6 +23,7 @@
 #include "shim/control/pace/straggler_judge.h"
 #include "shim/control/straggler_check.h"
 #include "launch/restart_policy.h"
+#include "shim/control/attempts.h"
 #include "shim/control/election.h"
 #include "shim/control/failure_records.h"
 #include "shim/control/job_states.h"
@@ -171,7 +172,7 @@ class JobMachine {
   JobState state() const { return state_; }
   // Moves into a state that job_states.cc's table lacks ("from -> to").
   const std::vector<std::string>& stray_moves() const { return stray_moves_; }
-  int restarts() const { return restarts_; }
+  int restarts() const { return attempts_.restarts(); }
   // With --spares: this shim's NODE_RANK in the attempt under way (-1: it
   // waits), and rank 0's roster.
   int node() const { return node_; }
@@ -194,12 +195,6 @@ class JobMachine {
     std::string host, status, summary, json;
     bool local = false;
     std::string lost;  // a node lost (with --spares): the loss, not a rank's failure
-  };
-  struct Ending {
-    std::string stop;     // the stop frame if the job is not restarted
-    StopOrder own;        // and this shim's order then
-    std::string message;  // printed before the restart line (rank 0)
-    bool print_own = false;
   };
 
   void Enter(JobState s, double now);
@@ -235,7 +230,9 @@ class JobMachine {
   bool Counted(int shim) const { return !gone_.count(shim); }
   // The attempt under way, or (backing off) the one that just ended: a
   // node retired then was retired in it.
-  int Attempt() const { return state_ == JobState::kBackingOff ? restarts_ : restarts_ + 1; }
+  int Attempt() const {
+    return state_ == JobState::kBackingOff ? attempts_.restarts() : attempts_.restarts() + 1;
+  }
   bool AllIn(const std::set<int>& heard) const;
   void RecheckRound(double now);
   std::string RosterLines(const std::vector<int>& before) const;
@@ -279,7 +276,6 @@ class JobMachine {
   void DecideBeforeLoss(double now);
   double VerdictWait() const;
   void FinishCollect(double now);
-  AttemptRecord NewAttempt(double failure_wall) const;
   void EndAttempt(AttemptRecord a, const Msg& stop, StopOrder own, std::string message,
                   bool print_own, double now);
   void RecordAttempts(StopOrder* own, const std::string& why_not) const;
@@ -329,11 +325,8 @@ class JobMachine {
   // The root (rank 0's shim, or the heir that took its place).
   bool root_ = false;
   int heir_ = -1;               // the child it named its heir
-  // The root: every heir it named; its children lost while they may live
-  // (silent, or each said it left for the heir); when the last heir among
-  // them was: beyond a cut such a heir may take the job (job_heir.cc).
-  std::set<int> heirs_named_, lost_alive_;
-  double heir_lost_at_ = -1;
+  // The root: the heirs it named, and those lost alive (election.h).
+  HeirWatch heirs_;
   // The heir: the root's record, and its election (election.h).
   Election election_;
   std::vector<int> parents_;    // a new root: the tree (each shim's parent)
@@ -342,22 +335,15 @@ class JobMachine {
   std::set<int> well_;         // shims whose NODE_RANK's ranks ended well
   std::set<int> gone_;         // lost (or cut off with one): they say nothing more
   bool replaced_ = false;      // a NODE_RANK of this attempt was retired
-  std::vector<std::string> attempt_nodes_;  // each NODE_RANK's host in this attempt
   std::vector<FailNote> fails_;
   double hang_silent_s_ = 0;
   std::vector<RankReport> reports_;
   std::set<int> reported_;
   // A failure's: each shim's ranks' flight records (rank 0), once asked.
   FailureRecords records_;
-  int restarts_ = 0;
-  double attempt_wall_ = 0;
-  std::vector<AttemptRecord> attempts_;
-  AttemptRecord current_;
-  Ending ending_plan_;
-  std::set<int> ended_;
-  double ended_output_ = 0;
-  std::optional<RestartOrder> backoff_;
-  double backoff_until_ = 0;
+  // The attempts so far, the one under way, and the restart round (the
+  // root's; every other shim keeps the count).
+  Attempts attempts_;
   // The straggler check (its looks, and at the root its judge), and
   // --retire-slow (job_pace.cc).
   StragglerCheck straggler_;

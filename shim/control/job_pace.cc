@@ -65,7 +65,7 @@ void JobMachine::RetireSlow(const SlowNode& n, double now) {
   straggler_.Forget(n.shim);
   if (!spare) return;
   const std::string what = ShimName(n.shim, host) + " was slow and retired (--retire-slow)";
-  AttemptRecord a = NewAttempt(ports_->WallNow());
+  AttemptRecord a = attempts_.New(ports_->WallNow());
   a.exit_code = 125;
   a.what = EscapeControl(what);
   EndAttempt(std::move(a),

@@ -11,16 +11,6 @@ namespace aml {
 
 // ---- Restarts (rank 0 decides; every shim obeys)
 
-// The attempt under way, ended by a failure at `failure_wall` (CLOCK_REALTIME).
-AttemptRecord JobMachine::NewAttempt(double failure_wall) const {
-  AttemptRecord a;
-  a.number = restarts_ + 1;
-  a.failure_wall = failure_wall;
-  a.duration_s = std::max(0.0, failure_wall - attempt_wall_);
-  a.nodes = attempt_nodes_;
-  return a;
-}
-
 // The attempt failed: end it everywhere and wait for every shim's word, or
 // stop the job now when no restart may follow whatever they say.
 void JobMachine::EndAttempt(AttemptRecord a, const Msg& stop, StopOrder own, std::string message,
@@ -28,19 +18,15 @@ void JobMachine::EndAttempt(AttemptRecord a, const Msg& stop, StopOrder own, std
   if (Over()) return;
   a.shims_ended_well = done_below_ + (own_done_well_ ? 1 : 0);
   a.node_replaced = replaced_;
-  current_ = std::move(a);
   // Output not yet known: only what needs no output is decided here.
-  RestartVerdict v = DecideRestart(current_, attempts_.empty() ? nullptr : &attempts_.back(),
-                                   restarts_, c_.max_restarts);
+  RestartVerdict v = attempts_.Open(std::move(a));
   if (!v.restart) {
-    attempts_.push_back(current_);
     FinalStop(stop.Encode(), std::move(own), v.why_not, now);
     return;
   }
   Enter(JobState::kEnding, now);
-  ended_.clear();
-  ended_output_ = 0;
-  ending_plan_ = Ending{stop.Encode(), std::move(own), std::move(message), print_own};
+  attempts_.NewRound();
+  attempts_.Plan(Ending{stop.Encode(), std::move(own), std::move(message), print_own});
   ports_->SendDown(Msg("end").Encode());
   Order(EndAttemptOrder{});
   MaybeSendEnded(now);
@@ -55,10 +41,7 @@ void JobMachine::RecordAttempts(StopOrder* own, const std::string& why_not) cons
     own->trailer += "aml-shim: retired nodes (--spares " + std::to_string(c_.spares) + "):\n" +
                     roster_->RetiredText();
   }
-  if (c_.max_restarts <= 0) return;
-  own->trailer = AttemptsText(attempts_, c_.max_restarts, why_not) + own->trailer;
-  own->attempts_json = AttemptsJson(attempts_);
-  own->why_not = why_not;
+  attempts_.Write(own, why_not);
 }
 
 void JobMachine::FinalStop(const std::string& stop, StopOrder own, const std::string& why_not,
@@ -99,15 +82,12 @@ void JobMachine::MaybeSendEnded(double now) {
 void JobMachine::NoteEnded(int shim, double first_output_wall, const std::string& unfit,
                            double now) {
   if ((state_ != JobState::kEnding && state_ != JobState::kElecting) || shim < 0 ||
-      shim >= c_.size || ended_.count(shim))
+      shim >= c_.size || !attempts_.NoteEnded(shim, first_output_wall))
     return;
-  ended_.insert(shim);
   if (!unfit.empty()) {
     NoteUnfit(shim, unfit, now);
     if (Over()) return;
   }
-  if (first_output_wall > 0 && (ended_output_ == 0 || first_output_wall < ended_output_))
-    ended_output_ = first_output_wall;
   if (state_ == JobState::kElecting) return CheckTakeover(now);
   RecheckRound(now);
 }
@@ -115,27 +95,14 @@ void JobMachine::NoteEnded(int shim, double first_output_wall, const std::string
 // Every shim's ranks ended (the lost ones aside, with --spares): restart,
 // unless it failed at start.
 void JobMachine::RecheckRound(double now) {
-  if (state_ != JobState::kEnding || !AllIn(ended_)) return;
-  current_.first_output_wall = ended_output_;
-  current_.outputs_known = true;
-  RestartVerdict v = DecideRestart(current_, attempts_.empty() ? nullptr : &attempts_.back(),
-                                   restarts_, c_.max_restarts);
-  attempts_.push_back(current_);
+  if (state_ != JobState::kEnding || !AllIn(attempts_.ended())) return;
+  RestartVerdict v = attempts_.Close(now);
   if (!v.restart) {
-    FinalStop(ending_plan_.stop, std::move(ending_plan_.own), v.why_not, now);
+    FinalStop(attempts_.plan().stop, std::move(attempts_.plan().own), v.why_not, now);
     return;
   }
-  ++restarts_;
-  RestartOrder o;
-  o.restart = restarts_;
-  const double backoff = BackoffS(attempts_);
-  o.line = RestartLine(current_, restarts_, c_.max_restarts, backoff);
-  o.message = ending_plan_.message;
-  o.print_own_failure = ending_plan_.print_own;
-  backoff_ = std::move(o);
-  backoff_until_ = now + backoff;
   Enter(JobState::kBackingOff, now);
-  if (backoff <= 0) SendRestart(now);
+  if (attempts_.backoff_s() <= 0) SendRestart(now);
 }
 
 // The back-off is over (or there was none): every shim starts its ranks.
@@ -144,11 +111,10 @@ void JobMachine::SendRestart(double now) {
   // yet take the job: wait until every loss of that cut is found.
   if (roster_ && roster_->Vacant() > static_cast<int>(roster_->Spares().size()) &&
       HeirLostAlive(now)) {
-    backoff_until_ = heir_lost_at_ + kMaxSilenceS + 1;
+    attempts_.WaitUntil(heirs_.CutFoundAt());
     return;
   }
-  RestartOrder o = std::move(*backoff_);
-  backoff_.reset();
+  RestartOrder o = attempts_.TakeRestart();
   o.master_port = ports_->FreePort();
   Msg restart("restart");
   if (roster_) {
@@ -204,7 +170,7 @@ void JobMachine::ResetRound(double now) {
   records_.Clear();
   hang_silent_s_ = 0;
   ports_->ResetOutput(now);
-  attempt_wall_ = ports_->WallNow();
+  attempts_.Began(ports_->WallNow());
   outcome_ = NodeOutcome{};
 }
 

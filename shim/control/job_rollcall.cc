@@ -149,13 +149,13 @@ void JobMachine::FinishCollect(double now) {
   facts.reports = reports_;
   facts.missing = ShimsNotIn(reported_);
   facts.log_dir = c_.log_dir;
-  facts.attempt = restarts_ + 1;
+  facts.attempt = attempts_.restarts() + 1;
   facts.ras = ras_lines_;
   if (c_.flight_recorder) facts.culprit = CulpritOf(reports_, c_.world_ranks);
   Msg stop("stop");
   stop.Set("kind", std::string("hang")).Set("code", 124).SetNumber("silent", hang_silent_s_);
   stop.Set("by", c_.host);
-  AttemptRecord a = NewAttempt(ports_->WallNow());
+  AttemptRecord a = attempts_.New(ports_->WallNow());
   a.exit_code = 124;
   a.hang = true;
   a.what = "the job was hung (no output for " + FormatNumber(hang_silent_s_, "%.0f") + " s)";
@@ -164,12 +164,12 @@ void JobMachine::FinishCollect(double now) {
   if (!a.what.empty() && a.what.back() == '\n') a.what.pop_back();
   if (after_signal) {
     signalled_in_ = JobState::kSignalled;  // once
-    attempts_.push_back(a);
+    attempts_.Keep(a);
     StopOrder own = StopOrder::Of(124, roll_call, HangJson(c_.run_id, facts));
     if (c_.max_restarts > 0) {
-      own.trailer = AttemptsText(attempts_, c_.max_restarts, "not restarted: the launcher "
-                                                            "stopped the job");
-      own.attempts_json = AttemptsJson(attempts_);
+      own.trailer = AttemptsText(attempts_.list(), c_.max_restarts,
+                                 "not restarted: the launcher stopped the job");
+      own.attempts_json = AttemptsJson(attempts_.list());
     }
     Order(std::move(own));
     return;

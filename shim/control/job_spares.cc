@@ -14,13 +14,13 @@ namespace aml {
 
 // Rank 0: the host of each NODE_RANK's holder as an attempt starts.
 void JobMachine::NoteAttemptNodes() {
-  attempt_nodes_.clear();
-  if (!roster_) return;
-  for (int n = 0; n < roster_->nodes(); ++n) {
+  std::vector<std::string> nodes;
+  for (int n = 0; roster_ && n < roster_->nodes(); ++n) {
     const int h = roster_->HolderOf(n);
     const std::string host = HostOf(h);
-    attempt_nodes_.push_back(host.empty() ? "rank " + std::to_string(h) + "'s shim" : host);
+    nodes.push_back(host.empty() ? "rank " + std::to_string(h) + "'s shim" : host);
   }
+  attempts_.SetNodes(std::move(nodes));
 }
 
 std::string JobMachine::HostOf(int shim) const {
@@ -46,7 +46,7 @@ void JobMachine::MaybeSendWell(double now) {
     return;
   well_sent_ = true;
   if (root_) return NoteWell(c_.rank, now);
-  SayUp(Msg("well").Set("shim", c_.rank).Set("a", restarts_).Encode());
+  SayUp(Msg("well").Set("shim", c_.rank).Set("a", attempts_.restarts()).Encode());
 }
 
 void JobMachine::NoteWell(int shim, double now) {
@@ -164,7 +164,7 @@ void JobMachine::NoteStreak(const FailNote& first, double now) {
   const bool alone = nodes.size() == 1 && first.shim >= 0 && !own_failure;
   const int streak = roster_->NoteFirstFailure(alone ? first.shim : -1);
   if (!alone || streak < c_.retire_after) return;
-  const int last = restarts_ + 1;
+  const int last = attempts_.restarts() + 1;
   RetireOrStop(first.shim,
                "its ranks failed first in " + std::to_string(streak) + " attempts in a row (" +
                    std::to_string(last - streak + 1) + " to " + std::to_string(last) +
@@ -180,7 +180,7 @@ void JobMachine::NoteCulprit(const std::optional<Culprit>& c, double now) {
   const int shim = c && c->found && c->node >= 0 ? c->shim : -1;
   const int streak = roster_->NoteFirstFailure(shim);
   if (shim < 0 || streak < c_.retire_after) return;
-  const int last = restarts_ + 1;
+  const int last = attempts_.restarts() + 1;
   std::vector<int> ranks;
   for (const CulpritRank& r : c->missing) ranks.push_back(r.rank);
   RetireOrStop(shim,
@@ -198,11 +198,11 @@ void JobMachine::NoteCulprit(const std::optional<Culprit>& c, double now) {
 // electing decides that once it holds the job).
 void JobMachine::NoteUnfit(int shim, const std::string& what, double now) {
   if (!roster_ || roster_->Retired(shim) || Over()) return;
-  const std::string reason = "its check before attempt " + std::to_string(restarts_ + 2) +
+  const std::string reason = "its check before attempt " + std::to_string(attempts_.restarts() + 2) +
                              " failed: " + EscapeControl(what);
-  current_.node_replaced = true;
+  attempts_.current().node_replaced = true;
   if (state_ == JobState::kElecting) {
-    roster_->Retire(shim, HostOf(shim), reason, restarts_ + 1);
+    roster_->Retire(shim, HostOf(shim), reason, attempts_.restarts() + 1);
     return;
   }
   RetireOrStop(shim, reason, now);
@@ -211,7 +211,7 @@ void JobMachine::NoteUnfit(int shim, const std::string& what, double now) {
 // Retires a NODE_RANK's holder (not lost: it stays linked and idle); stops
 // the job when no spare can take its place. False when it stopped.
 bool JobMachine::RetireOrStop(int shim, const std::string& reason, double now) {
-  roster_->Retire(shim, HostOf(shim), reason, restarts_ + 1);
+  roster_->Retire(shim, HostOf(shim), reason, attempts_.restarts() + 1);
   well_.erase(shim);
   replaced_ = true;
   // (After a heir was lost alive the restart waits out its cut first.)
@@ -228,7 +228,8 @@ void JobMachine::StopNoSpare(const std::string& why, double now) {
   if (Over()) return;
   StopOrder own = StopOrder::Of(125, "aml-shim: " + EscapeControl(why) + ": ending the job\n", "");
   if (c_.max_restarts > 0 && state_ != JobState::kBackingOff) {
-    AttemptRecord a = state_ == JobState::kEnding ? current_ : NewAttempt(ports_->WallNow());
+    AttemptRecord a =
+        state_ == JobState::kEnding ? attempts_.current() : attempts_.New(ports_->WallNow());
     if (state_ == JobState::kDeciding && !fails_.empty() && EarliestFailure().lost.empty()) {
       a = FailedAttempt(EarliestFailure());
     } else if (state_ == JobState::kCollecting && hang_attempt_) {
@@ -237,7 +238,7 @@ void JobMachine::StopNoSpare(const std::string& why, double now) {
       a.exit_code = 125;
       a.what = EscapeControl(why);
     }
-    if (attempts_.empty() || attempts_.back().number != a.number) attempts_.push_back(a);
+    attempts_.Keep(a);
   }
   RecordAttempts(&own, "not restarted: " + EscapeControl(why));
   StopJob(LostStop(why),
@@ -260,22 +261,14 @@ void JobMachine::StopNoMajority(const std::string& why, bool writes_record, doub
 // A heir of this root lost while it may live, up to kMaxSilenceS and a
 // second ago: the other losses of its cut may not all be found yet.
 bool JobMachine::HeirLostAlive(double now) const {
-  return heir_lost_at_ >= 0 && now < heir_lost_at_ + kMaxSilenceS + 1;
+  return heirs_.CutUnsettled(now);
 }
 
-// Whether a heir lost alive could have more than half of the shims: the
-// root's children that link to it are those lost alive (a shim deeper in
-// the tree stays below its parent), with the shims below them. Without the
-// tree, it could.
+// Whether a heir lost alive could have more than half of the shims
+// (HeirWatch, election.h), over the tree as this root knows it.
 bool JobMachine::HeirMayHoldJob() const {
-  bool heir = false;
-  for (int s : lost_alive_) heir = heir || heirs_named_.count(s);
-  if (!heir) return false;
-  if (parents_.empty() && ports_->Parents().empty()) return true;
-  std::set<int> side(lost_alive_.begin(), lost_alive_.end());
-  for (int c : lost_alive_)
-    for (int s : BelowOf(c)) side.insert(s);
-  return static_cast<int>(side.size()) * 2 > c_.size;
+  return heirs_.HeirMayHold(c_.size, !parents_.empty() || !ports_->Parents().empty(),
+                            [this](int c) { return BelowOf(c); });
 }
 
 // The restart line's preface: who took each retired NODE_RANK.
