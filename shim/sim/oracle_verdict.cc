@@ -253,6 +253,17 @@ void Seer::Final(const State& st, int code, double lo, double hi, const std::set
   const double end_lo = p_.quiet || st.phase != State::Phase::kRunning ? kInf : st.t_lo + p_.run_s;
   const double end_hi = end_lo + (st.t_hi - st.t_lo);
   const uint8_t c = code < 0 ? 0 : ExitBitOf(code);
+  // A launcher's SIGTERM to a shim that the verdict had not reached yet
+  // (each level of the tree may hold it a pause, on a busy machine): that
+  // shim's stop ("stopped by its launcher", 143) goes to every shim as the
+  // verdict's does, and each takes the first to come (aml-plane-sim, seed
+  // 509794312: a loss's 125 and, 1.2 s after the loss, a signal's 143).
+  uint8_t raced = 0;
+  if (code >= 0 && code != 143)
+    for (int s = 0; s < w_.n; ++s)
+      if (w_.In(s) && w_.signal_at[s] >= lo - L_ && w_.signal_at[s] < w_.dead_at[s] &&
+          w_.signal_at[s] <= hi + L_ + o_.busy_s * (w_.max_depth + 1))
+        raced = kExit143;
   f.codes.assign(w_.n, 0);
   for (int s = 0; s < w_.n; ++s) {
     // What may reach this shim first, each in a window: the verdict, its
@@ -262,7 +273,7 @@ void Seer::Final(const State& st, int code, double lo, double hi, const std::set
       uint8_t bits;
     };
     std::vector<Way> ways;
-    if (code >= 0) ways.push_back({lo, hi + L_, c});
+    if (code >= 0) ways.push_back({lo, hi + L_, static_cast<uint8_t>(c | raced)});
     // Its own signal: 143 (137 when its ranks ignore SIGTERM and
     // SIGKILL ends them: the supervisor gives the status of the rank that
     // ended first after it), or its own rank's failure when one failed
