@@ -19,6 +19,7 @@ void Seer::Take(const State& st0, const Event& e, double lo, double hi) {
       if (st.phase == State::Phase::kRunning && Runs(st, s) && st.t_hi + L_ < sig &&
           (p_.quiet || st.t_lo + p_.run_s > sig + L_))
         st.signalled_running = s;
+      st.signaller = s;
       return Final(st, 143, lo, hi, {}, "");
     }
     case Kind::kRootLost:

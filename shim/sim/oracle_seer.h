@@ -179,6 +179,7 @@ struct State {
   bool unfit_taken = false;  // (a restart's nodes unfit during the round, retired)
   bool unfit_retired = false;  // nodes unfit as the ranks ended, retired then (not the same failure)
   int signalled_running = -1;  // a shim signalled while its ranks surely ran
+  int signaller = -1;          // the shim whose launcher's signal ends the job
   bool restart_deferred = false;  // a restart that waits out a lost heir's cut, re-queued
   int root = 0;
   std::map<int, uint8_t> fixed;

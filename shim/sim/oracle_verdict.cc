@@ -258,12 +258,15 @@ void Seer::Final(const State& st, int code, double lo, double hi, const std::set
   // shim's stop ("stopped by its launcher", 143) goes to every shim as the
   // verdict's does, and each takes the first to come (aml-plane-sim, seed
   // 509794312: a loss's 125 and, 1.2 s after the loss, a signal's 143).
-  uint8_t raced = 0;
-  if (code >= 0 && code != 143)
+  // (A signalled shim itself exits as its own signal says, below; so does
+  // the one whose signal is the verdict: its stop is not its own to take.)
+  std::vector<int> raced;
+  if (code >= 0)
     for (int s = 0; s < w_.n; ++s)
-      if (w_.In(s) && w_.signal_at[s] >= lo - L_ && w_.signal_at[s] < w_.dead_at[s] &&
+      if (s != st.signaller && w_.In(s) && w_.signal_at[s] >= lo - L_ &&
+          w_.signal_at[s] < w_.dead_at[s] &&
           w_.signal_at[s] <= hi + L_ + o_.busy_s * (w_.max_depth + 1))
-        raced = kExit143;
+        raced.push_back(s);
   f.codes.assign(w_.n, 0);
   for (int s = 0; s < w_.n; ++s) {
     // What may reach this shim first, each in a window: the verdict, its
@@ -273,7 +276,10 @@ void Seer::Final(const State& st, int code, double lo, double hi, const std::set
       uint8_t bits;
     };
     std::vector<Way> ways;
-    if (code >= 0) ways.push_back({lo, hi + L_, static_cast<uint8_t>(c | raced)});
+    const bool other_raced = raced.size() > 1 || (raced.size() == 1 && raced[0] != s);
+    const uint8_t verdict = other_raced ? static_cast<uint8_t>(c | kExit143) : c;
+    if (code >= 0 && s != st.signaller) ways.push_back({lo, hi + L_, verdict});
+    else if (code >= 0 && other_raced) ways.push_back({lo, hi + L_, kExit143});
     // Its own signal: 143 (137 when its ranks ignore SIGTERM and
     // SIGKILL ends them: the supervisor gives the status of the rank that
     // ended first after it), or its own rank's failure when one failed
