@@ -176,13 +176,15 @@ class SlowNodes(PacedNodes, unittest.TestCase):
         self.assertTrue(named, r.stderr)
         host, shim, late, ops, _, rank, _, looks = named[0]
         self.assertEqual((host, shim, rank, looks), (f"{CLUSTER}2", "1", "1", "3"), r.stderr)
-        # Within 3 looks of the first that judged half a window (32 of the
-        # recorder's last 64) of every node's: the first look, 5 s after the
-        # start, may judge only the first few collectives, where the job's
-        # start dwarfs the slowdown (seen once: 3 judged, the node not late).
+        # Within 3 looks of the first that judged a quarter of a window (16
+        # of the recorder's last 64) of every node's: the first look, 5 s
+        # after the start, may judge only the first few collectives, where
+        # the job's start dwarfs the slowdown (seen once: 3 judged, the node
+        # not late). (Half a window was asked before: on a slower machine
+        # the throttled node completes 27-30 a look, and no look judged 32.)
         looks_seen = [int(n) for n, judged in re.findall(
             r"straggler look (\d+): 3 shims' parts, \d+ collectives, (\d+) judged", r.stderr)
-            if int(judged) >= 32]
+            if int(judged) >= 16]
         self.assertTrue(looks_seen, r.stderr)
         first = looks_seen[0]
         # (Only the root prints a look's line; the warning follows its look's.)
