@@ -28,8 +28,7 @@ void Attempts::Adopt(std::vector<AttemptRecord> list, int n, double wall,
 
 RestartVerdict Attempts::Open(AttemptRecord a) {
   current_ = std::move(a);
-  RestartVerdict v =
-      DecideRestart(current_, list_.empty() ? nullptr : &list_.back(), restarts_, max_);
+  RestartVerdict v = Decide();
   if (!v.restart) list_.push_back(current_);
   return v;
 }
@@ -44,8 +43,7 @@ bool Attempts::NoteEnded(int shim, double first_output_wall) {
 RestartVerdict Attempts::Close(double now) {
   current_.first_output_wall = ended_output_;
   current_.outputs_known = true;
-  RestartVerdict v =
-      DecideRestart(current_, list_.empty() ? nullptr : &list_.back(), restarts_, max_);
+  RestartVerdict v = Decide();
   list_.push_back(current_);
   if (!v.restart) return v;
   ++restarts_;
@@ -58,6 +56,10 @@ RestartVerdict Attempts::Close(double now) {
   backoff_ = std::move(o);
   backoff_until_ = now + backoff_s_;
   return v;
+}
+
+RestartVerdict Attempts::Decide() const {
+  return DecideRestart(current_, list_.empty() ? nullptr : &list_.back(), restarts_, max_);
 }
 
 RestartOrder Attempts::TakeRestart() {

@@ -82,6 +82,9 @@ class Attempts {
   void Write(StopOrder* own, const std::string& why_not) const;
 
  private:
+  // The attempt under way against the one before it (restart_policy.h).
+  RestartVerdict Decide() const;
+
   int max_;
   int restarts_ = 0;
   double wall_ = 0;
