@@ -350,7 +350,8 @@ MUTANTS = [
      "      const int64_t bounds_us = 0;",
      "a node is blamed by less than the clocks' bounds allow"),
     ("pace-share-ignored", "shim/control/pace/straggler_judge.cc",
-     "    const bool slow = n.share >= kWaitShare && t.wait_frac >= kLateFrac;",
+     "    const bool steady = 2 * t.late >= ops;\n"
+     "    const bool slow = n.share >= kWaitShare && (steady ? t.wait_frac : t.beyond_frac) >= kLateFrac;",
      "    const bool slow = t.late > 0;",
      "any node late once in a look counts as slow in it"),
     ("pace-offset-sign", "shim/control/pace/clock_offset.cc",

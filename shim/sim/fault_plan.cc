@@ -423,10 +423,16 @@ bool FaultPlan::Busy() const {
 double FaultPlan::PaceWaitShare() const {
   if (pace_slow < 0) return 0;
   const double wait = (factor - 1) * step_s;
+  // What the judge counts of a node late in fewer than half the steps:
+  // the lateness beyond its floor (a busy core's).
+  const double counted =
+      burst < 2 ? wait
+                : std::max(0.0, wait - std::max(StragglerJudge::kMinLateS,
+                                                StragglerJudge::kLateFrac * step_s * factor));
   const double stalls =
       pace_stall >= 0 ? burst * (kStallS / StallEvery() + HiccupS() / kHiccupEvery) : 0;
   const double cycle = burst * (step_s * (1 + jitter) + 0.001) + wait + stalls;
-  return wait / cycle;
+  return counted / cycle;
 }
 
 int FaultPlan::StallEvery() const {

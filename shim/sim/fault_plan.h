@@ -120,7 +120,8 @@ struct FaultPlan {
     return 2.5 * std::max(StragglerJudge::kMinLateS, StragglerJudge::kLateFrac * step_s);
   }
   static constexpr double kPaceEveryS = 10, kPaceRunS = 80;
-  // The share of the job's time spent waiting for the slow node, and
+  // The share of the job's time spent waiting for the slow node beyond the
+  // judge's floor (what it counts), and
   // whether its lateness stands clear of the ranks' jitter (twice it) and
   // of a busy node's scheduler (twice the judge's kMinLateS: imported).
   double PaceWaitShare() const;

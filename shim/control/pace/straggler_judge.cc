@@ -13,8 +13,10 @@ struct Tally {
   int late = 0;
   int64_t late_us = 0;
   int64_t counted_us = 0;  // each collective's lateness up to its group's period
+  int64_t beyond_us = 0;   // each collective's lateness beyond its floor
   std::map<int, int> last;  // how often each of its ranks entered last, late
-  double wait_frac = 0;  // of the look's span, in the group that waited most
+  double wait_frac = 0;    // of the look's span, in the group that waited most
+  double beyond_frac = 0;  // the same, counting what lies beyond the floor
 };
 
 }  // namespace
@@ -61,6 +63,7 @@ std::vector<StragglerJudge::Change> StragglerJudge::Look(const PaceSample& s, in
       Tally& t = group[op->last.shim];
       ++t.late;
       t.late_us += late_us;
+      t.beyond_us += late_us - floor_us;
       const int64_t counted_us = std::min(late_us, std::max(period_us, min_us));
       t.counted_us += counted_us;
       ++t.last[op->last.rank];
@@ -75,6 +78,8 @@ std::vector<StragglerJudge::Change> StragglerJudge::Look(const PaceSample& s, in
       for (const auto& [rank, k] : t.last) all.last[rank] += k;
       all.wait_frac = std::max(all.wait_frac, static_cast<double>(t.late_us) /
                                                   static_cast<double>(span_us));
+      all.beyond_frac = std::max(all.beyond_frac, static_cast<double>(t.beyond_us) /
+                                                      static_cast<double>(span_us));
     }
   }
   judged_ += ops;
@@ -112,7 +117,8 @@ std::vector<StragglerJudge::Change> StragglerJudge::Look(const PaceSample& s, in
     n.look = s.look;
     n.share = static_cast<double>(t.counted_us) /
               static_cast<double>(std::max<int64_t>(1, all_counted_us));
-    const bool slow = n.share >= kWaitShare && t.wait_frac >= kLateFrac;
+    const bool steady = 2 * t.late >= ops;
+    const bool slow = n.share >= kWaitShare && (steady ? t.wait_frac : t.beyond_frac) >= kLateFrac;
     n.streak = slow ? n.streak + 1 : 0;
     if (slow && !n.named && n.streak >= looks_) {
       n.named = true;

@@ -17,7 +17,14 @@
 // at least) is kWaitShare of all the look's lateness and kLateFrac of its
 // span (the job waits for it 3 s per minute at least) is slow in that look:
 // a node slow steadily or in bursts alike, while a healthy job's waits are
-// spread over its nodes. In the share, a collective counts for one period
+// spread over its nodes. Of a node late in fewer than half the look's
+// collectives only what lies beyond each one's floor counts toward the
+// span's kLateFrac: a busy core now and then holds a rank that the
+// scheduler keeps there more than its floor (3 netns nodes of 2 ranks
+// sharing 2 cores with 4 busy loops, kernel 6.18: one rank 12-20 ms late
+// in a third of 60 ms steps, look after look, its node 92 % of the
+// waiting), where a slow node is late in most steps or, in bursts, by far
+// more than the floor. In the share, a collective counts for one period
 // at most: one long stall elsewhere (a checkpoint written by rank 0) does
 // not outweigh a node late in every step. Slow in `looks` looks in a row,
 // it is named, and how long the job waits for it is said in seconds per
