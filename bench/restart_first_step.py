@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""A restart measured to the next attempt's first step, on one node: from a
+rank's failure until every rank of the next attempt has finished its first
+collective (issue 51's measure: what a user waits for is not the launcher's
+part alone but the new interpreters' imports and the process group's start
+too). aml-shim --nproc-per-node 4 --max-restarts 1 against
+torchrun --standalone --nproc_per_node 4 --max_restarts 1 --monitor_interval
+0.1 (Debian's torch 1.13, patched to start: peers/torchrun.py).
+
+Each rank imports torch (and, with the heavy set, numpy, sympy, hypothesis,
+cryptography, requests, pygments and yaml too), starts a Gloo process group
+and all-reduces one tensor: its first step. In the first attempt rank 3
+then fails (exit 7) 1 s later; the others sleep until they are ended. Each
+rank writes when its interpreter started, when its imports were done and
+when its first all-reduce returned. Prints a Markdown table: the restart to
+every rank's first step (median, min, max of RUNS runs), and of it, the
+launcher's part (to the last rank's interpreter started) and the imports'
+(the slowest rank's).
+
+  bench/restart_first_step.py [--runs N] [--shim build/aml-shim]"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = "/usr/bin/python3"
+HEAVY = "numpy, sympy, hypothesis, cryptography.x509, requests, pygments.lexers, yaml"
+RANK_SCRIPT = r"""
+import os, sys, time
+t0 = time.time()
+import torch
+import torch.distributed as dist
+if os.environ.get("BENCH_HEAVY") == "1":
+    import numpy, sympy, hypothesis, cryptography.x509, requests, pygments.lexers, yaml
+t1 = time.time()
+a = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+r = os.environ["RANK"]
+d = os.environ["BENCH_DIR"]
+dist.init_process_group("gloo")
+x = torch.ones(4)
+dist.all_reduce(x)
+t2 = time.time()
+with open(f"{d}/times-{a}-{r}", "w") as f:
+    f.write(f"{t0!r} {t1!r} {t2!r}")
+if a == 0:
+    if r == "3":
+        time.sleep(1)
+        with open(f"{d}/fail", "w") as f:
+            f.write(repr(time.time()))
+        os._exit(7)
+    time.sleep(120)
+dist.destroy_process_group()
+"""
+
+
+def once(cmd, heavy):
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, BENCH_DIR=d, BENCH_HEAVY="1" if heavy else "0")
+        env.pop("MASTER_PORT", None)
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            raise SystemExit(f"{cmd[0]} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
+        fail = float(open(f"{d}/fail").read())
+        times = [[float(x) for x in open(f"{d}/times-1-{i}").read().split()] for i in range(4)]
+        started = max(t[0] for t in times) - fail
+        imports = max(t[1] - t[0] for t in times)
+        step = max(t[2] for t in times) - fail
+        return step, started, imports
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--shim", default=os.path.join(HERE, "..", "build", "aml-shim"))
+    args = ap.parse_args()
+    torchrun = [PY, os.path.join(HERE, "peers", "torchrun.py"), "--standalone",
+                "--nproc_per_node", "4", "--max_restarts", "1", "--monitor_interval", "0.1"]
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(RANK_SCRIPT)
+        script = f.name
+    peers = {
+        "aml-shim --max-restarts 1 (cold)": [args.shim, "--nproc-per-node", "4",
+                                             "--max-restarts", "1", "--", PY, script],
+        "torchrun --max_restarts 1 --monitor_interval 0.1": torchrun + [script],
+    }
+    print("| imports | launcher | failure to every rank's first step, median (min-max) | "
+          "of it: the last interpreter started | the slowest rank's imports |")
+    print("|---|---|---|---|---|")
+    try:
+        for heavy in (False, True):
+            what = f"torch, {HEAVY}" if heavy else "torch"
+            for name, cmd in peers.items():
+                runs = [once(cmd, heavy) for _ in range(args.runs)]
+                step = [x[0] for x in runs]
+                print(f"| {what} | {name} | {statistics.median(step):.2f} s "
+                      f"({min(step):.2f}-{max(step):.2f}) | "
+                      f"{statistics.median(x[1] for x in runs):.2f} s | "
+                      f"{statistics.median(x[2] for x in runs):.2f} s |", flush=True)
+    finally:
+        os.unlink(script)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
