@@ -10,7 +10,9 @@ torchrun --standalone --nproc_per_node 4 --max_restarts 1 --monitor_interval
 Each rank imports torch (and, with the heavy set, numpy, sympy, hypothesis,
 cryptography, requests, pygments and yaml too), starts a Gloo process group
 and all-reduces one tensor: its first step. In the first attempt rank 3
-then fails (exit 7) 1 s later; the others sleep until they are ended. Each
+then fails (exit 7) 20 s after its start (--warm-restart makes its standbys
+10 s into an attempt; they import what --preload names: the same modules);
+the others sleep until they are ended. Each
 rank writes when its interpreter started, when its imports were done and
 when its first all-reduce returned. Prints a Markdown table: the restart to
 every rank's first step (median, min, max of RUNS runs), and of it, the
@@ -47,7 +49,7 @@ with open(f"{d}/times-{a}-{r}", "w") as f:
     f.write(f"{t0!r} {t1!r} {t2!r}")
 if a == 0:
     if r == "3":
-        time.sleep(1)
+        time.sleep(max(0.0, t0 + 20 - time.time()))
         with open(f"{d}/fail", "w") as f:
             f.write(repr(time.time()))
         os._exit(7)
@@ -81,10 +83,13 @@ def main():
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(RANK_SCRIPT)
         script = f.name
+    shim = [args.shim, "--nproc-per-node", "4", "--max-restarts", "1"]
+    heavy_mods = "torch," + HEAVY.replace(" ", "")
     peers = {
-        "aml-shim --max-restarts 1 (cold)": [args.shim, "--nproc-per-node", "4",
-                                             "--max-restarts", "1", "--", PY, script],
-        "torchrun --max_restarts 1 --monitor_interval 0.1": torchrun + [script],
+        "aml-shim --max-restarts 1 (cold)": lambda heavy: shim + ["--", PY, script],
+        "aml-shim --max-restarts 1 --warm-restart": lambda heavy: shim + [
+            "--warm-restart", "--preload", heavy_mods if heavy else "torch", "--", PY, script],
+        "torchrun --max_restarts 1 --monitor_interval 0.1": lambda heavy: torchrun + [script],
     }
     print("| imports | launcher | failure to every rank's first step, median (min-max) | "
           "of it: the last interpreter started | the slowest rank's imports |")
@@ -93,7 +98,7 @@ def main():
         for heavy in (False, True):
             what = f"torch, {HEAVY}" if heavy else "torch"
             for name, cmd in peers.items():
-                runs = [once(cmd, heavy) for _ in range(args.runs)]
+                runs = [once(cmd(heavy), heavy) for _ in range(args.runs)]
                 step = [x[0] for x in runs]
                 print(f"| {what} | {name} | {statistics.median(step):.2f} s "
                       f"({min(step):.2f}-{max(step):.2f}) | "

@@ -13,7 +13,12 @@
 
 namespace aml {
 
-std::vector<pid_t> ListChildren(pid_t except) {
+std::vector<pid_t> ListChildren(const std::vector<pid_t>& except) {
+  auto excepted = [&](long p) {
+    for (pid_t e : except)
+      if (e == p) return true;
+    return false;
+  };
   std::vector<pid_t> out;
   const pid_t self = getpid();
   // /proc/<pid>/task/<tid>/children lists each thread's children; aml-shim
@@ -37,7 +42,7 @@ std::vector<pid_t> ListChildren(pid_t except) {
       char* end = nullptr;
       const long p = std::strtol(at, &end, 10);
       if (end == at) break;
-      if (p > 0 && p != except) out.push_back(static_cast<pid_t>(p));
+      if (p > 0 && !excepted(p)) out.push_back(static_cast<pid_t>(p));
       at = end;
     }
     return out;
@@ -48,7 +53,7 @@ std::vector<pid_t> ListChildren(pid_t except) {
   while (dirent* e = readdir(d)) {
     char* end = nullptr;
     long pid = std::strtol(e->d_name, &end, 10);
-    if (*end != '\0' || pid <= 0 || pid == except) continue;
+    if (*end != '\0' || pid <= 0 || excepted(pid)) continue;
     std::string comm;
     pid_t ppid = 0;
     if (ReadProcStat(static_cast<pid_t>(pid), &comm, &ppid) && ppid == self)
@@ -58,9 +63,9 @@ std::vector<pid_t> ListChildren(pid_t except) {
   return out;
 }
 
-bool HasDescendants(pid_t except) { return !ListChildren(except).empty(); }
+bool HasDescendants(const std::vector<pid_t>& except) { return !ListChildren(except).empty(); }
 
-bool SignalDescendants(int sig, pid_t except) {
+bool SignalDescendants(int sig, const std::vector<pid_t>& except) {
   const std::vector<pid_t> children = ListChildren(except);
   for (pid_t p : children) {
     pid_t pgid = getpgid(p);

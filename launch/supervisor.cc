@@ -102,6 +102,13 @@ int Supervisor::Prepare() {
     if (st.ok()) flight_ = true;
     else LogWarning("--flight-recorder: " + st.error().message + "; a hang's culprit is not named");
   }
+  if (config_.warm_restart) {
+    if (error_dir_.empty())
+      LogWarning("--warm-restart: no private directory (" + error_dir +
+                 ") for the standbys' program: restarts start the ranks cold");
+    else
+      warm_.Configure(error_dir_, config_.preload, config_.pipe_output);
+  }
   children_.resize(launches_.size());
   return 0;
 }
@@ -151,7 +158,17 @@ bool Supervisor::Start(size_t i, const RestartOrder* restart, int* code) {
     sets.emplace_back(kKeeperTagVar, (above.empty() ? "" : above + ":") + keeper_.tag());
   }
   Result<SpawnedChild> spawned = Error{""};
-  {
+  std::optional<SpawnedChild> warm;
+  if (restart && warm_.on() && !node) {
+    if (i == 0) warm_started_ = 0;
+    std::string cold;
+    warm = warm_.Take(i, c.launch->argv, *c.launch->base_env, sets, &cold);
+    if (warm) ++warm_started_;
+    else LogWarning("--warm-restart: rank " + std::to_string(c.launch->rank) + " starts cold: " + cold);
+  }
+  if (warm) {
+    spawned = *warm;
+  } else {
     ScopedCpuBinding bind(c.launch->cpus);  // inherited by the child
     spawned = SpawnChild(c.launch->argv, *c.launch->base_env, sets, config_.pipe_output, code);
   }
@@ -177,6 +194,12 @@ bool Supervisor::Start(size_t i, const RestartOrder* restart, int* code) {
   }
   if (config_.foreground_tty && i == 0 && isatty(STDIN_FILENO))
     tcsetpgrp(STDIN_FILENO, c.pid);
+  if (warm_.on() && !node) {
+    warm_.Due(i, c.launch->argv, c.launch->base_env, sets, c.launch->cpus, Now());
+    if (restart && i + 1 == children_.size())
+      LogInfo("--warm-restart: " + std::to_string(warm_started_) + " of " +
+              std::to_string(children_.size()) + " ranks started from their standbys");
+  }
   if (i + 1 == children_.size()) WatchStarted();
   return true;
 }
@@ -207,9 +230,16 @@ void Supervisor::Signal(size_t i, int sig) {
 
 void Supervisor::Abort(size_t i) { kill(children_[i].pid, SIGABRT); }
 
-bool Supervisor::SignalStragglers(int sig) { return SignalDescendants(sig, keeper_.pid()); }
+// The keeper and the standbys (--warm-restart) are the shim's, not the attempt's.
+std::vector<pid_t> Supervisor::NotStragglers() const {
+  std::vector<pid_t> pids = warm_.pids();
+  pids.push_back(keeper_.pid());
+  return pids;
+}
 
-bool Supervisor::StragglersLeft() { return HasDescendants(keeper_.pid()); }
+bool Supervisor::SignalStragglers(int sig) { return SignalDescendants(sig, NotStragglers()); }
+
+bool Supervisor::StragglersLeft() { return HasDescendants(NotStragglers()); }
 
 bool Supervisor::GroupsEmpty() {
   ForgetEmptyGroups();
@@ -269,6 +299,8 @@ void Supervisor::Reap() {
     } else if (i) {
       lingering_.push_back(pid);
       OnExit(*i, status, Now());
+    } else if (warm_.Reaped(pid, status)) {
+      // A standby ended before its restart: that rank's next start is cold.
     } else {
       // A stack reader (the probe then does not wait for it), or an orphan
       // reparented to us: reaped, nothing more.
@@ -378,6 +410,7 @@ double Supervisor::NextDeadline(double now) const {
   double next = machine_.NextDeadline(now);
   if (link_) next = std::min(next, link_->NextDeadline(now));
   if (config_.metrics) next = std::min(next, config_.metrics->NextDeadline());
+  next = std::min(next, warm_.NextDeadline());
   if (config_.lifeline && config_.lifeline->watching() && config_.lifeline->fd() < 0 &&
       !launcher_gone_)
     next = std::min(next, now + Lifeline::kCheckS);
@@ -446,6 +479,8 @@ void Supervisor::Poll(double now) {
   }
   // A SIGCHLD may coalesce with another; reaping is cheap and idempotent.
   Reap();
+  for (pid_t pid : warm_.Poll(Now())) to_watch_.push_back(pid);
+  WatchStarted();
   CheckSinks(now);
   if (config_.metrics) {
     config_.metrics->OnPoll(fds.data() + first_metrics, fds.size() - first_metrics, Now(),
@@ -518,6 +553,7 @@ void Supervisor::FlushAtExit() {
 }
 
 int Supervisor::Finish() {
+  warm_.EndAll();
   // Drain whatever is still readable, without waiting.
   for (Child& c : children_)
     for (Stream* s : {&c.out, &c.err}) {

@@ -74,6 +74,11 @@ struct SupervisorConfig {
   // Give the terminal to the child's process group (single child, PID 1, a
   // tty on stdin), as tini does, so it can read the terminal and get ^C.
   bool foreground_tty = false;
+  // --warm-restart: a standby interpreter per rank, which imports `preload`
+  // (comma-separated modules), starts the next attempt's rank
+  // (launch/warm_pool.h).
+  bool warm_restart = false;
+  std::string preload;
   // The job-wide control plane (not owned), or null: this node alone.
   JobLink* link = nullptr;
   // The launcher's lifeline (not owned), or null: no launcher started this

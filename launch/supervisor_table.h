@@ -35,6 +35,7 @@
 #include "launch/line_tagger.h"
 #include "launch/log_dir.h"
 #include "launch/node_machine.h"
+#include "launch/warm_pool.h"
 #include "launch/output_sink.h"
 #include "launch/restart_policy.h"
 #include "launch/stack_dump.h"
@@ -141,6 +142,7 @@ class Supervisor : private NodeProcs {
   void KeepFlightRecord(RankStack* r);
   void KeepDump(const FlightHarvest::Outcome& o);
   std::string MetricsText() const;
+  std::vector<pid_t> NotStragglers() const;
 
   // NodeProcs.
   bool Start(size_t child, const RestartOrder* restart, int* code) override;
@@ -196,6 +198,8 @@ class Supervisor : private NodeProcs {
   std::vector<ChildLaunch> launches_;
   int node_rank_ = 0;
   NodeMachine machine_;           // what is done when (node_machine.h)
+  WarmPool warm_;                 // --warm-restart's standbys
+  int warm_started_ = 0;          // this restart's ranks started from them
 };
 
 }  // namespace supervise

@@ -230,6 +230,8 @@ int Run(const Options& o, const World& world, const Planned& p, const EnvSnapsho
     config.dump_timeout_s = o.dump_timeout_s;
     config.look_every_s = TimingOf(o.hang_timeout_s, config.flight_recorder).look_every_s;
     config.grace_s = o.grace_s;
+    config.warm_restart = o.warm_restart;
+    config.preload = o.preload;
     config.node_rank = world.node_rank.value;
     config.host = host;
     config.foreground_tty = p.pid1 && p.children.size() == 1 && !p.pipe_output;

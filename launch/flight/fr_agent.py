@@ -274,11 +274,21 @@ def _aml_flight_chain():
     spec.loader.exec_module(mod)
 
 
-try:
-    if "torch.distributed" in sys.modules:
-        _AmlFlightWatch().find_spec("torch.distributed")
-    else:
-        sys.meta_path.insert(0, _AmlFlightWatch())
-except Exception:
-    pass
+def _aml_flight_arm():
+    try:
+        if "torch.distributed" in sys.modules:
+            _AmlFlightWatch().find_spec("torch.distributed")
+        else:
+            sys.meta_path.insert(0, _AmlFlightWatch())
+    except Exception:
+        pass
+
+
+# A --warm-restart standby (launch/warm_standby.py) is no rank yet: its
+# variables are an earlier attempt's. It arms the agent once it has the
+# rank's own.
+if "AML_SHIM_STANDBY_FD" in __import__("os").environ:
+    sys._aml_flight_arm = _aml_flight_arm
+else:
+    _aml_flight_arm()
 _aml_flight_chain()

@@ -83,6 +83,14 @@ po::options_description Describe() {
     ("retire-slow",
      "with --spares and --straggler-check: retire a node named slow; the "
      "attempt ends and a spare takes its place")
+    ("warm-restart",
+     "with --max-restarts: keep one standby Python interpreter per rank that "
+     "has imported --preload's modules, and start the next attempt's ranks "
+     "from them (a script or -m module; another command restarts cold, said "
+     "once)")
+    ("preload", po::value<std::string>()->value_name("MODULES"),
+     "with --warm-restart: the modules each standby imports, comma-separated "
+     "(default torch)")
     ("metrics-addr", po::value<std::string>()->value_name("HOST:PORT"),
      "serve this shim's metrics (its ranks, and on rank 0's shim the job's "
      "state) in Prometheus' text format over HTTP at http://HOST:PORT/metrics "
@@ -150,6 +158,7 @@ const std::vector<OptionRule>& OptionRules() {
     {"fail-fast", true, kRun},       {"hang-timeout", true, kRun | kEnv},
     {"flight-recorder", true, kRun | kEnv}, {"dump-timeout", true, kRun},
     {"straggler-check", true, kRun | kEnv}, {"retire-slow", false, kRun},
+    {"warm-restart", true, kRun | kEnv}, {"preload", true, kRun | kEnv},
     {"metrics-addr", true, kRun}, {"dcgm-job-dir", true, kRun},
     {"max-restarts", true, kRun | kEnv},
     {"spares", true, kRun | kEnv},    {"retire-after", true, kRun | kEnv},

@@ -236,6 +236,45 @@ Status Validate(const po::variables_map& vm, const Origins& origin,
                    "a spare to replace: give --spares K and --straggler-check INTERVAL too"};
     o.retire_slow = true;
   }
+  if (vm.count("warm-restart")) {
+    if (o.max_restarts <= 0)
+      return Error{origin.Name("warm-restart") + " keeps interpreters for the next attempt: "
+                   "give --max-restarts N too"};
+    o.warm_restart = true;
+  }
+  if (vm.count("preload")) {
+    if (!o.warm_restart)
+      return Error{origin.Name("preload") + " names what --warm-restart's standbys import: "
+                   "give --warm-restart too"};
+    const std::string v = str("preload");
+    auto bad = [](const std::string& m) {
+      if (m.empty()) return true;
+      bool start = true;
+      for (char ch : m) {
+        const bool letter = std::isalpha(static_cast<unsigned char>(ch)) || ch == '_';
+        if (ch == '.') {
+          if (start) return true;
+          start = true;
+        } else if (start ? !letter : !(letter || std::isdigit(static_cast<unsigned char>(ch)))) {
+          return true;
+        } else {
+          start = false;
+        }
+      }
+      return start;
+    };
+    size_t at = 0;
+    while (at <= v.size()) {
+      const size_t comma = std::min(v.find(',', at), v.size());
+      const std::string m = v.substr(at, comma - at);
+      if (bad(m))
+        return Error{origin.Name("preload") + "=" + v + ": '" + m +
+                     "' is not a module's name (names like torch or torch.distributed, "
+                     "separated by commas)"};
+      at = comma + 1;
+    }
+    o.preload = v;
+  }
   if (vm.count("metrics-addr")) o.metrics_addr = str("metrics-addr");
   if (vm.count("dcgm-job-dir")) o.dcgm_job_dir = str("dcgm-job-dir");
   if (vm.count("ib")) {

@@ -66,6 +66,10 @@ struct Options {
   // --retire-slow: with --spares, such a node is retired.
   std::optional<double> straggler_check_s;
   bool retire_slow = false;
+  // --warm-restart: a standby interpreter per rank, which imported
+  // --preload's modules (comma-separated), starts the next attempt's rank.
+  bool warm_restart = false;
+  std::string preload = "torch";
   // --metrics-addr HOST:PORT: this shim's metrics in Prometheus' text format
   // over HTTP (docs/metrics.md); checked as the run is planned.
   std::optional<std::string> metrics_addr;

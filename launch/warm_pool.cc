@@ -1,0 +1,236 @@
+#include "launch/warm_pool.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <limits>
+
+#include "launch/cpu_affinity.h"
+#include "launch/wait_status.h"
+#include "launch/warm_order.h"
+#include "launch/warm_standby_py.h"
+#include "shim/base/log.h"
+
+namespace aml {
+namespace {
+
+constexpr int kOrderFd = 3;  // the order's pipe, in the standby
+constexpr int kOrderPipeBytes = 1 << 20;
+
+void CloseFd(int* fd) {
+  if (*fd >= 0) close(*fd);
+  *fd = -1;
+}
+
+}  // namespace
+
+void WarmPool::Configure(std::string dir, std::string modules, bool pipe_output) {
+  dir_ = std::move(dir);
+  modules_ = std::move(modules);
+  pipe_output_ = pipe_output;
+}
+
+void WarmPool::Due(size_t i, const std::vector<std::string>& argv, const EnvSnapshot* env,
+                   const EnvSets& sets, const std::vector<int>& cpus, double now) {
+  if (!on()) return;
+  Result<PythonCommand> command = ParsePythonCommand(argv);
+  if (!command.ok()) {
+    if (!said_cold_)
+      LogWarning("--warm-restart: " + command.error().message +
+                 ": restarts start the ranks cold");
+    said_cold_ = true;
+    return;
+  }
+  if (slots_.size() <= i) slots_.resize(i + 1);
+  Slot& s = slots_[i];
+  s.argv = argv;
+  s.env = env;
+  s.sets = sets;
+  s.cpus = cpus;
+  if (s.pid < 0) s.due = now + kAfterS;
+}
+
+double WarmPool::NextDeadline() const {
+  double next = std::numeric_limits<double>::infinity();
+  for (const Slot& s : slots_)
+    if (s.due >= 0 && s.due < next) next = s.due;
+  return next;
+}
+
+std::vector<pid_t> WarmPool::Poll(double now) {
+  std::vector<pid_t> started;
+  for (Slot& s : slots_) {
+    if (s.due < 0 || now < s.due) continue;
+    s.due = -1;
+    const std::string failed = Start(s);
+    if (!failed.empty()) {
+      s.died = failed;
+      LogWarning("--warm-restart: " + failed + ": that rank restarts cold");
+    } else {
+      started.push_back(s.pid);
+    }
+  }
+  return started;
+}
+
+bool WarmPool::WriteScript() {
+  if (!script_.empty()) return true;
+  const std::string path = dir_ + "/warm_standby.py";
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  const size_t n = sizeof kWarmStandbyPy - 1;
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t w = write(fd, kWarmStandbyPy + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    done += static_cast<size_t>(w);
+  }
+  close(fd);
+  if (done != n) {
+    unlink(path.c_str());
+    return false;
+  }
+  script_ = path;
+  return true;
+}
+
+std::string WarmPool::Start(Slot& s) {
+  if (!WriteScript())
+    return "cannot write " + dir_ + "/warm_standby.py: " + std::strerror(errno);
+  Result<PythonCommand> command = ParsePythonCommand(s.argv);
+  if (!command.ok()) return command.error().message;
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) return std::string("cannot make a pipe: ") + std::strerror(errno);
+  fcntl(p[1], F_SETPIPE_SZ, kOrderPipeBytes);  // as much as allowed; Take checks
+  SpawnSpec spec;
+  spec.env_sets = s.sets;
+  spec.env_sets.emplace_back("AML_SHIM_STANDBY_FD", std::to_string(kOrderFd));
+  spec.env_sets.emplace_back("AML_SHIM_STANDBY_MODULES", modules_);
+  spec.pipe_output = pipe_output_;
+  spec.pass_fd = p[0];
+  spec.pass_as = kOrderFd;
+  int code = 0;
+  Result<SpawnedChild> spawned = Error{""};
+  {
+    ScopedCpuBinding bind(s.cpus);  // inherited, as the rank's
+    spawned = Spawn(command->StandbyArgv(script_), *s.env, spec, &code);
+  }
+  close(p[0]);
+  if (!spawned.ok()) {
+    close(p[1]);
+    return "its standby could not start: " + spawned.error().message;
+  }
+  s.pid = spawned->pid;
+  s.order_fd = p[1];
+  s.out_fd = spawned->out_fd;
+  s.err_fd = spawned->err_fd;
+  s.died.clear();
+  LogVerbose("--warm-restart: a standby (pid " + std::to_string(s.pid) + ") imports " +
+             modules_);
+  return "";
+}
+
+std::optional<SpawnedChild> WarmPool::Take(size_t i, const std::vector<std::string>& argv,
+                                           const EnvSnapshot& env, const EnvSets& sets,
+                                           std::string* why) {
+  if (i >= slots_.size() || slots_[i].pid < 0) {
+    if (i < slots_.size() && !slots_[i].died.empty()) *why = slots_[i].died;
+    else if (i < slots_.size() && slots_[i].due >= 0)
+      *why = "its standby was not started yet (" + std::to_string(static_cast<int>(kAfterS)) +
+             " s after the attempt's start)";
+    else *why = "it has no standby";
+    if (i < slots_.size()) slots_[i].due = -1;
+    return std::nullopt;
+  }
+  Slot& s = slots_[i];
+  Result<PythonCommand> command = ParsePythonCommand(argv);
+  if (!command.ok()) {
+    *why = command.error().message;
+    Drop(s, true);
+    return std::nullopt;
+  }
+  WarmOrder order;
+  char cwd[4096];
+  if (!getcwd(cwd, sizeof cwd)) {
+    *why = std::string("the working directory cannot be read: ") + std::strerror(errno);
+    Drop(s, true);
+    return std::nullopt;
+  }
+  order.cwd = cwd;
+  order.command = *command;
+  CArgs envp(env, sets);
+  for (char* const* e = envp.data(); *e; ++e) order.env.emplace_back(*e);
+  const std::string bytes = EncodeWarmOrder(order);
+  const int room = fcntl(s.order_fd, F_GETPIPE_SZ);
+  if (room < 0 || bytes.size() > static_cast<size_t>(room)) {
+    *why = "its order (" + std::to_string(bytes.size()) + " bytes: the environment) is more "
+           "than its pipe holds (" + std::to_string(room) + ")";
+    Drop(s, true);
+    return std::nullopt;
+  }
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t w = write(s.order_fd, bytes.data() + done, bytes.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    done += static_cast<size_t>(w);
+  }
+  if (done != bytes.size()) {
+    *why = "its standby (pid " + std::to_string(s.pid) + ") did not take its order: " +
+           std::strerror(errno);
+    Drop(s, true);
+    return std::nullopt;
+  }
+  CloseFd(&s.order_fd);
+  SpawnedChild child{s.pid, s.out_fd, s.err_fd};
+  s.pid = -1;
+  s.out_fd = s.err_fd = -1;
+  s.due = -1;
+  return child;
+}
+
+std::vector<pid_t> WarmPool::pids() const {
+  std::vector<pid_t> out = killed_;
+  for (const Slot& s : slots_)
+    if (s.pid > 0) out.push_back(s.pid);
+  return out;
+}
+
+bool WarmPool::Reaped(pid_t pid, int status) {
+  for (auto it = killed_.begin(); it != killed_.end(); ++it)
+    if (*it == pid) {
+      killed_.erase(it);
+      return true;
+    }
+  for (Slot& s : slots_) {
+    if (s.pid != pid) continue;
+    s.died = "its standby (pid " + std::to_string(pid) + ") ended: " + DescribeStatus(status);
+    Drop(s, false);
+    return true;
+  }
+  return false;
+}
+
+void WarmPool::Drop(Slot& s, bool kill_group) {
+  if (kill_group && s.pid > 0) {
+    kill(-s.pid, SIGKILL);
+    killed_.push_back(s.pid);
+  }
+  s.pid = -1;
+  CloseFd(&s.order_fd);
+  CloseFd(&s.out_fd);
+  CloseFd(&s.err_fd);
+}
+
+void WarmPool::EndAll() {
+  for (Slot& s : slots_) {
+    Drop(s, true);
+    s.due = -1;
+  }
+}
+
+}  // namespace aml

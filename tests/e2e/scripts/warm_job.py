@@ -1,0 +1,74 @@
+"""A rank for tests/e2e/test_warm_restart.py: says how it started (one JSON
+line: its attempt, __name__, sys.argv, the working directory, sys.path[0],
+whether torch was imported before its first line, whether aml-shim's
+flight-recorder agent is armed, MASTER_PORT, and any
+AML_SHIM_STANDBY_* variable it sees), then all-reduces once over Gloo. In
+the first attempt every rank waits WAIT_S seconds (the standbys are made
+meanwhile); rank KILL_STANDBY (-1: none) first SIGKILLs one standby of its
+shim (a process running warm_standby.py whose parent is its own), then rank
+FAIL_RANK (-1: none) exits 7 and the others sleep until ended. In a later
+attempt rank RAISE_RANK raises ValueError, and with MP=1 every rank squares
+3 numbers in a multiprocessing pool started with spawn."""
+import json
+import os
+import signal
+import sys
+import time
+
+import threading  # noqa: E402
+
+loaded = "torch" in sys.modules
+# aml-shim's flight-recorder agent (with --hang-timeout): its import watch,
+# or its thread once torch.distributed is imported.
+agent = any(type(f).__name__ == "_AmlFlightWatch" for f in sys.meta_path) or any(
+    t.name == "aml-shim-flight-recorder" for t in threading.enumerate())
+rank = int(os.environ["RANK"])
+attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+print(json.dumps({"rank": rank, "attempt": attempt, "name": __name__, "argv": sys.argv,
+                  "cwd": os.getcwd(), "path0": sys.path[0], "torch_loaded": loaded, "agent": agent,
+                  "port": os.environ.get("MASTER_PORT"),
+                  "standby_vars": sorted(k for k in os.environ if k.startswith("AML_SHIM_STANDBY")),
+                  "pid": os.getpid()}), flush=True)
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+
+def square(x):
+    return x * x
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    t = torch.ones(1)
+    dist.all_reduce(t)
+    print(f"rank {rank} attempt {attempt} sum {t.item():.0f}", flush=True)
+    if attempt == 0:
+        time.sleep(float(os.environ.get("WAIT_S", "12")))
+        if rank == int(os.environ.get("KILL_STANDBY", "-1")):
+            me = os.getppid()
+            for pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit()):
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        cmd = f.read()
+                    with open(f"/proc/{pid}/stat") as f:
+                        ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                except OSError:
+                    continue
+                if b"warm_standby.py" in cmd and ppid == me:
+                    os.kill(pid, signal.SIGKILL)
+                    print(f"rank {rank} killed standby {pid}", flush=True)
+                    break
+            time.sleep(0.5)
+        if rank == int(os.environ.get("FAIL_RANK", "-1")):
+            sys.exit(7)
+        if int(os.environ.get("FAIL_RANK", "-1")) >= 0:
+            time.sleep(60)
+    else:
+        if rank == int(os.environ.get("RAISE_RANK", "-1")):
+            raise ValueError(f"boom from rank {rank}")
+        if os.environ.get("MP") == "1":
+            import multiprocessing
+            with multiprocessing.get_context("spawn").Pool(1) as pool:
+                print(f"rank {rank} squares {pool.map(square, [1, 2, 3])}", flush=True)
+    dist.destroy_process_group()

@@ -1,0 +1,150 @@
+"""--warm-restart (docs/control-plane.md, "Warm restarts"): a standby
+interpreter per rank, made 10 s after each attempt's ranks started, imports
+--preload's modules (torch) and becomes the next attempt's rank: the script
+runs as `python script.py` would have (its __name__, sys.argv, working
+directory, sys.path[0] and the attempt's environment, a new MASTER_PORT
+among it), torch already imported. Real PyTorch (Debian's 1.13) over Gloo
+on one node: a failed attempt restarts warm, a standby killed before the
+restart starts its rank cold (said), a warm rank's exception is the
+script's own traceback and status, multiprocessing's spawn works in it, a
+command that is not Python restarts cold (said once), and no standby
+outlives the shim."""
+import json
+import os
+import re
+import subprocess
+import tempfile
+import unittest
+
+from harness import PYTHON, SHIM, SRC, clean_env, free_port, main, run
+
+JOB = os.path.join(SRC, "tests", "e2e", "scripts", "warm_job.py")
+
+
+def starts(stdout):
+    """Each rank's first line, by (attempt, rank) (a multiprocessing child
+    that re-runs the script as __mp_main__ prints one later)."""
+    out = {}
+    for line in stdout.splitlines():
+        at = line.find("{")
+        if at >= 0 and '"attempt"' in line:
+            d = json.loads(line[at:])
+            out.setdefault((d["attempt"], d["rank"]), d)
+    return out
+
+
+def standbys_left():
+    """Processes running aml-shim's standby program, anywhere."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"warm_standby.py" in f.read():
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+class WarmRestart(unittest.TestCase):
+    def job(self, *shim_args, cwd=None, **env):
+        return run([SHIM, "--nproc-per-node", "2", *shim_args, "--", PYTHON, JOB, "a1", "--flag"],
+                   env=clean_env(MASTER_PORT=free_port(), **env), timeout=240, cwd=cwd)
+
+    def test_a_failed_attempt_restarts_from_the_standbys_as_the_script_would_start(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            # (--hang-timeout: the flight recorder's agent, armed in the
+            # warm rank once its variables are the attempt's.)
+            r = self.job("--max-restarts", "1", "--warm-restart", "--hang-timeout", "120s", cwd=tmp,
+                         FAIL_RANK="1", MP="1")
+            text = r.stdout + r.stderr
+            self.assertEqual(r.returncode, 0, text)
+            self.assertIn("aml-shim: --warm-restart: 2 of 2 ranks started from their standbys",
+                          r.stderr)
+            self.assertNotIn("starts cold", r.stderr)
+            s = starts(r.stdout)
+            for rank in (0, 1):
+                cold, warm = s[(0, rank)], s[(1, rank)]
+                self.assertFalse(cold["torch_loaded"], text)
+                self.assertTrue(warm["torch_loaded"], text)  # the standby had imported it
+                for key in ("name", "argv", "cwd", "path0"):
+                    self.assertEqual(warm[key], cold[key], key)
+                self.assertEqual(warm["name"], "__main__")
+                self.assertEqual(warm["argv"], [JOB, "a1", "--flag"])
+                self.assertEqual(os.path.realpath(warm["cwd"]), os.path.realpath(tmp))
+                self.assertEqual(warm["path0"], os.path.dirname(os.path.realpath(JOB)))
+                self.assertNotEqual(warm["port"], cold["port"])  # the attempt's own
+                self.assertEqual(warm["standby_vars"], [], text)
+                self.assertTrue(cold["agent"], text)
+                self.assertTrue(warm["agent"], text)
+                self.assertIn(f"[rank {rank}] rank {rank} attempt 1 sum 2", r.stdout)
+                self.assertIn(f"[rank {rank}] rank {rank} squares [1, 4, 9]", r.stdout)
+        self.assertEqual(standbys_left(), [])
+
+    def test_a_standby_that_died_starts_its_rank_cold_and_says_so(self):
+        r = self.job("--max-restarts", "1", "--warm-restart", FAIL_RANK="1", KILL_STANDBY="0")
+        text = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 0, text)
+        killed = re.findall(r"rank 0 killed standby (\d+)", r.stdout)
+        self.assertEqual(len(killed), 1, text)
+        self.assertRegex(r.stderr, r"aml-shim: warning: --warm-restart: rank [01] starts cold: "
+                         rf"its standby \(pid {killed[0]}\) ended: signal 9 \(SIGKILL\)")
+        self.assertIn("--warm-restart: 1 of 2 ranks started from their standbys", r.stderr)
+        s = starts(r.stdout)
+        self.assertEqual(sorted(d["torch_loaded"] for (a, _), d in s.items() if a == 1),
+                         [False, True], text)
+        for rank in (0, 1):
+            self.assertIn(f"rank {rank} attempt 1 sum 2", r.stdout)
+        self.assertEqual(standbys_left(), [])
+
+    def test_a_warm_ranks_exception_is_the_scripts_traceback_and_status(self):
+        r = self.job("--max-restarts", "1", "--warm-restart", FAIL_RANK="1", RAISE_RANK="1")
+        text = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 1, text)
+        self.assertIn("2 of 2 ranks started from their standbys", r.stderr)
+        tb = re.findall(r"\[rank 1\] (.*)", r.stderr)
+        self.assertIn("Traceback (most recent call last):", tb, text)
+        self.assertIn("ValueError: boom from rank 1", tb, text)
+        self.assertTrue(any("warm_job.py" in line for line in tb), text)
+        self.assertFalse(any("warm_standby" in line or "runpy" in line for line in tb), text)
+        self.assertEqual(standbys_left(), [])
+
+    def test_a_job_that_ends_leaves_no_standby_behind(self):
+        r = self.job("--max-restarts", "1", "--warm-restart", "--verbose", WAIT_S="13")
+        text = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 0, text)
+        made = re.findall(r"--warm-restart: a standby \(pid (\d+)\) imports torch", r.stderr)
+        self.assertEqual(len(made), 2, text)
+        self.assertEqual(standbys_left(), [])
+
+    def test_a_command_that_is_not_python_restarts_cold_said_once(self):
+        r = run([SHIM, "--nproc-per-node", "2", "--max-restarts", "1", "--warm-restart", "--",
+                 "sh", "-c", "exit 7"], env=clean_env(MASTER_PORT=free_port()), timeout=60)
+        self.assertEqual(r.returncode, 7, r.stderr)
+        self.assertEqual(r.stderr.count("--warm-restart: not a Python interpreter: sh: restarts "
+                                        "start the ranks cold"), 1, r.stderr)
+
+    def test_bad_options_are_refused_and_nothing_runs(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            mark = os.path.join(tmp, "ran")
+            for args, says in (
+                    (["--warm-restart"], "--warm-restart keeps interpreters for the next attempt: "
+                                         "give --max-restarts N too"),
+                    (["--max-restarts", "1", "--warm-restart", "--preload", "torch,,numpy"],
+                     "--preload=torch,,numpy: '' is not a module's name"),
+                    (["--max-restarts", "1", "--preload", "torch"],
+                     "--preload names what --warm-restart's standbys import")):
+                r = run([SHIM, *args, "--", "touch", mark], env=clean_env(), timeout=30)
+                self.assertEqual(r.returncode, 125, r.stderr)
+                self.assertIn(says, r.stderr)
+                self.assertFalse(os.path.exists(mark))
+            r = run([SHIM, "--", "touch", mark], env=clean_env(AML_SHIM_WARM_RESTART="1"),
+                    timeout=30)
+            self.assertEqual(r.returncode, 125, r.stderr)
+            self.assertIn("AML_SHIM_WARM_RESTART keeps interpreters", r.stderr)
+
+
+if __name__ == "__main__":
+    main()
