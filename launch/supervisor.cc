@@ -479,8 +479,11 @@ void Supervisor::Poll(double now) {
   }
   // A SIGCHLD may coalesce with another; reaping is cheap and idempotent.
   Reap();
-  for (pid_t pid : warm_.Poll(Now())) to_watch_.push_back(pid);
-  WatchStarted();
+  const std::vector<pid_t> standbys = warm_.Poll(Now());
+  if (!standbys.empty()) {
+    to_watch_.insert(to_watch_.end(), standbys.begin(), standbys.end());
+    WatchStarted();
+  }
   CheckSinks(now);
   if (config_.metrics) {
     config_.metrics->OnPoll(fds.data() + first_metrics, fds.size() - first_metrics, Now(),
