@@ -13,6 +13,7 @@
 #include "launch/warm_order.h"
 #include "launch/warm_standby_py.h"
 #include "shim/base/log.h"
+#include "shim/base/write_new_file.h"
 
 namespace aml {
 namespace {
@@ -46,7 +47,7 @@ void WarmPool::Due(size_t i, const std::vector<std::string>& argv, const EnvSnap
   }
   if (slots_.size() <= i) slots_.resize(i + 1);
   Slot& s = slots_[i];
-  s.argv = argv;
+  s.command = *command;
   s.env = env;
   s.sets = sets;
   s.cpus = cpus;
@@ -76,33 +77,17 @@ std::vector<pid_t> WarmPool::Poll(double now) {
   return started;
 }
 
-bool WarmPool::WriteScript() {
-  if (!script_.empty()) return true;
+Status WarmPool::WriteScript() {
+  if (!script_.empty()) return Ok();
   const std::string path = dir_ + "/warm_standby.py";
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return false;
-  const size_t n = sizeof kWarmStandbyPy - 1;
-  size_t done = 0;
-  while (done < n) {
-    const ssize_t w = write(fd, kWarmStandbyPy + done, n - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;
-    done += static_cast<size_t>(w);
-  }
-  close(fd);
-  if (done != n) {
-    unlink(path.c_str());
-    return false;
-  }
-  script_ = path;
-  return true;
+  Status st = WriteNewFile(path, std::string_view(kWarmStandbyPy, sizeof kWarmStandbyPy - 1));
+  if (st.ok()) script_ = path;
+  return st;
 }
 
 std::string WarmPool::Start(Slot& s) {
-  if (!WriteScript())
-    return "cannot write " + dir_ + "/warm_standby.py: " + std::strerror(errno);
-  Result<PythonCommand> command = ParsePythonCommand(s.argv);
-  if (!command.ok()) return command.error().message;
+  Status written = WriteScript();
+  if (!written.ok()) return written.error().message;
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) return std::string("cannot make a pipe: ") + std::strerror(errno);
   fcntl(p[1], F_SETPIPE_SZ, kOrderPipeBytes);  // as much as allowed; Take checks
@@ -117,7 +102,7 @@ std::string WarmPool::Start(Slot& s) {
   Result<SpawnedChild> spawned = Error{""};
   {
     ScopedCpuBinding bind(s.cpus);  // inherited, as the rank's
-    spawned = Spawn(command->StandbyArgv(script_), *s.env, spec, &code);
+    spawned = Spawn(s.command.StandbyArgv(script_), *s.env, spec, &code);
   }
   close(p[0]);
   if (!spawned.ok()) {
@@ -172,14 +157,7 @@ std::optional<SpawnedChild> WarmPool::Take(size_t i, const std::vector<std::stri
     Drop(s, true);
     return std::nullopt;
   }
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t w = write(s.order_fd, bytes.data() + done, bytes.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;
-    done += static_cast<size_t>(w);
-  }
-  if (done != bytes.size()) {
+  if (!WriteAll(s.order_fd, bytes)) {
     *why = "its standby (pid " + std::to_string(s.pid) + ") did not take its order: " +
            std::strerror(errno);
     Drop(s, true);

@@ -20,6 +20,7 @@
 #include "launch/exec.h"
 #include "launch/warm_command.h"
 #include "shim/base/env_snapshot.h"
+#include "shim/base/result.h"
 
 namespace aml {
 
@@ -60,7 +61,7 @@ class WarmPool {
     int order_fd = -1;  // the write end of its order's pipe
     int out_fd = -1, err_fd = -1;
     double due = -1;  // when one is to be started (-1: none due)
-    std::vector<std::string> argv;
+    PythonCommand command;  // the rank's, parsed
     const EnvSnapshot* env = nullptr;
     EnvSets sets;
     std::vector<int> cpus;
@@ -68,7 +69,7 @@ class WarmPool {
   };
   void Drop(Slot& s, bool kill_group);
   std::string Start(Slot& s);
-  bool WriteScript();
+  Status WriteScript();
 
   std::string dir_, modules_, script_;
   bool pipe_output_ = true;

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "launch/flight/fr_agent_py.h"
+#include "shim/base/write_new_file.h"
 
 namespace aml {
 namespace {
@@ -71,23 +72,8 @@ Status MakeFlightAgent(const std::string& private_dir) {
   const std::string dir = FlightAgentDir(private_dir);
   if (mkdir(dir.c_str(), 0700) != 0)
     return Error{"cannot make " + dir + ": " + std::strerror(errno)};
-  const std::string path = dir + "/sitecustomize.py";
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return Error{"cannot write " + path + ": " + std::strerror(errno)};
-  const size_t n = sizeof kFlightAgentPy - 1;
-  size_t done = 0;
-  while (done < n) {
-    const ssize_t w = write(fd, kFlightAgentPy + done, n - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      const int e = errno;
-      close(fd);
-      return Error{"cannot write " + path + ": " + std::strerror(e)};
-    }
-    done += static_cast<size_t>(w);
-  }
-  close(fd);
-  return Ok();
+  return WriteNewFile(dir + "/sitecustomize.py",
+                      std::string_view(kFlightAgentPy, sizeof kFlightAgentPy - 1));
 }
 
 Status MakeFlightAttemptDir(const std::string& private_dir, int attempt) {
