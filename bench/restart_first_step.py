@@ -11,7 +11,9 @@ Each rank imports torch (and, with the heavy set, numpy, sympy, hypothesis,
 cryptography, requests, pygments and yaml too), starts a Gloo process group
 and all-reduces one tensor: its first step. In the first attempt rank 3
 then fails (exit 7) 20 s after its start (--warm-restart makes its standbys
-10 s into an attempt; they import what --preload names: the same modules);
+10 s into an attempt, or once the ranks' process groups are up; they import
+--preload's torch and what the rank before them had imported by then: the
+heavy set too, learned);
 the others sleep until they are ended. Each
 rank writes when its interpreter started, when its imports were done and
 when its first all-reduce returned. Prints a Markdown table: the restart to
@@ -19,7 +21,12 @@ every rank's first step (median, min, max of RUNS runs), and of it, the
 launcher's part (to the last rank's interpreter started) and the imports'
 (the slowest rank's).
 
-  bench/restart_first_step.py [--runs N] [--shim build/aml-shim]"""
+With --root forky the same runs in the Debian forky root
+(scripts/forky-root.sh: torch 2.14, Python 3.14; its TCPStore without libuv,
+USE_LIBUV=0), torchrun that root's (peers/torchrun.py), and the heavy
+set without cryptography and pygments (not in that root).
+
+  bench/restart_first_step.py [--runs N] [--shim build/aml-shim] [--root forky]"""
 import argparse
 import os
 import statistics
@@ -30,13 +37,16 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY = "/usr/bin/python3"
 HEAVY = "numpy, sympy, hypothesis, cryptography.x509, requests, pygments.lexers, yaml"
+HEAVY_FORKY = "numpy, sympy, hypothesis, requests, yaml"
 RANK_SCRIPT = r"""
 import os, sys, time
 t0 = time.time()
 import torch
 import torch.distributed as dist
-if os.environ.get("BENCH_HEAVY") == "1":
-    import numpy, sympy, hypothesis, cryptography.x509, requests, pygments.lexers, yaml
+import importlib
+for m in os.environ["BENCH_MODULES"].split(","):
+    if m:
+        importlib.import_module(m)
 t1 = time.time()
 a = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
 r = os.environ["RANK"]
@@ -58,9 +68,9 @@ dist.destroy_process_group()
 """
 
 
-def once(cmd, heavy):
+def once(cmd, modules, extra_env):
     with tempfile.TemporaryDirectory() as d:
-        env = dict(os.environ, BENCH_DIR=d, BENCH_HEAVY="1" if heavy else "0")
+        env = dict(os.environ, BENCH_DIR=d, BENCH_MODULES=modules, **extra_env)
         env.pop("MASTER_PORT", None)
         r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
         if r.returncode != 0:
@@ -77,18 +87,31 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--shim", default=os.path.join(HERE, "..", "build", "aml-shim"))
+    ap.add_argument("--root", choices=["forky"])
     args = ap.parse_args()
-    torchrun = [PY, os.path.join(HERE, "peers", "torchrun.py"), "--standalone",
-                "--nproc_per_node", "4", "--max_restarts", "1", "--monitor_interval", "0.1"]
+    shim_path = os.path.abspath(args.shim)
+    py, heavy_set, wrap, extra_env = PY, HEAVY, [], {}
+    torchrun = [PY, os.path.join(HERE, "peers", "torchrun.py")]
+    if args.root:
+        src = os.path.dirname(HERE)
+        root = subprocess.run([os.path.join(src, "scripts", "forky-root.sh")], check=True,
+                              capture_output=True, text=True).stdout.strip()
+        wrap = [os.path.join(src, "scripts", "in-root.sh"), root]
+        py, heavy_set = "python3", HEAVY_FORKY
+        torchrun = ["python3", os.path.join(HERE, "peers", "torchrun.py")]
+        extra_env = {"USE_LIBUV": "0", "AML_ROOT_BINDS": ":".join(
+            sorted({os.path.dirname(shim_path), src, tempfile.gettempdir()}))}
+    torchrun = wrap + torchrun + ["--standalone", "--nproc_per_node", "4", "--max_restarts", "1",
+                                  "--monitor_interval", "0.1"]
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(RANK_SCRIPT)
         script = f.name
-    shim = [args.shim, "--nproc-per-node", "4", "--max-restarts", "1"]
-    heavy_mods = "torch," + HEAVY.replace(" ", "")
+    shim = wrap + [shim_path, "--nproc-per-node", "4", "--max-restarts", "1"]
+    heavy_mods = heavy_set.replace(" ", "")
     peers = {
-        "aml-shim --max-restarts 1 (cold)": lambda heavy: shim + ["--", PY, script],
+        "aml-shim --max-restarts 1 (cold)": lambda heavy: shim + ["--", py, script],
         "aml-shim --max-restarts 1 --warm-restart": lambda heavy: shim + [
-            "--warm-restart", "--preload", heavy_mods if heavy else "torch", "--", PY, script],
+            "--warm-restart", "--", py, script],
         "torchrun --max_restarts 1 --monitor_interval 0.1": lambda heavy: torchrun + [script],
     }
     print("| imports | launcher | failure to every rank's first step, median (min-max) | "
@@ -96,9 +119,10 @@ def main():
     print("|---|---|---|---|---|")
     try:
         for heavy in (False, True):
-            what = f"torch, {HEAVY}" if heavy else "torch"
+            what = f"torch, {heavy_set}" if heavy else "torch"
             for name, cmd in peers.items():
-                runs = [once(cmd(heavy), heavy) for _ in range(args.runs)]
+                runs = [once(cmd(heavy), heavy_mods if heavy else "", extra_env)
+                        for _ in range(args.runs)]
                 step = [x[0] for x in runs]
                 print(f"| {what} | {name} | {statistics.median(step):.2f} s "
                       f"({min(step):.2f}-{max(step):.2f}) | "

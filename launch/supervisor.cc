@@ -106,6 +106,9 @@ int Supervisor::Prepare() {
     if (error_dir_.empty())
       LogWarning("--warm-restart: no private directory (" + error_dir +
                  ") for the standbys' program: restarts start the ranks cold");
+    else if (Status agent = flight_ ? Ok() : MakeFlightAgent(error_dir_); !agent.ok())
+      // The agent learns which modules each rank imports.
+      LogWarning("--warm-restart: " + agent.error().message + ": restarts start the ranks cold");
     else
       warm_.Configure(error_dir_, config_.preload, config_.pipe_output);
   }
@@ -152,6 +155,11 @@ bool Supervisor::Start(size_t i, const RestartOrder* restart, int* code) {
     }
     c.fr = FlightFilesOf(*c.launch->base_env, sets, c.launch->rank);
   }
+  if (warm_.on() && !node) {
+    // The agent writes which modules the rank imported (its standby's).
+    sets.emplace_back("AML_SHIM_LEARN_MODULES", warm_.LearnPrefix());
+    if (!flight_) sets.emplace_back("PYTHONPATH", AgentPythonPath(*c.launch->base_env, error_dir_));
+  }
   if (keeper_.running()) {
     // After the tags of any shim above this one: each keeper finds all.
     const std::string above = c.launch->base_env->GetOr(kKeeperTagVar, "");
@@ -195,7 +203,7 @@ bool Supervisor::Start(size_t i, const RestartOrder* restart, int* code) {
   if (config_.foreground_tty && i == 0 && isatty(STDIN_FILENO))
     tcsetpgrp(STDIN_FILENO, c.pid);
   if (warm_.on() && !node) {
-    warm_.Due(i, c.launch->argv, c.launch->base_env, sets, c.launch->cpus, Now());
+    warm_.Due(i, c.launch->rank, c.launch->argv, c.launch->base_env, sets, c.launch->cpus, Now());
     if (restart && i + 1 == children_.size())
       LogInfo("--warm-restart: " + std::to_string(warm_started_) + " of " +
               std::to_string(children_.size()) + " ranks started from their standbys");

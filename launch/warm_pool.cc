@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -20,6 +21,7 @@ namespace {
 
 constexpr int kOrderFd = 3;  // the order's pipe, in the standby
 constexpr int kOrderPipeBytes = 1 << 20;
+constexpr double kLearnLookS = 1;  // how often a standby due looks for its rank's modules
 
 void CloseFd(int* fd) {
   if (*fd >= 0) close(*fd);
@@ -34,8 +36,9 @@ void WarmPool::Configure(std::string dir, std::string modules, bool pipe_output)
   pipe_output_ = pipe_output;
 }
 
-void WarmPool::Due(size_t i, const std::vector<std::string>& argv, const EnvSnapshot* env,
-                   const EnvSets& sets, const std::vector<int>& cpus, double now) {
+void WarmPool::Due(size_t i, int rank, const std::vector<std::string>& argv,
+                   const EnvSnapshot* env, const EnvSets& sets, const std::vector<int>& cpus,
+                   double now) {
   if (!on()) return;
   Result<PythonCommand> command = ParsePythonCommand(argv);
   if (!command.ok()) {
@@ -51,7 +54,16 @@ void WarmPool::Due(size_t i, const std::vector<std::string>& argv, const EnvSnap
   s.env = env;
   s.sets = sets;
   s.cpus = cpus;
-  if (s.pid < 0) s.due = now + kAfterS;
+  s.rank = rank;
+  if (s.pid < 0) {
+    s.due = now + kAfterS;
+    s.learn_until = now + kLearnS;
+  }
+}
+
+std::string WarmPool::Learned(const Slot& s) const {
+  const std::string path = LearnPrefix() + std::to_string(s.rank);
+  return access(path.c_str(), F_OK) == 0 ? path : "";
 }
 
 double WarmPool::NextDeadline() const {
@@ -65,6 +77,10 @@ std::vector<pid_t> WarmPool::Poll(double now) {
   std::vector<pid_t> started;
   for (Slot& s : slots_) {
     if (s.due < 0 || now < s.due) continue;
+    if (now < s.learn_until && Learned(s).empty()) {
+      s.due = std::min(now + kLearnLookS, s.learn_until);  // the rank's modules not known yet
+      continue;
+    }
     s.due = -1;
     const std::string failed = Start(s);
     if (!failed.empty()) {
@@ -95,6 +111,8 @@ std::string WarmPool::Start(Slot& s) {
   spec.env_sets = s.sets;
   spec.env_sets.emplace_back("AML_SHIM_STANDBY_FD", std::to_string(kOrderFd));
   spec.env_sets.emplace_back("AML_SHIM_STANDBY_MODULES", modules_);
+  const std::string learned = Learned(s);
+  if (!learned.empty()) spec.env_sets.emplace_back("AML_SHIM_STANDBY_LEARNED", learned);
   spec.pipe_output = pipe_output_;
   spec.pass_fd = p[0];
   spec.pass_as = kOrderFd;
@@ -114,8 +132,10 @@ std::string WarmPool::Start(Slot& s) {
   s.out_fd = spawned->out_fd;
   s.err_fd = spawned->err_fd;
   s.died.clear();
-  LogVerbose("--warm-restart: a standby (pid " + std::to_string(s.pid) + ") imports " +
-             modules_);
+  LogVerbose("--warm-restart: rank " + std::to_string(s.rank) + "'s standby (pid " +
+             std::to_string(s.pid) + ") imports " + modules_ +
+             (learned.empty() ? " (the rank's own modules not known)"
+                              : " and the rank's own modules (" + learned + ")"));
   return "";
 }
 
@@ -126,7 +146,8 @@ std::optional<SpawnedChild> WarmPool::Take(size_t i, const std::vector<std::stri
     if (i < slots_.size() && !slots_[i].died.empty()) *why = slots_[i].died;
     else if (i < slots_.size() && slots_[i].due >= 0)
       *why = "its standby was not started yet (" + std::to_string(static_cast<int>(kAfterS)) +
-             " s after the attempt's start)";
+             " s after the attempt's start, once the rank's modules are known, at most " +
+             std::to_string(static_cast<int>(kLearnS)) + " s)";
     else *why = "it has no standby";
     if (i < slots_.size()) slots_[i].due = -1;
     return std::nullopt;

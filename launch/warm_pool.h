@@ -27,16 +27,26 @@ namespace aml {
 class WarmPool {
  public:
   static constexpr double kAfterS = 10;  // after the attempt's ranks started
+  // How long after the rank's start its standby waits for the rank's
+  // modules (written by aml-shim's agent once its process group is up)
+  // before it is made with --preload's alone.
+  static constexpr double kLearnS = 60;
 
   // `dir`: the shim's private directory (warm_standby.py is written there
   // at the first standby); `modules`: --preload's list.
   void Configure(std::string dir, std::string modules, bool pipe_output);
   bool on() const { return !dir_.empty(); }
 
-  // Slot `i`'s rank started at `now` with this command, environment and
-  // CPUs: its standby is due kAfterS later (a command that is not a Python
-  // script or module never has one: said once).
-  void Due(size_t i, const std::vector<std::string>& argv, const EnvSnapshot* env,
+  // Where rank R's agent writes the modules it imported: this + R (the
+  // variable AML_SHIM_LEARN_MODULES of every rank).
+  std::string LearnPrefix() const { return dir_ + "/modules-rank-"; }
+
+  // Slot `i`'s rank `rank` started at `now` with this command, environment
+  // and CPUs: its standby is due kAfterS later, once the rank's modules are
+  // known (an earlier attempt's rank `rank` counts), or kLearnS after its
+  // start without them (a command that is not a Python script or module
+  // never has one: said once).
+  void Due(size_t i, int rank, const std::vector<std::string>& argv, const EnvSnapshot* env,
            const EnvSets& sets, const std::vector<int>& cpus, double now);
   // Starts the standbys that are due; their pids, to name to the keeper.
   std::vector<pid_t> Poll(double now);
@@ -61,6 +71,8 @@ class WarmPool {
     int order_fd = -1;  // the write end of its order's pipe
     int out_fd = -1, err_fd = -1;
     double due = -1;  // when one is to be started (-1: none due)
+    double learn_until = -1;  // made without the rank's modules from then
+    int rank = -1;
     PythonCommand command;  // the rank's, parsed
     const EnvSnapshot* env = nullptr;
     EnvSets sets;
@@ -69,6 +81,7 @@ class WarmPool {
   };
   void Drop(Slot& s, bool kill_group);
   std::string Start(Slot& s);
+  std::string Learned(const Slot& s) const;  // its rank's modules' file ("": none yet)
   Status WriteScript();
 
   std::string dir_, modules_, script_;

@@ -2,8 +2,9 @@
 # --warm-restart aml-shim starts, beside each running rank, the rank's own
 # interpreter with the rank's own flags on this file instead of the script,
 # in the environment the next attempt's rank would have. It imports the
-# modules named in AML_SHIM_STANDBY_MODULES (what the rank before it had
-# imported by its first collective, and --preload), then waits on the
+# modules named in AML_SHIM_STANDBY_MODULES (--preload), then those in the
+# file AML_SHIM_STANDBY_LEARNED (what the rank before it had imported by the
+# time its process group was up: aml-shim's agent wrote it), then waits on the
 # descriptor AML_SHIM_STANDBY_FD for its order: at a restart aml-shim writes
 # the attempt's working directory, the script (or -m module), sys.argv and
 # the attempt's whole environment, and closes it; the standby takes them and
@@ -16,8 +17,19 @@ import sys
 
 def _aml_standby_modules():
     import importlib
-    for name in os.environ.get("AML_SHIM_STANDBY_MODULES", "").split(","):
-        if not name:
+    names = os.environ.get("AML_SHIM_STANDBY_MODULES", "").split(",")
+    learned = os.environ.get("AML_SHIM_STANDBY_LEARNED")
+    if learned:
+        # What the rank before it imported (its agent wrote it: one name a
+        # line, in the order of their import).
+        try:
+            fd = os.open(learned, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            with os.fdopen(fd, "rb") as f:
+                names += f.read(1 << 22).decode("utf-8", "replace").splitlines()
+        except OSError:
+            pass
+    for name in names:
+        if not name or name in sys.modules:
             continue
         try:
             importlib.import_module(name)

@@ -15,7 +15,10 @@
 # torchfrtrace loads it; it writes that dump too as an exception ends the
 # rank (its peer's death ends a Gloo collective at once). It never prints, never raises into the rank and
 # never blocks it; a torch with no flight recorder gets a one-line
-# <prefix><rank>.why instead, which aml-shim's verdict quotes.
+# <prefix><rank>.why instead, which aml-shim's verdict quotes. With
+# --warm-restart it is there too (with or without the recorder), and
+# writes, once the process group is up, which installed modules the rank
+# imported (_aml_learn_modules): what the next attempt's standby imports.
 import sys
 
 
@@ -244,10 +247,16 @@ class _AmlFlightWatch(object):
                 _aml_flight_legacy()
             except Exception:
                 pass
+            import os
             import threading
-            t = threading.Thread(target=_aml_flight_quiet, name="aml-shim-flight-recorder")
-            t.daemon = True
-            t.start()
+            if os.environ.get("TORCH_NCCL_DEBUG_INFO_PIPE_FILE"):
+                t = threading.Thread(target=_aml_flight_quiet, name="aml-shim-flight-recorder")
+                t.daemon = True
+                t.start()
+            if os.environ.get("AML_SHIM_LEARN_MODULES"):
+                t = threading.Thread(target=_aml_learn_quiet, name="aml-shim-warm-restart")
+                t.daemon = True
+                t.start()
         return None
 
 
@@ -256,6 +265,70 @@ def _aml_flight_quiet():
         _aml_flight_run()
     except BaseException:
         pass
+
+
+def _aml_learn_quiet():
+    try:
+        _aml_learn_modules()
+    except BaseException:
+        pass
+
+
+def _aml_learn_modules():
+    # --warm-restart (docs/control-plane.md, "Warm restarts"): once the
+    # rank's process group is up (its first collective follows), the
+    # installed modules it has imported, in the order of their import, go
+    # to <AML_SHIM_LEARN_MODULES><RANK>; the next attempt's standby for this
+    # rank imports them. Only modules from the interpreter's own library and
+    # site directories: never the user's code (the script's directory,
+    # PYTHONPATH), which the script imports itself, where it expects to.
+    import os
+    import time
+    prefix = os.environ["AML_SHIM_LEARN_MODULES"]
+    rank = os.environ.get("RANK", "")
+    if not rank.isdigit():
+        return
+    nap = 0.05
+    while True:
+        time.sleep(nap)
+        nap = min(nap * 2, 1.0)
+        dist = sys.modules.get("torch.distributed")
+        try:
+            if dist is not None and dist.is_available() and dist.is_initialized():
+                break
+        except Exception:
+            pass
+    if dist.get_rank() != int(rank):
+        return  # not the rank aml-shim started (a process it spawned)
+    import site
+    import sysconfig
+    roots = set()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        p = sysconfig.get_paths().get(key)
+        if p:
+            roots.add(p)
+    try:
+        roots.update(site.getsitepackages())
+        roots.add(site.getusersitepackages())
+    except Exception:
+        pass
+    roots = tuple(os.path.join(os.path.realpath(r), "") for r in roots if r)
+    names = []
+    for name, mod in list(sys.modules.items()):
+        if mod is None or name in ("__main__", "__mp_main__", "sitecustomize",
+                                   "usercustomize") or name.startswith("_aml"):
+            continue
+        f = getattr(mod, "__file__", None)
+        if not isinstance(f, str) or not os.path.realpath(f).startswith(roots):
+            continue
+        names.append(name)
+    tmp = "%s%s.%d.tmp" % (prefix, rank, os.getpid())
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        os.write(fd, ("\n".join(names) + "\n").encode("utf-8", "replace"))
+    finally:
+        os.close(fd)
+    os.rename(tmp, prefix + rank)
 
 
 def _aml_flight_chain():

@@ -60,12 +60,17 @@ void AddFlightVars(const EnvSnapshot& env, const std::string& private_dir, int a
                                 "its record, in a private 0700 directory of this attempt"));
   Pair(env, kDump, dir + "/dump-rank-",
        kWhy + std::string("where the rank writes its record (+ RANK) when asked"), b);
-  const std::string agent = FlightAgentDir(private_dir);
   const std::string* theirs = env.Find("PYTHONPATH");
-  b->Force("PYTHONPATH", theirs && !theirs->empty() ? agent + ":" + *theirs : agent,
+  b->Force("PYTHONPATH", AgentPythonPath(env, private_dir),
            kWhy + std::string("aml-shim's sitecustomize serves the record where torch has no "
                               "reader (Gloo), then runs yours") +
                (theirs && !theirs->empty() ? "; your PYTHONPATH follows" : ""));
+}
+
+std::string AgentPythonPath(const EnvSnapshot& env, const std::string& private_dir) {
+  const std::string agent = FlightAgentDir(private_dir);
+  const std::string* theirs = env.Find("PYTHONPATH");
+  return theirs && !theirs->empty() ? agent + ":" + *theirs : agent;
 }
 
 Status MakeFlightAgent(const std::string& private_dir) {

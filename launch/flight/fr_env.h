@@ -28,6 +28,9 @@ std::string FlightAgentDir(const std::string& private_dir);
 void AddFlightVars(const EnvSnapshot& env, const std::string& private_dir, int attempt,
                    ContractBuilder* b);
 
+// PYTHONPATH with the agent's directory first (and `env`'s after it).
+std::string AgentPythonPath(const EnvSnapshot& env, const std::string& private_dir);
+
 // Writes the agent as the module sitecustomize in python/ of `private_dir`
 // (which must be the shim's own, 0700). The error names the path.
 Status MakeFlightAgent(const std::string& private_dir);

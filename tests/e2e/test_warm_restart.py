@@ -53,6 +53,24 @@ class WarmRestart(unittest.TestCase):
         return run([SHIM, "--nproc-per-node", "2", *shim_args, "--", PYTHON, JOB, "a1", "--flag"],
                    env=clean_env(MASTER_PORT=free_port(), **env), timeout=240, cwd=cwd)
 
+    def test_the_standby_imports_the_installed_modules_the_rank_before_it_imported(self):
+        # No --hang-timeout: the agent is there for --warm-restart alone.
+        r = self.job("--max-restarts", "1", "--warm-restart", FAIL_RANK="1", LEARN="1")
+        text = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 0, text)
+        self.assertIn("aml-shim: --warm-restart: 2 of 2 ranks started from their standbys",
+                      r.stderr)
+        s = starts(r.stdout)
+        for rank in (0, 1):
+            cold, warm = s[(0, rank)], s[(1, rank)]
+            self.assertFalse(cold["minidom_loaded"], text)
+            # Not in --preload (torch): learned from the first attempt's rank.
+            self.assertTrue(warm["minidom_loaded"], text)
+            self.assertTrue(warm["torch_loaded"], text)
+            # The script's own module, beside it: the script imports it.
+            self.assertFalse(warm["local_loaded"], text)
+            self.assertEqual(warm["standby_vars"], [], text)
+
     def test_a_failed_attempt_restarts_from_the_standbys_as_the_script_would_start(self):
         with tempfile.TemporaryDirectory() as tmp:
             # (--hang-timeout: the flight recorder's agent, armed in the
@@ -115,7 +133,7 @@ class WarmRestart(unittest.TestCase):
         r = self.job("--max-restarts", "1", "--warm-restart", "--verbose", WAIT_S="13")
         text = r.stdout + r.stderr
         self.assertEqual(r.returncode, 0, text)
-        made = re.findall(r"--warm-restart: a standby \(pid (\d+)\) imports torch", r.stderr)
+        made = re.findall(r"--warm-restart: rank \d+.s standby \(pid (\d+)\) imports torch", r.stderr)
         self.assertEqual(len(made), 2, text)
         self.assertEqual(standbys_left(), [])
 

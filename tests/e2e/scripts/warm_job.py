@@ -1,8 +1,9 @@
 """A rank for tests/e2e/test_warm_restart.py: says how it started (one JSON
 line: its attempt, __name__, sys.argv, the working directory, sys.path[0],
-whether torch was imported before its first line, whether aml-shim's
-flight-recorder agent is armed, MASTER_PORT, and any
-AML_SHIM_STANDBY_* variable it sees), then all-reduces once over Gloo. In
+whether torch, xml.dom.minidom (an installed module it imports when LEARN
+is 1) and warm_job_local (its own, beside it) were imported before its first
+line, whether aml-shim's flight-recorder agent is armed, MASTER_PORT, and
+any AML_SHIM_STANDBY_* variable it sees), then all-reduces once over Gloo. In
 the first attempt every rank waits WAIT_S seconds (the standbys are made
 meanwhile); rank KILL_STANDBY (-1: none) first SIGKILLs one standby of its
 shim (a process running warm_standby.py whose parent is its own), then rank
@@ -18,6 +19,8 @@ import time
 import threading  # noqa: E402
 
 loaded = "torch" in sys.modules
+learned = "xml.dom.minidom" in sys.modules
+local = "warm_job_local" in sys.modules
 # aml-shim's flight-recorder agent (with --hang-timeout): its import watch,
 # or its thread once torch.distributed is imported.
 agent = any(type(f).__name__ == "_AmlFlightWatch" for f in sys.meta_path) or any(
@@ -26,12 +29,18 @@ rank = int(os.environ["RANK"])
 attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
 print(json.dumps({"rank": rank, "attempt": attempt, "name": __name__, "argv": sys.argv,
                   "cwd": os.getcwd(), "path0": sys.path[0], "torch_loaded": loaded, "agent": agent,
+                  "minidom_loaded": learned, "local_loaded": local,
                   "port": os.environ.get("MASTER_PORT"),
                   "standby_vars": sorted(k for k in os.environ if k.startswith("AML_SHIM_STANDBY")),
                   "pid": os.getpid()}), flush=True)
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
+
+import warm_job_local  # noqa: E402,F401
+
+if os.environ.get("LEARN") == "1":
+    import xml.dom.minidom  # noqa: E402,F401
 
 
 def square(x):
