@@ -23,7 +23,8 @@ launcher's part (to the last rank's interpreter started) and the imports'
 
 With --root forky the same runs in the Debian forky root
 (scripts/forky-root.sh: torch 2.14, Python 3.14; its TCPStore without libuv,
-USE_LIBUV=0), torchrun that root's (peers/torchrun.py), and the heavy
+USE_LIBUV=0; torchrun's TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1), torchrun
+that root's (peers/torchrun.py), and the heavy
 set without cryptography and pygments (not in that root).
 
   bench/restart_first_step.py [--runs N] [--shim build/aml-shim] [--root forky]"""
@@ -99,7 +100,10 @@ def main():
         wrap = [os.path.join(src, "scripts", "in-root.sh"), root]
         py, heavy_set = "python3", HEAVY_FORKY
         torchrun = ["python3", os.path.join(HERE, "peers", "torchrun.py")]
-        extra_env = {"USE_LIBUV": "0", "AML_ROOT_BINDS": ":".join(
+        # (torchrun's ranks make their stores as clients of its own, with
+        # libuv whatever USE_LIBUV says, unless it shares none.)
+        extra_env = {"USE_LIBUV": "0", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1",
+                     "AML_ROOT_BINDS": ":".join(
             sorted({os.path.dirname(shim_path), src, tempfile.gettempdir()}))}
     torchrun = wrap + torchrun + ["--standalone", "--nproc_per_node", "4", "--max_restarts", "1",
                                   "--monitor_interval", "0.1"]

@@ -93,24 +93,37 @@ int Supervisor::Prepare() {
     }
   }
   if (MakeErrorDir(error_dir)) error_dir_ = error_dir;
+  // The agent (the ranks' sitecustomize): the flight recorder's, and
+  // --warm-restart's learning of each rank's modules.
+  Status agent = error_dir_.empty() ? Status(Error{"cannot make " + error_dir})
+                 : config_.flight_recorder || config_.warm_restart ? MakeFlightAgent(error_dir_)
+                                                                   : Ok();
   if (config_.flight_recorder) {
-    // The agent, and the first attempt's pipes and dumps
-    // (docs/control-plane.md, "Naming the culprit").
-    Status st = error_dir_.empty() ? Status(Error{"cannot make " + error_dir})
-                                   : MakeFlightAgent(error_dir_);
+    // With the first attempt's pipes and dumps (docs/control-plane.md,
+    // "Naming the culprit").
+    Status st = agent;
     if (st.ok()) st = MakeFlightAttemptDir(error_dir_, 0);
     if (st.ok()) flight_ = true;
     else LogWarning("--flight-recorder: " + st.error().message + "; a hang's culprit is not named");
   }
   if (config_.warm_restart) {
-    if (error_dir_.empty())
-      LogWarning("--warm-restart: no private directory (" + error_dir +
-                 ") for the standbys' program: restarts start the ranks cold");
-    else if (Status agent = flight_ ? Ok() : MakeFlightAgent(error_dir_); !agent.ok())
-      // The agent learns which modules each rank imports.
-      LogWarning("--warm-restart: " + agent.error().message + ": restarts start the ranks cold");
-    else
-      warm_.Configure(error_dir_, config_.preload, config_.pipe_output);
+    // A standby that could not be made is refused before anything runs:
+    // no private directory for its program, no agent to learn the rank's
+    // modules, or an interpreter that does not find --preload's.
+    Status st = agent.ok() ? agent : Error{"--warm-restart: " + agent.error().message};
+    if (st.ok() && !launches_.empty() && !launches_[0].node_launcher)
+      st = CheckWarmPreload(launches_[0].argv, *launches_[0].base_env, config_.preload);
+    if (!st.ok()) {
+      LogError(st.error().message);
+      return kExitShimFailure;
+    }
+    warm_.Configure(error_dir_, config_.preload, config_.pipe_output);
+    // A spare (--spares) keeps standbys too: a node's place it takes starts
+    // warm (with --preload's modules: no rank of it ran yet).
+    if (config_.standby)
+      for (size_t i = 0; i < launches_.size(); ++i)
+        warm_.Due(i, -1, launches_[i].argv, launches_[i].base_env, launches_[i].env_sets,
+                  launches_[i].cpus, Now());
   }
   children_.resize(launches_.size());
   return 0;
@@ -154,11 +167,6 @@ bool Supervisor::Start(size_t i, const RestartOrder* restart, int* code) {
       for (auto& set : ContractSets(b.vars())) sets.push_back(std::move(set));
     }
     c.fr = FlightFilesOf(*c.launch->base_env, sets, c.launch->rank);
-  }
-  if (warm_.on() && !node) {
-    // The agent writes which modules the rank imported (its standby's).
-    sets.emplace_back("AML_SHIM_LEARN_MODULES", warm_.LearnPrefix());
-    if (!flight_) sets.emplace_back("PYTHONPATH", AgentPythonPath(*c.launch->base_env, error_dir_));
   }
   if (keeper_.running()) {
     // After the tags of any shim above this one: each keeper finds all.
@@ -405,6 +413,7 @@ void Supervisor::BeginRestart(const RestartOrder& order, bool print_own_failure)
   // block), or it was retired and runs none.
   node_rank_ = order.node_rank;
   if (node_rank_ >= 0 && config_.replan) launches_ = config_.replan(node_rank_);
+  if (node_rank_ < 0) warm_.EndAll();  // retired: no rank of it starts again
   if (logs_) {
     std::vector<int> ranks;
     if (node_rank_ >= 0)

@@ -212,6 +212,14 @@ std::string Supervisor::MetricsText() const {
         t.Sample("aml_shim_rank_collectives_completed",
                  {{"rank", std::to_string(o.rank)}, {"group", g.pg}, {"desc", g.desc}},
                  static_cast<double>(std::max<int64_t>(0, g.completed)));
+  if (warm_.on()) {
+    t.Family("aml_shim_warm_standby_resident_bytes", "gauge",
+             "resident memory of the standby interpreter of the node's local rank (--warm-restart; "
+             "absent while it has none)");
+    for (const auto& [slot, bytes] : warm_.Resident())
+      t.Sample("aml_shim_warm_standby_resident_bytes", {{"local_rank", std::to_string(slot)}},
+               bytes);
+  }
   if (link_) link_->AppendMetrics(&t, now);
   return t.str();
 }

@@ -35,6 +35,7 @@
 #include "launch/line_tagger.h"
 #include "launch/log_dir.h"
 #include "launch/node_machine.h"
+#include "launch/warm_check.h"
 #include "launch/warm_pool.h"
 #include "launch/output_sink.h"
 #include "launch/restart_policy.h"

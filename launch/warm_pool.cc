@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
@@ -14,6 +15,7 @@
 #include "launch/warm_order.h"
 #include "launch/warm_standby_py.h"
 #include "shim/base/log.h"
+#include "shim/base/read_no_follow.h"
 #include "shim/base/write_new_file.h"
 
 namespace aml {
@@ -57,11 +59,12 @@ void WarmPool::Due(size_t i, int rank, const std::vector<std::string>& argv,
   s.rank = rank;
   if (s.pid < 0) {
     s.due = now + kAfterS;
-    s.learn_until = now + kLearnS;
+    s.learn_until = rank < 0 ? now : now + kLearnS;
   }
 }
 
 std::string WarmPool::Learned(const Slot& s) const {
+  if (s.rank < 0) return "";
   const std::string path = LearnPrefix() + std::to_string(s.rank);
   return access(path.c_str(), F_OK) == 0 ? path : "";
 }
@@ -132,7 +135,7 @@ std::string WarmPool::Start(Slot& s) {
   s.out_fd = spawned->out_fd;
   s.err_fd = spawned->err_fd;
   s.died.clear();
-  LogVerbose("--warm-restart: rank " + std::to_string(s.rank) + "'s standby (pid " +
+  LogVerbose("--warm-restart: " + (s.rank < 0 ? std::string("a spare's") : "rank " + std::to_string(s.rank) + "'s") + " standby (pid " +
              std::to_string(s.pid) + ") imports " + modules_ +
              (learned.empty() ? " (the rank's own modules not known)"
                               : " and the rank's own modules (" + learned + ")"));
@@ -196,6 +199,21 @@ std::vector<pid_t> WarmPool::pids() const {
   std::vector<pid_t> out = killed_;
   for (const Slot& s : slots_)
     if (s.pid > 0) out.push_back(s.pid);
+  return out;
+}
+
+std::vector<std::pair<int, double>> WarmPool::Resident() const {
+  std::vector<std::pair<int, double>> out;
+  static const long page = sysconf(_SC_PAGESIZE);
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& s = slots_[i];
+    if (s.pid <= 0) continue;
+    const std::string statm =
+        ReadNoFollow(AT_FDCWD, "/proc/" + std::to_string(s.pid) + "/statm", 256);
+    unsigned long long size = 0, resident = 0;
+    if (std::sscanf(statm.c_str(), "%llu %llu", &size, &resident) == 2)
+      out.emplace_back(static_cast<int>(i), static_cast<double>(resident) * static_cast<double>(page));
+  }
   return out;
 }
 

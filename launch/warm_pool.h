@@ -14,10 +14,12 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "launch/child.h"
 #include "launch/exec.h"
+#include "launch/flight/fr_env.h"
 #include "launch/warm_command.h"
 #include "shim/base/env_snapshot.h"
 #include "shim/base/result.h"
@@ -39,13 +41,14 @@ class WarmPool {
 
   // Where rank R's agent writes the modules it imported: this + R (the
   // variable AML_SHIM_LEARN_MODULES of every rank).
-  std::string LearnPrefix() const { return dir_ + "/modules-rank-"; }
+  std::string LearnPrefix() const { return WarmLearnPrefix(dir_); }
 
   // Slot `i`'s rank `rank` started at `now` with this command, environment
   // and CPUs: its standby is due kAfterS later, once the rank's modules are
   // known (an earlier attempt's rank `rank` counts), or kLearnS after its
   // start without them (a command that is not a Python script or module
-  // never has one: said once).
+  // never has one: said once). A spare's slot (`rank` -1: no rank ran
+  // there) has --preload's modules alone, kAfterS after `now`.
   void Due(size_t i, int rank, const std::vector<std::string>& argv, const EnvSnapshot* env,
            const EnvSets& sets, const std::vector<int>& cpus, double now);
   // Starts the standbys that are due; their pids, to name to the keeper.
@@ -64,6 +67,9 @@ class WarmPool {
   // Every standby's pid, and those killed and not reaped yet: the shim's,
   // not an attempt's stragglers.
   std::vector<pid_t> pids() const;
+  // Each live standby's slot (the node's local rank) and resident memory in
+  // bytes (/proc/PID/statm).
+  std::vector<std::pair<int, double>> Resident() const;
 
  private:
   struct Slot {

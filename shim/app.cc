@@ -278,7 +278,9 @@ Result<Planned> Plan(const Invocation& inv, const Resolved& r, const World& worl
   req.max_restarts = o.max_restarts;
   req.node_launcher = o.node_launcher;
   if (WantsFlightRecorder(o)) req.flight_dir = r.private_dir;
+  if (o.warm_restart) req.warm_dir = r.private_dir;
   p.flight_dir = req.flight_dir;
+  p.private_dir = req.flight_dir.empty() ? req.warm_dir : req.flight_dir;
   auto children = PlanChildren(world, env, req);
   if (!children.ok()) return children.error();
   p.children = std::move(*children);

@@ -225,7 +225,7 @@ int Run(const Options& o, const World& world, const Planned& p, const EnvSnapsho
     config.link = plane->get();
     config.shim_started = started;
     config.tmp_dir = env.GetOr("TMPDIR", "");
-    config.private_dir = p.flight_dir;
+    config.private_dir = p.private_dir;
     config.flight_recorder = !p.flight_dir.empty();
     config.dump_timeout_s = o.dump_timeout_s;
     config.look_every_s = TimingOf(o.hang_timeout_s, config.flight_recorder).look_every_s;

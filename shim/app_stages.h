@@ -27,6 +27,7 @@ struct Planned {
   // The shim's private directory (launch/error_file.h) when the ranks'
   // flight-recorder variables name it ("": --flight-recorder off).
   std::string flight_dir;
+  std::string private_dir;  // named before the ranks' variables name it ("": the shim's own)
   std::optional<MetricsAddr> metrics;  // --metrics-addr
   bool pid1 = false;  // aml-shim is PID 1 (a container's entrypoint)
   bool supervise = false, tag = false, pipe_output = false;

@@ -31,6 +31,16 @@ void AddFlightVars(const EnvSnapshot& env, const std::string& private_dir, int a
 // PYTHONPATH with the agent's directory first (and `env`'s after it).
 std::string AgentPythonPath(const EnvSnapshot& env, const std::string& private_dir);
 
+// --warm-restart (docs/control-plane.md, "Warm restarts"): where rank R's
+// agent writes the installed modules it imported (this + R), which its
+// next standby imports.
+std::string WarmLearnPrefix(const std::string& private_dir);
+// That prefix as AML_SHIM_LEARN_MODULES, and (`with_agent`: the flight
+// recorder's variables do not put it there already) PYTHONPATH with the
+// agent first.
+void AddWarmLearnVars(const EnvSnapshot& env, const std::string& private_dir, bool with_agent,
+                      ContractBuilder* b);
+
 // Writes the agent as the module sitecustomize in python/ of `private_dir`
 // (which must be the shim's own, 0700). The error names the path.
 Status MakeFlightAgent(const std::string& private_dir);

@@ -72,6 +72,11 @@ Result<std::vector<ChildPlan>> PlanChildren(const World& world, const EnvSnapsho
       AddFlightVars(env, req.flight_dir, 0, &b);
       plan.vars.insert(plan.vars.end(), b.vars().begin(), b.vars().end());
     }
+    if (!req.warm_dir.empty() && !req.node_launcher) {
+      ContractBuilder b(env);
+      AddWarmLearnVars(env, req.warm_dir, req.flight_dir.empty(), &b);
+      plan.vars.insert(plan.vars.end(), b.vars().begin(), b.vars().end());
+    }
     if (req.tf_config) {
       auto tf = TfConfigVar(*req.tf_config, plan.rank, env);
       if (!tf.ok()) return tf.error();

@@ -53,6 +53,9 @@ struct PlanRequest {
   // directory, where the recorder's variables point (launch/flight/fr_env.h;
   // "": none are set).
   std::string flight_dir;
+  // --warm-restart: the shim's private directory, where the agent writes
+  // each rank's modules (AddWarmLearnVars; "": not set).
+  std::string warm_dir;
 };
 
 // One plan per child. Errors when the job's size does not fit (WORLD_SIZE

@@ -179,6 +179,43 @@ class Spares(unittest.TestCase):
             self.assertRegex(outs[2], r"\[rank 3\] rank 3 epoch 7 saved")
             self.assertEqual(final_weights(outs[0]), self.weights8, text)
 
+    def test_the_spares_standbys_start_the_place_it_takes_warm(self):
+        # --warm-restart: the spare keeps a standby per rank too (--preload's
+        # torch), and the ranks it starts in node 1's place are those.
+        def standbys(pid):
+            found = []
+            for p in descendants(pid):
+                try:
+                    with open(f"/proc/{p}/cmdline", "rb") as f:
+                        if b"warm_standby.py" in f.read():
+                            found.append(p)
+                except OSError:
+                    pass
+            return found
+
+        with tempfile.TemporaryDirectory() as tmp:
+            # Epochs of 3 s: the standbys are made 10 s into the attempt
+            # (the spare's 10 s after its start).
+            procs = self.start(tmp, "--max-restarts", "2", "--warm-restart",
+                               extra_env={"EPOCHS": "8", "FAIL_EPOCH": "99", "EPOCH_S": "3"})
+            self.assertTrue(wait_for(lambda: "epoch 0 saved" in slurp(f"{tmp}/shim-1.out") and
+                                     len(standbys(procs[0].pid)) == 2 and
+                                     len(standbys(procs[2].pid)) == 2, 180),
+                            "\n".join(sum(self.outputs(tmp), [])))
+            procs[1].send_signal(signal.SIGKILL)
+            procs[1].wait(timeout=30)
+            codes = [procs[i].wait(timeout=300) for i in (0, 2)]
+            outs, errs = self.outputs(tmp)
+            text = "\n".join(outs + errs)
+            self.assertEqual(codes, [0, 0], text)
+            self.assertIn("aml-shim: NODE_RANK 1 moves to rank 2's shim on", errs[0])
+            for shim in (0, 2):
+                self.assertIn("aml-shim: --warm-restart: 2 of 2 ranks started from their "
+                              "standbys", errs[shim], text)
+            self.assertNotIn("starts cold", text)
+            self.assertRegex(outs[2], r"\[rank 3\] rank 3 epoch 7 saved")
+            self.assertEqual(final_weights(outs[0]), self.weights8, text)
+
     def test_a_frozen_node_is_replaced_by_the_spare(self):
         # Node 1 freezes (SIGSTOP to its shim, its keeper and its ranks, as a
         # node stalled by its kernel or a hypervisor): its link goes silent,

@@ -16,7 +16,8 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import PYTHON, SHIM, SRC, clean_env, free_port, main, run
+from harness import PYTHON, SHIM, SRC, clean_env, free_port, main, require, run, spawn
+from test_metrics import promtool_accepts, scrape_when_up, value
 
 JOB = os.path.join(SRC, "tests", "e2e", "scripts", "warm_job.py")
 
@@ -137,6 +138,30 @@ class WarmRestart(unittest.TestCase):
         self.assertEqual(len(made), 2, text)
         self.assertEqual(standbys_left(), [])
 
+    def test_each_standbys_memory_is_in_the_metrics_and_env_explain_says_its_cost(self):
+        require("promtool")
+        port = free_port()
+        p = spawn([SHIM, "--nproc-per-node", "2", "--max-restarts", "1", "--warm-restart",
+                   "--metrics-addr", f"127.0.0.1:{port}", "--", PYTHON, JOB],
+                  env=clean_env(MASTER_PORT=free_port(), WAIT_S="40"), stdout=subprocess.PIPE,
+                  stderr=subprocess.PIPE, text=True)
+        self.addCleanup(p.kill)
+        # Each rank's standby, once made (10 s after the start) and its
+        # imports (torch) done: far more than a bare interpreter's 10 MB.
+        big = lambda t: all((value(t, "aml_shim_warm_standby_resident_bytes",
+                                   local_rank=str(r)) or 0) > 100e6 for r in (0, 1))
+        text = scrape_when_up(port, big, timeout=120)
+        promtool_accepts(self, text)
+        out, err = p.communicate(timeout=120)
+        self.assertEqual(p.returncode, 0, out + err)
+        self.assertEqual(standbys_left(), [])
+        r = run([SHIM, "env", "--explain", "--max-restarts", "1", "--warm-restart"],
+                env=clean_env(), timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        line = next(x for x in r.stdout.splitlines() if x.startswith("AML_SHIM_LEARN_MODULES="))
+        self.assertIn("about 220 MB resident with Debian's torch 1.13", line)
+        self.assertIn("aml_shim_warm_standby_resident_bytes", line)
+
     def test_a_command_that_is_not_python_restarts_cold_said_once(self):
         r = run([SHIM, "--nproc-per-node", "2", "--max-restarts", "1", "--warm-restart", "--",
                  "sh", "-c", "exit 7"], env=clean_env(MASTER_PORT=free_port()), timeout=60)
@@ -162,6 +187,19 @@ class WarmRestart(unittest.TestCase):
                     timeout=30)
             self.assertEqual(r.returncode, 125, r.stderr)
             self.assertIn("AML_SHIM_WARM_RESTART keeps interpreters", r.stderr)
+            # A module the rank's interpreter does not find: no standby
+            # could import it; refused before any rank runs.
+            script = os.path.join(tmp, "touch.py")
+            with open(script, "w") as f:
+                f.write(f"open({mark!r}, 'w').close()\n")
+            r = run([SHIM, "--nproc-per-node", "2", "--max-restarts", "1", "--warm-restart",
+                     "--preload", "torch,aml_no_such_module", "--", PYTHON, script],
+                    env=clean_env(), timeout=60)
+            self.assertEqual(r.returncode, 125, r.stderr)
+            self.assertIn(f"--preload=torch,aml_no_such_module: {PYTHON} finds no module "
+                          "aml_no_such_module (in the rank's environment): a standby could not "
+                          "import it", r.stderr)
+            self.assertFalse(os.path.exists(mark))
 
 
 if __name__ == "__main__":

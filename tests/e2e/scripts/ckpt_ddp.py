@@ -16,7 +16,9 @@ BAD_NODE_HANGS=1 too, its LOCAL_RANK 0 sleeps there instead, in every attempt
 (it never enters the epoch's all-reduces, where the others wait: a hang
 whose culprit is that node, tests/e2e/test_culprit.py). Used by
 tests/e2e/test_restart.py. BEAT=1: a line a second from each rank until
-its process group is up (a loaded machine's slow import is no hang)."""
+its process group is up (a loaded machine's slow import is no hang).
+EPOCH_S: the seconds each epoch waits besides its steps (default 0.3; the
+weights do not depend on it)."""
 import glob
 import hashlib
 import os
@@ -123,7 +125,8 @@ def main():
             opt.zero_grad()
             torch.nn.functional.mse_loss(model(x), y).backward()
             opt.step()
-        time.sleep(0.3)  # an epoch takes a while: output well before a failure
+        # An epoch takes a while: output well before a failure.
+        time.sleep(float(os.environ.get("EPOCH_S", "0.3")))
         dist.barrier()
         if rank == 0:
             torch.save({"model": model.module.state_dict(), "opt": opt.state_dict(),
