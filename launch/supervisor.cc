@@ -176,11 +176,18 @@ bool Supervisor::Start(size_t i, const RestartOrder* restart, int* code) {
   Result<SpawnedChild> spawned = Error{""};
   std::optional<SpawnedChild> warm;
   if (restart && warm_.on() && !node) {
-    if (i == 0) warm_started_ = 0;
+    if (i == 0) {
+      warm_ranks_.clear();
+      cold_ranks_.clear();
+    }
     std::string cold;
     warm = warm_.Take(i, c.launch->argv, *c.launch->base_env, sets, &cold);
-    if (warm) ++warm_started_;
-    else LogWarning("--warm-restart: rank " + std::to_string(c.launch->rank) + " starts cold: " + cold);
+    if (warm) {
+      warm_ranks_.push_back(c.launch->rank);
+    } else {
+      cold_ranks_.emplace_back(c.launch->rank, cold);
+      LogWarning("--warm-restart: rank " + std::to_string(c.launch->rank) + " starts cold: " + cold);
+    }
   }
   if (warm) {
     spawned = *warm;
@@ -213,7 +220,7 @@ bool Supervisor::Start(size_t i, const RestartOrder* restart, int* code) {
   if (warm_.on() && !node) {
     warm_.Due(i, c.launch->rank, c.launch->argv, c.launch->base_env, sets, c.launch->cpus, Now());
     if (restart && i + 1 == children_.size())
-      LogInfo("--warm-restart: " + std::to_string(warm_started_) + " of " +
+      LogInfo("--warm-restart: " + std::to_string(warm_ranks_.size()) + " of " +
               std::to_string(children_.size()) + " ranks started from their standbys");
   }
   if (i + 1 == children_.size()) WatchStarted();

@@ -136,6 +136,7 @@ class Supervisor : private NodeProcs {
   std::optional<size_t> Find(pid_t pid) const;
   int Finish();
   ChildOutcome Outcome(size_t i) const;
+  std::string WarmRestartJson() const;
   void Report();
   void DrainStderr(Child& c);
   void FlushAtExit();
@@ -200,7 +201,10 @@ class Supervisor : private NodeProcs {
   int node_rank_ = 0;
   NodeMachine machine_;           // what is done when (node_machine.h)
   WarmPool warm_;                 // --warm-restart's standbys
-  int warm_started_ = 0;          // this restart's ranks started from them
+  // The last restart's ranks started from their standbys, and those started
+  // cold with why (failure.json's "warm_restart").
+  std::vector<int> warm_ranks_;
+  std::vector<std::pair<int, std::string>> cold_ranks_;
 };
 
 }  // namespace supervise

@@ -118,6 +118,26 @@ class WarmRestart(unittest.TestCase):
             self.assertIn(f"rank {rank} attempt 1 sum 2", r.stdout)
         self.assertEqual(standbys_left(), [])
 
+    def test_failure_json_says_which_ranks_of_the_last_restart_started_warm(self):
+        # One standby killed, then attempt 2 fails: the record says which
+        # rank started from its standby and which cold, and why.
+        with tempfile.TemporaryDirectory() as logs:
+            r = self.job("--max-restarts", "1", "--warm-restart", "--log-dir", logs,
+                         FAIL_RANK="1", KILL_STANDBY="0", RAISE_RANK="1")
+            text = r.stdout + r.stderr
+            self.assertEqual(r.returncode, 1, text)
+            killed = re.findall(r"rank 0 killed standby (\d+)", r.stdout)
+            self.assertEqual(len(killed), 1, text)
+            with open(os.path.join(logs, "failure.json")) as f:
+                record = json.load(f)
+        w = record["warm_restart"]
+        self.assertEqual((w["host"], w["attempt"]), (os.uname().nodename, 2), record)
+        self.assertEqual(len(w["warm"]), 1, record)
+        self.assertEqual(len(w["cold"]), 1, record)
+        self.assertEqual(sorted(w["warm"] + [w["cold"][0]["rank"]]), [0, 1], record)
+        self.assertEqual(w["cold"][0]["why"],
+                         f"its standby (pid {killed[0]}) ended: signal 9 (SIGKILL)", record)
+
     def test_a_warm_ranks_exception_is_the_scripts_traceback_and_status(self):
         r = self.job("--max-restarts", "1", "--warm-restart", FAIL_RANK="1", RAISE_RANK="1")
         text = r.stdout + r.stderr
