@@ -62,6 +62,24 @@ def _aml_flight_mend(blob):
     return pickle.dumps(d, protocol=2)
 
 
+def _aml_group_up():
+    # Waits until the process group is up (a dict lookup per nap, the naps
+    # doubling to 1 s); torch.distributed then.
+    import time
+    nap = 0.05
+    while True:
+        time.sleep(nap)
+        nap = min(nap * 2, 1.0)
+        dist = sys.modules.get("torch.distributed")
+        try:
+            # (While torch.distributed is still being imported, what it
+            # defines may not be there yet: looked at again.)
+            if dist is not None and dist.is_available() and dist.is_initialized():
+                return dist
+        except Exception:
+            pass
+
+
 def _aml_flight_run():
     import os
     import time
@@ -77,18 +95,7 @@ def _aml_flight_run():
     starting = os.environ.get("RANK", "")
     if starting.isdigit():
         _aml_flight_why(prefix, int(starting), "still starting: no process group yet")
-    nap = 0.05
-    while True:  # until the process group is up (a dict lookup per nap)
-        time.sleep(nap)
-        nap = min(nap * 2, 1.0)
-        dist = sys.modules.get("torch.distributed")
-        try:
-            # (While torch.distributed is still being imported, what it
-            # defines may not be there yet: looked at again.)
-            if dist is not None and dist.is_available() and dist.is_initialized():
-                break
-        except Exception:
-            pass
+    dist = _aml_group_up()
     rank = dist.get_rank()
     if starting.isdigit():
         try:
@@ -283,21 +290,11 @@ def _aml_learn_modules():
     # site directories: never the user's code (the script's directory,
     # PYTHONPATH), which the script imports itself, where it expects to.
     import os
-    import time
     prefix = os.environ["AML_SHIM_LEARN_MODULES"]
     rank = os.environ.get("RANK", "")
     if not rank.isdigit():
         return
-    nap = 0.05
-    while True:
-        time.sleep(nap)
-        nap = min(nap * 2, 1.0)
-        dist = sys.modules.get("torch.distributed")
-        try:
-            if dist is not None and dist.is_available() and dist.is_initialized():
-                break
-        except Exception:
-            pass
+    dist = _aml_group_up()
     if dist.get_rank() != int(rank):
         return  # not the rank aml-shim started (a process it spawned)
     import site

@@ -469,11 +469,12 @@ class OnNodes(unittest.TestCase):
                     self.assertIn("rank 3: its dump is broken: not a flight-recorder dump:",
                                   lines[0])
 
-    def test_the_culprits_node_is_retired_and_the_spare_takes_its_place(self):
+    def test_the_culprits_node_is_retired_and_the_spare_takes_its_place_warm(self):
         # DDP whose NODE_RANK 2 (the third node's address) hangs in every
         # attempt: the hang names it, --retire-after 1 retires it, the spare
         # (the fifth node) takes NODE_RANK 2, and the job ends as an
-        # undisturbed one.
+        # undisturbed one. With --warm-restart: every rank of the next
+        # attempt, the spare's too, starts from its node's standbys.
         with tempfile.TemporaryDirectory(dir="/tmp") as ckpt, \
                 tempfile.TemporaryDirectory(dir="/tmp") as clean:
             calm = self.job(4, script=CKPT, CKPT_DIR=clean, FAIL_RANK="-1")
@@ -481,12 +482,17 @@ class OnNodes(unittest.TestCase):
             weights = re.findall(r"final weights ([0-9a-f]{64})", calm.stdout)
             self.assertEqual(len(weights), 1, calm.stdout)
             r = self.job(5, "--hang-timeout", "30s", "--max-restarts", "2", "--spares", "1",
-                         "--retire-after", "1", script=CKPT, timeout=600, CKPT_DIR=ckpt,
-                         FAIL_RANK="-1", BAD_NODE_ADDR=f"{NET}.3", BAD_NODE_HANGS="1", BEAT="1")
+                         "--retire-after", "1", "--warm-restart", script=CKPT, timeout=600,
+                         CKPT_DIR=ckpt, FAIL_RANK="-1", BAD_NODE_ADDR=f"{NET}.3",
+                         BAD_NODE_HANGS="1", BEAT="1")
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             self.assertRegex(r.stderr, r"aml-shim: culprit: rank 4 \[node 2, host amlf3\] never "
                                        r"entered ")
             self.assertIn("NODE_RANK 2 moves to rank 4's shim on amlf5", r.stderr)
+            # Nodes 1, 2 and 4, and the spare in node 3's place.
+            self.assertEqual(r.stderr.count("aml-shim: --warm-restart: 2 of 2 ranks started from "
+                                            "their standbys"), 4, r.stderr)
+            self.assertNotIn("starts cold", r.stderr)
             self.assertEqual(re.findall(r"final weights ([0-9a-f]{64})", r.stdout), weights)
 
 

@@ -124,6 +124,24 @@ class Restart(unittest.TestCase):
             self.assertEqual(final_weights(r.stdout), self.weights, text)
             self.assertNotIn("LEFTOVER", text)
 
+    def test_a_failure_and_a_hang_restart_warm_to_the_undisturbed_weights(self):
+        # --warm-restart: the next attempt's ranks are the standbys (made 10 s
+        # into the first attempt: its epochs of 8 s put rank 3's failure at
+        # epoch 2 well after), and the job ends as an undisturbed run.
+        for name, env, args in (("failure", {"EPOCH_S": "8"}, ()),
+                                ("hang", {"HANG": "1"}, ("--hang-timeout", "30s"))):
+            with self.subTest(name), tempfile.TemporaryDirectory() as tmp:
+                r = run([SHIM, "--nproc-per-node", "4", "--max-restarts", "1", "--warm-restart",
+                         *args, "--", PYTHON, CKPT],
+                        env=clean_env(CKPT_DIR=tmp, MASTER_PORT=free_port(), **env), timeout=300)
+                text = r.stdout + r.stderr
+                self.assertEqual(r.returncode, 0, text)
+                self.assertIn("aml-shim: --warm-restart: 4 of 4 ranks started from their standbys",
+                              r.stderr)
+                self.assertRegex(r.stdout, r"\[rank 3\] rank 3 resumed at epoch [1-9]")
+                self.assertEqual(final_weights(r.stdout), self.weights, text)
+                self.assertNotIn("LEFTOVER", text)
+
     def quiet_weights(self, tmp):
         log = slurp(f"{tmp}/log-0")
         return final_weights(log), log

@@ -166,18 +166,24 @@ class Spares(unittest.TestCase):
             procs = self.start(tmp, "--max-restarts", "2",
                                extra_env={"EPOCHS": "8", "FAIL_EPOCH": "99"})
             # Node 1's ranks are training: kill its shim (its keeper ends them).
-            self.assertTrue(wait_for(lambda: "epoch 1 saved" in slurp(f"{tmp}/shim-1.out"), 180),
-                            "\n".join(sum(self.outputs(tmp), [])))
-            procs[1].send_signal(signal.SIGKILL)
-            procs[1].wait(timeout=30)
-            codes = [procs[i].wait(timeout=300) for i in (0, 2)]
-            outs, errs = self.outputs(tmp)
-            text = "\n".join(outs + errs)
-            self.assertEqual(codes, [0, 0], text)
-            self.assertIn("aml-shim: NODE_RANK 1 moves to rank 2's shim on", errs[0])
+            _, errs, _ = self.kill_node_one(
+                tmp, procs, lambda: "epoch 1 saved" in slurp(f"{tmp}/shim-1.out"))
             self.assertIn("lost: the control plane lost rank 1's shim on", errs[0])
-            self.assertRegex(outs[2], r"\[rank 3\] rank 3 epoch 7 saved")
-            self.assertEqual(final_weights(outs[0]), self.weights8, text)
+
+    def kill_node_one(self, tmp, procs, when):
+        """Once `when` holds, node 1's shim is killed: the others end well,
+        the spare in its place to the undisturbed weights. Their output."""
+        self.assertTrue(wait_for(when, 180), "\n".join(sum(self.outputs(tmp), [])))
+        procs[1].send_signal(signal.SIGKILL)
+        procs[1].wait(timeout=30)
+        codes = [procs[i].wait(timeout=300) for i in (0, 2)]
+        outs, errs = self.outputs(tmp)
+        text = "\n".join(outs + errs)
+        self.assertEqual(codes, [0, 0], text)
+        self.assertIn("aml-shim: NODE_RANK 1 moves to rank 2's shim on", errs[0])
+        self.assertRegex(outs[2], r"\[rank 3\] rank 3 epoch 7 saved")
+        self.assertEqual(final_weights(outs[0]), self.weights8, text)
+        return outs, errs, text
 
     def test_the_spares_standbys_start_the_place_it_takes_warm(self):
         # --warm-restart: the spare keeps a standby per rank too (--preload's
@@ -198,23 +204,13 @@ class Spares(unittest.TestCase):
             # (the spare's 10 s after its start).
             procs = self.start(tmp, "--max-restarts", "2", "--warm-restart",
                                extra_env={"EPOCHS": "8", "FAIL_EPOCH": "99", "EPOCH_S": "3"})
-            self.assertTrue(wait_for(lambda: "epoch 0 saved" in slurp(f"{tmp}/shim-1.out") and
-                                     len(standbys(procs[0].pid)) == 2 and
-                                     len(standbys(procs[2].pid)) == 2, 180),
-                            "\n".join(sum(self.outputs(tmp), [])))
-            procs[1].send_signal(signal.SIGKILL)
-            procs[1].wait(timeout=30)
-            codes = [procs[i].wait(timeout=300) for i in (0, 2)]
-            outs, errs = self.outputs(tmp)
-            text = "\n".join(outs + errs)
-            self.assertEqual(codes, [0, 0], text)
-            self.assertIn("aml-shim: NODE_RANK 1 moves to rank 2's shim on", errs[0])
+            _, errs, text = self.kill_node_one(
+                tmp, procs, lambda: "epoch 0 saved" in slurp(f"{tmp}/shim-1.out") and
+                len(standbys(procs[0].pid)) == 2 and len(standbys(procs[2].pid)) == 2)
             for shim in (0, 2):
                 self.assertIn("aml-shim: --warm-restart: 2 of 2 ranks started from their "
                               "standbys", errs[shim], text)
             self.assertNotIn("starts cold", text)
-            self.assertRegex(outs[2], r"\[rank 3\] rank 3 epoch 7 saved")
-            self.assertEqual(final_weights(outs[0]), self.weights8, text)
 
     def test_a_frozen_node_is_replaced_by_the_spare(self):
         # Node 1 freezes (SIGSTOP to its shim, its keeper and its ranks, as a
