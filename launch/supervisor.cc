@@ -107,23 +107,11 @@ int Supervisor::Prepare() {
     else LogWarning("--flight-recorder: " + st.error().message + "; a hang's culprit is not named");
   }
   if (config_.warm_restart) {
-    // A standby that could not be made is refused before anything runs:
-    // no private directory for its program, no agent to learn the rank's
-    // modules, or an interpreter that does not find --preload's.
-    Status st = agent.ok() ? agent : Error{"--warm-restart: " + agent.error().message};
-    if (st.ok() && !launches_.empty() && !launches_[0].node_launcher)
-      st = CheckWarmPreload(launches_[0].argv, *launches_[0].base_env, config_.preload);
+    Status st = PrepareWarm(agent);
     if (!st.ok()) {
       LogError(st.error().message);
       return kExitShimFailure;
     }
-    warm_.Configure(error_dir_, config_.preload, config_.pipe_output);
-    // A spare (--spares) keeps standbys too: a node's place it takes starts
-    // warm (with --preload's modules: no rank of it ran yet).
-    if (config_.standby)
-      for (size_t i = 0; i < launches_.size(); ++i)
-        warm_.Due(i, -1, launches_[i].argv, launches_[i].base_env, launches_[i].env_sets,
-                  launches_[i].cpus, Now());
   }
   children_.resize(launches_.size());
   return 0;
@@ -175,20 +163,7 @@ bool Supervisor::Start(size_t i, const RestartOrder* restart, int* code) {
   }
   Result<SpawnedChild> spawned = Error{""};
   std::optional<SpawnedChild> warm;
-  if (restart && warm_.on() && !node) {
-    if (i == 0) {
-      warm_ranks_.clear();
-      cold_ranks_.clear();
-    }
-    std::string cold;
-    warm = warm_.Take(i, c.launch->argv, *c.launch->base_env, sets, &cold);
-    if (warm) {
-      warm_ranks_.push_back(c.launch->rank);
-    } else {
-      cold_ranks_.emplace_back(c.launch->rank, cold);
-      LogWarning("--warm-restart: rank " + std::to_string(c.launch->rank) + " starts cold: " + cold);
-    }
-  }
+  if (restart && warm_.on() && !node) warm = TakeStandby(i, sets);
   if (warm) {
     spawned = *warm;
   } else {

@@ -1,7 +1,6 @@
 // The supervisor (supervisor_table.h): what each child's end was, and the
 // node's report of a failure (the summary, --log-dir's files).
 #include "launch/supervisor_table.h"
-#include "shim/base/json.h"
 
 namespace aml {
 namespace supervise {
@@ -25,21 +24,6 @@ ChildOutcome Supervisor::Outcome(size_t i) const {
     }
   }
   return o;
-}
-
-// --warm-restart: how this node's ranks of the last restart started ("": no
-// restart here yet, or the option is off).
-std::string Supervisor::WarmRestartJson() const {
-  if (!warm_.on() || (warm_ranks_.empty() && cold_ranks_.empty())) return "";
-  std::string out = "{\"host\":" + JsonQuote(config_.host) +
-                    ",\"attempt\":" + std::to_string(machine_.restarts() + 1) + ",\"warm\":[";
-  for (size_t k = 0; k < warm_ranks_.size(); ++k)
-    out += (k ? "," : "") + std::to_string(warm_ranks_[k]);
-  out += "],\"cold\":[";
-  for (size_t k = 0; k < cold_ranks_.size(); ++k)
-    out += std::string(k ? "," : "") + "{\"rank\":" + std::to_string(cold_ranks_[k].first) +
-           ",\"why\":" + JsonQuote(cold_ranks_[k].second) + "}";
-  return out + "]}";
 }
 
 // What the job's end says here (aml-shim's exit code is the machine's).

@@ -136,6 +136,9 @@ class Supervisor : private NodeProcs {
   std::optional<size_t> Find(pid_t pid) const;
   int Finish();
   ChildOutcome Outcome(size_t i) const;
+  // --warm-restart (supervisor_warm.cc).
+  Status PrepareWarm(const Status& agent);
+  std::optional<SpawnedChild> TakeStandby(size_t i, const EnvSets& sets);
   std::string WarmRestartJson() const;
   void Report();
   void DrainStderr(Child& c);

@@ -6,13 +6,13 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <algorithm>
 #include <cstring>
 
 #include "launch/child.h"
 #include "launch/wait_status.h"
 #include "launch/warm_command.h"
 #include "shim/base/clock.h"
+#include "shim/base/text_list.h"
 
 namespace aml {
 namespace {
@@ -33,12 +33,8 @@ Status CheckWarmPreload(const std::vector<std::string>& argv, const EnvSnapshot&
   check.insert(check.end(), command->flags.begin(), command->flags.end());
   check.push_back("-c");
   check.push_back(kFind);
-  size_t from = 0;
-  while (from <= modules.size()) {
-    const size_t comma = std::min(modules.find(',', from), modules.size());
-    if (comma > from) check.push_back(modules.substr(from, comma - from));
-    from = comma + 1;
-  }
+  for (const std::string& m : SplitFields(modules, ','))
+    if (!m.empty()) check.push_back(m);
   SpawnSpec spec;
   spec.pipe_output = true;
   spec.stdin_null = true;
@@ -85,21 +81,17 @@ Status CheckWarmPreload(const std::vector<std::string>& argv, const EnvSnapshot&
                  " s whether it finds --preload's modules (" + modules + ")"};
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::string last = err;
-    while (!last.empty() && last.back() == '\n') last.pop_back();
-    last = last.substr(last.rfind('\n') == std::string::npos ? 0 : last.rfind('\n') + 1);
+    std::vector<std::string> said = SplitLines(err);
+    while (!said.empty() && said.back().empty()) said.pop_back();
     return Error{"--warm-restart: " + command->interpreter + " could not look for --preload's "
-                 "modules (" + DescribeStatus(status) + (last.empty() ? "" : ": " + last) + ")"};
+                 "modules (" + DescribeStatus(status) +
+                 (said.empty() ? "" : ": " + said.back()) + ")"};
   }
-  std::string missing;
-  for (size_t at = 0; at < out.size();) {
-    const size_t nl = std::min(out.find('\n', at), out.size());
-    if (nl > at) missing += (missing.empty() ? "" : ", ") + out.substr(at, nl - at);
-    at = nl + 1;
-  }
+  const std::vector<std::string> missing = SplitLines(out);
   if (!missing.empty())
     return Error{"--preload=" + modules + ": " + command->interpreter + " finds no module " +
-                 missing + " (in the rank's environment): a standby could not import it"};
+                 JoinCapped(missing, missing.size()) +
+                 " (in the rank's environment): a standby could not import it"};
   return Ok();
 }
 

@@ -13,6 +13,15 @@ std::vector<std::string> SplitLines(const std::string& text) {
   return lines;
 }
 
+std::vector<std::string> SplitFields(const std::string& text, char sep) {
+  std::vector<std::string> fields;
+  size_t at = 0;
+  for (size_t end; (end = text.find(sep, at)) != std::string::npos; at = end + 1)
+    fields.push_back(text.substr(at, end - at));
+  fields.push_back(text.substr(at));
+  return fields;
+}
+
 std::string JoinLines(const std::vector<std::string>& lines) {
   std::string s;
   for (const auto& l : lines) s += (s.empty() ? "" : "\n") + l;

@@ -10,6 +10,8 @@
 namespace aml {
 
 std::vector<std::string> SplitLines(const std::string& text);
+// `text` cut at each `sep`, empty fields kept ("a,,b": "a", "", "b").
+std::vector<std::string> SplitFields(const std::string& text, char sep);
 std::string JoinLines(const std::vector<std::string>& lines);
 
 // "a, b, c and 4 more<noun>" naming at most `shown` of `items`.

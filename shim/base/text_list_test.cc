@@ -11,6 +11,14 @@ TEST(TextList, LinesRoundTrip) {
   EXPECT_TRUE(SplitLines("").empty());
 }
 
+TEST(TextList, FieldsKeepTheEmptyOnes) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(SplitFields("torch,,numpy", ','), (V{"torch", "", "numpy"}));
+  EXPECT_EQ(SplitFields("torch", ','), (V{"torch"}));
+  EXPECT_EQ(SplitFields("", ','), (V{""}));
+  EXPECT_EQ(SplitFields("a,", ','), (V{"a", ""}));
+}
+
 TEST(TextList, NamesTheFirstFewAndCountsTheRest) {
   EXPECT_EQ(JoinCapped({"a", "b", "c"}, 2, ",", " hosts"), "a,b and 1 more hosts");
   EXPECT_EQ(JoinCapped({"a", "b"}, 2), "a, b");

@@ -8,6 +8,7 @@
 
 #include "shim/base/host_port.h"
 #include "shim/base/parse_int.h"
+#include "shim/base/text_list.h"
 #include "shim/base/units.h"
 #include "shim/cli/nearest_word.h"
 #include "shim/cli/option_table.h"
@@ -263,16 +264,11 @@ Status Validate(const po::variables_map& vm, const Origins& origin,
       }
       return start;
     };
-    size_t at = 0;
-    while (at <= v.size()) {
-      const size_t comma = std::min(v.find(',', at), v.size());
-      const std::string m = v.substr(at, comma - at);
+    for (const std::string& m : SplitFields(v, ','))
       if (bad(m))
         return Error{origin.Name("preload") + "=" + v + ": '" + m +
                      "' is not a module's name (names like torch or torch.distributed, "
                      "separated by commas)"};
-      at = comma + 1;
-    }
     o.preload = v;
   }
   if (vm.count("metrics-addr")) o.metrics_addr = str("metrics-addr");
