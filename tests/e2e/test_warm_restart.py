@@ -34,25 +34,38 @@ def starts(stdout):
     return out
 
 
+# Every job this file starts carries it: a standby has its rank's
+# environment, so the standbys of this file's jobs are told apart from
+# those of a test running beside it (ctest -j2).
+TAG = f"AML_WARM_TEST={os.getpid()}".encode()
+
+
 def standbys_left():
-    """Processes running aml-shim's standby program, anywhere."""
+    """Processes running aml-shim's standby program for this file's jobs."""
     found = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if b"warm_standby.py" in f.read():
+                if b"warm_standby.py" not in f.read():
+                    continue
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if TAG in f.read().split(b"\0"):
                     found.append(int(pid))
         except OSError:
             pass
     return found
 
 
+def tagged_env(**env):
+    return clean_env(AML_WARM_TEST=str(os.getpid()), **env)
+
+
 class WarmRestart(unittest.TestCase):
     def job(self, *shim_args, cwd=None, **env):
         return run([SHIM, "--nproc-per-node", "2", *shim_args, "--", PYTHON, JOB, "a1", "--flag"],
-                   env=clean_env(MASTER_PORT=free_port(), **env), timeout=240, cwd=cwd)
+                   env=tagged_env(MASTER_PORT=free_port(), **env), timeout=240, cwd=cwd)
 
     def test_the_standby_imports_the_installed_modules_the_rank_before_it_imported(self):
         # No --hang-timeout: the agent is there for --warm-restart alone.
@@ -163,7 +176,7 @@ class WarmRestart(unittest.TestCase):
         port = free_port()
         p = spawn([SHIM, "--nproc-per-node", "2", "--max-restarts", "1", "--warm-restart",
                    "--metrics-addr", f"127.0.0.1:{port}", "--", PYTHON, JOB],
-                  env=clean_env(MASTER_PORT=free_port(), WAIT_S="40"), stdout=subprocess.PIPE,
+                  env=tagged_env(MASTER_PORT=free_port(), WAIT_S="40"), stdout=subprocess.PIPE,
                   stderr=subprocess.PIPE, text=True)
         self.addCleanup(p.kill)
         # Each rank's standby, once made (10 s after the start) and its
