@@ -22,10 +22,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
-from harness import (CKPT, PYTHON, CpuHogs, clean_env, free_port, kill_group,  # noqa: E402
-                     signal_all, slurp, spawn)
+from harness import (CKPT, PYTHON, CpuHogs, clean_env, descendants, free_port,  # noqa: E402
+                     kill_group, signal_all, slurp, spawn)
 from results import write_section  # noqa: E402
-from test_spares import descendants  # noqa: E402
 
 MARK = "<!-- bench/frozen_root.py -->"
 

@@ -27,13 +27,20 @@ USE_LIBUV=0; torchrun's TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1), torchrun
 that root's (peers/torchrun.py), and the heavy
 set without cryptography and pygments (not in that root).
 
-  bench/restart_first_step.py [--runs N] [--shim build/aml-shim] [--root forky]"""
+With --hang rank 3 stops taking part instead of failing (the others wait
+in their next all-reduce) and aml-shim runs with --hang-timeout 10s: from
+the verdict (its line on aml-shim's stderr, read as it comes) to every
+rank's first step of the next attempt. torchrun has no hang check.
+
+  bench/restart_first_step.py [--runs N] [--shim build/aml-shim] [--root forky] [--hang]"""
 import argparse
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY = "/usr/bin/python3"
@@ -58,25 +65,53 @@ dist.all_reduce(x)
 t2 = time.time()
 with open(f"{d}/times-{a}-{r}", "w") as f:
     f.write(f"{t0!r} {t1!r} {t2!r}")
+print(f"rank {r} first step", flush=True)  # the hang watchdog's last progress
 if a == 0:
-    if r == "3":
+    if r == os.environ.get("BENCH_FAIL_RANK", "3"):
         time.sleep(max(0.0, t0 + 20 - time.time()))
+        if os.environ.get("BENCH_HANG") == "1":
+            time.sleep(600)  # the others wait in their next all-reduce: a hang
         with open(f"{d}/fail", "w") as f:
             f.write(repr(time.time()))
         os._exit(7)
+    if os.environ.get("BENCH_HANG") == "1":
+        dist.all_reduce(x)
     time.sleep(120)
 dist.destroy_process_group()
 """
 
 
-def once(cmd, modules, extra_env):
+def verdict_time(cmd, env):
+    """Runs cmd; the wall time at which its stderr said the job was hung
+    (read as it came), and what it printed."""
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    said, at = [], None
+    out = []
+    reader = threading.Thread(target=lambda: out.append(p.stdout.read()))
+    reader.start()
+    for line in p.stderr:
+        said.append(line)
+        if at is None and "hung" in line:
+            at = time.time()
+    p.wait(timeout=300)
+    reader.join()
+    return p.returncode, at, "".join(out) + "".join(said)
+
+
+def once(cmd, modules, extra_env, hang=False):
     with tempfile.TemporaryDirectory() as d:
         env = dict(os.environ, BENCH_DIR=d, BENCH_MODULES=modules, **extra_env)
         env.pop("MASTER_PORT", None)
-        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-        if r.returncode != 0:
-            raise SystemExit(f"{cmd[0]} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
-        fail = float(open(f"{d}/fail").read())
+        if hang:
+            env["BENCH_HANG"] = "1"
+            code, fail, text = verdict_time(cmd, env)
+            if code != 0 or fail is None:
+                raise SystemExit(f"{cmd[0]} failed ({code}) or said no hang:\n{text}")
+        else:
+            r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+            if r.returncode != 0:
+                raise SystemExit(f"{cmd[0]} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
+            fail = float(open(f"{d}/fail").read())
         times = [[float(x) for x in open(f"{d}/times-1-{i}").read().split()] for i in range(4)]
         started = max(t[0] for t in times) - fail
         imports = max(t[1] - t[0] for t in times)
@@ -89,6 +124,9 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--shim", default=os.path.join(HERE, "..", "build", "aml-shim"))
     ap.add_argument("--root", choices=["forky"])
+    ap.add_argument("--hang", action="store_true",
+                    help="rank 3 hangs the job instead of failing; from the hang's verdict "
+                         "(--hang-timeout 10s), aml-shim alone (torchrun has no hang check)")
     args = ap.parse_args()
     shim_path = os.path.abspath(args.shim)
     py, heavy_set, wrap, extra_env = PY, HEAVY, [], {}
@@ -118,14 +156,18 @@ def main():
             "--warm-restart", "--", py, script],
         "torchrun --max_restarts 1 --monitor_interval 0.1": lambda heavy: torchrun + [script],
     }
-    print("| imports | launcher | failure to every rank's first step, median (min-max) | "
+    if args.hang:
+        shim += ["--hang-timeout", "10s"]
+        del peers["torchrun --max_restarts 1 --monitor_interval 0.1"]
+    start = "the hang's verdict" if args.hang else "failure"
+    print(f"| imports | launcher | {start} to every rank's first step, median (min-max) | "
           "of it: the last interpreter started | the slowest rank's imports |")
     print("|---|---|---|---|---|")
     try:
         for heavy in (False, True):
             what = f"torch, {heavy_set}" if heavy else "torch"
             for name, cmd in peers.items():
-                runs = [once(cmd(heavy), heavy_mods if heavy else "", extra_env)
+                runs = [once(cmd(heavy), heavy_mods if heavy else "", extra_env, args.hang)
                         for _ in range(args.runs)]
                 step = [x[0] for x in runs]
                 print(f"| {what} | {name} | {statistics.median(step):.2f} s "

@@ -31,6 +31,9 @@ import time
 
 from results import write_section
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
+from harness import descendants  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 NETNS = os.path.join(ROOT, "scripts", "netns-cluster.sh")
@@ -59,24 +62,6 @@ dist.destroy_process_group()
 """
 
 
-def descendants(pid):
-    children = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except OSError:
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
-
-
 def on_node(i, cmd):
     """cmd in node i's namespace, with the node's own hostname."""
     return ["ip", "netns", "exec", f"{NAME}{i}", "unshare", "--uts", "sh", "-c",
@@ -87,22 +72,24 @@ class RunFailed(Exception):
     pass
 
 
-def once(commands, d, ranks_before, victim):
-    """Starts each node's command, kills node `victim` (1 to 4) once every
-    rank trains, returns the kill to the last first line of the next
-    attempt; RunFailed when the job did not go on to its end."""
+def lose_node(commands, d, ready, victim, settle_s, measure, start_s=120):
+    """Starts each node's command (logs in `d`), and once every path of
+    `ready` exists (within `start_s`) and `settle_s` more passed, kills node
+    `victim` (1 to 4): its launcher and everything below it at once. When
+    every other launcher ended well, returns measure(the kill's time);
+    RunFailed when the job did not go on to its end."""
     procs = []
     for i, (cmd, env) in enumerate(commands, start=1):
         log = open(f"{d}/node-{i}.log", "w")
         procs.append(subprocess.Popen(on_node(i, cmd), env=env, stdout=log,
                                       stderr=subprocess.STDOUT, start_new_session=True))
     try:
-        deadline = time.time() + 120
-        while not all(os.path.exists(f"{d}/ready-0-{r}") for r in range(ranks_before)):
+        deadline = time.time() + start_s
+        while not all(os.path.exists(p) for p in ready):
             if time.time() > deadline:
                 raise RunFailed("the job did not start")
             time.sleep(0.05)
-        time.sleep(2)
+        time.sleep(settle_s)
         lost = procs[victim - 1]
         victims = [lost.pid] + descendants(lost.pid)
         killed = time.time()
@@ -114,8 +101,7 @@ def once(commands, d, ranks_before, victim):
         for i, p in enumerate(procs):
             if p is not lost and p.wait(timeout=240) != 0:
                 raise RunFailed(f"node {i + 1}'s launcher exited {p.returncode}")
-        starts = [float(open(f"{d}/start-1-{r}").read()) for r in range(6)]
-        return max(starts) - killed
+        return measure(killed)
     except subprocess.TimeoutExpired:
         raise RunFailed("a launcher still ran 240 s after the kill")
     except OSError as e:
@@ -127,6 +113,34 @@ def once(commands, d, ranks_before, victim):
             except ProcessLookupError:
                 pass
             p.wait()
+
+
+def once(commands, d, ranks_before, victim):
+    """Node `victim` lost once every rank trains: the kill to the last first
+    line of the next attempt."""
+    def measure(killed):
+        return max(float(open(f"{d}/start-1-{r}").read()) for r in range(6)) - killed
+    return lose_node(commands, d, [f"{d}/ready-0-{r}" for r in range(ranks_before)], victim, 2,
+                     measure)
+
+
+def repeat(name, runs, port, one):
+    """`runs` runs of one(d, port), each in a directory of its own on a port
+    of its own: their measures, a note on those that did not finish (their
+    logs on stderr), and the last port used."""
+    xs, failed = [], []
+    for _ in range(runs):
+        port += 1
+        with tempfile.TemporaryDirectory() as d:
+            os.chmod(d, 0o777)
+            try:
+                xs.append(one(d, port))
+            except RunFailed as e:
+                failed.append(str(e))
+                print(f"{name}: a run failed: {e}\n{logs(d)}", file=sys.stderr)
+    note = (f" ({len(failed)} of {runs} runs did not finish: "
+            f"{'; '.join(sorted(set(failed)))})" if failed else "")
+    return xs, note, port
 
 
 def logs(d):
@@ -190,18 +204,9 @@ def main():
             rows = tables[victim]
             print(f"node {victim} lost\n" + "\n".join(rows))
             for name, commands, ranks in peers:
-                xs, failed = [], []
-                for _ in range(args.runs):
-                    port += 1
-                    with tempfile.TemporaryDirectory() as d:
-                        os.chmod(d, 0o777)
-                        try:
-                            xs.append(once(commands(d, port), d, ranks, victim))
-                        except RunFailed as e:
-                            failed.append(str(e))
-                            print(f"{name}: a run failed: {e}\n{logs(d)}", file=sys.stderr)
-                note = (f" ({len(failed)} of {args.runs} runs did not finish: "
-                        f"{'; '.join(sorted(set(failed)))})" if failed else "")
+                xs, note, port = repeat(
+                    name, args.runs, port,
+                    lambda d, p: once(commands(d, p), d, ranks, victim))
                 cells = (f"{statistics.median(xs):.2f} s | {min(xs):.2f} s | {max(xs):.2f} s"
                          if xs else "- | - | -")
                 rows.append(f"| {name}{note} | {cells} |")

@@ -56,19 +56,27 @@ void NodeMachine::Start(double now) {
 
 bool NodeMachine::StartAll(const RestartOrder* restart, double now) {
   Enter(NodeState::kStarting);
+  warm_started_.clear();
+  cold_started_.clear();
   for (size_t i = 0; i < ranks_.size() && !standby_; ++i) {
     int code = 0;
-    if (!procs_->Start(i, restart, &code)) {
+    if (!StartRank(i, restart, now, &code)) {
       spawn_failure_code_ = code;
       return false;
     }
     ranks_[i].running = true;
     ranks_[i].start = now;
   }
+  if (c_.warm) StandbysAfterStart(restart != nullptr, now);
   Enter(NodeState::kRunning);
   last_output_ = last_look_ = attempt_start_ = starting_at_ = now;
   last_progress_ = -1;
-  starting_cpu_ = 0;
+  // The starting ranks' CPU time so far: a cold rank's is nil, a standby's
+  // what its imports took (not this attempt's activity).
+  starting_cpu_.assign(ranks_.size(), -1);
+  if (c_.look_every_s > 0)
+    for (const NodeProcs::RankCpu& r : procs_->StartingCpu())
+      if (r.child < starting_cpu_.size()) starting_cpu_[r.child] = r.cpu_s;
   looking_ = false;
   AnswerPace(nullptr);
   return true;
@@ -326,92 +334,26 @@ double NodeMachine::NextDeadline(double now) const {
   else if (stacks_ == StackPhase::kAborting)
     next = std::min(next, collect_until_);
   if ((restart_ || !told_done_) && state_ == NodeState::kEnded) next = now;
+  if (c_.warm && state_ != NodeState::kDone) next = std::min(next, warm_.NextDeadline());
   // Ended with a roll-call pending in a teardown: it waits until --grace
   // (and not after: then it waits only for what Finished asks of the job).
   if (state_ == NodeState::kEnded && teardown_ && WaitsForStacks(now))
     next = std::min(next, kill_at_);
   if (looking_ || recording_) next = std::min(next, procs_->DumpsNext(now));
   else next = std::min(next, NextLook());
+  next = std::min(next, NextCpuLook());
   return std::max(next, now);
 }
 
-// ---- Looks: progress beyond output
-
-// When the next look is due: its ranks silent for look_every_s, and that
-// long since the last look (never while anything else is under way).
-double NodeMachine::NextLook() const {
-  if (c_.look_every_s <= 0 || state_ != NodeState::kRunning || stacks_ != StackPhase::kNone ||
-      !AnyRunning())
-    return std::numeric_limits<double>::infinity();
-  return std::max(last_output_, last_look_) + c_.look_every_s;
-}
-
-// The straggler check's look: the ranks' records are read now (a look
-// under way serves it); a node with no rank running, or busy ending them or
-// reading stacks, answers at once with nothing (its parent does not wait).
-void NodeMachine::PaceLook(int64_t look, double now) {
-  if (pace_look_ >= 0) AnswerPace(nullptr);  // the one before was never done
-  pace_look_ = look;
-  if (state_ != NodeState::kRunning || stacks_ != StackPhase::kNone || recording_ ||
-      !AnyRunning()) {
-    AnswerPace(nullptr);
-    return;
-  }
-  if (!looking_) {
-    looking_ = true;
-    last_look_ = now;
-    procs_->StartDumps(now, NodeProcs::DumpAsk::kLook);
-  }
-  Look(now);
-}
-
-void NodeMachine::AnswerPace(const std::vector<RankTimes>* times) {
-  if (pace_look_ < 0) return;
-  const int64_t look = pace_look_;
-  pace_look_ = -1;
-  if (times) ++pace_looks_;
-  if (job_) job_->OnPace(look, times ? *times : std::vector<RankTimes>{});
-}
-
-// A look due is started; one whose records came says whether any rank
-// completed a collective since the last: activity, as output is.
-void NodeMachine::Look(double now) {
-  if (!looking_ && now >= NextLook()) {
-    looking_ = true;
-    last_look_ = now;
-    procs_->StartDumps(now, NodeProcs::DumpAsk::kLook);
-  }
-  if (looking_) {
-    if (state_ != NodeState::kRunning || stacks_ != StackPhase::kNone) {
-      looking_ = false;  // overtaken: the attempt ends, or the stacks are asked for
-      AnswerPace(nullptr);
-      return;
-    }
-    if (!procs_->DumpsDone(now)) return;
-    looking_ = false;
-    const DumpResult came = procs_->Dumps();
-    AnswerPace(&came.times);
-    // Ranks still starting whose CPU time grew: activity (node_machine.h).
-    const double starting = procs_->StartingCpuS();
-    const bool started = starting >= 0 &&
-                         starting - starting_cpu_ >= kStartCpuShare * (now - starting_at_) &&
-                         now < attempt_start_ + kStartCpuLooks * c_.look_every_s;
-    if (starting >= 0) {
-      starting_cpu_ = starting;
-      starting_at_ = now;
-    }
-    const bool advanced =
-        came.answered > 0 && last_progress_ >= 0 && came.progress > last_progress_;
-    if (came.answered > 0) last_progress_ = came.progress;
-    if (started || advanced) {
-      last_output_ = now;
-      if (job_) job_->OnOutput(now);
-    }
-  }
+void NodeMachine::Enter(NodeState s) {
+  state_ = s;
+  if (s == NodeState::kDone) EndStandbys();  // no process of the shim outlives it
 }
 
 bool NodeMachine::Step(double now) {
-  Look(now);
+  MakeStandbys(now);
+  Look(now);     // first: a CPU reading's activity must not put off a look due,
+  CpuLook(now);  // which learns whether the ranks still start
   if (recording_ && (procs_->DumpsDone(now) || !AnyRunning())) FinishRecords(now);
   if (stacks_ == StackPhase::kDumping && procs_->DumpsDone(now)) ProbeStacks(now);
   if (stacks_ == StackPhase::kProbing && procs_->ProbeDone(now)) AbortForStacks(now);
@@ -521,7 +463,15 @@ bool NodeMachine::Restart(double now) {
   restart_.reset();
   procs_->BeginRestart(order, order.print_own_failure && first_failure_.has_value());
   restarts_ = order.restart;
-  if (order.roster) standby_ = order.node_rank < 0;
+  if (order.roster) {
+    // --spares: retired (it ran ranks, now none): its standbys end, no rank
+    // of it starts again.
+    if (order.node_rank < 0 && !standby_) {
+      EndStandbys();
+      retired_ = true;
+    }
+    standby_ = order.node_rank < 0;
+  }
   // The attempt's state, afresh.
   for (Rank& r : ranks_) r = Rank{};
   first_failure_.reset();

@@ -30,17 +30,27 @@
 // output is, so a silent job whose collectives advance is not judged hung
 // (docs/control-plane.md, "Naming the culprit"). Before a rank has a
 // process group (it imports, prepares data, compiles: no flight-recorder
-// pipe yet) the CPU time it spent since the last look (5 % of a core at
-// least) is activity too, for
-// the attempt's first kStartCpuLooks looks' time (10 x --hang-timeout): a
+// pipe yet), or with its recorder before a look saw it enter a collective,
+// the CPU time it spent (5 % of a core at least) is activity too, for the
+// attempt's first kStartCpuLooks looks' time (10 x --hang-timeout): a
 // quiet start-up on a busy node is not a hang (docs/control-plane.md, "Hang
-// watchdog").
+// watchdog"). That CPU time is read every look_every_s on its own, not
+// with a look's records: a look whose dumps come late (an agent that got
+// no core in time, up to --dump-timeout) must not leave a busy start-up
+// silent for --hang-timeout (found in CI beside CPU hogs).
 //
 // A failure (a rank of this node's, or another's: the job's halt) ends
 // the attempt; with the flight recorder, the ranks still running are first
 // asked for their records (--dump-timeout at most: the teardown waits,
 // in state terminating), which say where each waited; then SIGTERM. A stop,
 // an end or a signal that comes meanwhile cuts the wait short.
+//
+// With --warm-restart (NodeConfig::warm) it also decides each rank's
+// standby interpreter (launch/warm_slots.h): made a while into each
+// attempt, taken by the rank at a restart (or not, and why), ended when the
+// node is retired, when the shim is being stopped and at its end; its
+// process table makes and ends them (docs/control-plane.md, "Warm
+// restarts").
 //
 // Beside the state, the stacks asked for (a hang's roll-call) go through
 // their own phases: none, dumping (each rank's flight record, --dump-timeout
@@ -54,9 +64,11 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "launch/job_link.h"
+#include "launch/warm_slots.h"
 
 namespace aml {
 
@@ -78,15 +90,37 @@ struct DumpResult {
   std::vector<RankTimes> times;
 };
 
+// --warm-restart: how a restart's rank is to start (NodeProcs::Start). In:
+// from its standby (WarmSlots::Take found one live); out: false, with why,
+// when the standby refused its order (it was ended: the rank started cold).
+struct WarmStart {
+  bool from_standby = false;
+  std::string cold;
+};
+
 // What the machine needs of the processes it supervises (index: the rank's
 // place in this node's list).
 class NodeProcs {
  public:
   virtual ~NodeProcs() = default;
   // Starts rank `child` of an attempt (`restart`: the order of a restart,
-  // null for the first). False when it cannot: `*code` is aml-shim's exit
-  // code for it (125, 126, 127), said already.
-  virtual bool Start(size_t child, const RestartOrder* restart, int* code) = 0;
+  // null for the first; `warm`: with --warm-restart, at a restart, whether
+  // its standby is to run it, null otherwise). False when it cannot:
+  // `*code` is aml-shim's exit code for it (125, 126, 127), said already.
+  virtual bool Start(size_t child, const RestartOrder* restart, WarmStart* warm, int* code) = 0;
+  // --warm-restart (NodeConfig::warm; launch/warm_slots.h): rank `child`'s
+  // standby interpreter. Whether the rank's modules are known (its agent
+  // wrote them); make its standby ("" when made, else why not); end it.
+  // One that ends by itself: NodeMachine::OnStandbyGone.
+  virtual bool StandbyLearned(size_t child) const {
+    (void)child;
+    return false;
+  }
+  virtual std::string MakeStandby(size_t child) {
+    (void)child;
+    return "no standby can be made here";
+  }
+  virtual void EndStandby(size_t child) { (void)child; }
   // `sig` to a running rank's process group (and to the rank itself when it
   // left its group; a terminating signal is followed by SIGCONT).
   virtual void Signal(size_t child, int sig) = 0;
@@ -112,10 +146,15 @@ class NodeProcs {
   virtual bool DumpsDone(double now) = 0;
   virtual double DumpsNext(double now) const = 0;
   virtual DumpResult Dumps() = 0;
-  // The CPU seconds spent so far by the running ranks that are still
-  // starting (no process group yet: no flight-recorder pipe), -1 when no
-  // rank is (the simulator's ranks never are).
-  virtual double StartingCpuS() const { return -1; }
+  // The CPU seconds spent so far by each running rank that is still
+  // starting (no process group yet, or no collective entered that a record
+  // showed), by its child index; none when no rank is (the simulator's
+  // ranks never are).
+  struct RankCpu {
+    size_t child = 0;
+    double cpu_s = 0;
+  };
+  virtual std::vector<RankCpu> StartingCpu() const { return {}; }
   // The stack readers from outside (py-spy, gdb) for the running ranks.
   virtual void StartProbe() = 0;
   virtual bool ProbeRunning() const = 0;
@@ -145,6 +184,9 @@ struct NodeConfig {
   // A failure (this node's rank's, or a halt) takes the running ranks'
   // flight records before it ends them: the recorder is on.
   bool records_on_failure = false;
+  // --warm-restart: each rank keeps a standby interpreter for the next
+  // restart (launch/warm_slots.h).
+  bool warm = false;
 };
 
 class NodeMachine {
@@ -155,9 +197,10 @@ class NodeMachine {
   static constexpr double kCollectS = 5;         // SIGABRT until the dumps are read
   static constexpr double kSameRequestS = 0.1;   // a signal twice within this is one request
   // A starting rank's CPU time counts as activity for this many looks'
-  // time from the attempt's start (each --hang-timeout / 3), when it grew
-  // by kStartCpuShare of the time between two looks (a rank that imports or
-  // prepares data keeps a core busy; one that waits, a few threads idle).
+  // time from the attempt's start (each --hang-timeout / 3), when the
+  // starting ranks' CPU time grew by kStartCpuShare of the time between two
+  // readings (a rank that imports or prepares data keeps a core busy; one
+  // that waits, a few threads idle).
   static constexpr double kStartCpuLooks = 30;
   static constexpr double kStartCpuShare = 0.05;
 
@@ -179,6 +222,9 @@ class NodeMachine {
   void OnFatal(double now);
   // The job's orders, taken from the channel.
   void TakeOrders(double now);
+  // --warm-restart: rank `child`'s standby ended by itself (`why`): its next
+  // start is cold.
+  void OnStandbyGone(size_t child, const std::string& why) { warm_.Gone(child, why); }
   // The ranks wrote output (looks wait for its silence).
   void NoteOutput(double now) { last_output_ = now; }
   double last_output() const { return last_output_; }
@@ -210,6 +256,10 @@ class NodeMachine {
   double ended(size_t i) const { return ranks_[i].end; }
   bool ended_before_collect(size_t i) const { return ranks_[i].ended_before_collect; }
   bool AnyRunning() const;
+  // --warm-restart: the last restart's ranks here started from their
+  // standbys, and cold (with why); empty before a restart.
+  const std::vector<size_t>& warm_started() const { return warm_started_; }
+  const std::vector<std::pair<size_t, std::string>>& cold_started() const { return cold_started_; }
   // The records a failure took (a node alone prints where its ranks waited).
   const std::vector<RankRecord>& records() const { return records_; }
   bool recording() const { return recording_; }
@@ -221,7 +271,12 @@ class NodeMachine {
     double start = 0, end = 0;
     bool ended_before_collect = false;  // had ended when the stacks were asked for
   };
-  void Enter(NodeState s) { state_ = s; }
+  void Enter(NodeState s);
+  // --warm-restart (node_machine_warm.cc).
+  bool StartRank(size_t i, const RestartOrder* restart, double now, int* code);
+  void StandbysAfterStart(bool restart, double now);
+  void MakeStandbys(double now);
+  void EndStandbys();
   // One order of each kind (TakeOrders).
   void Take(CollectStacksOrder order, double now);
   void Take(EndAttemptOrder order, double now);
@@ -236,8 +291,11 @@ class NodeMachine {
   void SendRecords(std::vector<RankRecord> records);
   void StopRequested(int sig, pid_t sender, double now, const std::string& why);
   void CollectStacks(double now);
+  // Looks while the ranks write nothing (node_machine_looks.cc).
   double NextLook() const;
   void Look(double now);
+  double NextCpuLook() const;
+  void CpuLook(double now);
   void PaceLook(int64_t look, double now);
   // `times`: the look's entry times (null: none read).
   void AnswerPace(const std::vector<RankTimes>* times);
@@ -279,14 +337,17 @@ class NodeMachine {
   double restart_wait_until_ = 0;
   int restarts_ = 0;
   bool standby_ = false;     // this attempt starts no ranks here (--spares)
+  bool retired_ = false;     // it ran ranks, and was retired (none start again)
   // Looks at the ranks' flight records while they write nothing.
   double last_output_ = 0;    // their last output (or the attempt's start)
   double last_look_ = 0;      // the last look's start
   bool looking_ = false;      // a look's dumps asked for
   int64_t last_progress_ = -1;  // what the last look summed (-1: none yet)
   double attempt_start_ = 0;     // the attempt's ranks started
-  double starting_cpu_ = 0;      // the starting ranks' CPU time at the last look,
-  double starting_at_ = 0;       // and when it was read
+  // The starting ranks' CPU time as last read (by child; -1: not starting
+  // then), and when; none starting at a reading: no more readings.
+  std::vector<double> starting_cpu_;
+  double starting_at_ = 0;
   // The straggler check's look asked for (-1: none): answered when the
   // look under way is done (or overtaken: then with nothing).
   int64_t pace_look_ = -1;
@@ -294,6 +355,10 @@ class NodeMachine {
   // A failure's records: being taken (the teardown waits), sent.
   bool recording_ = false, records_sent_ = false;
   std::vector<RankRecord> records_;
+  // --warm-restart.
+  WarmSlots warm_;
+  std::vector<size_t> warm_started_;
+  std::vector<std::pair<size_t, std::string>> cold_started_;
 };
 
 }  // namespace aml

@@ -24,14 +24,33 @@ struct FakeProcs : NodeProcs {
   bool stragglers = false, output_open = false, groups_empty = true, probe_running = false;
   int straggler_signals = 0, groups_killed = 0, restarts_begun = 0;
 
-  bool Start(size_t child, const RestartOrder*, int* code) override {
+  // --warm-restart: standbys made (by child), ended, whether the ranks'
+  // modules are known, and whether a standby refuses its order.
+  std::vector<size_t> made, ended_standbys, from_standby;
+  bool learned = false, refuse = false;
+  std::string cannot_make;  // why MakeStandby fails ("": it makes one)
+
+  bool Start(size_t child, const RestartOrder*, WarmStart* warm, int* code) override {
     if (starts++ == fail_start_at) {
       *code = 127;
       return false;
     }
-    (void)child;
+    if (warm && warm->from_standby) {
+      if (refuse) {
+        warm->from_standby = false;
+        warm->cold = "it refused";
+      } else {
+        from_standby.push_back(child);
+      }
+    }
     return true;
   }
+  bool StandbyLearned(size_t) const override { return learned; }
+  std::string MakeStandby(size_t child) override {
+    if (cannot_make.empty()) made.push_back(child);
+    return cannot_make;
+  }
+  void EndStandby(size_t child) override { ended_standbys.push_back(child); }
   void Signal(size_t child, int sig) override { signals.emplace_back(child, sig); }
   void Abort(size_t child) override { aborted.push_back(child); }
   bool SignalStragglers(int sig) override {
@@ -49,8 +68,8 @@ struct FakeProcs : NodeProcs {
   bool probed_while_dumping = false;
   int64_t progress = 0;
   int answered = 0;
-  double starting_cpu = -1;
-  double StartingCpuS() const override { return starting_cpu; }
+  std::vector<RankCpu> starting;  // the starting ranks' CPU time (none: none starts)
+  std::vector<RankCpu> StartingCpu() const override { return starting; }
   void StartDumps(double, DumpAsk ask) override {
     ++dumps_started;
     asks.push_back(ask);

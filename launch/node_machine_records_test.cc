@@ -135,44 +135,113 @@ TEST(NodeMachine, ASilentNodeLooksAtItsRecordsAndCollectivesDoneAreActivity) {
 
 TEST(NodeMachine, AStartingRanksCpuTimeIsActivityUntilItsGroupIsUpForABoundedTime) {
   // No rank has a process group yet (no pipe: no record answers): the CPU
-  // time they spend since the last look is activity, as output is; CPU
+  // time they spend since the last reading is activity, as output is; CPU
   // time that does not grow is not; nor any after 30 looks' time.
   FakeProcs procs;
   FakeJob job;
   NodeConfig c = Two();
   c.look_every_s = 5;  // --hang-timeout 15s
   NodeMachine m(c, &procs, &job);
+  procs.starting = {{0, 0}, {1, 0}};  // just started
   m.Start(0);
-  procs.starting_cpu = 3.2;  // importing torch, preparing data
+  procs.starting = {{0, 1.6}, {1, 1.6}};  // importing torch, preparing data
+  EXPECT_EQ(m.NextDeadline(0), 5);
   m.Step(5);
   EXPECT_EQ(procs.dumps_started, 1);
   EXPECT_EQ(job.outputs, 1) << "a starting rank that spends CPU is not silent";
   EXPECT_EQ(m.last_output(), 5);
-  procs.starting_cpu = 3.4;  // 4 % of a core: threads that wait
-  m.Step(10);  // the look is 5 s after the activity
+  procs.starting = {{0, 1.7}, {1, 1.7}};  // 4 % of a core: threads that wait
+  m.Step(10);
   EXPECT_EQ(job.outputs, 1) << "CPU time that barely grew is no activity";
-  procs.starting_cpu = 7;
+  procs.starting = {{0, 3.5}, {1, 3.5}};
   m.Step(15);
   EXPECT_EQ(job.outputs, 2);
   // Its group up (it answers its pipe; no rank starts any more): collectives
-  // alone are activity again.
-  procs.starting_cpu = -1;
+  // alone are activity again, and the CPU time is read no more.
+  procs.starting.clear();
   procs.answered = 2;
   procs.progress = 10;
   m.Step(20);
   m.Step(25);
   EXPECT_EQ(job.outputs, 2);
+  procs.starting = {{0, 100}};
+  EXPECT_EQ(m.NextDeadline(25), 30) << "the next look's";
+  m.Step(30);
+  EXPECT_EQ(job.outputs, 2) << "a rank past its start never starts again";
   // A rank that never gets a group: its CPU counts for 150 s (30 looks).
   NodeMachine late(c, &procs, &job);
-  late.Start(0);
   procs.answered = 0;
-  procs.starting_cpu = 1;
+  procs.starting = {{0, 0}};
+  late.Start(0);
+  procs.starting = {{0, 1}};
   for (double t = 5; t < 150; t += 5) late.Step(t);
   const int outputs = job.outputs;
-  procs.starting_cpu = 500;
+  procs.starting = {{0, 500}};
   late.Step(150);
   late.Step(155);
   EXPECT_EQ(job.outputs, outputs) << "a start-up that busy is counted only for a bounded time";
+}
+
+TEST(NodeMachine, AStartingRanksCpuTimeIsReadWhileALooksDumpsComeLate) {
+  // Beside CPU hogs a look's records may take seconds (an agent given no
+  // core in time): the starting ranks' CPU time is still read every look's
+  // time, so their busy start-up is not silent for --hang-timeout (before:
+  // read only when a look's dumps were done; test_culprit.py in CI).
+  FakeProcs procs;
+  FakeJob job;
+  NodeConfig c = Two();
+  c.look_every_s = 3;  // --hang-timeout 9s
+  NodeMachine m(c, &procs, &job);
+  procs.starting = {{0, 0}, {1, 0}};
+  m.Start(0);
+  procs.dumps_until = 12;  // the first look's dumps: 9 s late
+  procs.starting = {{0, 1}, {1, 1}};
+  m.Step(3);
+  EXPECT_TRUE(m.looking());
+  EXPECT_EQ(job.outputs, 1);
+  EXPECT_EQ(m.NextDeadline(3), 6) << "the next reading, not the dumps' end";
+  procs.starting = {{0, 2}, {1, 2}};
+  m.Step(6);
+  EXPECT_EQ(job.outputs, 2);
+  procs.starting = {{0, 3}, {1, 3}};
+  m.Step(9);
+  EXPECT_EQ(job.outputs, 3);
+  EXPECT_EQ(m.last_output(), 9);
+}
+
+TEST(NodeMachine, ARankThatEntersACollectiveDoesNotHideTheOthersStartingCpuTime) {
+  // Rank 0 enters its first all-reduce (out of the starting ranks, its 20 s
+  // of CPU time with it) while rank 1 still prepares its data: rank 1's
+  // growth is activity (before: the sum fell, and that reading found none).
+  FakeProcs procs;
+  FakeJob job;
+  NodeConfig c = Two();
+  c.look_every_s = 3;
+  NodeMachine m(c, &procs, &job);
+  procs.starting = {{0, 0}, {1, 0}};
+  m.Start(0);
+  procs.starting = {{0, 20}, {1, 20}};
+  m.Step(3);
+  EXPECT_EQ(job.outputs, 1);
+  procs.starting = {{1, 21.5}};
+  m.Step(6);
+  EXPECT_EQ(job.outputs, 2);
+}
+
+TEST(NodeMachine, AStandbysImportsAreNotTheAttemptsActivity) {
+  // A rank started from its standby has spent seconds importing before the
+  // attempt: the reading at its start is the baseline, so only what it
+  // spends after is activity.
+  FakeProcs procs;
+  FakeJob job;
+  NodeConfig c = Two();
+  c.look_every_s = 3;
+  NodeMachine m(c, &procs, &job);
+  procs.starting = {{0, 6}, {1, 6}};  // torch imported in the standby
+  m.Start(0);
+  procs.starting = {{0, 6.05}, {1, 6.05}};  // waiting in its rendezvous
+  m.Step(3);
+  EXPECT_EQ(job.outputs, 0);
 }
 
 NodeConfig Recording() {

@@ -51,6 +51,9 @@ DumpResult Supervisor::Dumps() {
     for (const FlightHarvest::Outcome& o : harvest_.outcomes()) {
       if (!o.fr) continue;
       ++r.answered;
+      for (Child& c : children_)
+        if (c.launch && c.launch->rank == o.rank)
+          for (const FrGroup& g : o.fr->groups) c.entered = std::max(c.entered, g.enqueued);
       for (const FrGroup& g : o.fr->groups) r.progress += std::max<int64_t>(0, g.completed);
       if (!o.times.empty()) r.times.push_back({o.rank, o.times});
     }
@@ -61,19 +64,24 @@ DumpResult Supervisor::Dumps() {
 // A rank is starting while its flight-recorder pipe is not there (torch,
 // or aml-shim's agent, makes it as its process group is up) and its agent
 // said nothing but that it is still starting: an agent's other word (torch
-// without a recorder, a dump that failed) comes once the group is up.
-double Supervisor::StartingCpuS() const {
-  double sum = -1;
+// without a recorder, a dump that failed) comes once the group is up. With
+// its pipe there, it is still starting until a look's record shows it
+// entered a collective (it builds its model, torch imports lazily: on a
+// busy node, 30 s and more before DDP's first broadcast; a record not read
+// yet, as when its recorder's thread got no core in time, counts as none).
+std::vector<NodeProcs::RankCpu> Supervisor::StartingCpu() const {
+  std::vector<RankCpu> starting;
   for (size_t i = 0; i < children_.size(); ++i) {
     const Child& c = children_[i];
     if (!flight_ || !c.fr || !machine_.running(i)) continue;
     struct stat st {};
-    if (lstat(c.fr->pipe.c_str(), &st) == 0 || errno != ENOENT) continue;
+    const bool piped = lstat(c.fr->pipe.c_str(), &st) == 0 || errno != ENOENT;
+    if (piped && c.entered > 0) continue;
     const std::string why = ReadNoFollow(AT_FDCWD, c.fr->why, sizeof kStillStartingWhy);
-    if (!why.empty() && why.rfind(kStillStartingWhy, 0) != 0) continue;
-    if (auto cpu = ProcCpuSeconds(c.pid)) sum = std::max(sum, 0.0) + *cpu;
+    if (!piped && !why.empty() && why.rfind(kStillStartingWhy, 0) != 0) continue;
+    if (auto cpu = ProcCpuSeconds(c.pid)) starting.push_back({i, *cpu});
   }
-  return sum;
+  return starting;
 }
 
 void Supervisor::FinishProbe() {

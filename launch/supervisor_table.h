@@ -64,9 +64,15 @@ inline constexpr double kFinalFlushS = 5.0;          // the reader's last chance
 inline constexpr double kKeeperGraceS = 10.0;        // SIGTERM to SIGKILL when the shim died
 inline constexpr double kProbeS = 10.0;  // every stack reader at once (py-spy, gdb)
 inline constexpr double kRasTimeoutS = 5;  // NCCL's RAS socket, asked at a hang
+inline constexpr double kStandbyEndS = 10.0;  // killed standbys reaped before the shim's exit
 inline constexpr int kForwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
 inline double Now() { return MonotonicSeconds(); }
+// ppoll's timeout for `seconds` (none below 0).
+timespec Timeout(double seconds);
+// The process groups of `groups` found empty (no member left, the leader
+// reaped), taken out of it: a group id is not recycled before.
+std::vector<pid_t> TakeEmptyGroups(std::vector<pid_t>* groups);
 
 extern OutputSink* g_err_sink;  // aml-shim's own lines while supervising (supervisor.cc)
 
@@ -96,6 +102,9 @@ struct Child {
   std::string err_tail;
   ProbedStack probed;  // py-spy's or the native stack, if any
   std::optional<FlightFiles> fr;  // its flight recorder's pipe and dump (none: off)
+  // The most collectives any of its groups entered, in the records its
+  // looks read (-1: none read yet): 0 or less, it is still starting.
+  int64_t entered = -1;
 };
 
 // The process table of the node's machine (node_machine.h) over real
@@ -111,7 +120,7 @@ class Supervisor : private NodeProcs {
         launches_(c.children),
         node_rank_(c.standby ? -1 : c.node_rank),
         machine_(NodeConfig{c.children.size(), c.grace_s, c.standby, c.look_every_s,
-                            c.flight_recorder},
+                            c.flight_recorder, WarmOn(c)},
                  this, c.link) {}
   int Run();
 
@@ -125,6 +134,7 @@ class Supervisor : private NodeProcs {
   void ForgetEmptyGroups();
   void NoticeStopped();
   void Signal(int sig, pid_t sender);
+  void ReadSignals();
   void LauncherGone();
   void ReadStream(Stream& s, double now);
   void Emit(Stream& s, std::string_view data);
@@ -138,8 +148,16 @@ class Supervisor : private NodeProcs {
   ChildOutcome Outcome(size_t i) const;
   // --warm-restart (supervisor_warm.cc).
   Status PrepareWarm(const Status& agent);
-  std::optional<SpawnedChild> TakeStandby(size_t i, const EnvSets& sets);
+  // --warm-restart's standbys for these children: not for a node's
+  // launcher, nor for a command that is not a Python script or module (it
+  // restarts cold, said once: WarmPool::Set).
+  static bool WarmOn(const SupervisorConfig& c) {
+    return c.warm_restart && !c.children.empty() && !c.children[0].node_launcher &&
+           ParsePythonCommand(c.children[0].argv).ok();
+  }
+  std::optional<SpawnedChild> TakeStandby(size_t i, const EnvSets& sets, WarmStart* w);
   std::string WarmRestartJson() const;
+  void EndStandbys();
   void Report();
   void DrainStderr(Child& c);
   void FlushAtExit();
@@ -150,7 +168,10 @@ class Supervisor : private NodeProcs {
   std::vector<pid_t> NotStragglers() const;
 
   // NodeProcs.
-  bool Start(size_t child, const RestartOrder* restart, int* code) override;
+  bool Start(size_t child, const RestartOrder* restart, WarmStart* warm, int* code) override;
+  bool StandbyLearned(size_t child) const override { return warm_.Learned(child); }
+  std::string MakeStandby(size_t child) override;
+  void EndStandby(size_t child) override { warm_.End(child); }
   void Signal(size_t child, int sig) override;
   void Abort(size_t child) override;
   bool SignalStragglers(int sig) override;
@@ -160,7 +181,7 @@ class Supervisor : private NodeProcs {
   void KillGroups() override;
   void StartDumps(double now, DumpAsk ask) override;
   DumpResult Dumps() override;
-  double StartingCpuS() const override;
+  std::vector<RankCpu> StartingCpu() const override;
   bool DumpsDone(double now) override { return harvest_.Poll(now) && ras_.Done(); }
   double DumpsNext(double now) const override {
     return harvest_.done() ? now + FlightHarvest::kPollS
@@ -204,10 +225,6 @@ class Supervisor : private NodeProcs {
   int node_rank_ = 0;
   NodeMachine machine_;           // what is done when (node_machine.h)
   WarmPool warm_;                 // --warm-restart's standbys
-  // The last restart's ranks started from their standbys, and those started
-  // cold with why (failure.json's "warm_restart").
-  std::vector<int> warm_ranks_;
-  std::vector<std::pair<int, std::string>> cold_ranks_;
 };
 
 }  // namespace supervise

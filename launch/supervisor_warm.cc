@@ -1,7 +1,12 @@
 // The supervisor (supervisor_table.h): --warm-restart's part
 // (docs/control-plane.md, "Warm restarts"): the check before anything
 // runs, a spare's standbys, a rank started from its standby at a restart,
-// and what failure.json says of it.
+// what failure.json says of it, and the standbys gone before the shim.
+#include <poll.h>
+#include <signal.h>
+
+#include <algorithm>
+
 #include "launch/supervisor_table.h"
 #include "shim/base/json.h"
 
@@ -19,46 +24,82 @@ Status Supervisor::PrepareWarm(const Status& agent) {
     if (!st.ok()) return st;
   }
   warm_.Configure(error_dir_, config_.preload, config_.pipe_output);
-  // A spare (--spares) keeps standbys too: a node's place it takes starts
-  // warm (with --preload's modules: no rank of it ran yet).
+  // A spare (--spares) keeps standbys too (the machine makes them): a
+  // node's place it takes starts warm (with --preload's modules: no rank
+  // of it ran yet).
   if (config_.standby)
     for (size_t i = 0; i < launches_.size(); ++i)
-      warm_.Due(i, -1, launches_[i].argv, launches_[i].base_env, launches_[i].env_sets,
-                launches_[i].cpus, Now());
+      warm_.Set(i, -1, launches_[i].argv, launches_[i].base_env, launches_[i].env_sets,
+                launches_[i].cpus);
   return Ok();
 }
 
-// At a restart: child `i` from its standby, told `sets`; none when it has
-// none (said, with why: it starts cold).
-std::optional<SpawnedChild> Supervisor::TakeStandby(size_t i, const EnvSets& sets) {
+// --warm-restart: child `i`'s standby made (the machine says when:
+// launch/warm_slots.h), named to the keeper; "" or why not.
+std::string Supervisor::MakeStandby(size_t i) {
+  pid_t pid = -1;
+  const std::string why = warm_.Make(i, &pid);
+  if (!why.empty()) {
+    LogWarning("--warm-restart: " + why + ": that rank restarts cold");
+    return why;
+  }
+  to_watch_.push_back(pid);
+  WatchStarted();
+  return "";
+}
+
+// At a restart: child `i` from its standby, told `sets`; none when it
+// refused its order (`w`'s why: it starts cold).
+std::optional<SpawnedChild> Supervisor::TakeStandby(size_t i, const EnvSets& sets, WarmStart* w) {
   const ChildLaunch& l = *children_[i].launch;
-  if (i == 0) {
-    warm_ranks_.clear();
-    cold_ranks_.clear();
-  }
-  std::string cold;
-  std::optional<SpawnedChild> warm = warm_.Take(i, l.argv, *l.base_env, sets, &cold);
-  if (warm) {
-    warm_ranks_.push_back(l.rank);
-  } else {
-    cold_ranks_.emplace_back(l.rank, cold);
-    LogWarning("--warm-restart: rank " + std::to_string(l.rank) + " starts cold: " + cold);
-  }
+  std::optional<SpawnedChild> warm = warm_.Take(i, l.argv, *l.base_env, sets, &w->cold);
+  if (!warm) w->from_standby = false;
   return warm;
+}
+
+// At the end: every standby killed and gone before the shim exits, with
+// whatever it started (its process group: a process that outlived its
+// leader is this shim's, a subreaper's, and reaped here; each group found
+// empty is forgotten by the keeper, as a rank's), so that no process the
+// shim started outlives it. A SIGKILLed interpreter holding
+// torch takes a moment to free its memory, longer on a busy machine (found
+// in CI: a standby still there when the job's command had returned).
+// Bounded: a process stuck in the kernel cannot be reaped.
+void Supervisor::EndStandbys() {
+  warm_.EndAll();
+  std::vector<pid_t> groups = warm_.pids();
+  const double until = Now() + kStandbyEndS;
+  for (;;) {
+    Reap();
+    keeper_.Forget(TakeEmptyGroups(&groups));
+    if (groups.empty()) return;
+    const double wait = until - Now();
+    if (wait <= 0) {
+      LogWarning("--warm-restart: standby (pid " + std::to_string(groups[0]) + ") or a process "
+                 "it started still there " + std::to_string(static_cast<int>(kStandbyEndS)) +
+                 " s after its SIGKILL (in the kernel: uninterruptible sleep); not waited for");
+      return;
+    }
+    pollfd p{sfd_, POLLIN, 0};
+    timespec ts = Timeout(std::min(wait, 0.05));
+    if (ppoll(&p, 1, &ts, nullptr) > 0) ReadSignals();
+  }
 }
 
 // --warm-restart: how this node's ranks of the last restart started ("": no
 // restart here yet, or the option is off).
 std::string Supervisor::WarmRestartJson() const {
-  if (!warm_.on() || (warm_ranks_.empty() && cold_ranks_.empty())) return "";
+  const std::vector<size_t>& warm = machine_.warm_started();
+  const auto& cold = machine_.cold_started();
+  if (!warm_.on() || (warm.empty() && cold.empty())) return "";
+  auto rank = [this](size_t i) { return std::to_string(launches_[i].rank); };
   std::string out = "{\"host\":" + JsonQuote(config_.host) +
                     ",\"attempt\":" + std::to_string(machine_.restarts() + 1) + ",\"warm\":[";
-  for (size_t k = 0; k < warm_ranks_.size(); ++k)
-    out += (k ? "," : "") + std::to_string(warm_ranks_[k]);
+  for (size_t k = 0; k < warm.size(); ++k) out += (k ? "," : "") + rank(warm[k]);
   out += "],\"cold\":[";
-  for (size_t k = 0; k < cold_ranks_.size(); ++k)
-    out += std::string(k ? "," : "") + "{\"rank\":" + std::to_string(cold_ranks_[k].first) +
-           ",\"why\":" + JsonQuote(cold_ranks_[k].second) + "}";
+  for (size_t k = 0; k < cold.size(); ++k)
+    out += std::string(k ? "," : "") + "{\"rank\":" + rank(cold[k].first) +
+           ",\"why\":" + JsonQuote(cold[k].second) + "}";
   return out + "]}";
 }
 

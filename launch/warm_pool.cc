@@ -4,11 +4,9 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <limits>
 
 #include "launch/cpu_affinity.h"
 #include "launch/wait_status.h"
@@ -23,7 +21,6 @@ namespace {
 
 constexpr int kOrderFd = 3;  // the order's pipe, in the standby
 constexpr int kOrderPipeBytes = 1 << 20;
-constexpr double kLearnLookS = 1;  // how often a standby due looks for its rank's modules
 
 void CloseFd(int* fd) {
   if (*fd >= 0) close(*fd);
@@ -38,29 +35,20 @@ void WarmPool::Configure(std::string dir, std::string modules, bool pipe_output)
   pipe_output_ = pipe_output;
 }
 
-void WarmPool::Due(size_t i, int rank, const std::vector<std::string>& argv,
-                   const EnvSnapshot* env, const EnvSets& sets, const std::vector<int>& cpus,
-                   double now) {
+void WarmPool::Set(size_t i, int rank, const std::vector<std::string>& argv,
+                   const EnvSnapshot* env, const EnvSets& sets, const std::vector<int>& cpus) {
   if (!on()) return;
-  Result<PythonCommand> command = ParsePythonCommand(argv);
-  if (!command.ok()) {
-    if (!said_cold_)
-      LogWarning("--warm-restart: " + command.error().message +
-                 ": restarts start the ranks cold");
-    said_cold_ = true;
-    return;
-  }
   if (slots_.size() <= i) slots_.resize(i + 1);
   Slot& s = slots_[i];
-  s.command = *command;
+  s.command = ParsePythonCommand(argv);
+  if (!s.command.ok() && !said_cold_) {
+    LogWarning("--warm-restart: " + s.command.error().message + ": restarts start the ranks cold");
+    said_cold_ = true;
+  }
   s.env = env;
   s.sets = sets;
   s.cpus = cpus;
   s.rank = rank;
-  if (s.pid < 0) {
-    s.due = now + kAfterS;
-    s.learn_until = rank < 0 ? now : now + kLearnS;
-  }
 }
 
 std::string WarmPool::Learned(const Slot& s) const {
@@ -69,32 +57,7 @@ std::string WarmPool::Learned(const Slot& s) const {
   return access(path.c_str(), F_OK) == 0 ? path : "";
 }
 
-double WarmPool::NextDeadline() const {
-  double next = std::numeric_limits<double>::infinity();
-  for (const Slot& s : slots_)
-    if (s.due >= 0 && s.due < next) next = s.due;
-  return next;
-}
-
-std::vector<pid_t> WarmPool::Poll(double now) {
-  std::vector<pid_t> started;
-  for (Slot& s : slots_) {
-    if (s.due < 0 || now < s.due) continue;
-    if (now < s.learn_until && Learned(s).empty()) {
-      s.due = std::min(now + kLearnLookS, s.learn_until);  // the rank's modules not known yet
-      continue;
-    }
-    s.due = -1;
-    const std::string failed = Start(s);
-    if (!failed.empty()) {
-      s.died = failed;
-      LogWarning("--warm-restart: " + failed + ": that rank restarts cold");
-    } else {
-      started.push_back(s.pid);
-    }
-  }
-  return started;
-}
+bool WarmPool::Learned(size_t i) const { return i < slots_.size() && !Learned(slots_[i]).empty(); }
 
 Status WarmPool::WriteScript() {
   if (!script_.empty()) return Ok();
@@ -104,7 +67,11 @@ Status WarmPool::WriteScript() {
   return st;
 }
 
-std::string WarmPool::Start(Slot& s) {
+std::string WarmPool::Make(size_t i, pid_t* pid) {
+  if (i >= slots_.size() || !slots_[i].env) return "it has no command to start";
+  Slot& s = slots_[i];
+  if (!s.command.ok()) return s.command.error().message;
+  if (s.pid > 0) Drop(s, true);  // (the machine makes one per slot at a time)
   Status written = WriteScript();
   if (!written.ok()) return written.error().message;
   int p[2];
@@ -123,7 +90,7 @@ std::string WarmPool::Start(Slot& s) {
   Result<SpawnedChild> spawned = Error{""};
   {
     ScopedCpuBinding bind(s.cpus);  // inherited, as the rank's
-    spawned = Spawn(s.command.StandbyArgv(script_), *s.env, spec, &code);
+    spawned = Spawn(s.command->StandbyArgv(script_), *s.env, spec, &code);
   }
   close(p[0]);
   if (!spawned.ok()) {
@@ -134,7 +101,7 @@ std::string WarmPool::Start(Slot& s) {
   s.order_fd = p[1];
   s.out_fd = spawned->out_fd;
   s.err_fd = spawned->err_fd;
-  s.died.clear();
+  *pid = s.pid;
   LogVerbose("--warm-restart: " + (s.rank < 0 ? std::string("a spare's") : "rank " + std::to_string(s.rank) + "'s") + " standby (pid " +
              std::to_string(s.pid) + ") imports " + modules_ +
              (learned.empty() ? " (the rank's own modules not known)"
@@ -146,13 +113,7 @@ std::optional<SpawnedChild> WarmPool::Take(size_t i, const std::vector<std::stri
                                            const EnvSnapshot& env, const EnvSets& sets,
                                            std::string* why) {
   if (i >= slots_.size() || slots_[i].pid < 0) {
-    if (i < slots_.size() && !slots_[i].died.empty()) *why = slots_[i].died;
-    else if (i < slots_.size() && slots_[i].due >= 0)
-      *why = "its standby was not started yet (" + std::to_string(static_cast<int>(kAfterS)) +
-             " s after the attempt's start, once the rank's modules are known, at most " +
-             std::to_string(static_cast<int>(kLearnS)) + " s)";
-    else *why = "it has no standby";
-    if (i < slots_.size()) slots_[i].due = -1;
+    *why = "it has no standby";
     return std::nullopt;
   }
   Slot& s = slots_[i];
@@ -191,8 +152,11 @@ std::optional<SpawnedChild> WarmPool::Take(size_t i, const std::vector<std::stri
   SpawnedChild child{s.pid, s.out_fd, s.err_fd};
   s.pid = -1;
   s.out_fd = s.err_fd = -1;
-  s.due = -1;
   return child;
+}
+
+void WarmPool::End(size_t i) {
+  if (i < slots_.size()) Drop(slots_[i], true);
 }
 
 std::vector<pid_t> WarmPool::pids() const {
@@ -217,16 +181,17 @@ std::vector<std::pair<int, double>> WarmPool::Resident() const {
   return out;
 }
 
-bool WarmPool::Reaped(pid_t pid, int status) {
+bool WarmPool::Reaped(pid_t pid, int status, std::optional<size_t>* slot, std::string* why) {
   for (auto it = killed_.begin(); it != killed_.end(); ++it)
     if (*it == pid) {
       killed_.erase(it);
       return true;
     }
-  for (Slot& s : slots_) {
-    if (s.pid != pid) continue;
-    s.died = "its standby (pid " + std::to_string(pid) + ") ended: " + DescribeStatus(status);
-    Drop(s, false);
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].pid != pid) continue;
+    *slot = i;
+    *why = "its standby (pid " + std::to_string(pid) + ") ended: " + DescribeStatus(status);
+    Drop(slots_[i], false);
     return true;
   }
   return false;
@@ -244,10 +209,7 @@ void WarmPool::Drop(Slot& s, bool kill_group) {
 }
 
 void WarmPool::EndAll() {
-  for (Slot& s : slots_) {
-    Drop(s, true);
-    s.due = -1;
-  }
+  for (Slot& s : slots_) Drop(s, true);
 }
 
 }  // namespace aml

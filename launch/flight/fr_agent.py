@@ -8,6 +8,7 @@
 # torch before 2.5), the thread makes the pipe torch would have,
 # <TORCH_NCCL_DEBUG_INFO_PIPE_FILE><rank>.pipe, and on each byte written
 # there writes the flight recorder's dump to <TORCH_FR_DUMP_TEMP_FILE><rank>
+# (a look's, asked for with no stack traces: to <...><rank>.light)
 # (whole: a temporary file renamed; the first time stack traces are asked
 # for, the record without them first, under a mark <dump>.more that stays
 # until the one with them is in place: symbolizing them the first time can
@@ -135,7 +136,9 @@ def _aml_flight_run():
         fd = os.open(pipe, os.O_RDWR)  # a reader and a writer: read() waits, never EOF
     except OSError:
         return
-    _aml_flight_at_exception(dump, prefix, rank, version)
+    import threading
+    lock = threading.Lock()  # one dump at a time: this thread's, or the exception's
+    _aml_flight_at_exception(dump, prefix, rank, version, lock)
     symbolized = False
     while True:
         try:
@@ -148,11 +151,12 @@ def _aml_flight_run():
         # b"p" alone: a look (progress, the straggler check) that needs no
         # stack traces; anything else (a hang, a failure) has them.
         stacks = asked.strip(b"p") != b""
-        if stacks and not symbolized:
-            _aml_flight_first(dump, prefix, rank, version)
-            symbolized = True
-        else:
-            _aml_flight_write(dump, prefix, rank, version, stacks)
+        with lock:
+            if stacks and not symbolized:
+                _aml_flight_first(dump, prefix, rank, version)
+                symbolized = True
+            else:
+                _aml_flight_write(dump, prefix, rank, version, stacks, look=not stacks)
 
 
 def _aml_flight_first(dump, prefix, rank, version):
@@ -176,12 +180,14 @@ def _aml_flight_first(dump, prefix, rank, version):
             pass
 
 
-def _aml_flight_write(dump, prefix, rank, version, stacks=True):
+def _aml_flight_write(dump, prefix, rank, version, stacks=True, look=False):
     # The record, whole: a temporary file renamed. The temporary file is
     # this writer's own (process and thread): a second writer of the same
     # rank's record (test_culprit in a CI run: rank 7's rename found its
     # "fr-...-rank-7.tmp" gone, and its stack traces were lost) renames its
-    # own, whole; the last rename wins.
+    # own, whole; the last rename wins. A look's record (no stack traces)
+    # goes to <dump>.light, never to the dump: a hang's ask, which needs
+    # them, must not take a look's record written late (fr_env.h).
     import os
     import threading
     try:
@@ -195,22 +201,37 @@ def _aml_flight_write(dump, prefix, rank, version, stacks=True):
                 view = view[os.write(out, view):]
         finally:
             os.close(out)
-        os.rename(tmp, "%s%d" % (prefix, rank))
+        os.rename(tmp, "%s%d%s" % (prefix, rank, ".light" if look else ""))
     except Exception as e:
         _aml_flight_why(prefix, rank, "torch %s could not dump its flight recorder: %s: %s"
                         % (version, type(e).__name__, str(e)[:200]))
 
 
-def _aml_flight_at_exception(dump, prefix, rank, version):
+def _aml_flight_at_exception(dump, prefix, rank, version, lock):
     # A Gloo rank whose peer died raises from its collective at once and
     # exits before anyone can ask it: as the exception ends it, its record
     # is written, so that aml-shim can say where it waited. Then the hook
-    # that was there runs, as it would have.
+    # that was there runs, as it would have. A dump of the agent's thread
+    # under way (asked for as the failure began) finishes first: the rank
+    # ends after this hook, and a thread cut off in its first dump left its
+    # mark (<dump>.more) standing, so that aml-shim took the record for one
+    # still to come and said the rank had none (test_culprit.py in CI).
+    # Waited for 5 s at most: the rank's end is never held long.
     before = sys.excepthook
 
     def hook(kind, value, tb):
         try:
-            _aml_flight_write(dump, prefix, rank, version)
+            import os
+            held = lock.acquire(timeout=5)
+            try:
+                _aml_flight_write(dump, prefix, rank, version)
+                try:
+                    os.unlink("%s%d.more" % (prefix, rank))
+                except OSError:
+                    pass
+            finally:
+                if held:
+                    lock.release()
         except BaseException:
             pass
         before(kind, value, tb)

@@ -61,8 +61,11 @@ std::string FlightRecordPrefix(int attempt);
 // reads, the dump it writes, the line the agent writes when it cannot, and
 // the mark the agent keeps while a dump with stack traces is still to come
 // after the one without them it wrote first.
+// `light`: where aml-shim's agent writes a look's record (asked for with
+// no stack traces): never `dump`, so that a hang's or a failure's ask,
+// which needs them, cannot take a look's record the agent wrote late.
 struct FlightFiles {
-  std::string pipe, dump, why, more;
+  std::string pipe, dump, why, more, light;
 };
 // What the agent writes as a rank's `why` until its process group is up
 // (fr_agent.py says the same).

@@ -55,6 +55,16 @@ std::string AskForDump(const std::string& pipe, char what) {
   return why;
 }
 
+bool FlightHarvest::Seen::Update(const struct stat& st) {
+  const bool changed = st.st_dev != dev || st.st_ino != ino || MtimeNs(st) != mtime_ns ||
+                       st.st_size != size;
+  dev = st.st_dev;
+  ino = st.st_ino;
+  mtime_ns = MtimeNs(st);
+  size = st.st_size;
+  return changed;
+}
+
 void FlightHarvest::Start(const std::vector<Ask>& asks, double now, double timeout_s,
                           bool light) {
   outcomes_.assign(asks.size(), {});
@@ -78,14 +88,10 @@ void FlightHarvest::Start(const std::vector<Ask>& asks, double now, double timeo
     s.files = *asks[i].files;
     // What the agent said when it could not serve (torch too old).
     const std::string said = ReadNoFollow(AT_FDCWD, s.files.why, kMaxWhy);
-    // The dump as it is before the ask: an older one is not the answer.
+    // The dumps as they are before the ask: an older one is not the answer.
     struct stat st {};
-    if (StatFile(s.files.dump, &st)) {
-      s.dev = st.st_dev;
-      s.ino = st.st_ino;
-      s.mtime_ns = MtimeNs(st);
-      s.size = st.st_size;
-    }
+    if (StatFile(s.files.dump, &st)) s.dump.Update(st);
+    if (light && StatFile(s.files.light, &st)) s.light.Update(st);
     const std::string why = AskForDump(s.files.pipe, light ? kAskLight : kAskFull);
     if (!why.empty()) {
       o.why = said.empty() ? why : OneLine(said);
@@ -104,37 +110,11 @@ void FlightHarvest::Look(size_t i, bool last) {
   // seen gone is that record.
   struct stat st {};
   const bool more = !light_ && lstat(s.files.more.c_str(), &st) == 0;
-  if (StatFile(s.files.dump, &st)) {
-    const bool changed = st.st_dev != s.dev || st.st_ino != s.ino ||
-                         MtimeNs(st) != s.mtime_ns || st.st_size != s.size;
-    s.dev = st.st_dev;
-    s.ino = st.st_ino;
-    s.mtime_ns = MtimeNs(st);
-    s.size = st.st_size;
-    if (static_cast<unsigned long long>(st.st_size) > kMaxFrDump) {
-      o.why = "its dump is " + FormatBytes(static_cast<uint64_t>(st.st_size)) +
-              ", over the cap of " + FormatBytes(kMaxFrDump) +
-              ": not read";
-      s.pending = false;
-    } else if (changed) {
-      const std::string data = ReadNoFollow(AT_FDCWD, s.files.dump, kMaxFrDump);
-      std::vector<FrEntryTimes> times;
-      auto summary = SummarizeDump(data, o.rank, &times);
-      if (!summary.ok()) {
-        s.error = summary.error().message;  // half written, perhaps: looked at again
-      } else if (more) {
-        s.early = std::move(*summary);  // the one with stack traces is still to come
-        s.early_times = std::move(times);
-      } else {
-        o.fr = std::move(*summary);
-        o.times = std::move(times);
-        o.dump = s.files.dump;
-        s.pending = false;
-      }
-    } else if (s.early && !more) {
-      TakeEarly(i, "");  // the mark went after the record read last was written
-    }
-  }
+  // A look takes the agent's record for looks, or torch's own reader's.
+  bool read = light_ && Read(i, s.files.light, &s.light, false);
+  if (!read) read = Read(i, s.files.dump, &s.dump, more);
+  if (!read && s.early && !more)
+    TakeEarly(i, "");  // the mark went after the record read last was written
   if (s.pending) {
     const std::string said = ReadNoFollow(AT_FDCWD, s.files.why, kMaxWhy);
     if (!said.empty() && s.early) {
@@ -154,6 +134,34 @@ void FlightHarvest::Look(size_t i, bool last) {
     s.pending = false;
   }
   if (!s.pending) --pending_;
+}
+
+bool FlightHarvest::Read(size_t i, const std::string& path, Seen* seen, bool more) {
+  State& s = states_[i];
+  Outcome& o = outcomes_[i];
+  struct stat st {};
+  if (!StatFile(path, &st) || !seen->Update(st)) return false;
+  if (static_cast<unsigned long long>(st.st_size) > kMaxFrDump) {
+    o.why = "its dump is " + FormatBytes(static_cast<uint64_t>(st.st_size)) +
+            ", over the cap of " + FormatBytes(kMaxFrDump) + ": not read";
+    s.pending = false;
+    return true;
+  }
+  const std::string data = ReadNoFollow(AT_FDCWD, path, kMaxFrDump);
+  std::vector<FrEntryTimes> times;
+  auto summary = SummarizeDump(data, o.rank, &times);
+  if (!summary.ok()) {
+    s.error = summary.error().message;  // half written, perhaps: looked at again
+  } else if (more) {
+    s.early = std::move(*summary);  // the one with stack traces is still to come
+    s.early_times = std::move(times);
+  } else {
+    o.fr = std::move(*summary);
+    o.times = std::move(times);
+    o.dump = path;
+    s.pending = false;
+  }
+  return true;
 }
 
 void FlightHarvest::TakeEarly(size_t i, std::string note) {

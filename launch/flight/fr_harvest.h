@@ -2,7 +2,8 @@
 // culprit"): each running rank is asked for its flight record through its
 // pipe (one byte, never blocking: a pipe nobody reads is said at once), and
 // its dump is waited for, --dump-timeout at most. A dump is read only when
-// it changed since the last look, refused unread past kMaxFrDump, and
+// it changed since the ask (a look's, written where a look's go, only by a
+// look: fr_env.h), refused unread past kMaxFrDump, and
 // summarized (fr_dump.h); a rank that never answers, or answers with a
 // broken dump, gets one line saying so. Asked for stack traces, aml-shim's
 // agent may first write the record without them (its first dump with them
@@ -12,6 +13,7 @@
 // blocks: Poll looks and returns.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <optional>
@@ -51,19 +53,27 @@ class FlightHarvest {
   const std::vector<Outcome>& outcomes() const { return outcomes_; }
 
  private:
+  // A record's file as last seen (-1: none).
+  struct Seen {
+    dev_t dev = 0;
+    ino_t ino = 0;
+    long long mtime_ns = -1, size = -1;
+    // True when `st` is not what was seen, which becomes it.
+    bool Update(const struct stat& st);
+  };
   struct State {
     FlightFiles files;
     bool pending = false;
-    dev_t dev = 0;
-    ino_t ino = 0;
-    long long mtime_ns = -1, size = -1;  // the file as last seen (-1: none)
-    std::string error;                   // the last read's
+    Seen dump, light;   // the dump, and a look's (fr_env.h)
+    std::string error;  // the last read's
     // The record read while the agent's mark stood (without stack traces,
     // or the last one if the mark went after it was written).
     std::optional<FrSummary> early;
     std::vector<FrEntryTimes> early_times;
   };
   void Look(size_t i, bool last);
+  // Reads `path` when it changed since `seen` (true: something was read).
+  bool Read(size_t i, const std::string& path, Seen* seen, bool more);
   void TakeEarly(size_t i, std::string note);
 
   std::vector<Outcome> outcomes_;

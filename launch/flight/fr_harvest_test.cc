@@ -247,5 +247,41 @@ TEST_F(FirstRecord, ALookThatAskedForNoStackTracesTakesTheFirstDumpAtOnce) {
   EXPECT_EQ(h.outcomes()[0].fr->no_stacks, "");
 }
 
+// A look's record, asked for with no stack traces, the agent writes to
+// <dump>.light: a look takes it; a hang's ask (stack traces wanted) never
+// does, even one written after it was asked (a look's the agent wrote late
+// on a busy node: test_culprit.py in CI took it for rank 0's answer).
+TEST_F(FirstRecord, ALookTakesTheRecordWrittenForLooks) {
+  Write(dir_ + "/dump-0.light", FlightFixture("gloo-skip-rank1.pickle"));  // an older look's
+  FlightHarvest h;
+  h.Start({AskOf(0)}, 0, 10, /*light=*/true);
+  EXPECT_FALSE(h.Poll(1)) << "a record older than the ask is not its answer";
+  Write(dir_ + "/dump-0.tmp", FlightFixture("gloo-skip-rank0.pickle"));
+  ASSERT_EQ(rename((dir_ + "/dump-0.tmp").c_str(), (dir_ + "/dump-0.light").c_str()), 0);
+  EXPECT_TRUE(h.Poll(2));
+  const auto& o = h.outcomes()[0];
+  ASSERT_TRUE(o.fr) << o.why;
+  EXPECT_EQ(o.fr->groups[0].enqueued, 6);
+  EXPECT_EQ(o.dump, dir_ + "/dump-0.light");
+}
+
+TEST_F(FirstRecord, AHangsAskNeverTakesALooksRecord) {
+  FlightHarvest h;
+  h.Start({AskOf(0)}, 0, 10);
+  Write(dir_ + "/dump-0.light", FlightFixture("gloo-skip-rank0.pickle"));  // written late
+  EXPECT_FALSE(h.Poll(1));
+  Dump("gloo-skip-rank1.pickle");  // the answer
+  EXPECT_TRUE(h.Poll(2));
+  ASSERT_TRUE(h.outcomes()[0].fr);
+  EXPECT_EQ(h.outcomes()[0].fr->groups[0].enqueued, 5);
+  EXPECT_EQ(h.outcomes()[0].dump, dir_ + "/dump-0");
+  FlightHarvest late;
+  late.Start({AskOf(0)}, 0, 10);
+  Write(dir_ + "/dump-0.light", FlightFixture("gloo-skip-rank1.pickle"));
+  EXPECT_TRUE(late.Poll(10));
+  EXPECT_FALSE(late.outcomes()[0].fr);
+  EXPECT_EQ(late.outcomes()[0].why, "no dump within --dump-timeout 10 s");
+}
+
 }  // namespace
 }  // namespace aml

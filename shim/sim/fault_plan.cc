@@ -29,7 +29,8 @@ const FaultKind kKinds[] = {FaultKind::kFail,    FaultKind::kFreeze,   FaultKind
                             FaultKind::kSlow,    FaultKind::kStubbornRanks,
                             FaultKind::kPartition, FaultKind::kStraggler, FaultKind::kStranger,
                             FaultKind::kReplay,    FaultKind::kTwin,     FaultKind::kUnfit,
-                            FaultKind::kBusy};
+                            FaultKind::kBusy,      FaultKind::kStandbyLost,
+                            FaultKind::kStandbyRefuse};
 
 // The kind FaultKindName names `s`.
 bool KindOf(const std::string& s, FaultKind* k) {
@@ -103,6 +104,28 @@ void DrawPace(int shims, std::mt19937_64* rng, FaultPlan* p) {
   static const double kFactors[] = {1.1, 1.3, 2.0};
   p->factor = kFactors[Draw(rng, 0, 2)];
   p->burst = p->factor == 2.0 && Draw(rng, 0, 1) == 0 ? 4 : 1;
+}
+
+// --faults warm (above).
+void DrawWarm(int shims, std::mt19937_64* rng, FaultPlan* p) {
+  p->warm = true;
+  p->max_restarts = 2;
+  p->restarts_succeed = true;
+  const double fail = DrawS(rng, 12, 40);
+  p->faults.push_back({FaultKind::kFail, fail, Draw(rng, 0, shims - 1), {}});
+  if (Draw(rng, 0, 2) == 0)  // the next attempt fails too, before its standbys are made
+    p->faults.push_back({FaultKind::kFail, fail + DrawS(rng, 2, 6), Draw(rng, 0, shims - 1), {}});
+  if (shims >= 4 && Draw(rng, 0, 2) == 0) {
+    // A node lost, a spare in its place (its standbys made at the start).
+    p->spares = Draw(rng, 1, std::min(2, shims - 3));
+    p->faults.push_back({FaultKind::kKill, DrawS(rng, 12, 40), Draw(rng, 1, shims - 1), {}});
+  }
+  if (Draw(rng, 0, 1) == 0)
+    p->faults.push_back({Draw(rng, 0, 1) == 0 ? FaultKind::kStandbyLost
+                                              : FaultKind::kStandbyRefuse,
+                         DrawS(rng, 5, 45), Draw(rng, 0, shims - 1), {}});
+  // A long import before the process group at times: the standby waits.
+  if (Draw(rng, 0, 2) == 0) p->group_up_s = std::round(DrawS(rng, 5, 30) * 1000) / 1000;
 }
 
 // Rank 0's shim lost (a new root takes the job, docs/control-plane.md "A
@@ -274,6 +297,14 @@ Status ParseSpec(const std::string& spec, int shims, std::mt19937_64* rng, Fault
       p->pace = true;
       continue;
     }
+    if (item.rfind("groupup=", 0) == 0) {
+      char* end = nullptr;
+      const double v = std::strtod(item.c_str() + 8, &end);
+      if (end == item.c_str() + 8 || *end || !(v >= 0) || v > 1000)
+        return Error{"--faults: '" + item + "': no number of seconds"};
+      p->group_up_s = v;
+      continue;
+    }
     if (item.rfind("spares=", 0) == 0) {
       auto k = ParseInt("--faults", item.substr(7), 0, std::max(0, shims - 1));
       if (!k.ok()) return Error{k.error().message + " (in '" + item + "')"};
@@ -311,10 +342,15 @@ Status ParseSpec(const std::string& spec, int shims, std::mt19937_64* rng, Fault
       p->quiet = true;
       continue;
     }
+    if (kind == "warm") {
+      p->warm = true;
+      continue;
+    }
     if (!KindOf(kind, &f.kind))
       return Error{"--faults: '" + item + "' names no fault (none, fail, freeze, cut, kill, "
                    "partition, hang, restart, sigterm, slow, busy, stubborn, straggler, stranger, "
-                   "replay, twin, unfit, pace, random, rootloss, busyroot, or "
+                   "replay, twin, unfit, standbylost, standbyrefuse, warm, pace, random, "
+                   "rootloss, busyroot, or "
                    "KIND[@S][:SHIM],...)"};
     f.at_s = kSteadyS;
     if (!at.empty()) {
@@ -380,6 +416,8 @@ const char* FaultKindName(FaultKind k) {
     case FaultKind::kTwin: return "twin";
     case FaultKind::kUnfit: return "unfit";
     case FaultKind::kBusy: return "busy";
+    case FaultKind::kStandbyLost: return "standbylost";
+    case FaultKind::kStandbyRefuse: return "standbyrefuse";
   }
   return "?";
 }
@@ -394,6 +432,8 @@ std::string FaultPlan::Describe() const {
             : f.shim == Fault::kAll          ? std::string("all")
                                              : std::to_string(f.shim));
   if (quiet) out += (out.empty() ? "" : ",") + std::string("hang");
+  if (warm) out += (out.empty() ? "" : ",") + std::string("warm");
+  if (group_up_s != 0.5) out += ",groupup=" + FormatNumber(group_up_s, "%.3f");
   if (skip >= 0) out += ",skip=" + std::to_string(skip);
   if (nodump >= 0) out += ",nodump=" + std::to_string(nodump);
   if (max_restarts > 0)
@@ -485,6 +525,17 @@ Result<FaultPlan> MakeFaultPlan(const std::string& spec, int shims, std::mt19937
     if (Draw(rng, 0, 4) == 0)
       p.faults.push_back({FaultKind::kBusy, DrawS(rng, 0, 60),
                           Draw(rng, 0, 1) == 0 ? Draw(rng, 0, shims - 1) : Fault::kAll, {}});
+    // --warm-restart at times, and then at times a standby fault (drawn
+    // last too).
+    if (Draw(rng, 0, 3) == 0) {
+      p.warm = true;
+      if (Draw(rng, 0, 2) == 0)
+        p.faults.push_back({Draw(rng, 0, 1) == 0 ? FaultKind::kStandbyLost
+                                                 : FaultKind::kStandbyRefuse,
+                            DrawS(rng, 0, 60), Draw(rng, 0, shims - 1), {}});
+    }
+  } else if (spec == "warm") {
+    DrawWarm(shims, rng, &p);
   } else if (spec == "pace") {
     DrawPace(shims, rng, &p);
   } else if (spec == "rootloss") {

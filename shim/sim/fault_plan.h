@@ -47,6 +47,20 @@
 //             every kStallEveryS (a checkpoint) and are a little late in
 //             one step of kHiccupEvery (logging: late, never slow): slow
 //             in a stall's look, never in 3 in a row, never named.
+//   warm      --warm-restart (launch/warm_slots.h): every shim's ranks keep
+//             standbys; a rank fails 12 to 40 s in, --max-restarts 2, the
+//             restarts ending well; at times a second failure seconds into
+//             the next attempt (before its standbys are made: cold), spares
+//             with a lost node, and the standby faults below. A restart's
+//             rank starts from its standby exactly when one lives, and one
+//             lives when it was due long enough before and was not lost
+//             (sim_node.cc); none outlives its shim. "warm" in a spec turns
+//             it on beside any other fault
+//             (at times the ranks' process groups come up only "groupup="
+//             seconds after their start: a long import first)
+//   standbylost   one shim's standbys alive then are killed (their ranks
+//             start cold at the next restart, and say why)
+//   standbyrefuse one shim's standbys refuse their orders from then on
 //   random    any mix of the above, several at once, at random moments
 //             (and at times spares: "spares=K" in a spec)
 //   rootloss  with spares, rank 0's shim killed, frozen or cut off by a
@@ -75,7 +89,7 @@ namespace aml {
 
 enum class FaultKind {
   kFail, kFreeze, kCut, kKill, kHang, kSigterm, kSlow, kStubbornRanks, kPartition, kStraggler,
-  kStranger, kReplay, kTwin, kUnfit, kBusy
+  kStranger, kReplay, kTwin, kUnfit, kBusy, kStandbyLost, kStandbyRefuse
 };
 const char* FaultKindName(FaultKind k);
 
@@ -95,6 +109,10 @@ struct FaultPlan {
   std::string name;          // what --faults said
   std::vector<Fault> faults;
   bool quiet = false;        // no rank writes output (the hang)
+  bool warm = false;         // --warm-restart
+  // A rank's process group is up (its agent writes the modules it
+  // imported) this long after its start ("groupup=S").
+  double group_up_s = 0.5;
   int max_restarts = 0;
   bool restarts_succeed = false;  // attempts after the first end well
   // --spares: the last `spares` shims start no ranks and wait for a node to

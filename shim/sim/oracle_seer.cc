@@ -72,7 +72,15 @@ void Seer::BuildStatics(double from) {
       e.hi = f.at_s + 2 * L_;
       e.who = {s};
       if (s != root && w_.cutoff[s] < e.hi) {
-        if (w_.cutoff[s] < e.lo - L_) continue;  // its bye never reaches the root
+        // Cut off by its (or its ancestor's) own link to the root: with
+        // spares, that child links to the heir and stays in the job below
+        // it, its subtree with it, and the bye goes up through the heir
+        // (aml-plane-sim, seed 614217).
+        int c = s;
+        while (w_.parent[c] != root) c = w_.parent[c];
+        const bool moves = spares_ && w_.cut_at[c] <= w_.cutoff[s];
+        if (moves) e.hi += 2 * L_;
+        if (w_.cutoff[s] < e.lo - L_ && !moves) continue;  // its bye never reaches the root
         e.maybe = true;
       }
       statics_.push_back(e);

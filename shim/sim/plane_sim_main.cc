@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "shim/base/json.h"
+#include "shim/base/log.h"
 #include "shim/base/parse_int.h"
 #include "shim/base/units.h"
 #include "shim/control/job_states.h"
@@ -220,6 +221,9 @@ std::vector<std::string> Words(const std::string& line) {
 
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  // The simulated shims' own lines (the node machine's) are the real
+  // code's; the runs' results say what happened (AML_SIM_DEBUG: shown).
+  if (!std::getenv("AML_SIM_DEBUG")) SetVerbosity(Verbosity::kQuiet);
   if (args.size() == 1 && args[0] == "--measure-cost") {
     std::printf("{\"frame_cost_us\":%.3f}\n", MeasureFrameCostUs());
     return 0;

@@ -35,9 +35,9 @@ std::optional<LinkOrder> Shim::TakeOrder() {
   return o;
 }
 
-void ScheduleProc(Cluster* w, int shim, double at, size_t child, bool straggler, uint64_t epoch,
+void ScheduleProc(Cluster* w, int shim, double at, size_t child, int proc, uint64_t epoch,
                   int status) {
-  w->Schedule(shim, at, child, straggler, epoch, status);
+  w->Schedule(shim, at, child, proc, epoch, status);
 }
 
 void Shim::Send(int peer, const std::string& frame) { w_->Send(id_, peer, frame); }
@@ -170,6 +170,7 @@ void Cluster::Go(Shim& s, double now) {
   s.tree.Start(now);
   go_all_ = std::max(go_all_, now);
   s.procs.set_origin(root_go_);
+  s.procs.Go(now);
   s.node.Start(now);
 }
 
@@ -177,7 +178,13 @@ void Cluster::Go(Shim& s, double now) {
 
 void Cluster::OnProc(Shim& s, const Event& e, double now) {
   int status = 0;
-  if (!s.procs.Fire(e.child, e.straggler, e.epoch, e.status, &status)) return;
+  std::string gone;
+  if (e.proc == SimProcs::kStandbyProc) {
+    // --warm-restart: a standby lost before its restart.
+    if (s.procs.FireStandby(e.child, e.epoch, e.status, &gone)) s.node.OnStandbyGone(e.child, gone);
+    return;
+  }
+  if (!s.procs.Fire(e.child, e.proc == SimProcs::kLeftProc, e.epoch, e.status, &status)) return;
   if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
     if (first_fail_ < 0) first_fail_ = now;
     causes_.push_back(now);
@@ -202,6 +209,9 @@ void Cluster::Wake(Shim& s, double now, bool woke_by_timer) {
   s.node.TakeOrders(now);
   if (!s.node.Step(now)) return Exit(s, now);
   if (!s.procs.violation.empty()) Violate(s.procs.violation);
+  if (s.procs.retired && s.procs.StandbysLeft())
+    Violate("shim " + std::to_string(s.id()) + " was retired and keeps its standbys "
+            "(--warm-restart: no rank of it starts again)");
   if (s.restart_orders > plan_.max_restarts)
     Violate("shim " + std::to_string(s.id()) + " made " + std::to_string(s.restart_orders) +
             " restarts, over --max-restarts " + std::to_string(plan_.max_restarts));
@@ -238,6 +248,9 @@ void Cluster::Exit(Shim& s, double now) {
   s.exited = true;
   s.exit_at = now;
   s.exit_code = s.node.ExitCode();  // the supervisor's own rule
+  if (s.procs.StandbysLeft())
+    Violate("shim " + std::to_string(s.id()) + " exited with a standby alive (--warm-restart: "
+            "a process of it outlived it)");
   // Nobody exits while a shim below still runs its part, unless lost.
   const double stopped = s.stop_order_at >= 0 ? s.stop_order_at : s.signalled_at;
   for (int c : s.tree.children()) {

@@ -11,6 +11,8 @@ namespace simw {
 RankPlan Cluster::RanksOf(int shim) const {
   RankPlan r;
   r.prints = !plan_.quiet;
+  r.warm = plan_.warm;
+  r.group_up_s = plan_.group_up_s;
   r.run_s = plan_.run_s;
   for (const Fault& f : plan_.faults) {
     if (f.shim != shim) continue;
@@ -20,6 +22,8 @@ RankPlan Cluster::RanksOf(int shim) const {
     }
     if (f.kind == FaultKind::kStubbornRanks) r.stubborn = true;
     if (f.kind == FaultKind::kStraggler) r.straggler = true;
+    if (f.kind == FaultKind::kStandbyLost && r.standby_lost_s < 0) r.standby_lost_s = f.at_s;
+    if (f.kind == FaultKind::kStandbyRefuse && r.standby_refuse_s < 0) r.standby_refuse_s = f.at_s;
   }
   r.skip = plan_.quiet && plan_.skip == shim;
   r.nodump = plan_.nodump == shim;

@@ -18,11 +18,12 @@ int Killed(int sig) { return sig; }           // and a death by a signal
 void SimProcs::End(size_t child, bool straggler, double at, int status) {
   Proc& p = straggler ? procs_[child].left : procs_[child].rank;
   if (!p.alive) return;
-  schedule_(at, child, straggler, p.epoch, status);
+  schedule_(at, child, straggler ? kLeftProc : kRankProc, p.epoch, status);
 }
 
-bool SimProcs::Start(size_t child, const RestartOrder* restart, int* code) {
+bool SimProcs::Start(size_t child, const RestartOrder* restart, WarmStart* warm, int* code) {
   (void)code;
+  if (restart && plan_.warm) CheckWarm(child, warm);
   if (stopped) violation = "rank " + std::to_string(shim_) + " was started after its shim's stop";
   for (const Pair& p : procs_)
     if (p.rank.alive || p.left.alive)
@@ -37,6 +38,11 @@ bool SimProcs::Start(size_t child, const RestartOrder* restart, int* code) {
   Pair& pr = procs_[child];
   pr.rank = Proc{true, next_epoch_++, now_};
   pr.left = Proc{plan_.straggler, next_epoch_++, now_};
+  // Its next standby is due from now, made once its modules are known.
+  pr.learned = pr.learned || (pr.learned_at >= 0 && now_ >= pr.learned_at);
+  pr.due_from = now_;
+  pr.learned_at = now_ + plan_.group_up_s;
+  pr.spare = pr.lost = false;
   // Its natural end: a failure, or the attempt's healthy end (never, for a
   // rank that hangs).
   double end = plan_.prints ? now_ + plan_.run_s : -1;
@@ -104,7 +110,93 @@ bool SimProcs::Fire(size_t child, bool straggler, uint64_t epoch, int status, in
   p.alive = false;
   p.status = status;
   *out_status = status;
+  // A rank that ended before its process group was up wrote no modules.
+  if (!straggler && now_ < procs_[child].learned_at) procs_[child].learned_at = -1;
   return !straggler;
+}
+
+// ---- --warm-restart's standbys (launch/warm_slots.h)
+
+void SimProcs::Go(double now) {
+  for (Pair& p : procs_) {
+    p.due_from = now;
+    p.spare = true;  // until a rank of it starts
+  }
+}
+
+bool SimProcs::StandbyLearned(size_t child) const {
+  const Pair& p = procs_[child];
+  return p.learned || (p.learned_at >= 0 && now_ >= p.learned_at);
+}
+
+std::string SimProcs::MakeStandby(size_t child) {
+  Pair& p = procs_[child];
+  const std::string who = "shim " + std::to_string(shim_) + "'s rank " + std::to_string(child);
+  if (p.standby.alive) violation = who + " was given a second standby";
+  if (stopped) violation = who + "'s standby was made after its shim's stop";
+  if (now_ < p.due_from + WarmSlots::kAfterS - 1e-9)
+    violation = who + "'s standby was made " + FormatNumber(now_ - p.due_from, "%.3f") +
+                " s after its start, beside the ranks' own start-up";
+  if (!p.spare && !StandbyLearned(child) && now_ < p.due_from + WarmSlots::kLearnS - 1e-9)
+    violation = who + "'s standby was made before the rank's modules were known";
+  p.standby = Proc{true, next_epoch_++, now_};
+  const double lost = plan_.standby_lost_s >= 0 ? origin_ + plan_.standby_lost_s : -1;
+  if (lost >= now_) schedule_(lost, child, kStandbyProc, p.standby.epoch, Killed(SIGKILL));
+  return "";
+}
+
+void SimProcs::EndStandby(size_t child) { procs_[child].standby.alive = false; }
+
+bool SimProcs::FireStandby(size_t child, uint64_t epoch, int status, std::string* why) {
+  Pair& p = procs_[child];
+  if (!p.standby.alive || p.standby.epoch != epoch) return false;
+  p.standby.alive = false;
+  p.lost = true;
+  *why = "its standby (shim " + std::to_string(shim_) + ", rank " + std::to_string(child) +
+         ") ended: " + DescribeStatus(status);
+  return true;
+}
+
+bool SimProcs::StandbysLeft() const {
+  for (const Pair& p : procs_)
+    if (p.standby.alive) return true;
+  return false;
+}
+
+// A restart's rank starts from its standby exactly when one lives (and
+// takes its order), and one lives when it was due long enough before and
+// was not lost: the machine's decisions against the processes' truth.
+void SimProcs::CheckWarm(size_t child, WarmStart* warm) {
+  Pair& p = procs_[child];
+  const std::string who = "shim " + std::to_string(shim_) + "'s rank " + std::to_string(child);
+  if (!warm) {
+    violation = who + " was restarted with --warm-restart as if it were off";
+    return;
+  }
+  const bool alive = p.standby.alive;
+  if (warm->from_standby && !alive) violation = who + " was started from a standby that is gone";
+  if (!warm->from_standby && alive)
+    violation = who + " was started cold beside its live standby (" + warm->cold + ")";
+  // Made kAfterS after it was due (kLearnS without the rank's modules), a
+  // busy machine's pause later at most.
+  const bool learned = p.spare || p.learned || p.learned_at >= 0;
+  const double ready =
+      p.spare ? p.due_from + WarmSlots::kAfterS
+      : learned ? std::max(p.due_from + WarmSlots::kAfterS, p.learned ? 0 : p.learned_at)
+                : p.due_from + WarmSlots::kLearnS;
+  if (p.due_from >= 0 && !p.lost && !alive &&
+      now_ >= ready + WarmSlots::kLearnLookS + FaultPlan::kBusyPauseS + 0.5)
+    violation = who + "'s standby was due at " + FormatNumber(ready - origin_, "%.3f") +
+                " s but none lived at its restart (" + FormatNumber(now_ - origin_, "%.3f") +
+                " s): " + warm->cold;
+  if (alive && warm->from_standby && plan_.standby_refuse_s >= 0 &&
+      now_ >= origin_ + plan_.standby_refuse_s) {
+    warm->from_standby = false;
+    warm->cold = "its standby (shim " + std::to_string(shim_) + ", rank " +
+                 std::to_string(child) + ") did not take its order";
+  }
+  p.standby.alive = false;  // taken, or ended when it refused
+  ++(warm->from_standby ? warm_starts : cold_starts);
 }
 
 bool SimProcs::AnyPrinting() const {
@@ -252,8 +344,8 @@ double SimProcs::FirstOutputWall() const {
 }
 
 void SimProcs::BeginRestart(const RestartOrder& restart, bool print_own_failure) {
-  (void)restart;
   (void)print_own_failure;
+  if (restart.roster && restart.node_rank < 0 && ran_) retired = true;
   ran_ = false;
 }
 

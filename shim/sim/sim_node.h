@@ -36,6 +36,16 @@ struct RankPlan {
   double step_s = 0.1, factor = 1, skew_s = 0;
   double jitter = 0.03;  // each rank's, up to this share of a step
   int burst = 1;
+  // --warm-restart (launch/warm_slots.h): each rank keeps a standby; this
+  // node's standbys alive at `standby_lost_s` are killed then, and from
+  // `standby_refuse_s` on they refuse their order (-1: never; virtual time
+  // after rank 0's go).
+  bool warm = false;
+  double standby_lost_s = -1, standby_refuse_s = -1;
+  // A rank's agent writes the modules it imported this long after its
+  // start (its process group is up: a long import or data preparation
+  // first makes it later than the standby's kAfterS).
+  double group_up_s = 0.5;
   // The job's stalls: this node's ranks (when `stall`) stall `stall_s` in
   // one step of `stall_every` and `hiccup_s` in one of `hiccup_every`;
   // every node's next step waits for it.
@@ -57,9 +67,11 @@ class SimProcs : public NodeProcs {
   static constexpr int kExitFail = 7;
   static constexpr double kPaceStartS = 1;    // the first step, after go
   static constexpr double kAllReduceS = 0.001;
+  // A node's processes: a rank, what it left behind, its standby.
+  static constexpr int kRankProc = 0, kLeftProc = 1, kStandbyProc = 2;
 
-  // A process's end to schedule: (when, child, straggler?, epoch, wait status).
-  using Schedule = std::function<void(double at, size_t child, bool straggler, uint64_t epoch,
+  // A process's end to schedule: (when, child, which process, epoch, wait status).
+  using Schedule = std::function<void(double at, size_t child, int proc, uint64_t epoch,
                                       int status)>;
 
   SimProcs(int shim, size_t ranks, const RankPlan& plan, double grace_s, double wall_epoch,
@@ -70,10 +82,18 @@ class SimProcs : public NodeProcs {
   void set_now(double now) { now_ = now; }
   // The virtual time of rank 0's go: the plan's times count from it.
   void set_origin(double t0) { origin_ = t0; }
+  // The job starts here (a spare's standbys are due from then).
+  void Go(double now);
   // A scheduled end came: true when it ends the rank itself (the machine is
   // told, with `*status`); a straggler's end, or a stale one, is not.
   bool Fire(size_t child, bool straggler, uint64_t epoch, int status, int* out_status);
   bool AnyPrinting() const;  // a running rank that writes output
+  // A standby's scheduled end (--faults standbylost): true when it ended a
+  // live one (`*why`: what the machine is told).
+  bool FireStandby(size_t child, uint64_t epoch, int status, std::string* why);
+  bool StandbysLeft() const;
+  int warm_starts = 0, cold_starts = 0;  // a restart's ranks, from a standby or not
+  bool retired = false;  // --spares: it ran ranks, and was retired
   int attempt() const { return attempt_; }
   std::vector<double> started_at;  // each start of an attempt (for the checks)
   std::vector<int> started_attempts;  // and which attempt it was (0: the first)
@@ -82,7 +102,7 @@ class SimProcs : public NodeProcs {
   bool stopped = false;  // the shim had its stop or its launcher's signal
 
   // NodeProcs.
-  bool Start(size_t child, const RestartOrder* restart, int* code) override;
+  bool Start(size_t child, const RestartOrder* restart, WarmStart* warm, int* code) override;
   void Signal(size_t child, int sig) override;
   void Abort(size_t child) override;
   bool SignalStragglers(int sig) override;
@@ -104,6 +124,9 @@ class SimProcs : public NodeProcs {
   double FirstOutputWall() const override;
   void TermSent(bool) override {}
   void BeginRestart(const RestartOrder& restart, bool print_own_failure) override;
+  bool StandbyLearned(size_t child) const override;
+  std::string MakeStandby(size_t child) override;
+  void EndStandby(size_t child) override;
 
  private:
   struct Proc {
@@ -115,7 +138,16 @@ class SimProcs : public NodeProcs {
   };
   struct Pair {
     Proc rank, left;  // the rank, and what it left behind
+    Proc standby;     // --warm-restart: its standby
+    // Its standby is due from then (the rank's start; a spare's go), with
+    // the rank's modules (not a spare's) known from `learned_at` (-1: the
+    // rank ended before); `learned`: an earlier attempt's rank's were.
+    double due_from = -1, learned_at = -1;
+    bool spare = false, learned = false;
+    bool lost = false;  // its standby was lost since it was due
   };
+  // The rule a restart's rank is held to (`warm`: the machine's word).
+  void CheckWarm(size_t child, WarmStart* warm);
   void End(size_t child, bool straggler, double at, int status);
   double StepAt(int64_t k) const;  // when step k (1-based) began (virtual time)
   std::vector<RankTimes> Times() const;  // --faults pace: each rank's entry times

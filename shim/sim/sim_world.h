@@ -65,9 +65,10 @@ struct Event {
   int shim;
   int from;  // the sender (frames, closes), the fault's index, the timer's generation
   std::shared_ptr<const std::string> frame;
-  // kProc: a process of the shim's rank `child` ends with `status`.
+  // kProc: a process of the shim's rank `child` ends with `status` (`proc`:
+  // SimProcs::kRankProc, kLeftProc, kStandbyProc).
   size_t child = 0;
-  bool straggler = false;
+  int proc = 0;
   uint64_t epoch = 0;
   int status = 0;
 };
@@ -78,7 +79,7 @@ struct Later {
 };
 
 class Cluster;
-void ScheduleProc(Cluster* w, int shim, double at, size_t child, bool straggler, uint64_t epoch,
+void ScheduleProc(Cluster* w, int shim, double at, size_t child, int proc, uint64_t epoch,
                   int status);
 
 // One shim: the real overlay's running part and the job's state machine
@@ -89,13 +90,13 @@ class Shim : public LinkIo, public JobChannel {
   Shim(Cluster* w, int id, const JobConfig& c, double beat_s, const RankPlan& ranks)
       : tree(c, this, beat_s, kStartupS),
         procs(id, c.ranks.size(), ranks, c.grace_s, kWallEpoch,
-              [w, id](double at, size_t child, bool straggler, uint64_t epoch, int status) {
-                ScheduleProc(w, id, at, child, straggler, epoch, status);
+              [w, id](double at, size_t child, int proc, uint64_t epoch, int status) {
+                ScheduleProc(w, id, at, child, proc, epoch, status);
               }),
         // (The ranks' records looked at as the supervisor does: plane_timing.h.)
         node(NodeConfig{c.ranks.size(), c.grace_s, c.rank >= c.size - c.spares,
                         TimingOf(c.hang_timeout_s, c.flight_recorder).look_every_s,
-                        c.flight_recorder},
+                        c.flight_recorder, ranks.warm},
              &procs, this),
         w_(w),
         id_(id) {}
@@ -249,10 +250,10 @@ class Cluster {
   int PortOf(int shim) const { return 1024 + shim % o_.per_node % 60000; }
   std::string HostOf(int shim) const { return "n" + std::to_string(shim / o_.per_node); }
   void NoteVerdict(int from, const std::string& frame);
-  void Schedule(int shim, double at, size_t child, bool straggler, uint64_t epoch, int status) {
+  void Schedule(int shim, double at, size_t child, int proc, uint64_t epoch, int status) {
     Event e{at, 0, Ev::kProc, shim, 0, nullptr};
     e.child = child;
-    e.straggler = straggler;
+    e.proc = proc;
     e.epoch = epoch;
     e.status = status;
     Push(std::move(e));

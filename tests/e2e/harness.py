@@ -4,6 +4,7 @@ Each test runs the built binary (AML_SHIM) under a real launcher and
 asserts what a user would see: the environment each rank gets, exit codes,
 messages, training results.
 """
+import ctypes
 import json
 import os
 import signal
@@ -132,6 +133,66 @@ class CpuHogs:
         for h in self.hogs:
             kill_group(h)
             h.wait()
+
+
+def descendants(pid):
+    """Every process below pid (from /proc's parent links)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = slurp(f"/proc/{entry}/stat")
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def take_orphans(on=True):
+    """From now on (until take_orphans(False)) this test process takes every
+    process orphaned below it (a subreaper): whatever a shim it ran left
+    behind when it ended becomes this process's child, alive or dead, for
+    left_behind() to find (or waitpid, for an orphaned shim's status)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    PR_SET_CHILD_SUBREAPER = 36
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+
+
+def _what(pid):
+    try:
+        cmd = slurp(f"/proc/{pid}/cmdline").replace("\0", " ").strip()
+        return cmd or "zombie of " + slurp(f"/proc/{pid}/comm").strip()
+    except OSError:
+        return "?"
+
+
+def left_behind():
+    """Run once every shim this process ran has ended: the processes below
+    this one (with take_orphans(): what those shims left behind, a process
+    that outlived its shim by an instant included), each killed and reaped.
+    Their pids and what each was (its command line, or "zombie of" its
+    name)."""
+    found = {}
+    for _ in range(10):
+        pids = descendants(os.getpid())
+        if not pids:
+            break
+        for p in pids:
+            found.setdefault(p, _what(p))
+        signal_all(pids, signal.SIGKILL)
+        for pid in pids:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass  # not ours (yet): its parent's, reaped next round
+    return list(found.items())
 
 
 def wait_for(condition, seconds=20):
@@ -277,6 +338,20 @@ def forky_root():
     if made.returncode != 0:
         raise AssertionError("the forky root could not be made:\n" + made.stderr)
     return made.stdout.strip()
+
+
+def forky_nodes(cls, cluster, nodes, subnet):
+    """A test class's `nodes` netns nodes (`cluster`1.., 198.18.`subnet`.0/24,
+    down again after the class) and the forky root: cls.root, cls.agent
+    (mpirun's rsh agent)."""
+    require("mpirun", "ip", "debootstrap", "unshare", "chroot")
+    require_namespaces("--net", "--mount", "--uts", why="network, mount and UTS namespaces")
+    cls.root = forky_root()
+    netns = os.path.join(SRC, "scripts", "netns-cluster.sh")
+    cls.addClassCleanup(subprocess.run, [netns, "down", cluster], check=False)
+    subprocess.run([netns, "up", cluster, str(nodes), str(subnet)], check=True)
+    cls.agent = subprocess.run([netns, "agent", cluster], stdout=subprocess.PIPE, text=True,
+                               check=True).stdout.strip()
 
 
 def forky_mpirun_line(root, agent, cluster, net, nodes, per_node, args, shim=None, **env):

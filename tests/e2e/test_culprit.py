@@ -23,16 +23,18 @@ import subprocess
 import tempfile
 import textwrap
 import threading
+import time
 import unittest
 
-from harness import (CKPT, IN_ROOT, PYTHON, SHIM, SRC, clean_env, forky_mpirun, forky_root,
-                     free_port, main, require, require_namespaces, run, slurp)
+from harness import (CKPT, IN_ROOT, PYTHON, SHIM, SRC, CpuHogs, clean_env, forky_mpirun,
+                     forky_nodes, forky_root, free_port, main, require, require_namespaces, run,
+                     slurp, spawn)
 
 CLUSTER = "amlf"
 SUBNET = 44
 NET = f"198.18.{SUBNET}"
-NETNS = os.path.join(SRC, "scripts", "netns-cluster.sh")
 SKIP = os.path.join(SRC, "tests", "e2e", "scripts", "skip_collective.py")
+QUIET_START = os.path.join(SRC, "tests", "e2e", "scripts", "quiet_start.py")
 
 
 def culprit_lines(stderr):
@@ -58,6 +60,14 @@ FAKE_TORCH = {
                 if stacks and os.environ.get("FAKE_SLOW_STACKS"):  # torch's first symbolizing
                     import time
                     time.sleep(float(os.environ["FAKE_SLOW_STACKS"]))
+                if not stacks and os.environ.get("FAKE_SLOW_LOOKS"):  # a look's, on a busy node
+                    import time
+                    time.sleep(float(os.environ["FAKE_SLOW_LOOKS"]))
+                import threading
+                if (stacks and os.environ.get("FAKE_SLOW_AGENT_STACKS") and
+                        threading.current_thread() is not threading.main_thread()):
+                    import time  # the agent's thread's (not the exception's)
+                    time.sleep(float(os.environ["FAKE_SLOW_AGENT_STACKS"]))
                 entry = {"collective_seq_id": 3 + (rank == 1), "profiling_name": "gloo:all_reduce",
                          "state": "scheduled", "input_sizes": [[4]], "input_dtypes": ["Float"],
                          "process_group": ("0", "default_pg"), "pg_id": 0, "is_p2p": False,
@@ -192,6 +202,23 @@ class Agent(unittest.TestCase):
         with open(os.path.join(logs, "fr-attempt1-rank-1"), "rb") as f:
             self.assertEqual(pickle.load(f)["entries"][0]["frames"], [])
 
+    def test_a_looks_record_written_late_is_not_the_verdicts(self):
+        # Each look's record takes the agent 3 s (as on a busy node), so the
+        # verdict's ask comes while one is being written: the look's goes
+        # where looks' go (<dump>.light), and the verdict's records are the
+        # ones asked for, with stack traces. (In a CI run the look's, landing
+        # on the dump after the verdict's ask, was taken for rank 0's answer:
+        # the line did not say its stack traces were missing. Here the agent
+        # answers the verdict within milliseconds of the look's record, which
+        # the old harvest rarely caught; flight/fr_harvest_test.cc holds the
+        # rule.)
+        r, logs = self.hang(FAKE_SLOW_LOOKS="3")
+        self.assertEqual(r.returncode, 124, r.stderr)
+        self.assertEqual(culprit_lines(r.stderr), [
+            "aml-shim: culprit: rank 0 [node 0, host " + os.uname().nodename + "] never entered "
+            "all_reduce #4 [[4]] Float of group 0 (default_pg), which rank 1 entered and waits "
+            "in; its last: all_reduce #3 [[4]] Float at <module> (train.py:7)"])
+
     def test_a_rank_that_an_exception_ends_leaves_its_record(self):
         # A Gloo rank whose peer died raises from its collective and ends
         # before anyone asks: the agent writes its record as the exception
@@ -217,6 +244,41 @@ class Agent(unittest.TestCase):
             record = pickle.load(f)
         self.assertEqual(record["pg_config"]["0"]["desc"], "default_pg")
         self.assertEqual(record["pg_status"]["0"]["last_enqueued_collective"], 4)
+
+        # Asked for its record with stack traces just before (its node's
+        # other rank failed first), the agent's thread is in its first dump,
+        # its mark standing, as the exception comes: the rank's end waits
+        # for that dump, and no mark is left behind (before: the rank ended
+        # with the thread cut off, its mark stood, and aml-shim took the
+        # record for one still to come: "no flight record from rank 4: no
+        # record", test_culprit.py's OnNodes test in a CI run).
+        stem = os.path.join(self.dir, "asked-pipe-rank-")
+        dump = os.path.join(self.dir, "asked-dump-rank-")
+        p = spawn([PYTHON, script], env=clean_env(
+            RANK="1", TORCH_NCCL_DEBUG_INFO_PIPE_FILE=stem, TORCH_FR_DUMP_TEMP_FILE=dump,
+            FAKE_SLOW_AGENT_STACKS="3",
+            PYTHONPATH=":".join([agent, os.path.join(self.dir, "site"),
+                                 os.path.join(self.dir, "lib")])),
+                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            pipe = stem + "1.pipe"
+            for _ in range(300):
+                if os.path.exists(pipe) or p.poll() is not None:
+                    break
+                time.sleep(0.01)
+            fd = os.open(pipe, os.O_WRONLY | os.O_NONBLOCK)
+            os.write(fd, b"1")
+            os.close(fd)
+            _, err = p.communicate(timeout=60)
+        finally:
+            p.kill()
+            p.wait()
+        self.assertEqual(p.returncode, 1, err)
+        self.assertIn("RuntimeError: Connection closed by peer", err)
+        self.assertFalse(os.path.exists(dump + "1.more"), "the agent's mark was left standing")
+        with open(dump + "1", "rb") as f:
+            record = pickle.load(f)
+        self.assertEqual(record["entries"][0]["frames"][-1]["name"], "<module>")
 
     def test_torchs_own_reader_is_left_to_serve(self):
         r, logs = self.hang(BACKEND="nccl")
@@ -308,6 +370,7 @@ class Ras(Agent):
 
     # (The Agent tests are not run again here.)
     test_it_serves_the_record_mends_it_and_runs_the_users_sitecustomize = None
+    test_a_looks_record_written_late_is_not_the_verdicts = None
     test_torchs_own_reader_is_left_to_serve = None
     test_a_torch_with_no_recorder_is_said_once = None
     test_off_sets_nothing = None
@@ -357,6 +420,28 @@ class Progress(unittest.TestCase):
                     self.assertNotIn("hung", r.stderr)
 
 
+    def test_a_silent_preparation_after_the_group_is_up_is_a_start_not_a_hang(self):
+        # Two ranks join their group, then prepare data in silence for 25 s
+        # before their first all-reduce (as DDP's constructor importing
+        # torch._dynamo on a busy node), beside a CPU hog per core, under
+        # --hang-timeout 9s: their CPU time is progress until a record shows
+        # them in a collective (before: 124 at 9 s, "no culprit"). The first
+        # 20 s of it in C code that holds the GIL (a tokenizer, pandas), so
+        # that the agent's thread cannot answer a look for its record: the
+        # CPU time is read all the same (before: only once the look's dumps
+        # were done or given up on, 10 s later: 124 at 9 s; in CI the same
+        # came of an agent that got no core in time).
+        env = clean_env(USE_LIBUV="0", MASTER_PORT=free_port(), PREP_S="25",
+                        PREP_AFTER_GROUP="1", PREP="gil", GIL_S="20", AML_ROOT_BINDS=":".join(sorted({SRC, os.path.dirname(
+                            os.path.abspath(SHIM))})))
+        with CpuHogs():
+            r = run([IN_ROOT, self.root, os.path.abspath(SHIM), "--nproc-per-node", "2",
+                     "--hang-timeout", "9s", "python3", QUIET_START], env=env, timeout=240)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(sorted(r.stdout.splitlines()),
+                         ["[rank 0] rank 0 sum 1", "[rank 1] rank 1 sum 1"])
+        self.assertNotIn("hung", r.stderr)
+
     def test_a_failure_says_where_the_other_ranks_waited(self):
         # Rank 3 exits 1 while the others wait in all_reduce #6: their
         # records, taken before they are ended, say so (a Gloo rank whose
@@ -383,13 +468,7 @@ class OnNodes(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        require("mpirun", "ip", "debootstrap", "unshare", "chroot")
-        require_namespaces("--net", "--mount", "--uts", why="network, mount and UTS namespaces")
-        cls.root = forky_root()
-        cls.addClassCleanup(subprocess.run, [NETNS, "down", CLUSTER], check=False)
-        subprocess.run([NETNS, "up", CLUSTER, "5", str(SUBNET)], check=True)
-        cls.agent = subprocess.run([NETNS, "agent", CLUSTER], stdout=subprocess.PIPE, text=True,
-                                   check=True).stdout.strip()
+        forky_nodes(cls, CLUSTER, 5, SUBNET)
 
     def job(self, nodes, *shim_args, script=SKIP, script_args=(), timeout=300, **env):
         """One shim per node (nodes 1..`nodes`) under mpirun, each in the

@@ -61,15 +61,20 @@ class Metrics(unittest.TestCase):
         port = free_port()
         with tempfile.TemporaryDirectory() as tmp:
             go = os.path.join(tmp, "go")
+            armed = os.path.join(tmp, "armed")
             # Rank 1 ends with 3 once told; rank 0 ignores SIGTERM, so the
-            # shim waits --grace for it and still answers meanwhile.
+            # shim waits --grace for it and still answers meanwhile. Rank 1
+            # is told only once rank 0 ignores SIGTERM (in a CI run, a shell
+            # slow to start was ended by it before its trap: the shim, its
+            # ranks gone, ended with its metrics before they were scraped).
             p = spawn([SHIM, "--metrics-addr", f"127.0.0.1:{port}", "--nproc-per-node", "2",
                        "--grace", "20s", "--", "sh", "-c",
                        f'echo up; if [ "$RANK" = 1 ]; then while [ ! -e {go} ]; do sleep 0.1; '
-                       f"done; exit 3; fi; trap '' TERM; sleep 30"],
+                       f"done; exit 3; fi; trap '' TERM; : > {armed}; sleep 30"],
                       env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             self.addCleanup(p.kill)
             text = scrape_when_up(port, lambda t: 'aml_shim_rank_running{rank="1"} 1' in t)
+            self.assertTrue(wait_for(lambda: os.path.exists(armed), 60), "rank 0 never ran")
             open(go, "w").close()
             ended = scrape_when_up(port, lambda t: 'aml_shim_rank_exit_code{rank="1"} 3' in t)
         promtool_accepts(self, text)

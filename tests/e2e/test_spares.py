@@ -17,32 +17,14 @@ import tempfile
 import time
 import unittest
 
-from harness import (CKPT, PYTHON, SHIM, SRC, clean_env, free_port, kill_group, main, run, slurp,
+from harness import (CKPT, PYTHON, SHIM, SRC, clean_env, descendants, free_port, kill_group, main,
+                     run, slurp,
                      spawn, wait_for)
 
 
 def final_weights(text):
     found = re.findall(r"final weights ([0-9a-f]{64})", text)
     return found[0] if len(found) == 1 else None
-
-
-def descendants(pid):
-    """Every process below pid (from /proc's parent links)."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = slurp(f"/proc/{entry}/stat")
-            except OSError:
-                continue
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
 
 
 def kill_all(pids):

@@ -2,7 +2,6 @@
 SIGKILL 1 s after SIGTERM, the OOM killer) still takes its children and their
 groups with it, --grace works under mpirun when mpirun allows it, and a pid
 the kernel has given to an unrelated process is never signalled."""
-import ctypes
 import os
 import signal
 import subprocess
@@ -11,7 +10,8 @@ import time
 import shutil
 import unittest
 
-from harness import SHIM, alive, clean_env, kill_group, main, mpirun, require, run, slurp, spawn, wait_for, require_namespaces
+from harness import (SHIM, alive, clean_env, kill_group, main, mpirun, require, run, slurp, spawn,
+                     take_orphans, wait_for, require_namespaces)
 
 # Each rank records its pid and its grandchild's, then waits; TERM makes it
 # take `delay` seconds to "checkpoint" (a file) before exiting, or, with
@@ -214,9 +214,7 @@ class Teardown(unittest.TestCase):
                     OMPI_COMM_WORLD_LOCAL_RANK="0", OMPI_COMM_WORLD_LOCAL_SIZE="1")
         # This test process takes the orphaned shim (a subreaper), so that
         # its exit status can be read.
-        libc = ctypes.CDLL(None, use_errno=True)
-        PR_SET_CHILD_SUBREAPER = 36
-        self.assertEqual(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0)
+        take_orphans()
         try:
             pids, shim = self.launched_by_a_shell_that_dies(ompi)
             deadline = time.monotonic() + 20
@@ -228,7 +226,7 @@ class Teardown(unittest.TestCase):
             self.assertEqual(got, shim, "the shim outlived its launcher")
             self.assertEqual(os.waitstatus_to_exitcode(status), 143)
         finally:
-            libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+            take_orphans(False)
         self.assert_all_gone(pids, "the launcher died")
         err = slurp(f"{self.tmp}/shim.err")
         self.assertRegex(err, r"aml-shim: stopped: the launcher \(sh, pid \d+\) is gone\n")

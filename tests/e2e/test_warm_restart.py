@@ -16,7 +16,8 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import PYTHON, SHIM, SRC, clean_env, free_port, main, require, run, spawn
+from harness import (PYTHON, SHIM, SRC, clean_env, free_port, left_behind, main, require, run,
+                     spawn, take_orphans)
 from test_metrics import promtool_accepts, scrape_when_up, value
 
 JOB = os.path.join(SRC, "tests", "e2e", "scripts", "warm_job.py")
@@ -40,9 +41,15 @@ def starts(stdout):
 TAG = f"AML_WARM_TEST={os.getpid()}".encode()
 
 
+def setUpModule():
+    take_orphans()
+
+
 def standbys_left():
-    """Processes running aml-shim's standby program for this file's jobs."""
-    found = []
+    """Processes running aml-shim's standby program for this file's jobs,
+    and those a shim of this file left behind (reparented to this test: a
+    standby SIGKILLed but not yet gone when its shim exited, found in CI)."""
+    found = left_behind()
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -196,11 +203,15 @@ class WarmRestart(unittest.TestCase):
         self.assertIn("aml_shim_warm_standby_resident_bytes", line)
 
     def test_a_command_that_is_not_python_restarts_cold_said_once(self):
+        # Attempts longer than a standby's 10 s: still one line in all (no
+        # standby tried in each attempt, no "starts cold" per rank).
         r = run([SHIM, "--nproc-per-node", "2", "--max-restarts", "1", "--warm-restart", "--",
-                 "sh", "-c", "exit 7"], env=clean_env(MASTER_PORT=free_port()), timeout=60)
+                 "sh", "-c", "sleep 12; exit 7"], env=clean_env(MASTER_PORT=free_port()),
+                timeout=90)
         self.assertEqual(r.returncode, 7, r.stderr)
         self.assertEqual(r.stderr.count("--warm-restart: not a Python interpreter: sh: restarts "
                                         "start the ranks cold"), 1, r.stderr)
+        self.assertEqual(r.stderr.count("--warm-restart"), 1, r.stderr)
 
     def test_bad_options_are_refused_and_nothing_runs(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -225,14 +236,20 @@ class WarmRestart(unittest.TestCase):
             script = os.path.join(tmp, "touch.py")
             with open(script, "w") as f:
                 f.write(f"open({mark!r}, 'w').close()\n")
+            private = os.path.join(tmp, "private")  # the shim's private directory's place
+            os.mkdir(private)
             r = run([SHIM, "--nproc-per-node", "2", "--max-restarts", "1", "--warm-restart",
                      "--preload", "torch,aml_no_such_module", "--", PYTHON, script],
-                    env=clean_env(), timeout=60)
+                    env=clean_env(TMPDIR=private), timeout=60)
             self.assertEqual(r.returncode, 125, r.stderr)
             self.assertIn(f"--preload=torch,aml_no_such_module: {PYTHON} finds no module "
                           "aml_no_such_module (in the rank's environment): a standby could not "
                           "import it", r.stderr)
             self.assertFalse(os.path.exists(mark))
+            # Nothing of it is left: its keeper (once taking the refusal
+            # for the shim's death) and its private directory.
+            self.assertEqual(left_behind(), [])
+            self.assertEqual(os.listdir(private), [])
 
 
 if __name__ == "__main__":

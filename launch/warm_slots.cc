@@ -1,0 +1,85 @@
+#include "launch/warm_slots.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace aml {
+
+WarmSlots::Slot& WarmSlots::At(size_t i) {
+  if (slots_.size() <= i) slots_.resize(i + 1);
+  return slots_[i];
+}
+
+void WarmSlots::Due(size_t i, bool learn, double now) {
+  Slot& s = At(i);
+  if (s.live) return;
+  s.due = now + kAfterS;
+  s.learn_until = learn ? now + kLearnS : now;
+}
+
+std::vector<size_t> WarmSlots::Ready(double now, const std::function<bool(size_t)>& learned) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& s = slots_[i];
+    if (s.due < 0 || now < s.due) continue;
+    if (now < s.learn_until && !learned(i)) {
+      s.due = std::min(now + kLearnLookS, s.learn_until);  // not known yet: look again
+      continue;
+    }
+    s.due = -1;
+    out.push_back(i);
+  }
+  return out;
+}
+
+void WarmSlots::Made(size_t i) {
+  Slot& s = At(i);
+  s.live = true;
+  s.due = -1;
+  s.gone.clear();
+}
+
+void WarmSlots::Gone(size_t i, std::string why) {
+  Slot& s = At(i);
+  s.live = false;
+  s.gone = std::move(why);
+}
+
+bool WarmSlots::Take(size_t i, std::string* why) {
+  Slot& s = At(i);
+  const double due = s.due;
+  s.due = -1;
+  if (s.live) {
+    s.live = false;
+    s.gone.clear();
+    return true;
+  }
+  if (!s.gone.empty())
+    *why = s.gone;
+  else if (due >= 0)
+    *why = "its standby was not started yet (" + std::to_string(static_cast<int>(kAfterS)) +
+           " s after the attempt's start, once the rank's modules are known, at most " +
+           std::to_string(static_cast<int>(kLearnS)) + " s)";
+  else
+    *why = "it has no standby";
+  s.gone.clear();
+  return false;
+}
+
+std::vector<size_t> WarmSlots::EndAll() {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].live) out.push_back(i);
+    slots_[i] = Slot{};
+  }
+  return out;
+}
+
+double WarmSlots::NextDeadline() const {
+  double next = std::numeric_limits<double>::infinity();
+  for (const Slot& s : slots_)
+    if (s.due >= 0 && s.due < next) next = s.due;
+  return next;
+}
+
+}  // namespace aml

@@ -1,0 +1,80 @@
+#include "launch/warm_slots.h"
+
+#include <limits>
+
+#include <gtest/gtest.h>
+
+namespace aml {
+namespace {
+
+const auto kKnown = [](size_t) { return true; };
+const auto kUnknown = [](size_t) { return false; };
+
+TEST(WarmSlots, AStandbyIsMadeAfterTheRanksStartOnceTheirModulesAreKnown) {
+  WarmSlots w;
+  w.Due(0, true, 100);
+  EXPECT_EQ(w.NextDeadline(), 100 + WarmSlots::kAfterS);
+  EXPECT_TRUE(w.Ready(105, kKnown).empty()) << "not beside the ranks' own start-up";
+  EXPECT_TRUE(w.Ready(110, kUnknown).empty()) << "the rank's modules not known yet";
+  EXPECT_EQ(w.NextDeadline(), 111) << "it looks again a second later";
+  EXPECT_EQ(w.Ready(111, kKnown), std::vector<size_t>{0});
+  w.Made(0);
+  EXPECT_TRUE(w.live(0));
+  std::string why;
+  EXPECT_TRUE(w.Take(0, &why));
+  EXPECT_FALSE(w.live(0)) << "taken: the slot has none after";
+}
+
+TEST(WarmSlots, WithoutTheModulesItIsMadeWithPreloadsAloneAfterTheLearningWait) {
+  WarmSlots w;
+  w.Due(0, true, 0);
+  double t = WarmSlots::kAfterS;
+  while (w.Ready(t, kUnknown).empty() && t < 1000) t = w.NextDeadline();
+  EXPECT_EQ(t, WarmSlots::kLearnS);
+}
+
+TEST(WarmSlots, ASparesSlotWaitsForNoModules) {
+  WarmSlots w;
+  w.Due(1, false, 0);
+  EXPECT_EQ(w.Ready(WarmSlots::kAfterS, kUnknown), std::vector<size_t>{1});
+}
+
+TEST(WarmSlots, ARestartBeforeTheStandbyIsMadeStartsColdAndSaysSo) {
+  WarmSlots w;
+  w.Due(0, true, 0);
+  std::string why;
+  EXPECT_FALSE(w.Take(0, &why));
+  EXPECT_NE(why.find("not started yet"), std::string::npos) << why;
+  EXPECT_EQ(w.NextDeadline(), std::numeric_limits<double>::infinity()) << "none is due after";
+}
+
+TEST(WarmSlots, AStandbyThatEndedIsAColdStartWithItsReasonOnce) {
+  WarmSlots w;
+  w.Due(0, false, 0);
+  ASSERT_EQ(w.Ready(20, kKnown).size(), 1u);
+  w.Made(0);
+  w.Gone(0, "its standby (pid 9) ended: killed by SIGKILL");
+  std::string why;
+  EXPECT_FALSE(w.Take(0, &why));
+  EXPECT_EQ(why, "its standby (pid 9) ended: killed by SIGKILL");
+  why.clear();
+  EXPECT_FALSE(w.Take(0, &why));
+  EXPECT_EQ(why, "it has no standby");
+}
+
+TEST(WarmSlots, ALiveStandbyIsKeptWhenItsSlotIsDueAgainAndEndedWithTheJob) {
+  WarmSlots w;
+  w.Due(0, false, 0);
+  w.Due(1, false, 0);
+  ASSERT_EQ(w.Ready(10, kKnown).size(), 2u);
+  w.Made(0);
+  w.Gone(1, "its standby could not start: no such file");
+  w.Due(0, false, 30);  // a spare's next round: it keeps the one it has
+  EXPECT_EQ(w.NextDeadline(), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(w.EndAll(), std::vector<size_t>{0});
+  EXPECT_FALSE(w.live(0));
+  EXPECT_TRUE(w.EndAll().empty());
+}
+
+}  // namespace
+}  // namespace aml
