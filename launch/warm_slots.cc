@@ -13,6 +13,11 @@ WarmSlots::Slot& WarmSlots::At(size_t i) {
 void WarmSlots::Due(size_t i, bool learn, double now) {
   Slot& s = At(i);
   if (s.live) return;
+  // A spare's slot already due stays due when then: the job's restarts
+  // start no rank on it, so none of them is a start-up to keep clear of
+  // (each restart of a failing job put it off again, and the spare that
+  // took a node's place then started cold).
+  if (!learn && s.due >= 0) return;
   s.due = now + kAfterS;
   s.learn_until = learn ? now + kLearnS : now;
 }

@@ -39,6 +39,26 @@ TEST(WarmSlots, ASparesSlotWaitsForNoModules) {
   EXPECT_EQ(w.Ready(WarmSlots::kAfterS, kUnknown), std::vector<size_t>{1});
 }
 
+// Found by the simulator (tests/sim/regressions.txt, seed 483010935): a
+// failing job restarted every 5 s; each restart put the spare's standby off
+// by another 10 s, so the spare that took a node's place at 15 s started
+// cold though its standby had been due at 10 s.
+TEST(WarmSlots, TheJobsRestartsDoNotPutOffASparesStandby) {
+  WarmSlots w;
+  w.Due(0, false, 0);
+  w.Due(0, false, 4.7);  // the job restarted: still a spare, no rank here
+  w.Due(0, false, 9.7);
+  EXPECT_EQ(w.NextDeadline(), WarmSlots::kAfterS);
+  EXPECT_EQ(w.Ready(WarmSlots::kAfterS, kUnknown), std::vector<size_t>{0});
+}
+
+TEST(WarmSlots, ARanksRestartPutsItsStandbyOffBeyondItsNewStartUp) {
+  WarmSlots w;
+  w.Due(0, true, 0);
+  w.Due(0, true, 5);  // restarted (cold) before its standby was made
+  EXPECT_EQ(w.NextDeadline(), 5 + WarmSlots::kAfterS);
+}
+
 TEST(WarmSlots, ARestartBeforeTheStandbyIsMadeStartsColdAndSaysSo) {
   WarmSlots w;
   w.Due(0, true, 0);
