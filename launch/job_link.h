@@ -78,6 +78,12 @@ class JobChannel {
     (void)look;
     (void)times;
   }
+  // --warm-restart: this node's ranks of a restart started, `warm` of them
+  // from their standbys and `cold` not (once per restart; none on a spare).
+  virtual void OnWarmStarts(int warm, int cold) {
+    (void)warm;
+    (void)cold;
+  }
   // Every child of this node ended (in this attempt).
   virtual void OnChildrenDone(const NodeOutcome& o) = 0;
   // aml-shim got terminating signal `sig` (the launcher stops the job), or

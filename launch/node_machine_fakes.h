@@ -125,6 +125,9 @@ struct FakeJob : JobChannel {
   void OnStacks(const std::vector<RankStack>&) override { ++stacks; }
   void OnRecords(const std::vector<RankRecord>& r) override { records.push_back(r.size()); }
   std::vector<size_t> records;
+  // --warm-restart: each restart's ranks' starts said (warm, cold).
+  void OnWarmStarts(int warm, int cold) override { warm_starts.emplace_back(warm, cold); }
+  std::vector<std::pair<int, int>> warm_starts;
   // Each look answered: its number and how many ranks' times.
   std::vector<std::pair<int64_t, size_t>> paces;
   void OnPace(int64_t look, const std::vector<RankTimes>& t) override {

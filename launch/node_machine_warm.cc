@@ -26,9 +26,13 @@ bool NodeMachine::StartRank(size_t i, const RestartOrder* restart, double now, i
 // their standbys, said; a spare keeps standbys too (with --preload's
 // modules: no rank of it ran yet): the place it takes starts warm.
 void NodeMachine::StandbysAfterStart(bool restart, double now) {
-  if (restart && !standby_)
+  if (restart && !standby_) {
     LogInfo("--warm-restart: " + std::to_string(warm_started_.size()) + " of " +
             std::to_string(ranks_.size()) + " ranks started from their standbys");
+    if (job_)
+      job_->OnWarmStarts(static_cast<int>(warm_started_.size()),
+                         static_cast<int>(cold_started_.size()));
+  }
   for (size_t i = 0; i < ranks_.size() && standby_ && !retired_; ++i) warm_.Due(i, false, now);
 }
 

@@ -64,6 +64,8 @@ TEST(NodeMachineWarm, ARestartsRanksStartFromTheStandbysMadeDuringTheAttempt) {
   EXPECT_EQ(procs.from_standby, (std::vector<size_t>{0, 1}));
   EXPECT_EQ(m.warm_started(), (std::vector<size_t>{0, 1}));
   EXPECT_TRUE(m.cold_started().empty());
+  // Said to the job (rank 0 sums the job's): once, as the ranks started.
+  EXPECT_EQ(job.warm_starts, (std::vector<std::pair<int, int>>{{2, 0}}));
   // The next restart's standbys, from this attempt's start.
   m.Step(20 + WarmSlots::kAfterS);
   EXPECT_EQ(procs.made.size(), 4u);
@@ -93,6 +95,7 @@ TEST(NodeMachineWarm, AStandbyThatEndedOrRefusedOrWasNotMadeYetStartsItsRankCold
   EXPECT_TRUE(m.warm_started().empty());
   ASSERT_EQ(m.cold_started().size(), 2u);
   EXPECT_EQ(m.cold_started()[1].second, "it refused");
+  EXPECT_EQ(job.warm_starts, (std::vector<std::pair<int, int>>{{1, 1}, {0, 2}, {0, 2}}));
 }
 
 TEST(NodeMachineWarm, ASpareKeepsStandbysWithoutWaitingForModulesAndTheJobsEndEndsThem) {
@@ -120,6 +123,7 @@ TEST(NodeMachineWarm, ARetiredNodesStandbysEndAndNoneIsMadeAgain) {
   StartWithStandbys(&m, &procs);
   FailAndRestart(&m, &job, 20, 1, -1);  // retired: NODE_RANK -1
   EXPECT_EQ(procs.starts, 2) << "no rank of it starts again";
+  EXPECT_TRUE(job.warm_starts.empty()) << "no rank started: nothing to say";
   EXPECT_EQ(procs.ended_standbys, (std::vector<size_t>{0, 1}));
   m.Step(20 + WarmSlots::kAfterS);
   EXPECT_EQ(procs.made.size(), 2u);

@@ -113,6 +113,10 @@ std::string AttemptsJson(const std::vector<AttemptRecord>& attempts) {
         out += (k ? "," : "") + JsonQuote(a.nodes[k]);
       out += "]";
     }
+    if (a.warm_shims > 0)
+      out += ",\"warm_restart\":{\"shims\":" + std::to_string(a.warm_shims) +
+             ",\"warm\":" + std::to_string(a.started_warm) +
+             ",\"cold\":" + std::to_string(a.started_cold) + "}";
     out += "}";
   }
   return out + "]";

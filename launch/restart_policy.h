@@ -28,6 +28,12 @@ struct AttemptRecord {
   bool node_replaced = false;
   // With --spares: the host that held each NODE_RANK in this attempt.
   std::vector<std::string> nodes;
+  // With --warm-restart, a restart's attempt: how many shims said how their
+  // ranks started (0: none said), and of those ranks how many started from
+  // their standbys and how many cold (docs/control-plane.md, "Warm restarts").
+  int warm_shims = 0;
+  int started_warm = 0;
+  int started_cold = 0;
 };
 
 // Progress (docs/control-plane.md, "Restarts"): an attempt made progress when

@@ -14,6 +14,24 @@ AttemptRecord Attempts::New(double failure_wall) const {
   return a;
 }
 
+bool Attempts::NoteWarm(int shim, int warm, int cold) {
+  if (warm < 0 || cold < 0 || !warm_said_.insert(shim).second) return false;
+  started_warm_ += warm;
+  started_cold_ += cold;
+  return true;
+}
+
+void Attempts::StampWarm(AttemptRecord* a) const {
+  a->warm_shims = warm_shims();
+  a->started_warm = started_warm_;
+  a->started_cold = started_cold_;
+}
+
+void Attempts::NewAttempt() {
+  warm_said_.clear();
+  started_warm_ = started_cold_ = 0;
+}
+
 void Attempts::Keep(const AttemptRecord& a) {
   if (list_.empty() || list_.back().number != a.number) list_.push_back(a);
 }
@@ -21,6 +39,7 @@ void Attempts::Keep(const AttemptRecord& a) {
 void Attempts::Adopt(std::vector<AttemptRecord> list, int n, double wall,
                      std::vector<std::string> nodes) {
   list_ = std::move(list);
+  if (restarts_ != n) NewAttempt();
   restarts_ = n;
   wall_ = wall;
   nodes_ = std::move(nodes);
@@ -28,6 +47,7 @@ void Attempts::Adopt(std::vector<AttemptRecord> list, int n, double wall,
 
 RestartVerdict Attempts::Open(AttemptRecord a) {
   current_ = std::move(a);
+  StampWarm(&current_);
   RestartVerdict v = Decide();
   if (!v.restart) list_.push_back(current_);
   return v;
@@ -43,10 +63,12 @@ bool Attempts::NoteEnded(int shim, double first_output_wall) {
 RestartVerdict Attempts::Close(double now) {
   current_.first_output_wall = ended_output_;
   current_.outputs_known = true;
+  StampWarm(&current_);  // every shim said: each said how its ranks started first
   RestartVerdict v = Decide();
   list_.push_back(current_);
   if (!v.restart) return v;
   ++restarts_;
+  NewAttempt();
   RestartOrder o;
   o.restart = restarts_;
   backoff_s_ = BackoffS(list_);

@@ -33,7 +33,18 @@ class Attempts {
   int restarts() const { return restarts_; }
   bool MayRestart() const { return restarts_ < max_; }
   // A shim that is not the root: the root's restart order number `n`.
-  void Follow(int n) { restarts_ = n; }
+  void Follow(int n) {
+    if (n != restarts_) NewAttempt();
+    restarts_ = n;
+  }
+  // --warm-restart: shim `shim` said how its ranks of the attempt under way
+  // (a restart's) started: `warm` from their standbys, `cold` not. Once per
+  // shim and attempt (false: said before); the attempt's record carries the
+  // sums.
+  bool NoteWarm(int shim, int warm, int cold);
+  int warm_shims() const { return static_cast<int>(warm_said_.size()); }
+  int started_warm() const { return started_warm_; }
+  int started_cold() const { return started_cold_; }
 
   // The attempt under way began (CLOCK_REALTIME), and each NODE_RANK's
   // holder's host then (with --spares).
@@ -84,6 +95,8 @@ class Attempts {
  private:
   // The attempt under way against the one before it (restart_policy.h).
   RestartVerdict Decide() const;
+  void StampWarm(AttemptRecord* a) const;
+  void NewAttempt();  // the count went up: nothing of the last one is said
 
   int max_;
   int restarts_ = 0;
@@ -92,6 +105,8 @@ class Attempts {
   std::vector<AttemptRecord> list_;
   AttemptRecord current_;
   std::set<int> ended_;
+  std::set<int> warm_said_;
+  int started_warm_ = 0, started_cold_ = 0;
   double ended_output_ = 0;
   Ending plan_;
   std::optional<RestartOrder> backoff_;

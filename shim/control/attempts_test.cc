@@ -134,5 +134,57 @@ TEST(Attempts, ANewRootGoesOnFromTheRecordItWasHanded) {
   ASSERT_EQ(a.list().size(), 1u);
 }
 
+// --warm-restart: each shim says once how its ranks of a restart started;
+// the attempt's record sums them, and a new attempt starts the sums anew.
+TEST(Attempts, ARestartsRecordSumsHowEveryShimsRanksStarted) {
+  Attempts a(2);
+  a.Began(1000);
+  ASSERT_TRUE(a.Open(Failure(a, 100, 7)).restart);
+  a.NewRound();
+  a.NoteEnded(0, 0);
+  ASSERT_TRUE(a.Close(1200).restart);  // attempt 2 begins
+  EXPECT_TRUE(a.NoteWarm(0, 2, 0));
+  EXPECT_TRUE(a.NoteWarm(1, 1, 1));
+  EXPECT_FALSE(a.NoteWarm(1, 2, 0)) << "said again (after a move below the heir): once";
+  EXPECT_EQ(a.warm_shims(), 2);
+  RestartVerdict v = a.Open(Failure(a, 300, 7));
+  ASSERT_TRUE(v.restart) << v.why_not;
+  a.NewRound();
+  a.NoteEnded(0, 0);
+  ASSERT_TRUE(a.Close(1500).restart);  // attempt 3 begins: nothing said of it yet
+  EXPECT_EQ(a.warm_shims(), 0);
+  EXPECT_EQ(a.started_warm() + a.started_cold(), 0);
+  ASSERT_EQ(a.list().size(), 2u);
+  EXPECT_EQ(a.list()[0].warm_shims, 0) << "the first attempt is no restart's";
+  const AttemptRecord& second = a.list()[1];
+  EXPECT_EQ(second.warm_shims, 2);
+  EXPECT_EQ(second.started_warm, 3);
+  EXPECT_EQ(second.started_cold, 1);
+  const std::string json = AttemptsJson(a.list());
+  EXPECT_NE(json.find("\"attempt\":2,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"warm_restart\":{\"shims\":2,\"warm\":3,\"cold\":1}"),
+            std::string::npos)
+      << json;
+  EXPECT_EQ(json.find("warm_restart"), json.rfind("warm_restart")) << "attempt 1 has none";
+}
+
+// An attempt the budget does not restart has no round: its record is kept
+// as it fails, with what the shims said by then.
+TEST(Attempts, TheLastAttemptsRecordHasItsStartsWithoutARound) {
+  Attempts a(1);
+  a.Began(1000);
+  ASSERT_TRUE(a.Open(Failure(a, 100, 7)).restart);
+  a.NewRound();
+  a.NoteEnded(0, 0);
+  ASSERT_TRUE(a.Close(1200).restart);
+  a.NoteWarm(0, 1, 0);
+  a.NoteWarm(1, 0, 1);
+  EXPECT_FALSE(a.Open(Failure(a, 300, 7)).restart);
+  ASSERT_EQ(a.list().size(), 2u);
+  EXPECT_EQ(a.list()[1].warm_shims, 2);
+  EXPECT_EQ(a.list()[1].started_warm, 1);
+  EXPECT_EQ(a.list()[1].started_cold, 1);
+}
+
 }  // namespace
 }  // namespace aml

@@ -79,6 +79,12 @@ void JobMachine::OnFromChild(const std::string& frame, const Msg& m, double now)
          if (j->Spares()) j->RetireLost(static_cast<int>(msg.Int("shim", -1)), msg.Str("what"), at);
          else j->StopAsLost(msg.Str("what"), at);
        }},
+      // --warm-restart: how its ranks of this attempt started.
+      {"warm", false, true, true,
+       [](JobMachine* j, const std::string&, const Msg& msg, double) {
+         j->NoteWarm(static_cast<int>(msg.Int("shim", -1)), static_cast<int>(msg.Int("w", -1)),
+                     static_cast<int>(msg.Int("c", -1)));
+       }},
       {"stacks", false, true, false,
        [](JobMachine* j, const std::string&, const Msg& msg, double at) { j->NoteStacks(msg, at); }},
       {"records", false, true, false,

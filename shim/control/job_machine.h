@@ -118,6 +118,9 @@ class JobMachine {
   // The flight records this node's ranks gave when a failure halted them.
   void OnRecords(const std::vector<RankRecord>& records, double now);
   void OnChildrenDone(const NodeOutcome& o, double now);
+  // --warm-restart: this node's ranks of a restart started, `warm` of them
+  // from their standbys and `cold` not: said to rank 0, which sums the job's.
+  void OnWarmStarts(int warm, int cold, double now);
   void OnShimSignalled(int sig, const std::string& why, double now);
   // The overlay's: a frame from a child shim, or from the parent (beats and
   // the join's words stay in the overlay). Before it hands one on, the
@@ -281,6 +284,7 @@ class JobMachine {
   void RecordAttempts(StopOrder* own, const std::string& why_not) const;
   void FinalStop(const std::string& stop, StopOrder own, const std::string& why_not, double now);
   void NoteEnded(int shim, double first_output_wall, const std::string& unfit, double now);
+  void NoteWarm(int shim, int warm, int cold);
   void NoteUnfit(int shim, const std::string& what, double now);
   void SendRestart(double now);
 

@@ -223,6 +223,56 @@ TEST(JobMachine, ASignalEndsEveryPhaseOfARestart) {
   }
 }
 
+// --warm-restart: a member says how its ranks of a restart started, with
+// the attempt's number; rank 0 sums every shim's into the attempt's record
+// (failure.json's "attempts"), a word of an attempt that is over aside.
+TEST(JobMachine, RankZeroSumsHowEveryShimsRanksOfARestartStarted) {
+  {
+    FakePorts ports;
+    JobMachine m(Config(1, 2, 5), &ports);
+    m.Start(0);
+    Msg restart("restart");
+    restart.Set("n", 1).Set("port", 29501).Set("line", "restart 1 of 5\n");
+    FromParent(&m, restart, 1);
+    ports.up.clear();
+    m.OnWarmStarts(2, 1, 1.5);
+    ASSERT_EQ(ports.up.size(), 1u);
+    EXPECT_EQ(ports.up[0].type(), "warm");
+    EXPECT_EQ(ports.up[0].Int("shim"), 1);
+    EXPECT_EQ(ports.up[0].Int("w"), 2);
+    EXPECT_EQ(ports.up[0].Int("c"), 1);
+    EXPECT_EQ(ports.up[0].Int("a"), 1);
+  }
+  FakePorts ports;
+  JobMachine m(Config(0, 2, 1), &ports);
+  m.Start(0);
+  m.OnChildFailed(Failure(0, 1), 1);
+  m.OnTimer(1 + kFailWindowS);
+  m.OnChildrenDone({7, 0}, 1.2);
+  Msg ended("ended");
+  ended.Set("shim", 1).SetNumber("out", 0);
+  FromChild(&m, ended, 1.3);
+  ASSERT_EQ(m.restarts(), 1);
+  while (m.TakeOrder()) {
+  }
+  Msg stale("warm");
+  stale.Set("shim", 1).Set("w", 9).Set("c", 0).Set("a", 0);
+  FromChild(&m, stale, 1.4);  // the first attempt's: not this one's
+  m.OnWarmStarts(1, 1, 1.5);
+  Msg warm("warm");
+  warm.Set("shim", 1).Set("w", 2).Set("c", 0).Set("a", 1);
+  FromChild(&m, warm, 1.6);
+  m.OnChildFailed(Failure(0, 3), 3);  // the last attempt the budget allows
+  m.OnTimer(3 + kFailWindowS);
+  std::optional<StopOrder> o;
+  while (std::optional<LinkOrder> next = m.TakeOrder())
+    if (auto* s = std::get_if<StopOrder>(&*next)) o = *s;
+  ASSERT_TRUE(o);
+  EXPECT_NE(o->attempts_json.find("\"warm_restart\":{\"shims\":2,\"warm\":3,\"cold\":1}"),
+            std::string::npos)
+      << o->attempts_json;
+}
+
 TEST(JobMachine, RankZeroJudgesTheJobHungAndCollectsEveryShimsStacks) {
   FakePorts ports;
   JobConfig c = Config(0, 2);

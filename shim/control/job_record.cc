@@ -47,6 +47,8 @@ std::string SaveAttempts(const std::vector<AttemptRecord>& attempts) {
            ",\"out\":" + FormatNumber(a.first_output_wall, "%.6f") +
            ",\"well\":" + std::to_string(a.shims_ended_well) +
            ",\"moved\":" + (a.node_replaced ? "true" : "false") +
+           ",\"ws\":" + std::to_string(a.warm_shims) + ",\"sw\":" + std::to_string(a.started_warm) +
+           ",\"sc\":" + std::to_string(a.started_cold) +
            ",\"nodes\":" + SaveStrings(a.nodes) + "}";
   }
   return out + "]";
@@ -70,6 +72,9 @@ bool LoadAttempts(const JsonValue& v, std::vector<AttemptRecord>* out) {
     a.first_output_wall = Num(o, "out");
     a.shims_ended_well = static_cast<int>(Num(o, "well"));
     a.node_replaced = Flag(o, "moved");
+    a.warm_shims = static_cast<int>(Num(o, "ws"));
+    a.started_warm = static_cast<int>(Num(o, "sw"));
+    a.started_cold = static_cast<int>(Num(o, "sc"));
     a.nodes = LoadStrings(o.Find("nodes"));
     list.push_back(std::move(a));
   }

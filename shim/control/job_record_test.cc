@@ -21,6 +21,9 @@ TEST(JobRecord, AttemptsReadBackWithEveryField) {
   a.shims_ended_well = 4;
   a.node_replaced = true;
   a.nodes = {"gpu1", "gpu2"};
+  a.warm_shims = 2;
+  a.started_warm = 3;
+  a.started_cold = 1;
   AttemptRecord hang;
   hang.number = 3;
   hang.hang = true;
@@ -41,6 +44,9 @@ TEST(JobRecord, AttemptsReadBackWithEveryField) {
   EXPECT_EQ(back[0].shims_ended_well, 4);
   EXPECT_TRUE(back[0].node_replaced);
   EXPECT_EQ(back[0].nodes, a.nodes);
+  EXPECT_EQ(back[0].warm_shims, 2);
+  EXPECT_EQ(back[0].started_warm, 3);
+  EXPECT_EQ(back[0].started_cold, 1);
   EXPECT_TRUE(back[1].hang);
   EXPECT_EQ(back[1].rank, -1);
   EXPECT_FALSE(LoadAttempts(*ParseJson("{}"), &back));

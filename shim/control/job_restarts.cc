@@ -3,6 +3,7 @@
 // ended, then restarts (after a back-off) or stops the job; every shim
 // obeys (docs/control-plane.md, "Restarts").
 #include "shim/control/job_machine.h"
+#include "shim/base/log.h"
 #include "shim/control/liveness.h"
 
 #include <algorithm>
@@ -90,6 +91,30 @@ void JobMachine::NoteEnded(int shim, double first_output_wall, const std::string
   }
   if (state_ == JobState::kElecting) return CheckTakeover(now);
   RecheckRound(now);
+}
+
+// --warm-restart: this node's ranks of a restart started; rank 0 sums the
+// job's (the attempt's record, failure.json's "attempts"), and says it once
+// every node's shim said.
+void JobMachine::OnWarmStarts(int warm, int cold, double now) {
+  (void)now;
+  if (Over()) return;
+  if (root_) return NoteWarm(c_.rank, warm, cold);
+  SayUp(Msg("warm")
+            .Set("shim", c_.rank)
+            .Set("w", warm)
+            .Set("c", cold)
+            .Set("a", attempts_.restarts())
+            .Encode());
+}
+
+void JobMachine::NoteWarm(int shim, int warm, int cold) {
+  if (shim < 0 || shim >= c_.size || !attempts_.NoteWarm(shim, warm, cold)) return;
+  const int nodes = roster_ ? roster_->nodes() : c_.size;
+  if (c_.size < 2 || attempts_.warm_shims() != nodes) return;
+  const int all = attempts_.started_warm() + attempts_.started_cold();
+  LogInfo("--warm-restart: " + std::to_string(attempts_.started_warm()) + " of the job's " +
+          std::to_string(all) + " ranks started from their standbys (every node's shim said)");
 }
 
 // Every shim's ranks ended (the lost ones aside, with --spares): restart,

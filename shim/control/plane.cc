@@ -294,6 +294,10 @@ void ControlPlane::OnStacks(const std::vector<RankStack>& stacks) {
   tree_.machine().OnStacks(stacks, Now());
 }
 
+void ControlPlane::OnWarmStarts(int warm, int cold) {
+  tree_.machine().OnWarmStarts(warm, cold, Now());
+}
+
 void ControlPlane::OnChildrenDone(const NodeOutcome& o) {
   tree_.machine().OnChildrenDone(o, Now());
 }

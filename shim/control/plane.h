@@ -87,6 +87,7 @@ class ControlPlane : public JobLink, private LinkIo {
   void OnPace(int64_t look, const std::vector<RankTimes>& times) override;
   void AppendMetrics(PromText* out, double now) const override;
   void OnChildrenDone(const NodeOutcome& o) override;
+  void OnWarmStarts(int warm, int cold) override;
   void OnShimSignalled(int sig, const std::string& why = "") override;
   bool MayExit() const override;
   bool PrintsOwnFailure() const override;

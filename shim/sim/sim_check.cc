@@ -138,6 +138,21 @@ std::vector<std::string> Differences(const FaultPlan& plan, const Foreseen& f,
         if ((hang && hang->text == "true") != e.hang)
           out.push_back("failure.json's attempt " + std::to_string(i + 1) + " has hang " +
                         (hang ? hang->text : "none"));
+        // --warm-restart: a restart's attempt sums what each shim said of
+        // its one rank (the simulator's shims run one each).
+        if (const JsonValue* w = a.Find("warm_restart")) {
+          auto num = [w](const char* k) {
+            const JsonValue* v = w->Find(k);
+            return v ? std::atoi(v->text.c_str()) : -1;
+          };
+          const int shims = num("shims"), warm = num("warm"), cold = num("cold");
+          if (!plan.warm || i == 0 || shims < 1 || shims > static_cast<int>(run.shims.size()) ||
+              warm < 0 || cold < 0 || warm + cold != shims)
+            out.push_back("failure.json's attempt " + std::to_string(i + 1) +
+                          " says its ranks started " + std::to_string(warm) + " warm and " +
+                          std::to_string(cold) + " cold as " + std::to_string(shims) +
+                          " shims said" + (plan.warm ? "" : ", without --warm-restart"));
+        }
       }
     }
     if (RefusedKind(o.why_not) != f.refused && !f.refused_also.count(RefusedKind(o.why_not)))

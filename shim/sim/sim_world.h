@@ -132,6 +132,7 @@ class Shim : public LinkIo, public JobChannel {
     tree.OnOwnPace(look, times, now_);
   }
   void OnChildrenDone(const NodeOutcome& o) override { machine().OnChildrenDone(o, now_); }
+  void OnWarmStarts(int warm, int cold) override { machine().OnWarmStarts(warm, cold, now_); }
   void OnShimSignalled(int sig, const std::string& why) override {
     machine().OnShimSignalled(sig, why, now_);
   }

@@ -11,6 +11,8 @@ run.
   container or a pod per node; mpirun would end the job with the node):
   node 2's shim and its ranks SIGKILLed at once, the spare takes its place,
   and every rank of the next attempt, the spare's too, starts warm.
+Each node says its own ranks' starts; rank 0's shim says the job's once
+every node's shim said.
 (A hung node retired and replaced warm: tests/e2e/test_culprit.py.)"""
 import os
 import re
@@ -27,6 +29,12 @@ CLUSTER = "amlw"
 SUBNET = 51
 NET = f"198.18.{SUBNET}"
 WARM = "aml-shim: --warm-restart: 2 of 2 ranks started from their standbys"
+
+
+def job_warm(ranks):
+    """Rank 0's shim's line for the job: every node's shim said."""
+    return (f"aml-shim: --warm-restart: {ranks} of the job's {ranks} ranks started from their "
+            "standbys (every node's shim said)")
 
 
 def weights_of(text):
@@ -78,6 +86,7 @@ class WarmOnNodes(unittest.TestCase):
             self.assertIn("aml-shim: restart 1 of 1 after rank 5 failed (exit status 7)",
                           r.stderr)
             self.assertEqual(r.stderr.count(WARM), 4, r.stderr)
+            self.assertEqual(r.stderr.count(job_warm(8)), 1, r.stderr)
             self.assertNotIn("starts cold", r.stderr)
             self.assertEqual(weights_of(r.stdout), weights_of(calm.stdout))
 
@@ -111,6 +120,7 @@ class WarmOnNodes(unittest.TestCase):
             self.assertIn("NODE_RANK 1 moves to rank 3's shim on", errs[0])
             # Nodes 1 and 3, and the spare in node 2's place.
             self.assertEqual([e.count(WARM) for e in errs], [1, 1, 1], text)
+            self.assertEqual(errs[0].count(job_warm(6)), 1, text)
             self.assertNotIn("starts cold", text)
             self.assertEqual(weights_of(slurp(f"{tmp}/node-1.out")), weights)
 

@@ -157,6 +157,11 @@ class WarmRestart(unittest.TestCase):
         self.assertEqual(sorted(w["warm"] + [w["cold"][0]["rank"]]), [0, 1], record)
         self.assertEqual(w["cold"][0]["why"],
                          f"its standby (pid {killed[0]}) ended: signal 9 (SIGKILL)", record)
+        # The job's record: attempt 2's ranks, as every shim said (one here).
+        attempts = record["attempts"]
+        self.assertEqual([a["attempt"] for a in attempts], [1, 2], record)
+        self.assertNotIn("warm_restart", attempts[0], record)
+        self.assertEqual(attempts[1]["warm_restart"], {"shims": 1, "warm": 1, "cold": 1}, record)
 
     def test_a_warm_ranks_exception_is_the_scripts_traceback_and_status(self):
         r = self.job("--max-restarts", "1", "--warm-restart", FAIL_RANK="1", RAISE_RANK="1")
