@@ -123,8 +123,10 @@ void NodeMachine::FinishRecords(double now) {
   if (!recording_) return;
   recording_ = false;
   // A last look: a rank that ended meanwhile may have left its record
-  // (aml-shim's agent writes it as an exception ends a Gloo rank).
-  procs_->DumpsDone(now);
+  // (aml-shim's agent writes it as an exception ends a Gloo rank); with
+  // every rank gone, what is still waited for is settled with what came.
+  if (AnyRunning()) procs_->DumpsDone(now);
+  else procs_->DumpsEnded(now);
   SendRecords(procs_->Dumps().records);
   kill_at_ = now + c_.grace_s;
   KillAll(SIGTERM);

@@ -144,6 +144,9 @@ class NodeProcs {
   enum class DumpAsk { kVerdict, kRecords, kLook };
   virtual void StartDumps(double now, DumpAsk ask) = 0;
   virtual bool DumpsDone(double now) = 0;
+  // Every rank asked has ended: the last look, and what is still waited
+  // for is settled with what came (FlightHarvest::Settle).
+  virtual void DumpsEnded(double now) { DumpsDone(now); }
   virtual double DumpsNext(double now) const = 0;
   virtual DumpResult Dumps() = 0;
   // The CPU seconds spent so far by each running rank that is still

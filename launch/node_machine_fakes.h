@@ -76,6 +76,11 @@ struct FakeProcs : NodeProcs {
   }
   std::vector<DumpAsk> asks;
   bool DumpsDone(double now) override { return now >= dumps_until; }
+  int dumps_ended = 0;  // last looks with every rank gone (what is waited for settled)
+  void DumpsEnded(double now) override {
+    ++dumps_ended;
+    DumpsDone(now);
+  }
   double DumpsNext(double now) const override { return std::max(now, dumps_until); }
   std::vector<RankTimes> times;
   DumpResult Dumps() override {

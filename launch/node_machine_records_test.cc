@@ -320,6 +320,28 @@ TEST(NodeMachine, AFailureTakesTheOthersRecordsBeforeItEndsThem) {
   EXPECT_EQ(procs.SignalsOf(SIGKILL), 2);
 }
 
+// The other ranks ended while their records were awaited (SIGKILLed by
+// something else, a crash in the dump): none can write again, so what is
+// still awaited is settled with what came (FlightHarvest::Settle), rather
+// than waited for, then said to be "no record".
+TEST(NodeMachine, RanksThatAllEndedWhileTheirRecordsWereAwaitedAreSettledAtOnce) {
+  FakeProcs procs;
+  procs.dumps_until = 9;
+  FakeJob job;
+  NodeMachine m(Recording(), &procs, &job);
+  m.Start(0);
+  m.OnExit(2, Exited(7), 1);
+  ASSERT_EQ(procs.dumps_started, 1);
+  m.OnExit(0, SIGKILL, 2);
+  EXPECT_TRUE(m.Step(2));
+  EXPECT_EQ(procs.dumps_ended, 0) << "rank 1 still runs: it may yet answer";
+  EXPECT_TRUE(job.records.empty());
+  m.OnExit(1, SIGKILL, 3);
+  m.Step(3);
+  EXPECT_EQ(procs.dumps_ended, 1);
+  EXPECT_EQ(job.records.size(), 1u);
+}
+
 TEST(NodeMachine, AHaltWithRecordsTakesThemOnceAPlainEndDoesNot) {
   FakeProcs procs;
   procs.dumps_until = 5;

@@ -183,6 +183,10 @@ class Supervisor : private NodeProcs {
   DumpResult Dumps() override;
   std::vector<RankCpu> StartingCpu() const override;
   bool DumpsDone(double now) override { return harvest_.Poll(now) && ras_.Done(); }
+  void DumpsEnded(double now) override {
+    harvest_.Poll(now);
+    harvest_.Settle();
+  }
   double DumpsNext(double now) const override {
     return harvest_.done() ? now + FlightHarvest::kPollS
                            : std::min(now + FlightHarvest::kPollS, harvest_.deadline());

@@ -176,6 +176,21 @@ void FlightHarvest::TakeEarly(size_t i, std::string note) {
   s.pending = false;
 }
 
+void FlightHarvest::Settle() {
+  for (size_t i = 0; i < states_.size(); ++i) {
+    State& s = states_[i];
+    if (!s.pending) continue;
+    if (s.early) {
+      TakeEarly(i, "the rank ended before the dump with them was written");
+    } else {
+      outcomes_[i].why = s.error.empty() ? "it ended before its record came"
+                                         : "its dump is broken: " + OneLine(s.error);
+      s.pending = false;
+    }
+    --pending_;
+  }
+}
+
 bool FlightHarvest::Poll(double now) {
   const bool last = now >= deadline_;
   for (size_t i = 0; i < states_.size() && pending_ > 0; ++i)

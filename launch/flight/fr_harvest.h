@@ -48,6 +48,12 @@ class FlightHarvest {
   // Reads what came. True when every rank answered or was given up on.
   bool Poll(double now);
   bool done() const { return pending_ == 0; }
+  // Every rank asked has ended (after a last Poll): none can write again.
+  // A rank still waited for whose first record was read while the agent's
+  // mark stood (it ended in the dump with stack traces: SIGKILLed, or a
+  // crash) is answered by that record, and says so; one with none, that it
+  // ended before its record came.
+  void Settle();
   double deadline() const { return deadline_; }
   // One per rank asked, in the order of Start.
   const std::vector<Outcome>& outcomes() const { return outcomes_; }

@@ -237,6 +237,34 @@ TEST_F(FirstRecord, TheFirstIsTheAnswerWhenTheOtherFailed) {
                                   "flight recorder: OSError: full");
 }
 
+// The rank ended (SIGKILLed, a crash) in the agent's dump with stack
+// traces: its mark stands and nothing more comes. Before, the record read
+// was dropped and the verdict said "no flight record from rank 0: no
+// record".
+TEST_F(FirstRecord, ARankThatEndedInTheDumpWithThemIsAnsweredByTheFirstAndSaysSo) {
+  FlightHarvest h;
+  h.Start({AskOf(0)}, 0, 10);
+  Mark();
+  Dump("gloo-skip-rank0.pickle");
+  EXPECT_FALSE(h.Poll(1));
+  h.Settle();
+  EXPECT_TRUE(h.done());
+  const auto& o = h.outcomes()[0];
+  ASSERT_TRUE(o.fr) << o.why;
+  EXPECT_EQ(o.fr->groups[0].enqueued, 6);
+  EXPECT_EQ(o.fr->no_stacks, "the rank ended before the dump with them was written");
+}
+
+TEST_F(FirstRecord, ARankThatEndedBeforeAnyRecordSaysSo) {
+  FlightHarvest h;
+  h.Start({AskOf(0)}, 0, 10);
+  EXPECT_FALSE(h.Poll(1));
+  h.Settle();
+  EXPECT_TRUE(h.done());
+  EXPECT_FALSE(h.outcomes()[0].fr);
+  EXPECT_EQ(h.outcomes()[0].why, "it ended before its record came");
+}
+
 TEST_F(FirstRecord, ALookThatAskedForNoStackTracesTakesTheFirstDumpAtOnce) {
   FlightHarvest h;
   h.Start({AskOf(0)}, 0, 10, /*light=*/true);
