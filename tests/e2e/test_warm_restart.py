@@ -6,7 +6,8 @@ directory, sys.path[0] and the attempt's environment, a new MASTER_PORT
 among it), torch already imported. Real PyTorch (Debian's 1.13) over Gloo
 on one node: a failed attempt restarts warm, a standby killed before the
 restart starts its rank cold (said), a warm rank's exception is the
-script's own traceback and status, multiprocessing's spawn works in it, a
+script's own traceback and status, multiprocessing's spawn and forkserver
+work in it, its open descriptors are a cold start's, a
 command that is not Python restarts cold (said once), and no standby
 outlives the shim."""
 import json
@@ -116,10 +117,15 @@ class WarmRestart(unittest.TestCase):
                 self.assertEqual(warm["path0"], os.path.dirname(os.path.realpath(JOB)))
                 self.assertNotEqual(warm["port"], cold["port"])  # the attempt's own
                 self.assertEqual(warm["standby_vars"], [], text)
+                # No descriptor of the standby's (its order's pipe) or the
+                # shim's: the same as a cold start's.
+                self.assertEqual(warm["fds"], cold["fds"], text)
                 self.assertTrue(cold["agent"], text)
                 self.assertTrue(warm["agent"], text)
                 self.assertIn(f"[rank {rank}] rank {rank} attempt 1 sum 2", r.stdout)
                 self.assertIn(f"[rank {rank}] rank {rank} squares [1, 4, 9]", r.stdout)
+                self.assertIn(f"[rank {rank}] rank {rank} forkserver squares [1, 4, 9]",
+                              r.stdout)
         self.assertEqual(standbys_left(), [])
 
     def test_a_standby_that_died_starts_its_rank_cold_and_says_so(self):

@@ -9,7 +9,8 @@ meanwhile); rank KILL_STANDBY (-1: none) first SIGKILLs one standby of its
 shim (a process running warm_standby.py whose parent is its own), then rank
 FAIL_RANK (-1: none) exits 7 and the others sleep until ended. In a later
 attempt rank RAISE_RANK raises ValueError, and with MP=1 every rank squares
-3 numbers in a multiprocessing pool started with spawn."""
+3 numbers in a multiprocessing pool started with spawn, then in one with
+forkserver."""
 import json
 import os
 import signal
@@ -32,7 +33,10 @@ print(json.dumps({"rank": rank, "attempt": attempt, "name": __name__, "argv": sy
                   "minidom_loaded": learned, "local_loaded": local,
                   "port": os.environ.get("MASTER_PORT"),
                   "standby_vars": sorted(k for k in os.environ if k.startswith("AML_SHIM_STANDBY")),
-                  "pid": os.getpid()}), flush=True)
+                  "pid": os.getpid(),
+                  # Its open descriptors as the script begins (a warm start
+                  # must leave none of the standby's or the shim's open).
+                  "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd"))}), flush=True)
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
@@ -80,4 +84,7 @@ if __name__ == "__main__":
             import multiprocessing
             with multiprocessing.get_context("spawn").Pool(1) as pool:
                 print(f"rank {rank} squares {pool.map(square, [1, 2, 3])}", flush=True)
+            with multiprocessing.get_context("forkserver").Pool(1) as pool:
+                print(f"rank {rank} forkserver squares {pool.map(square, [1, 2, 3])}",
+                      flush=True)
     dist.destroy_process_group()
