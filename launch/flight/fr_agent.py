@@ -138,8 +138,8 @@ def _aml_flight_run():
         return
     import threading
     lock = threading.Lock()  # one dump at a time: this thread's, or the exception's
-    _aml_flight_at_exception(dump, prefix, rank, version, lock)
-    symbolized = False
+    symbolized = [False]  # a dump with stack traces was written (they cost little since)
+    _aml_flight_at_exception(dump, prefix, rank, version, lock, symbolized)
     while True:
         try:
             asked = os.read(fd, 64)
@@ -152,9 +152,9 @@ def _aml_flight_run():
         # stack traces; anything else (a hang, a failure) has them.
         stacks = asked.strip(b"p") != b""
         with lock:
-            if stacks and not symbolized:
+            if stacks and not symbolized[0]:
                 _aml_flight_first(dump, prefix, rank, version)
-                symbolized = True
+                symbolized[0] = True
             else:
                 _aml_flight_write(dump, prefix, rank, version, stacks, look=not stacks)
 
@@ -207,7 +207,7 @@ def _aml_flight_write(dump, prefix, rank, version, stacks=True, look=False):
                         % (version, type(e).__name__, str(e)[:200]))
 
 
-def _aml_flight_at_exception(dump, prefix, rank, version, lock):
+def _aml_flight_at_exception(dump, prefix, rank, version, lock, symbolized):
     # A Gloo rank whose peer died raises from its collective at once and
     # exits before anyone can ask it: as the exception ends it, its record
     # is written, so that aml-shim can say where it waited. Then the hook
@@ -216,7 +216,14 @@ def _aml_flight_at_exception(dump, prefix, rank, version, lock):
     # ends after this hook, and a thread cut off in its first dump left its
     # mark (<dump>.more) standing, so that aml-shim took the record for one
     # still to come and said the rank had none (test_culprit.py in CI).
-    # Waited for 5 s at most: the rank's end is never held long.
+    # Waited for 5 s at most: the rank's end is never held long. The record
+    # has stack traces only when a dump with them was written before (they
+    # cost little since): the first symbolizes them (torch 2.14 imports
+    # torch._inductor, seconds on a busy node), and the exception's record
+    # is wanted for where the rank waited, its traceback printed anyway.
+    # (Written with them, under this lock, the 8 ranks of a failed job on 2
+    # busy cores in CI held the thread's quick record back: one rank's
+    # record came after --dump-timeout, and the verdict said it had none.)
     before = sys.excepthook
 
     def hook(kind, value, tb):
@@ -224,7 +231,7 @@ def _aml_flight_at_exception(dump, prefix, rank, version, lock):
             import os
             held = lock.acquire(timeout=5)
             try:
-                _aml_flight_write(dump, prefix, rank, version)
+                _aml_flight_write(dump, prefix, rank, version, symbolized[0])
                 try:
                     os.unlink("%s%d.more" % (prefix, rank))
                 except OSError:

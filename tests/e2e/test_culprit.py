@@ -280,6 +280,38 @@ class Agent(unittest.TestCase):
             record = pickle.load(f)
         self.assertEqual(record["entries"][0]["frames"][-1]["name"], "<module>")
 
+    def test_an_exceptions_record_waits_for_no_symbolizing(self):
+        # With no dump with stack traces written before, the exception's
+        # record is written without them: symbolizing them (torch 2.14
+        # imports torch._inductor, seconds on a busy node) held the rank's
+        # end and, under the agent's lock, its thread's quick record for
+        # the ask that came meanwhile (8 ranks of a failed job on 2 busy
+        # cores in a CI run: one rank's record came after --dump-timeout
+        # and the verdict said it had none). Here symbolizing never ends:
+        # the rank still ends at once, its record saying where it waited.
+        agent = os.path.join(self.dir, "agent")
+        os.makedirs(agent)
+        shutil.copy(os.path.join(SRC, "launch", "flight", "fr_agent.py"),
+                    os.path.join(agent, "sitecustomize.py"))
+        script = os.path.join(self.dir, "raises.py")
+        with open(script, "w") as f:
+            f.write("import time\nimport torch.distributed as dist\n"
+                    "dist.init_process_group('gloo')\ntime.sleep(3)\n"
+                    "raise RuntimeError('Connection closed by peer')\n")
+        stem = os.path.join(self.dir, "pipe-rank-")
+        dump = os.path.join(self.dir, "dump-rank-")
+        r = run([PYTHON, script], env=clean_env(
+            RANK="1", TORCH_NCCL_DEBUG_INFO_PIPE_FILE=stem, TORCH_FR_DUMP_TEMP_FILE=dump,
+            FAKE_SLOW_STACKS="600",
+            PYTHONPATH=":".join([agent, os.path.join(self.dir, "site"),
+                                 os.path.join(self.dir, "lib")])), timeout=60)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("RuntimeError: Connection closed by peer", r.stderr)
+        with open(dump + "1", "rb") as f:
+            record = pickle.load(f)
+        self.assertEqual(record["pg_status"]["0"]["last_enqueued_collective"], 4)
+        self.assertEqual(record["entries"][0]["frames"], [])
+
     def test_torchs_own_reader_is_left_to_serve(self):
         r, logs = self.hang(BACKEND="nccl")
         self.assertEqual(r.returncode, 124, r.stderr)
