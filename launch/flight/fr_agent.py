@@ -13,8 +13,8 @@
 # for, the record without them first, under a mark <dump>.more that stays
 # until the one with them is in place: symbolizing them the first time can
 # take seconds), with Gloo's pg_config mended so that
-# torchfrtrace loads it; it writes that dump too as an exception ends the
-# rank (its peer's death ends a Gloo collective at once). It never prints, never raises into the rank and
+# torchfrtrace loads it; it writes the record to <...><rank>.exit as an
+# exception ends the rank (its peer's death ends a Gloo collective at once). It never prints, never raises into the rank and
 # never blocks it; a torch with no flight recorder gets a one-line
 # <prefix><rank>.why instead, which aml-shim's verdict quotes. With
 # --warm-restart it is there too (with or without the recorder), and
@@ -156,7 +156,8 @@ def _aml_flight_run():
                 _aml_flight_first(dump, prefix, rank, version)
                 symbolized[0] = True
             else:
-                _aml_flight_write(dump, prefix, rank, version, stacks, look=not stacks)
+                _aml_flight_write(dump, prefix, rank, version, stacks,
+                                  suffix="" if stacks else ".light")
 
 
 def _aml_flight_first(dump, prefix, rank, version):
@@ -180,7 +181,7 @@ def _aml_flight_first(dump, prefix, rank, version):
             pass
 
 
-def _aml_flight_write(dump, prefix, rank, version, stacks=True, look=False):
+def _aml_flight_write(dump, prefix, rank, version, stacks=True, suffix=""):
     # The record, whole: a temporary file renamed. The temporary file is
     # this writer's own (process and thread): a second writer of the same
     # rank's record (test_culprit in a CI run: rank 7's rename found its
@@ -201,7 +202,7 @@ def _aml_flight_write(dump, prefix, rank, version, stacks=True, look=False):
                 view = view[os.write(out, view):]
         finally:
             os.close(out)
-        os.rename(tmp, "%s%d%s" % (prefix, rank, ".light" if look else ""))
+        os.rename(tmp, "%s%d%s" % (prefix, rank, suffix))
     except Exception as e:
         _aml_flight_why(prefix, rank, "torch %s could not dump its flight recorder: %s: %s"
                         % (version, type(e).__name__, str(e)[:200]))
@@ -210,7 +211,9 @@ def _aml_flight_write(dump, prefix, rank, version, stacks=True, look=False):
 def _aml_flight_at_exception(dump, prefix, rank, version, lock, symbolized):
     # A Gloo rank whose peer died raises from its collective at once and
     # exits before anyone can ask it: as the exception ends it, its record
-    # is written, so that aml-shim can say where it waited. Then the hook
+    # is written (to <dump>.exit, which aml-shim takes whenever it was
+    # written: the rank may end before it is asked), so that aml-shim can
+    # say where it waited. Then the hook
     # that was there runs, as it would have. A dump of the agent's thread
     # under way (asked for as the failure began) finishes first: the rank
     # ends after this hook, and a thread cut off in its first dump left its
@@ -231,7 +234,7 @@ def _aml_flight_at_exception(dump, prefix, rank, version, lock, symbolized):
             import os
             held = lock.acquire(timeout=5)
             try:
-                _aml_flight_write(dump, prefix, rank, version, symbolized[0])
+                _aml_flight_write(dump, prefix, rank, version, symbolized[0], ".exit")
                 try:
                     os.unlink("%s%d.more" % (prefix, rank))
                 except OSError:

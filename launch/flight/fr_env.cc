@@ -139,8 +139,8 @@ std::optional<FlightFiles> FlightFilesOf(const EnvSnapshot& base, const EnvSets&
   // torch's own default when neither is set.
   const std::string prefix = dump && !dump->empty() ? *dump : "/tmp/nccl_trace_rank_";
   const std::string r = std::to_string(rank);
-  return FlightFiles{*pipe + r + ".pipe", prefix + r, prefix + r + ".why", prefix + r + ".more",
-                     prefix + r + ".light"};
+  return FlightFiles{*pipe + r + ".pipe", prefix + r,           prefix + r + ".why",
+                     prefix + r + ".more",  prefix + r + ".light", prefix + r + ".exit"};
 }
 
 }  // namespace aml

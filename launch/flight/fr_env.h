@@ -64,8 +64,11 @@ std::string FlightRecordPrefix(int attempt);
 // `light`: where aml-shim's agent writes a look's record (asked for with
 // no stack traces): never `dump`, so that a hang's or a failure's ask,
 // which needs them, cannot take a look's record the agent wrote late.
+// `exit`: the record the agent writes as an exception ends the rank (a
+// Gloo rank whose peer died), unasked: it is this attempt's (the files are
+// in the attempt's own directory), whenever it was written.
 struct FlightFiles {
-  std::string pipe, dump, why, more, light;
+  std::string pipe, dump, why, more, light, exit;
 };
 // What the agent writes as a rank's `why` until its process group is up
 // (fr_agent.py says the same).

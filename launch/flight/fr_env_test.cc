@@ -62,6 +62,7 @@ TEST(FlightEnv, TheRanksFilesFollowItsEnvironment) {
   EXPECT_EQ(f->why, "/b/d-3.why");
   EXPECT_EQ(f->more, "/b/d-3.more");
   EXPECT_EQ(f->light, "/b/d-3.light");
+  EXPECT_EQ(f->exit, "/b/d-3.exit");
   EXPECT_FALSE(FlightFilesOf(EnvSnapshot{}, EnvSets{}, 0)) << "no pipe named: the recorder is off";
   EXPECT_FALSE(FlightFilesOf(base, {{"TORCH_NCCL_DEBUG_INFO_PIPE_FILE", EnvRemoved()}}, 0));
 }

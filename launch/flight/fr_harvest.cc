@@ -81,15 +81,24 @@ void FlightHarvest::Start(const std::vector<Ask>& asks, double now, double timeo
       o.why = "--flight-recorder off, or its variables unset";
       continue;
     }
+    s.files = *asks[i].files;
+    // A rank an exception ended left its record as it ended (unasked, and
+    // perhaps before this ask): a hang's or a failure's ask takes it.
+    struct stat st {};
+    if (!light && StatFile(s.files.exit, &st)) {
+      if (StatFile(s.files.dump, &st)) s.dump.Update(st);  // only a newer one is its answer
+      s.pending = true;
+      ++pending_;
+      continue;
+    }
     if (!asks[i].running) {
       o.why = "it had ended";
       continue;
     }
-    s.files = *asks[i].files;
     // What the agent said when it could not serve (torch too old).
     const std::string said = ReadNoFollow(AT_FDCWD, s.files.why, kMaxWhy);
-    // The dumps as they are before the ask: an older one is not the answer.
-    struct stat st {};
+    // The dumps as they are before the ask: an older one is not the answer
+    // (an exception's, written only as the rank ends, always is).
     if (StatFile(s.files.dump, &st)) s.dump.Update(st);
     if (light && StatFile(s.files.light, &st)) s.light.Update(st);
     const std::string why = AskForDump(s.files.pipe, light ? kAskLight : kAskFull);
@@ -113,6 +122,7 @@ void FlightHarvest::Look(size_t i, bool last) {
   // A look takes the agent's record for looks, or torch's own reader's.
   bool read = light_ && Read(i, s.files.light, &s.light, false);
   if (!read) read = Read(i, s.files.dump, &s.dump, more);
+  if (!read && !light_) read = Read(i, s.files.exit, &s.exit, false);
   if (!read && s.early && !more)
     TakeEarly(i, "");  // the mark went after the record read last was written
   if (s.pending) {

@@ -70,7 +70,7 @@ class FlightHarvest {
   struct State {
     FlightFiles files;
     bool pending = false;
-    Seen dump, light;   // the dump, and a look's (fr_env.h)
+    Seen dump, light, exit;  // the dump, a look's, and an exception's (fr_env.h)
     std::string error;  // the last read's
     // The record read while the agent's mark stood (without stack traces,
     // or the last one if the mark went after it was written).

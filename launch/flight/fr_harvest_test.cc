@@ -265,6 +265,45 @@ TEST_F(FirstRecord, ARankThatEndedBeforeAnyRecordSaysSo) {
   EXPECT_EQ(h.outcomes()[0].why, "it ended before its record came");
 }
 
+// A Gloo rank whose peer died raises and ends at once; aml-shim's agent
+// writes its record to <dump>.exit as it ends, perhaps before the failure's
+// ask (a fast end: the ask then found the record older than itself and the
+// rank ended, and the verdict said it had none: a CI run). A failure's or a
+// hang's ask takes it whenever it was written; a look's does not.
+TEST_F(FirstRecord, ARecordWrittenAsAnExceptionEndedTheRankIsTakenWheneverWritten) {
+  Write(dir_ + "/dump-0.tmp", FlightFixture("gloo-skip-rank0.pickle"));
+  ASSERT_EQ(rename((dir_ + "/dump-0.tmp").c_str(), (dir_ + "/dump-0.exit").c_str()), 0);
+  FlightHarvest::Ask ended = AskOf(0);
+  ended.running = false;  // reaped before the ask
+  FlightHarvest h;
+  h.Start({ended}, 0, 10);
+  EXPECT_TRUE(h.Poll(0));
+  ASSERT_TRUE(h.outcomes()[0].fr) << h.outcomes()[0].why;
+  EXPECT_EQ(h.outcomes()[0].fr->groups[0].enqueued, 6);
+  EXPECT_EQ(h.outcomes()[0].dump, dir_ + "/dump-0.exit");
+  // Still running when asked, its record written before the ask.
+  FlightHarvest running;
+  running.Start({AskOf(0)}, 0, 10);
+  EXPECT_TRUE(running.Poll(0));
+  ASSERT_TRUE(running.outcomes()[0].fr);
+  // A look asks for the look's record alone.
+  FlightHarvest look;
+  look.Start({ended}, 0, 10, true);
+  EXPECT_TRUE(look.done());
+  EXPECT_FALSE(look.outcomes()[0].fr);
+}
+
+TEST_F(FirstRecord, AnExceptionsRecordWrittenAfterTheAskIsTheAnswer) {
+  FlightHarvest h;
+  h.Start({AskOf(0)}, 0, 10);
+  EXPECT_FALSE(h.Poll(1));
+  Write(dir_ + "/dump-0.tmp", FlightFixture("gloo-skip-rank1.pickle"));
+  ASSERT_EQ(rename((dir_ + "/dump-0.tmp").c_str(), (dir_ + "/dump-0.exit").c_str()), 0);
+  EXPECT_TRUE(h.Poll(2));
+  ASSERT_TRUE(h.outcomes()[0].fr);
+  EXPECT_EQ(h.outcomes()[0].fr->groups[0].enqueued, 5);
+}
+
 TEST_F(FirstRecord, ALookThatAskedForNoStackTracesTakesTheFirstDumpAtOnce) {
   FlightHarvest h;
   h.Start({AskOf(0)}, 0, 10, /*light=*/true);

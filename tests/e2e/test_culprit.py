@@ -240,7 +240,7 @@ class Agent(unittest.TestCase):
                                  os.path.join(self.dir, "lib")])), timeout=60)
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("RuntimeError: Connection closed by peer", r.stderr)
-        with open(dump + "1", "rb") as f:
+        with open(dump + "1.exit", "rb") as f:  # the record written as it ended
             record = pickle.load(f)
         self.assertEqual(record["pg_config"]["0"]["desc"], "default_pg")
         self.assertEqual(record["pg_status"]["0"]["last_enqueued_collective"], 4)
@@ -276,7 +276,7 @@ class Agent(unittest.TestCase):
         self.assertEqual(p.returncode, 1, err)
         self.assertIn("RuntimeError: Connection closed by peer", err)
         self.assertFalse(os.path.exists(dump + "1.more"), "the agent's mark was left standing")
-        with open(dump + "1", "rb") as f:
+        with open(dump + "1.exit", "rb") as f:  # the record written as it ended
             record = pickle.load(f)
         self.assertEqual(record["entries"][0]["frames"][-1]["name"], "<module>")
 
@@ -307,7 +307,7 @@ class Agent(unittest.TestCase):
                                  os.path.join(self.dir, "lib")])), timeout=60)
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("RuntimeError: Connection closed by peer", r.stderr)
-        with open(dump + "1", "rb") as f:
+        with open(dump + "1.exit", "rb") as f:  # the record written as it ended
             record = pickle.load(f)
         self.assertEqual(record["pg_status"]["0"]["last_enqueued_collective"], 4)
         self.assertEqual(record["entries"][0]["frames"], [])
