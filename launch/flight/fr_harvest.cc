@@ -82,11 +82,13 @@ void FlightHarvest::Start(const std::vector<Ask>& asks, double now, double timeo
       continue;
     }
     s.files = *asks[i].files;
+    // The dumps as they are before the ask: an older one is not the answer
+    // (an exception's, written only as the rank ends, always is).
+    struct stat st {};
+    if (StatFile(s.files.dump, &st)) s.dump.Update(st);
     // A rank an exception ended left its record as it ended (unasked, and
     // perhaps before this ask): a hang's or a failure's ask takes it.
-    struct stat st {};
     if (!light && StatFile(s.files.exit, &st)) {
-      if (StatFile(s.files.dump, &st)) s.dump.Update(st);  // only a newer one is its answer
       s.pending = true;
       ++pending_;
       continue;
@@ -97,9 +99,6 @@ void FlightHarvest::Start(const std::vector<Ask>& asks, double now, double timeo
     }
     // What the agent said when it could not serve (torch too old).
     const std::string said = ReadNoFollow(AT_FDCWD, s.files.why, kMaxWhy);
-    // The dumps as they are before the ask: an older one is not the answer
-    // (an exception's, written only as the rank ends, always is).
-    if (StatFile(s.files.dump, &st)) s.dump.Update(st);
     if (light && StatFile(s.files.light, &st)) s.light.Update(st);
     const std::string why = AskForDump(s.files.pipe, light ? kAskLight : kAskFull);
     if (!why.empty()) {
@@ -134,15 +133,10 @@ void FlightHarvest::Look(size_t i, bool last) {
       s.pending = false;
     }
   }
-  if (s.pending && last) {
-    if (s.early)
-      TakeEarly(i, "the dump with them did not come within --dump-timeout " +
-                       FormatRate(timeout_s_) + " s");
-    else
-      o.why = s.error.empty() ? "no dump within --dump-timeout " + FormatRate(timeout_s_) + " s"
-                              : "its dump is broken: " + OneLine(s.error);
-    s.pending = false;
-  }
+  if (s.pending && last)
+    GiveUp(i, "the dump with them did not come within --dump-timeout " +
+                  FormatRate(timeout_s_) + " s",
+           "no dump within --dump-timeout " + FormatRate(timeout_s_) + " s");
   if (!s.pending) --pending_;
 }
 
@@ -186,17 +180,20 @@ void FlightHarvest::TakeEarly(size_t i, std::string note) {
   s.pending = false;
 }
 
+// Waited for no longer: the record read while the mark stood, noted
+// `early_note`; or why there is none (`none_why`, or the broken dump's).
+void FlightHarvest::GiveUp(size_t i, std::string early_note, const std::string& none_why) {
+  State& s = states_[i];
+  if (s.early) return TakeEarly(i, std::move(early_note));
+  outcomes_[i].why = s.error.empty() ? none_why : "its dump is broken: " + OneLine(s.error);
+  s.pending = false;
+}
+
 void FlightHarvest::Settle() {
   for (size_t i = 0; i < states_.size(); ++i) {
-    State& s = states_[i];
-    if (!s.pending) continue;
-    if (s.early) {
-      TakeEarly(i, "the rank ended before the dump with them was written");
-    } else {
-      outcomes_[i].why = s.error.empty() ? "it ended before its record came"
-                                         : "its dump is broken: " + OneLine(s.error);
-      s.pending = false;
-    }
+    if (!states_[i].pending) continue;
+    GiveUp(i, "the rank ended before the dump with them was written",
+           "it ended before its record came");
     --pending_;
   }
 }

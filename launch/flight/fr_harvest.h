@@ -81,6 +81,7 @@ class FlightHarvest {
   // Reads `path` when it changed since `seen` (true: something was read).
   bool Read(size_t i, const std::string& path, Seen* seen, bool more);
   void TakeEarly(size_t i, std::string note);
+  void GiveUp(size_t i, std::string early_note, const std::string& none_why);
 
   std::vector<Outcome> outcomes_;
   std::vector<State> states_;
