@@ -219,25 +219,34 @@ class Agent(unittest.TestCase):
             "all_reduce #4 [[4]] Float of group 0 (default_pg), which rank 1 entered and waits "
             "in; its last: all_reduce #3 [[4]] Float at <module> (train.py:7)"])
 
+    def raising_rank(self, tag, **env):
+        """Rank 1 with aml-shim's agent (a copy, as its sitecustomize) that
+        raises 3 s after its process group is up, as a Gloo rank whose peer
+        died does; its files' names begin with `tag`. Its command, its
+        environment (with `env`) and its dump's prefix."""
+        agent = os.path.join(self.dir, "agent")
+        script = os.path.join(self.dir, "raises.py")
+        if not os.path.isdir(agent):
+            os.makedirs(agent)
+            shutil.copy(os.path.join(SRC, "launch", "flight", "fr_agent.py"),
+                        os.path.join(agent, "sitecustomize.py"))
+            with open(script, "w") as f:
+                f.write("import time\nimport torch.distributed as dist\n"
+                        "dist.init_process_group('gloo')\ntime.sleep(3)\n"
+                        "raise RuntimeError('Connection closed by peer')\n")
+        dump = os.path.join(self.dir, tag + "dump-rank-")
+        return [PYTHON, script], clean_env(
+            RANK="1", TORCH_NCCL_DEBUG_INFO_PIPE_FILE=os.path.join(self.dir, tag + "pipe-rank-"),
+            TORCH_FR_DUMP_TEMP_FILE=dump,
+            PYTHONPATH=":".join([agent, os.path.join(self.dir, "site"),
+                                 os.path.join(self.dir, "lib")]), **env), dump
+
     def test_a_rank_that_an_exception_ends_leaves_its_record(self):
         # A Gloo rank whose peer died raises from its collective and ends
         # before anyone asks: the agent writes its record as the exception
         # ends it; the hook that was there still prints the traceback.
-        agent = os.path.join(self.dir, "agent")
-        os.makedirs(agent)
-        shutil.copy(os.path.join(SRC, "launch", "flight", "fr_agent.py"),
-                    os.path.join(agent, "sitecustomize.py"))
-        script = os.path.join(self.dir, "raises.py")
-        with open(script, "w") as f:
-            f.write("import time\nimport torch.distributed as dist\n"
-                    "dist.init_process_group('gloo')\ntime.sleep(3)\n"
-                    "raise RuntimeError('Connection closed by peer')\n")
-        stem = os.path.join(self.dir, "pipe-rank-")
-        dump = os.path.join(self.dir, "dump-rank-")
-        r = run([PYTHON, script], env=clean_env(
-            RANK="1", TORCH_NCCL_DEBUG_INFO_PIPE_FILE=stem, TORCH_FR_DUMP_TEMP_FILE=dump,
-            PYTHONPATH=":".join([agent, os.path.join(self.dir, "site"),
-                                 os.path.join(self.dir, "lib")])), timeout=60)
+        cmd, env, dump = self.raising_rank("")
+        r = run(cmd, env=env, timeout=60)
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("RuntimeError: Connection closed by peer", r.stderr)
         with open(dump + "1.exit", "rb") as f:  # the record written as it ended
@@ -252,16 +261,10 @@ class Agent(unittest.TestCase):
         # with the thread cut off, its mark stood, and aml-shim took the
         # record for one still to come: "no flight record from rank 4: no
         # record", test_culprit.py's OnNodes test in a CI run).
-        stem = os.path.join(self.dir, "asked-pipe-rank-")
-        dump = os.path.join(self.dir, "asked-dump-rank-")
-        p = spawn([PYTHON, script], env=clean_env(
-            RANK="1", TORCH_NCCL_DEBUG_INFO_PIPE_FILE=stem, TORCH_FR_DUMP_TEMP_FILE=dump,
-            FAKE_SLOW_AGENT_STACKS="3",
-            PYTHONPATH=":".join([agent, os.path.join(self.dir, "site"),
-                                 os.path.join(self.dir, "lib")])),
-                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cmd, env, dump = self.raising_rank("asked-", FAKE_SLOW_AGENT_STACKS="3")
+        p = spawn(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            pipe = stem + "1.pipe"
+            pipe = env["TORCH_NCCL_DEBUG_INFO_PIPE_FILE"] + "1.pipe"
             for _ in range(300):
                 if os.path.exists(pipe) or p.poll() is not None:
                     break
@@ -289,22 +292,8 @@ class Agent(unittest.TestCase):
         # cores in a CI run: one rank's record came after --dump-timeout
         # and the verdict said it had none). Here symbolizing never ends:
         # the rank still ends at once, its record saying where it waited.
-        agent = os.path.join(self.dir, "agent")
-        os.makedirs(agent)
-        shutil.copy(os.path.join(SRC, "launch", "flight", "fr_agent.py"),
-                    os.path.join(agent, "sitecustomize.py"))
-        script = os.path.join(self.dir, "raises.py")
-        with open(script, "w") as f:
-            f.write("import time\nimport torch.distributed as dist\n"
-                    "dist.init_process_group('gloo')\ntime.sleep(3)\n"
-                    "raise RuntimeError('Connection closed by peer')\n")
-        stem = os.path.join(self.dir, "pipe-rank-")
-        dump = os.path.join(self.dir, "dump-rank-")
-        r = run([PYTHON, script], env=clean_env(
-            RANK="1", TORCH_NCCL_DEBUG_INFO_PIPE_FILE=stem, TORCH_FR_DUMP_TEMP_FILE=dump,
-            FAKE_SLOW_STACKS="600",
-            PYTHONPATH=":".join([agent, os.path.join(self.dir, "site"),
-                                 os.path.join(self.dir, "lib")])), timeout=60)
+        cmd, env, dump = self.raising_rank("", FAKE_SLOW_STACKS="600")
+        r = run(cmd, env=env, timeout=60)
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("RuntimeError: Connection closed by peer", r.stderr)
         with open(dump + "1.exit", "rb") as f:  # the record written as it ended
