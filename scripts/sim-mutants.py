@@ -230,8 +230,8 @@ MUTANTS = [
      "machine loses the job)"),
     # Issue 49: a busy machine (--faults busy, busyroot).
     ("orphan-ends-at-once", "shim/control/job_heir.cc",
-     "        Msg(\"orphan\").Set(\"shim\", c_.rank).Set(\"silent\", silent ? 1 : 0).Encode());\n",
-     "        Msg(\"orphan\").Set(\"shim\", c_.rank).Set(\"silent\", silent ? 1 : 0).Encode());\n"
+     "    ports_->SendUp(orphan.Encode());\n",
+     "    ports_->SendUp(orphan.Encode());\n"
      "    Enter(JobState::kEnding, now);\n    Order(EndAttemptOrder{});\n    return;\n",
      "a shim that lost the root ends its ranks at once, before the heir's election asks it"),
     ("adopted-not-in-election", "shim/control/tree_links.cc",
@@ -268,8 +268,8 @@ MUTANTS = [
      "",
      "a root whose heir was lost names no other"),
     ("only-rank-0-names-a-heir", "shim/control/tree_links.cc",
-     "  if (parent_ >= 0) return -1;\n  const Child* heir = nullptr;",
-     "  if (parent_ >= 0 || job_.rank != 0) return -1;\n  const Child* heir = nullptr;",
+     "  if (parent_ >= 0) return -1;\n  for (const Child& c : children_)",
+     "  if (parent_ >= 0 || job_.rank != 0) return -1;\n  for (const Child& c : children_)",
      "a new root names no heir (a second takeover never happens)"),
     ("master-addr-stays", "shim/control/job_restarts.cc",
      "    o.master_addr = holder0 == 0 || addr == shim_addrs_.end() ? \"\" : addr->second;",
@@ -308,7 +308,7 @@ MUTANTS = [
      "  if (false)",
      "a root's heir hears of no loss after its record"),
     ("losses-not-heard-again", "shim/control/tree_links.cc",
-     "      for (const std::string& lost : lost_up_) io_->Send(parent_, lost);\n",
+     "  for (const std::string& lost : lost_up_) io_->Send(parent_, lost);\n",
      "",
      "a loss passed up to the lost root alone never reaches the heir"),
     ("old-root-always-writes", "shim/control/job_spares.cc",
@@ -373,10 +373,25 @@ MUTANTS = [
      "a slow node is named after 4 looks in a row, where the docs say 3"),
     # A cut link between the root and one child (issue 49, tree_links.cc).
     ("silent-child-lost-at-once", "shim/control/tree_links.cc",
-     "  if (!machine_.root() || heir < 0 || heir == c.rank) return -1;",
+     "  if (!machine_.root() || heir < 0) return -1;",
      "  return -1;",
      "the root counts a silent child of its own lost at once, racing its move below the heir: "
      "a healthy node retired for a cut link"),
+    # The heir's own link to the root cut (issue 49, tree_links.cc).
+    ("heir-elects-without-asking", "shim/control/tree_links.cc",
+     "    if (ago >= 0 && ago < kRootHeardS && MoveBelow(",
+     "    if (false && MoveBelow(",
+     "a heir whose own link to the root was cut holds an election no one joins and ends its "
+     "part, 125, though the root lives"),
+    ("heir-awaited-by-no-one", "shim/control/tree_links.cc",
+     "  const int to = heir == c.rank ? next_ : heir;",
+     "  const int to = heir == c.rank ? -1 : heir;",
+     "the root counts its silent heir lost at once, racing its move below the successor"),
+    ("heirs-place-not-handed-on", "shim/control/job_heir.cc",
+     "  if (root_ && shim == heir_) NameHeir();",
+     "",
+     "a root whose heir moved below the successor names no heir: a frozen root then loses "
+     "the job"),
     ("moved-child-hears-nothing-again", "shim/control/tree_links.cc",
      "    for (const std::string& said : said_down_)\n      io_->Send(",
      "    for (const std::string& said : said_down_)\n      if (false) io_->Send(",

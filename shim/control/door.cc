@@ -84,6 +84,7 @@ Visitor ReadHello(const Prover& prover, int size, const std::string& challenge,
   v.port = static_cast<int>(port);
   v.host = m->Str("host");
   v.nonce = m->Str("nonce");
+  v.ask = m->Int("ask", 0) == 1;
   return v;
 }
 

@@ -47,6 +47,10 @@ struct Visitor {
   int rank = -1, port = 0;
   std::string host, nonce;
   std::string why;  // refused: why
+  // A hello that only asks (a root's heir that found the root silent asks
+  // its successor whether it still hears the root: tree_links.cc): the
+  // welcome answers, and no link is made.
+  bool ask = false;
 };
 // Rank 0's MASTER_PORT: a join with the job's proof for a rank of the job
 // (and its port for the tree).

@@ -144,15 +144,18 @@ bool JobMachine::MayTakeOver(bool as_heir) const {
          !finished_ && (!as_heir || (attempts_.MayRestart() && !election_.record().empty()));
 }
 
-void JobMachine::OnRootLost(bool as_heir, bool silent, const std::string& what, double now) {
+void JobMachine::OnRootLost(bool as_heir, bool silent, const std::string& what, double now,
+                            bool was_heir) {
   if (!as_heir) {
     // Linked to the heir: say how the root was lost, and go on. While the
     // heir still hears the root, this shim is in the job below the heir
     // (the root's words come through it); once the heir finds the root
     // lost too, it asks this shim to end its ranks ("end" again) for its
     // election. Only the election's outcome ends a shim.
-    ports_->SendUp(
-        Msg("orphan").Set("shim", c_.rank).Set("silent", silent ? 1 : 0).Encode());
+    Msg orphan("orphan");
+    orphan.Set("shim", c_.rank).Set("silent", silent ? 1 : 0);
+    if (was_heir) orphan.Set("heir", 1);
+    ports_->SendUp(orphan.Encode());
     // What it said up in this attempt may be lost with the link (a cut
     // carries nothing, and its close drops what waited): said again (the
     // root keeps each once; before, a node whose "well" was lost so kept
@@ -321,6 +324,9 @@ void JobMachine::StepDown(const std::string& why, double now) {
 
 void JobMachine::NoteMoved(int shim, int parent) {
   if (shim < 0 || shim >= c_.size || parent < 0 || parent >= c_.size) return;
+  // The heir moved below the successor: the successor (the first child
+  // still the root's) is the heir now, and gets the record.
+  if (root_ && shim == heir_) NameHeir();
   if (parents_.empty()) parents_ = ports_->Parents();
   if (static_cast<int>(parents_.size()) != c_.size) return parents_.clear();
   parents_[static_cast<size_t>(shim)] = parent;

@@ -149,12 +149,18 @@ class JobMachine {
   // heir retires them too should it take the job.
   void OnGone(const std::string& frame) { election_.Gone(frame); }
   bool MayTakeOver(bool as_heir) const;
-  void OnRootLost(bool as_heir, bool silent, const std::string& what, double now);
+  // `was_heir`: the heir moved below the root's successor (its own link to
+  // the root failed while the successor heard it): it hands it its place.
+  void OnRootLost(bool as_heir, bool silent, const std::string& what, double now,
+                  bool was_heir = false);
+  // The heir's side: the root's record and the losses it said since.
+  const Election& election() const { return election_; }
   bool root() const { return root_; }
   // The root: the child it named its heir (-1: none).
   int heir() const { return heir_; }
   // The root: `shim`, a child that lost it, linked to `parent` (a child of
-  // its own, the heir) and stays in the job below it (the tree repaired).
+  // its own, the heir) and stays in the job below it (the tree repaired);
+  // its heir so moved below the successor: the heir is named anew.
   void NoteMoved(int shim, int parent);
   // The root: its heir found it lost (it said "left": a frozen or
   // descheduled root that wakes, or one whose link to the heir came back)

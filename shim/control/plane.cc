@@ -157,6 +157,15 @@ void ControlPlane::ReadChild(Peer& p, double now) {
         p.rank = -2;
         return;
       }
+      if (v.ask) {
+        // The root's heir asks whether this shim still hears the root
+        // (tree_links.h, kRootHeardS): answered, no link made.
+        p.link->Send(DoorAnswer(c_.prover, "welcome", "tree", p.challenge, v)
+                         .SetNumber("ra", tree_.RootHeardAgo(now))
+                         .Encode());
+        p.rank = -2;
+        return;
+      }
       p.rank = v.rank;
       p.host = v.host;
       p.link->set_max_frame(kMaxFrame);

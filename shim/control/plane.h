@@ -137,6 +137,7 @@ class ControlPlane : public JobLink, private LinkIo {
   std::vector<int> Below(int shim) const override;
   std::vector<int> Parents() const override;
   bool Relink(int heir, const std::string& addr, double now) override;
+  double RootHeardAgo(int shim, const std::string& addr, double now) override;
   // This shim's side of a door's proofs (door.h).
   Msg Introduce(const std::string& type, const std::string& challenge,
                 const std::string& nonce) const;

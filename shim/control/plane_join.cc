@@ -249,6 +249,35 @@ bool ControlPlane::Relink(int heir, const std::string& at, double now) {
   return true;
 }
 
+// The heir asks the root's successor how long ago it last heard the root:
+// the same proven hello as a relink's, marked as one that only asks (the
+// successor answers in its welcome and makes no link), within 5 s.
+double ControlPlane::RootHeardAgo(int shim, const std::string& at, double now) {
+  (void)now;
+  const size_t colon = at.rfind(':');
+  if (colon == std::string::npos) return -1;
+  const std::string nonce = NewNonce();
+  auto hello = [&](const std::string& challenge) {
+    return Introduce("hello", challenge, nonce).Set("ask", 1);
+  };
+  auto reply = Ask(at.substr(0, colon), std::atoi(at.c_str() + colon + 1),
+                   ProofKindName(c_.prover.kind()), hello, 5.0, 5.0);
+  auto m = reply.ok() ? Msg::Decode(reply->frame) : Result<Msg>(reply.error());
+  if (m.ok() && m->type() == "welcome" && !ProvesDown("tree", *m, reply->challenge, nonce))
+    m = Error{"a welcome without this job's proof"};
+  if (!m.ok() || m->type() != "welcome") {
+    LogVerbose("control plane: the root's successor, " + ShimName(shim, "") + " at " +
+               EscapeControl(at) + ", did not answer whether it hears the root: " +
+               (m.ok() ? "it answered '" + EscapeControl(m->type()) + "'" : m.error().message));
+    return -1;
+  }
+  const double ago = m->Number("ra", -1);
+  LogVerbose("control plane: the root's successor, " + ShimName(shim, "") +
+             (ago >= 0 ? ", last heard the root " + FormatNumber(ago, "%.1f") + " s ago"
+                       : ", hears no root"));
+  return ago;
+}
+
 // The same loop the supervisor runs later, until rank 0 says go.
 Status ControlPlane::RunUntilGo(double deadline) {
   for (;;) {

@@ -123,14 +123,31 @@ void TreeLinks::OnChildFrame(int rank, const std::string& frame, double now) {
     // (the root's words reach it through here, its words go up), and the
     // root is told so. Should this shim find the root lost too, it counts
     // in the election (LoseParent).
+    if (m->Int("heir", 0) == 1 && rank == heir_ && rank != job_.rank) {
+      // The heir itself, its own link to the root failed while this shim,
+      // the root's successor, still heard the root: its place is this
+      // shim's (its record follows), as the root says too once it hears.
+      heir_ = job_.rank;
+      heir_addr_.clear();
+      handed_from_ = rank;
+      LogVerbose("control plane: the root's heir, " + ShimName(rank, c->host) +
+                 ", lost its own link to the root and linked below this shim, its successor: "
+                 "this shim is the root's heir now");
+    }
     adopted_.push_back(frame);
-    SendUp(Msg("moved").Set("shim", rank).Encode());
+    SendUp(Msg("moved").Set("shim", rank).Set("via", job_.rank).Encode());
     return;
+  }
+  if (t == "record" || t == "gone") {
+    // Only from the heir that handed this shim its place (above).
+    if (rank != handed_from_) return;
+    return t == "record" ? machine_.OnRecord(frame) : machine_.OnGone(frame);
   }
   if (t == "moved") {
     const int shim = static_cast<int>(m->Int("shim", -1));
     if (!machine_.root()) return SendUp(frame);
     Child* moved = shim == rank ? nullptr : Find(shim);
+    const int via = static_cast<int>(m->Int("via", rank));
     if (!moved) return;
     if (moved->gone) {
       // Found lost before its word came (its link to this shim fell
@@ -147,7 +164,9 @@ void TreeLinks::OnChildFrame(int rank, const std::string& frame, double now) {
     moved->moved = moved->done = true;
     moved->relink_until = -1;
     departed_output_ = std::max(departed_output_, moved->output);
-    machine_.NoteMoved(shim, rank);
+    // (The heir moved: the job machine names its successor the heir.)
+    machine_.NoteMoved(shim, via);
+    if (shim == next_ && machine_.heir() >= 0 && Keeps(machine_.heir())) SayHeir(machine_.heir());
     return;
   }
   if (t == "up") {
@@ -193,6 +212,9 @@ void TreeLinks::OnParentFrame(const std::string& frame, double now) {
     // The root named its heir (job_heir.cc); the heir gets its record too.
     heir_ = static_cast<int>(m->Int("shim", -1));
     heir_addr_ = m->Str("addr");
+    next_ = static_cast<int>(m->Int("next", -1));
+    next_addr_ = m->Str("naddr");
+    handed_from_ = -1;    // (the root's own record comes now)
     relinked_heir_ = -1;  // a heir that names its own holds the job
     LogVerbose("control plane: the root's heir is " + ShimName(heir_, "") + " at " +
                EscapeControl(heir_addr_));
@@ -256,20 +278,26 @@ void TreeLinks::Lose(Child& c, const std::string& why, bool silent, double now) 
   c.gone = true;
   departed_output_ = std::max(departed_output_, c.output);
   if (!go_) return;
-  machine_.OnShimLost(c.rank, "the control plane lost " + ShimName(c.rank, c.host) + " (" +
+  const int rank = c.rank;
+  machine_.OnShimLost(rank, "the control plane lost " + ShimName(rank, c.host) + " (" +
                           EscapeControl(why) + ")",
                       silent || c.left, now);
+  // The root's successor lost (the heir kept): another is named.
+  const int heir = machine_.heir();
+  if (machine_.root() && rank == next_ && heir >= 0 && heir != rank && Keeps(heir)) SayHeir(heir);
 }
 
 double TreeLinks::AwaitMoveUntil(const Child& c) const {
-  // Only the root's children link to its heir; the heir itself, or a root
-  // without one alive, has no one to move below.
+  // Only the root's children link to its heir, and the heir to the root's
+  // successor; a root without them alive has no one to move below.
   const int heir = machine_.heir();
-  if (!machine_.root() || heir < 0 || heir == c.rank) return -1;
-  bool heir_linked = false;
+  if (!machine_.root() || heir < 0) return -1;
+  const int to = heir == c.rank ? next_ : heir;
+  if (to < 0 || to == c.rank) return -1;
+  bool linked = false;
   for (const Child& h : children_)
-    if (h.rank == heir) heir_linked = !h.done && !h.gone && h.relink_until < 0;
-  if (!heir_linked) return -1;
+    if (h.rank == to) linked = !h.done && !h.gone && h.relink_until < 0;
+  if (!linked) return -1;
   // Its last frame came within a beat of the last one of ours it read.
   return std::max(c.live.last_heard + beat_s_ + c.their_allowance, c.their_startup_until) +
          kRelinkS;
@@ -292,6 +320,17 @@ void TreeLinks::LoseParent(const std::string& why, bool silent, double now) {
   heir_ = -1;
   const std::string what =
       "the control plane lost " + ShimName(parent_, "") + " (" + EscapeControl(why) + ")";
+  if (heir == job_.rank && silent && next_ >= 0 && next_ != job_.rank &&
+      machine_.MayTakeOver(false)) {
+    // The heir: is it the root that is lost, or only this shim's link to
+    // it? The successor answers how long ago it last heard the root; if
+    // lately, the root lives, and this shim moves below the successor and
+    // stays in the job, handing it the heir's place (before, it held an
+    // election no other shim joined and ended its part, 125).
+    const double ago = io_->RootHeardAgo(next_, next_addr_, now);
+    if (ago >= 0 && ago < kRootHeardS && MoveBelow(next_, next_addr_, why, silent, true, now))
+      return;
+  }
   if (heir >= 0 && machine_.MayTakeOver(heir == job_.rank)) {
     // Should the root live (frozen, or beyond a cut that heals), it reads
     // that this shim left it alive: its close is no death (job_heir.cc).
@@ -314,27 +353,9 @@ void TreeLinks::LoseParent(const std::string& why, bool silent, double now) {
           machine_.NoteOrphan(static_cast<int>(m->Int("shim", -1)), false, now, false);
       return;
     }
-    const std::string lost_root =
-        ShimName(parent_, "") + " at " + parent_addr_ + ", " + EscapeControl(why);
-    if (io_->Relink(heir, heir_addr_, now)) {
-      LogVerbose("control plane: lost its link to " + ShimName(parent_, "") + " (" +
-                 EscapeControl(why) + "); linked below its heir, " + ShimName(heir, "") +
-                 ", in the job still");
-      relinked_heir_ = heir;
-      lost_root_ = lost_root;
-      parent_ = heir;
-      parent_addr_ = heir_addr_;
-      to_parent_.Reset();
-      parent_root_ = RootClock();
-      parent_lost_ = false;
-      parent_live_.Start(now);
-      machine_.OnRootLost(false, silent, what, now);
-      // The losses it passed up may have gone to the lost root alone: the
-      // heir hears them again (else it would wait for those shims until
-      // its election's deadline).
-      for (const std::string& lost : lost_up_) io_->Send(parent_, lost);
-      return;
-    }
+    // (Never below a child of its own: the heir handed it its place, and
+    // this shim is the heir now.)
+    if (!Keeps(heir) && MoveBelow(heir, heir_addr_, why, silent, false, now)) return;
   }
   // A child of the root (it named a heir) that reached no heir: the root
   // and its heir were lost together (or no restart is left): it says why
@@ -360,6 +381,40 @@ void TreeLinks::LoseParent(const std::string& why, bool silent, double now) {
                             ShimName(parent_, "") + " at " + parent_addr_ + ", " +
                             EscapeControl(why) + via + "; ending this node's ranks\n",
                         now, heir >= 0);
+}
+
+bool TreeLinks::MoveBelow(int to, const std::string& addr, const std::string& why, bool silent,
+                          bool was_heir, double now) {
+  const std::string lost_root =
+      ShimName(parent_, "") + " at " + parent_addr_ + ", " + EscapeControl(why);
+  if (!io_->Relink(to, addr, now)) return false;
+  LogVerbose("control plane: lost its link to " + ShimName(parent_, "") + " (" +
+             EscapeControl(why) + "); linked below " +
+             (was_heir ? "the root's successor, " + ShimName(to, "") +
+                             ", which still hears the root and is its heir now"
+                       : "its heir, " + ShimName(to, "")) +
+             ", in the job still");
+  const std::string what =
+      "the control plane lost " + ShimName(parent_, "") + " (" + EscapeControl(why) + ")";
+  relinked_heir_ = to;
+  lost_root_ = lost_root;
+  parent_ = to;
+  parent_addr_ = addr;
+  to_parent_.Reset();
+  parent_root_ = RootClock();
+  parent_lost_ = false;
+  parent_live_.Start(now);
+  machine_.OnRootLost(false, silent, what, now, was_heir);
+  if (was_heir) {
+    // The heir's place goes with its record and the root's losses since.
+    if (!machine_.election().record().empty()) io_->Send(parent_, machine_.election().record());
+    for (const std::string& gone : machine_.election().gone_notes()) io_->Send(parent_, gone);
+  }
+  // The losses it passed up may have gone to the lost root alone: the
+  // heir hears them again (else it would wait for those shims until its
+  // election's deadline).
+  for (const std::string& lost : lost_up_) io_->Send(parent_, lost);
+  return true;
 }
 
 // The root's heir found it lost and holds the job's election (its "left"):
@@ -492,17 +547,32 @@ void TreeLinks::SendUp(const std::string& frame) {
 // which (the heir and the others alike).
 int TreeLinks::NameHeir() {
   if (parent_ >= 0) return -1;
-  const Child* heir = nullptr;
   for (const Child& c : children_)
-    if (!c.done && !c.gone && !c.addr.empty()) {
-      heir = &c;
+    if (!c.done && !c.gone && !c.addr.empty()) return SayHeir(c.rank);
+  next_ = -1;
+  return -1;
+}
+
+// The successor: the next child still linked (the one NameHeir names
+// should the heir leave the root's children).
+int TreeLinks::SayHeir(int heir) {
+  const Child* h = Find(heir);
+  if (!h) return -1;
+  next_ = -1;
+  next_addr_.clear();
+  for (const Child& c : children_)
+    if (!c.done && !c.gone && !c.addr.empty() && c.rank != heir) {
+      next_ = c.rank;
+      next_addr_ = c.addr;
       break;
     }
-  if (!heir) return -1;
-  const std::string frame = Msg("heir").Set("shim", heir->rank).Set("addr", heir->addr).Encode();
+  Msg frame("heir");
+  frame.Set("shim", heir).Set("addr", h->addr);
+  if (next_ >= 0) frame.Set("next", next_).Set("naddr", next_addr_);
+  const std::string encoded = frame.Encode();
   for (const Child& c : children_)
-    if (!c.done && !c.gone) io_->Send(c.rank, frame);
-  return heir->rank;
+    if (!c.done && !c.gone) io_->Send(c.rank, encoded);
+  return heir;
 }
 
 void TreeLinks::SendTo(int shim, const std::string& frame) {

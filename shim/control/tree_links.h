@@ -31,6 +31,13 @@ namespace aml {
 // child below the heir, it is not a lost node.
 constexpr double kRelinkS = 12;
 
+// The root's heir that finds the root silent asks the root's successor (the
+// child it names after the heir) how long ago it last heard the root: within
+// this, the root lives and only the heir's own link to it failed, so the
+// heir moves below the successor and stays in the job (a frozen root's
+// silence is as old at the successor as at the heir: kMinSilenceS or more).
+constexpr double kRootHeardS = kMinSilenceS / 2;
+
 // What carries the links: frames to a peer (a shim, by rank) and the
 // state of its link.
 class LinkIo {
@@ -53,6 +60,13 @@ class LinkIo {
   virtual bool Relink(int heir, const std::string& addr, double now) {
     (void)heir, (void)addr, (void)now;
     return false;
+  }
+  // The heir: how long ago `shim` (the root's successor, listening at
+  // `addr`) last heard its parent, the root, as its answer to a hello that
+  // only asks says; -1: no answer, or it hears no root.
+  virtual double RootHeardAgo(int shim, const std::string& addr, double now) {
+    (void)shim, (void)addr, (void)now;
+    return -1;
   }
 };
 
@@ -95,6 +109,17 @@ class TreeLinks : private JobPorts, private LookLinks {
   double parent_heard_at() const {
     return parent_ >= 0 && !parent_lost_ ? parent_live_.last_heard : -1;
   }
+  // The answer to a heir's ask (RootHeardAgo): how long ago this shim, a
+  // child of the root, last heard it; -1 when it is no child of the root
+  // any more (it lost it, or moved below the heir); the root names its heir
+  // to its children alone.
+  double RootHeardAgo(double now) const {
+    return heir_ >= 0 && relinked_heir_ < 0 && parent_heard_at() >= 0
+               ? std::max(0.0, now - parent_heard_at())
+               : -1;
+  }
+  // The root's successor the root named with its heir (-1: none).
+  int successor() const { return next_; }
   std::vector<int> children() const;  // every child ever added
 
   double NextDeadline(double now) const;
@@ -153,6 +178,13 @@ class TreeLinks : private JobPorts, private LookLinks {
   // that it moved below it; -1 when it cannot.
   double AwaitMoveUntil(const Child& c) const;
   void LoseParent(const std::string& why, bool silent, double now);
+  // Linked below `to` (at `addr`) in place of the lost parent: the root's
+  // heir, or (the heir, its own link cut) the root's successor.
+  bool MoveBelow(int to, const std::string& addr, const std::string& why, bool silent,
+                 bool was_heir, double now);
+  // The root: its heir and the successor after it (the next child the
+  // heir's place would go to), said to every child.
+  int SayHeir(int heir);
   void StepDown(double now);
   void Beat(double now);
   // LookLinks (the straggler check's looks: straggler_check.h).
@@ -184,6 +216,15 @@ class TreeLinks : private JobPorts, private LookLinks {
   bool parent_lost_ = false;
   int heir_ = -1;               // the root's heir, as the root (the parent) named it
   std::string heir_addr_;
+  // The successor the root named with it: should the heir's own link to the
+  // root fail while the successor still hears the root, the heir moves
+  // below it, hands it its record, and the successor is the heir (the root
+  // renames it so when it hears of the move). At the root: the one named.
+  int next_ = -1;
+  std::string next_addr_;
+  // The child that was the heir and handed this shim its place: its record
+  // and the root's losses said since are this shim's (-1: none).
+  int handed_from_ = -1;
   // The heir this shim linked to when the root was lost, until it names a
   // heir of its own (it then holds the job), and how the root was lost.
   int relinked_heir_ = -1;

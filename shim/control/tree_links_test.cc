@@ -290,7 +290,7 @@ TEST(TreeLinks, ASilentChildThatNeverComesBelowTheHeirIsLostAfterItsAllowanceAnd
       << t.root_io.Of(1, "gone")[0].Str("what");
 }
 
-TEST(TreeLinks, ASilentChildHeardAgainIsNoLongerAwaitedAndTheHeirIsNotAwaitedAtAll) {
+TEST(TreeLinks, ASilentChildHeardAgainIsNoLongerAwaitedAndASilentHeirNotForEver) {
   HeirToo t;
   t.root.OnChildFrame(2, BeatSaying(5), 34);
   t.root.OnChildFrame(1, BeatSaying(5), 39);
@@ -303,9 +303,153 @@ TEST(TreeLinks, ASilentChildHeardAgainIsNoLongerAwaitedAndTheHeirIsNotAwaitedAtA
   }
   EXPECT_TRUE(t.root.Keeps(2));
   EXPECT_TRUE(t.root_io.Of(1, "gone").empty());
-  // The heir, silent since 39, has no heir to move below: lost after its
-  // allowance (4 times its longest gap, 5 s), as before.
+  // The heir, silent since 39, awaited below the root's successor (shim 2)
+  // as long as any child below the heir, never came: lost.
   EXPECT_FALSE(t.root.Keeps(1));
+}
+
+// The heir's own link to the root cut while the root lives (issue 49):
+// the heir asks the root's successor (shim 2) how long ago it heard the
+// root, and links below it (the carrier answers as plane_join.cc's would).
+struct AskIo : FakeIo {
+  double ago = 0.4;
+  std::vector<int> asked, linked;
+  double RootHeardAgo(int shim, const std::string&, double) override {
+    asked.push_back(shim);
+    return ago;
+  }
+  bool Relink(int to, const std::string&, double) override {
+    linked.push_back(to);
+    return true;
+  }
+};
+
+struct HeirCut : UnderTheRoot {
+  AskIo heir_io;
+  TreeLinks heir{TestConfig(1, 5, 3, 1), &heir_io, 1, 30};
+  HeirCut() {
+    heir.SetParent(0, "10.0.0.0:1024");
+    heir.Start(0);
+    for (const std::string& f : root_io.sent[1]) heir.OnParentFrame(f, 1);
+  }
+  // The root and shim 2 hear each other until `until` (the heir's link is cut
+  // from 34 on: nothing of it reaches the root, nor the root's it).
+  void RootAndSuccessorTalk(double from, double until) {
+    for (double now = from; now <= until; now += 1) {
+      root.OnChildFrame(2, BeatSaying(5), now);
+      child.OnParentFrame(Msg("beat").Encode(), now);
+    }
+  }
+};
+
+TEST(TreeLinks, TheRootsNamingOfItsHeirSaysItsSuccessor) {
+  HeirCut t;
+  ASSERT_EQ(t.root_io.Of(1, "heir").size(), 1u);
+  EXPECT_EQ(t.root_io.Of(1, "heir")[0].Int("next"), 2);
+  EXPECT_EQ(t.root_io.Of(1, "heir")[0].Str("naddr"), "10.0.0.2:1026");
+  EXPECT_EQ(t.heir.successor(), 2);
+  EXPECT_EQ(t.child.RootHeardAgo(1.5), 0.5) << "what shim 2 answers the heir's ask";
+}
+
+TEST(TreeLinks, AHeirWhoseOwnLinkToTheRootIsCutMovesBelowTheSuccessorAndStaysInTheJob) {
+  // Before: the heir held an election no other shim joined (they all heard
+  // the root), ended its part with 125, and the root counted its node lost.
+  HeirCut t;
+  t.root.OnChildFrame(1, BeatSaying(5), 34);  // the heir's last frame through the cut
+  t.RootAndSuccessorTalk(2, 40);
+  t.heir.OnTimer(40);  // silent since 1 (its allowance: 5 s)
+  EXPECT_EQ(t.heir_io.asked, std::vector<int>{2});
+  EXPECT_EQ(t.heir_io.linked, std::vector<int>{2});
+  EXPECT_EQ(t.heir.parent(), 2);
+  EXPECT_EQ(t.heir.machine().state(), JobState::kRunning) << "its ranks run on";
+  EXPECT_TRUE(t.heir_io.Of(0, "left").empty()) << "the root must not step down";
+  ASSERT_EQ(t.heir_io.Of(2, "orphan").size(), 1u);
+  EXPECT_EQ(t.heir_io.Of(2, "orphan")[0].Int("heir"), 1);
+  ASSERT_EQ(t.heir_io.Of(2, "record").size(), 1u) << "its place goes with its record";
+  // Shim 2 takes it in: it is the heir now, and tells the root.
+  t.child.AddChild(1, "h1", "10.0.0.1:1025", 40);
+  for (const std::string& f : t.heir_io.sent[2]) t.child.OnChildFrame(1, f, 40.01);
+  EXPECT_EQ(t.child.heir(), 2);
+  ASSERT_EQ(t.io.Of(0, "moved").size(), 1u);
+  EXPECT_EQ(t.io.Of(0, "moved")[0].Int("shim"), 1);
+  // The root awaited its silent heir (before: lost at its allowance).
+  t.root.OnTimer(39.9);
+  EXPECT_TRUE(t.root.Keeps(1)) << "awaited below the successor";
+  t.root.OnChildFrame(2, t.io.RawOf(0, "moved")[0], 40.05);
+  EXPECT_FALSE(t.root.Keeps(1)) << "shim 2's child now";
+  EXPECT_EQ(t.root.machine().heir(), 2) << "the root names its successor the heir";
+  ASSERT_FALSE(t.root_io.Of(2, "heir").empty());
+  EXPECT_EQ(t.root_io.Of(2, "heir").back().Int("shim"), 2);
+  EXPECT_EQ(t.root_io.Of(2, "record").size(), 1u);
+  t.RootAndSuccessorTalk(41, 70);
+  t.root.OnTimer(70);
+  EXPECT_EQ(t.root.machine().state(), JobState::kRunning) << "nothing of the job was lost";
+  EXPECT_TRUE(t.root_io.Of(2, "gone").empty());
+  EXPECT_TRUE(t.root_io.Of(2, "drop").empty());
+  // The root's words reach the old heir through shim 2.
+  t.child.OnParentFrame(Msg("halt").Encode(), 70.5);
+  EXPECT_EQ(t.io.Of(1, "halt").size(), 1u);
+  // Should the root then be lost, shim 2 holds the election (with the
+  // root's record), the old heir in it.
+  for (const char* type : {"heir", "record"})
+    for (const std::string& f : t.root_io.RawOf(2, type)) t.child.OnParentFrame(f, 70.6);
+  for (double now = 71; now < 80; now += 1) t.child.OnChildFrame(1, BeatSaying(5), now);
+  t.child.OnTimer(80);
+  EXPECT_EQ(t.child.machine().state(), JobState::kElecting);
+  ASSERT_FALSE(t.io.Of(1, "end").empty());
+  EXPECT_EQ(t.io.Of(1, "end").back().Int("again"), 1);
+}
+
+TEST(TreeLinks, ASuccessorThatHeardTheHeirsMoveHoldsTheElectionIfTheRootFreezesFirst) {
+  // The root froze before it heard of the move (it never renamed its heir):
+  // shim 2 holds the place and the record the heir handed it, and does not
+  // link to its own child.
+  HeirCut t;
+  t.RootAndSuccessorTalk(2, 40);
+  t.heir.OnTimer(40);
+  t.child.AddChild(1, "h1", "10.0.0.1:1025", 40);
+  for (const std::string& f : t.heir_io.sent[2]) t.child.OnChildFrame(1, f, 40.01);
+  t.child.OnTimer(50);  // the root silent since 40
+  EXPECT_EQ(t.child.machine().state(), JobState::kElecting);
+  EXPECT_EQ(t.child.parent(), -1);
+  EXPECT_TRUE(t.io.Of(1, "orphan").empty()) << "not linked below its own child";
+}
+
+TEST(TreeLinks, AHeirWhoseSuccessorHearsNoRootEitherHoldsTheElection) {
+  // A frozen root: its silence is as old at the successor.
+  HeirCut t;
+  t.heir_io.ago = 6;
+  t.heir.OnTimer(40);
+  EXPECT_EQ(t.heir_io.asked, std::vector<int>{2});
+  EXPECT_TRUE(t.heir_io.linked.empty());
+  EXPECT_EQ(t.heir.machine().state(), JobState::kElecting);
+  EXPECT_EQ(t.heir_io.Of(0, "left").size(), 1u);
+  // No answer at all: the same.
+  HeirCut u;
+  u.heir_io.ago = -1;
+  u.heir.OnTimer(40);
+  EXPECT_EQ(u.heir.machine().state(), JobState::kElecting);
+  // A root whose link closed is gone: no one is asked.
+  HeirCut v;
+  v.heir.OnParentClosed("closed", 40);
+  EXPECT_TRUE(v.heir_io.asked.empty());
+  EXPECT_EQ(v.heir.machine().state(), JobState::kElecting);
+}
+
+TEST(TreeLinks, ARootWhoseSuccessorIsLostNamesAnother) {
+  FakeIo io;
+  TreeLinks root(TestConfig(0, 5, 3, 1), &io, 1, 30);
+  root.AddChild(1, "h1", "10.0.0.1:1025", 0);
+  root.AddChild(2, "h2", "10.0.0.2:1026", 0);
+  root.AddChild(3, "h3", "10.0.0.3:1027", 0);
+  root.Start(0);
+  ASSERT_EQ(io.Of(1, "heir").size(), 1u);
+  EXPECT_EQ(io.Of(1, "heir")[0].Int("next"), 2);
+  root.OnChildClosed(2, "closed", 10);
+  ASSERT_EQ(io.Of(1, "heir").size(), 2u);
+  EXPECT_EQ(io.Of(1, "heir")[1].Int("shim"), 1);
+  EXPECT_EQ(io.Of(1, "heir")[1].Int("next"), 3);
+  EXPECT_EQ(io.Of(1, "heir")[1].Str("naddr"), "10.0.0.3:1027");
 }
 
 TEST(TreeLinks, AChildTheRootFoundLostBeforeItsMoveWasSaidIsStoppedWhereItIs) {

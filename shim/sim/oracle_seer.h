@@ -351,8 +351,9 @@ class Seer {
 
   // A child of the root cut off from it alone moved below the heir `h`:
   // nothing of the job changes; the job goes on in the tree where `c` is
-  // the heir's child (a cut of its old link no longer matters).
-  void Moved(const State& st0, int c, int h, double lo, double hi);
+  // the heir's child (a cut of its old link no longer matters). `heir`: `c`
+  // is the heir itself, moved below the root's successor `h` (the heir now).
+  void Moved(const State& st0, int c, int h, double lo, double hi, bool heir = false);
 
   // The job goes on in tree `w` from `from` on (a takeover's, or a child
   // moved below the heir): the plan's events are drawn from it anew (the

@@ -51,11 +51,13 @@ void Seer::Loosely(const State& st, const Fault& f, int root, const std::string&
   out_.push_back(std::move(lax));
 }
 
-void Seer::Moved(const State& st0, int c, int h, double lo, double hi) {
+void Seer::Moved(const State& st0, int c, int h, double lo, double hi, bool heir) {
   State st = st0;
   st.now = std::max(st.now, lo);
-  st.story += "; shim " + std::to_string(c) + " moves below the heir, shim " +
-              std::to_string(h) + ", and stays in the job";
+  st.story += heir ? "; the heir, shim " + std::to_string(c) + ", moves below the successor, shim " +
+                         std::to_string(h) + " (the heir now), and stays in the job"
+                   : "; shim " + std::to_string(c) + " moves below the heir, shim " +
+                         std::to_string(h) + ", and stays in the job";
   std::vector<int> parent = w_.parent;
   parent[static_cast<size_t>(c)] = h;
   std::set<int> relinked = w_.relinked;
@@ -87,6 +89,32 @@ void Seer::TakeRootLossTo(State st, const Event& e, double lo, double hi, int h)
   // rest are found): foreseen loosely beside the strict outcomes.
   if (!dies && e.who.size() > 1 && spares_ && w_.n >= 3)
     Loosely(st, f, r, "the root's children across the cut are found one by one (loosely)");
+  if (!dies && spares_ && w_.n >= 3 && f.kind == FaultKind::kCut && h >= 0 &&
+      e.who.size() == 1 && e.who.count(h) && !st.gone.count(h) && w_.dead_at[h] > hi) {
+    // The heir's own link to the root cut, the root alive: the heir asks
+    // the root's successor (its next child still linked) whether it hears
+    // the root, and moves below it, handing it its place (tree_links.cc);
+    // the root renames the successor its heir. Strictly so when nothing
+    // else comes meanwhile, as for another child's cut (below); else the
+    // heir may also find no successor to vouch and hold its election.
+    int next = -1;
+    for (int c : w_.kids[r])
+      if (c != h && !st.gone.count(c)) {
+        next = c;
+        break;
+      }
+    if (next >= 0 && w_.dead_at[next] > hi && Split(w_, h, next) > hi &&
+        std::min(w_.cut_at[next], Split(w_, next, r)) > hi) {
+      bool alone = true;
+      for (const Fault& g : p_.faults)
+        if (&g != &f && g.at_s >= f.at_s - kSteadySilenceS - o_.beat_s && g.at_s <= hi + L_)
+          alone = false;
+      if (alone && st.phase == State::Phase::kRunning && st.t_lo + p_.run_s > hi + 2 * L_)
+        return Moved(st, h, next, lo, hi, true);
+      Loosely(st, f, r, "the heir, shim " + std::to_string(h) + ", moves below the successor, shim " +
+                            std::to_string(next) + ", and stays in the job (loosely)");
+    }
+  }
   if (!dies && (h < 0 || !e.who.count(h))) {
     // The heir stays with the root: its losses, as any. A child of the
     // root cut off from it alone (its own link) finds the root silent

@@ -54,6 +54,10 @@ bool Shim::Relink(int heir, const std::string& addr, double now) {
   return w_->Relink(id_, heir, addr, now);
 }
 
+double Shim::RootHeardAgo(int shim, const std::string& addr, double now) {
+  return w_->RootHeardAgo(id_, shim, addr, now);
+}
+
 // The hello that links a shim to the root's heir (a real one, with the
 // challenge it answers before it: "\x01CHALLENGE\nHELLO"), ordered with
 // what the shim sends after it (the heir takes it as its child when it
@@ -92,6 +96,17 @@ bool Cluster::Relink(int from, int heir, const std::string& addr, double now) {
   Push({Arrival(from, heir, hello.size() + 4, now + 2 * lat_s_), 0, Ev::kFrame, heir, from,
         std::make_shared<const std::string>(kRelinkMark + challenge + "\n" + hello)});
   return true;
+}
+
+// The heir's ask to the root's successor (plane_join.cc): answered by the
+// successor's overlay as it stands, where it listens and can answer (a
+// frozen one's hello goes unanswered; here it fails at once, as Relink).
+double Cluster::RootHeardAgo(int from, int shim, const std::string& addr, double now) {
+  const Shim& s = *shims_[static_cast<size_t>(shim)];
+  if (addr != ListenAddress(NodeAddr(shim), PortOf(shim)) || s.killed || s.exited || s.frozen ||
+      !s.started || Cut(from, shim))
+    return -1;
+  return s.tree.RootHeardAgo(now);
 }
 
 void Cluster::Send(int from, int to, const std::string& frame) {

@@ -117,6 +117,7 @@ class Shim : public LinkIo, public JobChannel {
   // heir at the address the root named, as plane_join.cc's Relink says it.
   std::vector<int> Parents() const override;
   bool Relink(int heir, const std::string& addr, double now) override;
+  double RootHeardAgo(int shim, const std::string& addr, double now) override;
 
   // JobChannel: the supervisor's machine and the job's talk through it, at
   // the time of the event the shim handles.
@@ -241,6 +242,7 @@ class Cluster {
     return r;
   }
   bool Relink(int from, int heir, const std::string& addr, double now);
+  double RootHeardAgo(int from, int shim, const std::string& addr, double now);
   // Each node's address (the address its shims' connections come from) and
   // each shim's port for the tree: "10.N.N.N", 1024 + a shim's place on its node.
   std::string NodeAddr(int shim) const {

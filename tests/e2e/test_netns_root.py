@@ -10,6 +10,12 @@ loops per core started before the shims (a busy node is the normal case).
   Before: the root and the child each found the other silent after 5 s,
   and whichever came first decided; the root first counted a healthy node
   lost, retired it and stopped its shim (125).
+- The link between the root and its heir cut: the heir asks the root's
+  successor whether it still hears the root, links below it (handing it
+  the heir's place) and stays in the job; the root names the successor its
+  heir; nothing restarts, every shim ends 0 with the undisturbed weights.
+  Before: the heir held an election no other shim joined and ended 125,
+  and the root retired its node.
 - Rank 0's node frozen on idle cores (every process SIGSTOPped), woken
   while the next attempt trains: the heir holds the job, the old root
   steps down (125) and writes no record.
@@ -120,6 +126,16 @@ class NetnsRoot(unittest.TestCase):
         self.assertTrue(wait_for(lambda: f"epoch {epoch} saved" in slurp(f"{tmp}/shim-1.out"),
                                  300), self.text(tmp))
 
+    def cut_from_the_root(self, procs, shim):
+        """Drops every packet between shim `shim`'s node and rank 0's shim's
+        ports (both alive; the ranks' own traffic flows)."""
+        ns = node(shim + 1)
+        for port in listening_ports(node(1), procs[0].pid):
+            for rule in (["OUTPUT", "-d", f"{NET}.1", "--dport", str(port)],
+                         ["INPUT", "-s", f"{NET}.1", "--sport", str(port)]):
+                subprocess.run(["ip", "netns", "exec", ns, "iptables", "-I", rule[0], "-p",
+                                "tcp", *rule[1:], "-j", "DROP"], check=True)
+
     def test_the_roots_link_to_one_child_cut_moves_the_child_below_the_heir(self):
         with tempfile.TemporaryDirectory() as tmp, CpuHogs(per_core=2):
             procs = self.start(tmp)
@@ -128,12 +144,7 @@ class NetnsRoot(unittest.TestCase):
             self.assertEqual(len(heirs), 1, self.text(tmp))
             heir = heirs.pop()
             child = min({1, 2} - {heir})  # a NODE_RANK's shim, not the heir
-            ns = node(child + 1)
-            for port in listening_ports(node(1), procs[0].pid):
-                for rule in (["OUTPUT", "-d", f"{NET}.1", "--dport", str(port)],
-                             ["INPUT", "-s", f"{NET}.1", "--sport", str(port)]):
-                    subprocess.run(["ip", "netns", "exec", ns, "iptables", "-I", rule[0], "-p",
-                                    "tcp", *rule[1:], "-j", "DROP"], check=True)
+            self.cut_from_the_root(procs, child)
             moved = f"linked below its heir, rank {heir}'s shim, in the job still"
             self.assertTrue(wait_for(lambda: moved in slurp(f"{tmp}/shim-{child}.err"), 120),
                             self.text(tmp))
@@ -144,6 +155,35 @@ class NetnsRoot(unittest.TestCase):
             self.assertNotIn("restart 1", text, text)
             self.assertNotIn("retired nodes", text, text)
             self.assertNotIn("moves to", text, text)
+            self.assert_weights(outs, text)
+            for i in range(4):
+                assert_no_record(self, f"{tmp}/logs-{i}")
+
+    def test_the_roots_link_to_its_heir_cut_moves_the_heir_below_the_successor(self):
+        # Before: the heir found the root silent and held an election no
+        # other shim joined (they all heard the root); it ended its part
+        # with 125, and the root counted its node lost, retired it and
+        # restarted the job with the spare in its place.
+        with tempfile.TemporaryDirectory() as tmp, CpuHogs(per_core=2):
+            procs = self.start(tmp)
+            self.until_epoch(tmp, 2)
+            heirs = {int(m.group(1)) for e in self.outputs(tmp)[1][1:] for m in HEIR.finditer(e)}
+            self.assertEqual(len(heirs), 1, self.text(tmp))
+            heir = heirs.pop()
+            self.cut_from_the_root(procs, heir)
+            moved = re.compile(r"linked below the root's successor, rank (\d+)'s shim, which still "
+                               r"hears the root and is its heir now, in the job still")
+            self.assertTrue(wait_for(lambda: moved.search(slurp(f"{tmp}/shim-{heir}.err")), 120),
+                            self.text(tmp))
+            successor = int(moved.search(slurp(f"{tmp}/shim-{heir}.err")).group(1))
+            self.assertNotEqual(successor, heir)
+            codes = [p.wait(timeout=400) for p in procs]
+            outs, errs = self.outputs(tmp)
+            text = self.text(tmp)
+            self.assertEqual(codes, [0, 0, 0, 0], text)
+            self.assertIn(f"the root's heir is rank {successor}'s shim", errs[successor], text)
+            for said in ("restart 1", "retired nodes", "moves to", "no majority", "was lost"):
+                self.assertNotIn(said, text, text)
             self.assert_weights(outs, text)
             for i in range(4):
                 assert_no_record(self, f"{tmp}/logs-{i}")
