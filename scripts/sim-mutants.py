@@ -390,8 +390,8 @@ MUTANTS = [
     ("heirs-place-not-handed-on", "shim/control/job_heir.cc",
      "  if (root_ && shim == heir_) NameHeir();",
      "",
-     "a root whose heir moved below the successor names no heir: a frozen root then loses "
-     "the job"),
+     "a root whose heir moved below the successor names no heir and sends no record: the "
+     "successor holds the place with the record the heir handed it, stale after a restart"),
     ("moved-child-hears-nothing-again", "shim/control/tree_links.cc",
      "    for (const std::string& said : said_down_)\n      io_->Send(",
      "    for (const std::string& said : said_down_)\n      if (false) io_->Send(",

@@ -73,6 +73,12 @@ class HeirWatch {
     lost_alive_.insert(shim);
     if (named_.count(shim)) heir_lost_at_ = now;
   }
+  // The heir fell silent and is awaited below the root's successor
+  // (tree_links.cc): it may be beyond a cut that parts this root from every
+  // child (the root cut off), so the cut is unsettled from now as if the
+  // heir were lost alive (before, the others, found lost first, left "no
+  // spare left" said at once and a record written: test_netns_root).
+  void Silent(double now) { heir_lost_at_ = std::max(heir_lost_at_, now); }
   // A heir lost alive up to kMaxSilenceS and a second before `now`: the
   // other losses of its cut may not all be found yet (until CutFoundAt()).
   bool CutUnsettled(double now) const { return heir_lost_at_ >= 0 && now < CutFoundAt(); }

@@ -162,6 +162,8 @@ class JobMachine {
   // its own, the heir) and stays in the job below it (the tree repaired);
   // its heir so moved below the successor: the heir is named anew.
   void NoteMoved(int shim, int parent);
+  // The root: its heir fell silent, awaited below the successor (HeirWatch).
+  void NoteHeirSilent(double now) { heirs_.Silent(now); }
   // The root: its heir found it lost (it said "left": a frozen or
   // descheduled root that wakes, or one whose link to the heir came back)
   // and holds the job's election: this shim ends its part with 125 and

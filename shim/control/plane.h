@@ -138,6 +138,7 @@ class ControlPlane : public JobLink, private LinkIo {
   std::vector<int> Parents() const override;
   bool Relink(int heir, const std::string& addr, double now) override;
   double RootHeardAgo(int shim, const std::string& addr, double now) override;
+  static constexpr double kAskS = 1;  // each step of that ask (plane_join.cc)
   // This shim's side of a door's proofs (door.h).
   Msg Introduce(const std::string& type, const std::string& challenge,
                 const std::string& nonce) const;

@@ -251,7 +251,12 @@ bool ControlPlane::Relink(int heir, const std::string& at, double now) {
 
 // The heir asks the root's successor how long ago it last heard the root:
 // the same proven hello as a relink's, marked as one that only asks (the
-// successor answers in its welcome and makes no link), within 5 s.
+// successor answers in its welcome and makes no link), each step within
+// kAskS. Short: the ask blocks this shim's loop, and when the root is
+// frozen the successor finds it silent too and links here, blocked as
+// long as this shim does not answer (5 s at most, Relink): a longer ask
+// left both waiting on each other past the relink's 5 s, and every child
+// of a frozen root cut off (test_netns_root, before this was short).
 double ControlPlane::RootHeardAgo(int shim, const std::string& at, double now) {
   (void)now;
   const size_t colon = at.rfind(':');
@@ -261,7 +266,7 @@ double ControlPlane::RootHeardAgo(int shim, const std::string& at, double now) {
     return Introduce("hello", challenge, nonce).Set("ask", 1);
   };
   auto reply = Ask(at.substr(0, colon), std::atoi(at.c_str() + colon + 1),
-                   ProofKindName(c_.prover.kind()), hello, 5.0, 5.0);
+                   ProofKindName(c_.prover.kind()), hello, kAskS, kAskS);
   auto m = reply.ok() ? Msg::Decode(reply->frame) : Result<Msg>(reply.error());
   if (m.ok() && m->type() == "welcome" && !ProvesDown("tree", *m, reply->challenge, nonce))
     m = Error{"a welcome without this job's proof"};

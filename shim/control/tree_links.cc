@@ -320,13 +320,15 @@ void TreeLinks::LoseParent(const std::string& why, bool silent, double now) {
   heir_ = -1;
   const std::string what =
       "the control plane lost " + ShimName(parent_, "") + " (" + EscapeControl(why) + ")";
-  if (heir == job_.rank && silent && next_ >= 0 && next_ != job_.rank &&
+  if (heir == job_.rank && silent && next_ >= 0 && next_ != job_.rank && adopted_.empty() &&
       machine_.MayTakeOver(false)) {
     // The heir: is it the root that is lost, or only this shim's link to
     // it? The successor answers how long ago it last heard the root; if
     // lately, the root lives, and this shim moves below the successor and
     // stays in the job, handing it the heir's place (before, it held an
-    // election no other shim joined and ended its part, 125).
+    // election no other shim joined and ended its part, 125). Not asked
+    // when other children of the root already found it lost and linked
+    // here: the root is lost for them too.
     const double ago = io_->RootHeardAgo(next_, next_addr_, now);
     if (ago >= 0 && ago < kRootHeardS && MoveBelow(next_, next_addr_, why, silent, true, now))
       return;
@@ -517,9 +519,11 @@ void TreeLinks::OnTimer(double now) {
       const double until = AwaitMoveUntil(c);
       if (now < until) {
         // It may be alive with only this link cut: it finds this shim
-        // silent too, and links to the heir (which says so: "moved").
+        // silent too, and links to the heir (which says so: "moved"), or,
+        // the heir, to the successor.
         c.relink_until = until;
         c.relink_why = "";
+        if (c.rank == machine_.heir()) machine_.NoteHeirSilent(now);
       } else {
         Lose(c, "silent for " + FormatNumber(now - c.live.last_heard, "%.1f") + " s", true, now);
       }

@@ -434,6 +434,38 @@ TEST(TreeLinks, AHeirWhoseSuccessorHearsNoRootEitherHoldsTheElection) {
   v.heir.OnParentClosed("closed", 40);
   EXPECT_TRUE(v.heir_io.asked.empty());
   EXPECT_EQ(v.heir.machine().state(), JobState::kElecting);
+  // Nor when another child of the root found it lost and linked here first:
+  // the root is lost for it too (and the successor may be that child,
+  // blocked linking here while this shim waits for its answer).
+  HeirCut w;
+  w.heir.AddChild(2, "h2", "10.0.0.2:1026", 39);
+  w.heir.OnChildFrame(2, Msg("orphan").Set("shim", 2).Set("silent", 1).Encode(), 39.01);
+  w.heir.OnTimer(40);
+  EXPECT_TRUE(w.heir_io.asked.empty());
+  EXPECT_EQ(w.heir.machine().state(), JobState::kElecting);
+}
+
+TEST(TreeLinks, ARootCutOffFromEveryChildSaysNoMajorityNotNoSpareLeft) {
+  // 4 shims, NODE_RANKs 0-2 and a spare (3), every link of the root cut at
+  // 34. Its heir is awaited below the successor, shim 2; shim 2 and the
+  // spare are found lost first. Before the heir's cut was settled so, the
+  // root said "no spare left" at once and wrote the job's record while its
+  // heir took the job (test_netns_root).
+  FakeIo io;
+  TreeLinks root(TestConfig(0, 4, 3, 1), &io, 1, 30);
+  root.AddChild(1, "h1", "10.0.0.1:1025", 0);
+  root.AddChild(2, "h2", "10.0.0.2:1026", 0);
+  root.AddChild(3, "h3", "10.0.0.3:1027", 0);
+  root.Start(0);
+  for (double now = 31; now <= 34; now += 1)
+    for (int c : {1, 2, 3}) root.OnChildFrame(c, BeatSaying(5), now);
+  for (double now = 39.5; now < 80; now += 0.5) root.OnTimer(now);
+  auto order = LastOf<StopOrder>(&root.machine());
+  ASSERT_TRUE(order);
+  EXPECT_EQ(order->exit_code, 125);
+  EXPECT_EQ(order->message.find("no spare left"), std::string::npos) << order->message;
+  EXPECT_NE(order->message.find("no majority"), std::string::npos) << order->message;
+  EXPECT_TRUE(order->failure_json.empty()) << "the heir's side holds the job's record";
 }
 
 TEST(TreeLinks, ARootWhoseSuccessorIsLostNamesAnother) {
