@@ -445,6 +445,14 @@ TEST(TreeLinks, AHeirWhoseSuccessorHearsNoRootEitherHoldsTheElection) {
   EXPECT_EQ(w.heir.machine().state(), JobState::kElecting);
 }
 
+// A root over shims 1-3 (shim 1 its heir, 2 the successor), started.
+void OverThree(TreeLinks* root) {
+  for (int c : {1, 2, 3})
+    root->AddChild(c, "h" + std::to_string(c), "10.0.0." + std::to_string(c) + ":" +
+                                                   std::to_string(1024 + c), 0);
+  root->Start(0);
+}
+
 TEST(TreeLinks, ARootCutOffFromEveryChildSaysNoMajorityNotNoSpareLeft) {
   // 4 shims, NODE_RANKs 0-2 and a spare (3), every link of the root cut at
   // 34. Its heir is awaited below the successor, shim 2; shim 2 and the
@@ -453,10 +461,7 @@ TEST(TreeLinks, ARootCutOffFromEveryChildSaysNoMajorityNotNoSpareLeft) {
   // heir took the job (test_netns_root).
   FakeIo io;
   TreeLinks root(TestConfig(0, 4, 3, 1), &io, 1, 30);
-  root.AddChild(1, "h1", "10.0.0.1:1025", 0);
-  root.AddChild(2, "h2", "10.0.0.2:1026", 0);
-  root.AddChild(3, "h3", "10.0.0.3:1027", 0);
-  root.Start(0);
+  OverThree(&root);
   for (double now = 31; now <= 34; now += 1)
     for (int c : {1, 2, 3}) root.OnChildFrame(c, BeatSaying(5), now);
   for (double now = 39.5; now < 80; now += 0.5) root.OnTimer(now);
@@ -471,10 +476,7 @@ TEST(TreeLinks, ARootCutOffFromEveryChildSaysNoMajorityNotNoSpareLeft) {
 TEST(TreeLinks, ARootWhoseSuccessorIsLostNamesAnother) {
   FakeIo io;
   TreeLinks root(TestConfig(0, 5, 3, 1), &io, 1, 30);
-  root.AddChild(1, "h1", "10.0.0.1:1025", 0);
-  root.AddChild(2, "h2", "10.0.0.2:1026", 0);
-  root.AddChild(3, "h3", "10.0.0.3:1027", 0);
-  root.Start(0);
+  OverThree(&root);
   ASSERT_EQ(io.Of(1, "heir").size(), 1u);
   EXPECT_EQ(io.Of(1, "heir")[0].Int("next"), 2);
   root.OnChildClosed(2, "closed", 10);

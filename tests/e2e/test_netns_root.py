@@ -136,28 +136,37 @@ class NetnsRoot(unittest.TestCase):
                 subprocess.run(["ip", "netns", "exec", ns, "iptables", "-I", rule[0], "-p",
                                 "tcp", *rule[1:], "-j", "DROP"], check=True)
 
+    def heir_at_epoch_2(self, tmp):
+        """Waits for epoch 2; the root's heir, as its children were told."""
+        self.until_epoch(tmp, 2)
+        heirs = {int(m.group(1)) for e in self.outputs(tmp)[1][1:] for m in HEIR.finditer(e)}
+        self.assertEqual(len(heirs), 1, self.text(tmp))
+        return heirs.pop()
+
+    def nothing_lost(self, tmp, procs):
+        """Every shim ends 0 with the undisturbed weights: nothing restarted,
+        no node retired, no record left. Returns the shims' stderr."""
+        codes = [p.wait(timeout=400) for p in procs]
+        outs, errs = self.outputs(tmp)
+        text = self.text(tmp)
+        self.assertEqual(codes, [0, 0, 0, 0], text)
+        for said in ("restart 1", "retired nodes", "moves to", "no majority", "was lost"):
+            self.assertNotIn(said, text, text)
+        self.assert_weights(outs, text)
+        for i in range(4):
+            assert_no_record(self, f"{tmp}/logs-{i}")
+        return errs
+
     def test_the_roots_link_to_one_child_cut_moves_the_child_below_the_heir(self):
         with tempfile.TemporaryDirectory() as tmp, CpuHogs(per_core=2):
             procs = self.start(tmp)
-            self.until_epoch(tmp, 2)
-            heirs = {int(m.group(1)) for e in self.outputs(tmp)[1][1:] for m in HEIR.finditer(e)}
-            self.assertEqual(len(heirs), 1, self.text(tmp))
-            heir = heirs.pop()
+            heir = self.heir_at_epoch_2(tmp)
             child = min({1, 2} - {heir})  # a NODE_RANK's shim, not the heir
             self.cut_from_the_root(procs, child)
             moved = f"linked below its heir, rank {heir}'s shim, in the job still"
             self.assertTrue(wait_for(lambda: moved in slurp(f"{tmp}/shim-{child}.err"), 120),
                             self.text(tmp))
-            codes = [p.wait(timeout=400) for p in procs]
-            outs, errs = self.outputs(tmp)
-            text = self.text(tmp)
-            self.assertEqual(codes, [0, 0, 0, 0], text)
-            self.assertNotIn("restart 1", text, text)
-            self.assertNotIn("retired nodes", text, text)
-            self.assertNotIn("moves to", text, text)
-            self.assert_weights(outs, text)
-            for i in range(4):
-                assert_no_record(self, f"{tmp}/logs-{i}")
+            self.nothing_lost(tmp, procs)
 
     def test_the_roots_link_to_its_heir_cut_moves_the_heir_below_the_successor(self):
         # Before: the heir found the root silent and held an election no
@@ -166,10 +175,7 @@ class NetnsRoot(unittest.TestCase):
         # restarted the job with the spare in its place.
         with tempfile.TemporaryDirectory() as tmp, CpuHogs(per_core=2):
             procs = self.start(tmp)
-            self.until_epoch(tmp, 2)
-            heirs = {int(m.group(1)) for e in self.outputs(tmp)[1][1:] for m in HEIR.finditer(e)}
-            self.assertEqual(len(heirs), 1, self.text(tmp))
-            heir = heirs.pop()
+            heir = self.heir_at_epoch_2(tmp)
             self.cut_from_the_root(procs, heir)
             moved = re.compile(r"linked below the root's successor, rank (\d+)'s shim, which still "
                                r"hears the root and is its heir now, in the job still")
@@ -177,16 +183,9 @@ class NetnsRoot(unittest.TestCase):
                             self.text(tmp))
             successor = int(moved.search(slurp(f"{tmp}/shim-{heir}.err")).group(1))
             self.assertNotEqual(successor, heir)
-            codes = [p.wait(timeout=400) for p in procs]
-            outs, errs = self.outputs(tmp)
-            text = self.text(tmp)
-            self.assertEqual(codes, [0, 0, 0, 0], text)
-            self.assertIn(f"the root's heir is rank {successor}'s shim", errs[successor], text)
-            for said in ("restart 1", "retired nodes", "moves to", "no majority", "was lost"):
-                self.assertNotIn(said, text, text)
-            self.assert_weights(outs, text)
-            for i in range(4):
-                assert_no_record(self, f"{tmp}/logs-{i}")
+            errs = self.nothing_lost(tmp, procs)
+            self.assertIn(f"the root's heir is rank {successor}'s shim", errs[successor],
+                          self.text(tmp))
 
     def test_the_root_cut_off_leaves_the_job_to_its_heir(self):
         with tempfile.TemporaryDirectory() as tmp, CpuHogs(per_core=2):
