@@ -159,7 +159,10 @@ void ControlPlane::ReadChild(Peer& p, double now) {
       }
       if (v.ask) {
         // The root's heir asks whether this shim still hears the root
-        // (tree_links.h, kRootHeardS): answered, no link made.
+        // (tree_links.h, kRootHeardS): answered, no link made; what the
+        // root sent meanwhile is read first (children are read before the
+        // parent: a shim descheduled for seconds would answer from before).
+        if (parent_ && !tree_.parent_lost()) ReadParent(now);
         p.link->Send(DoorAnswer(c_.prover, "welcome", "tree", p.challenge, v)
                          .SetNumber("ra", tree_.RootHeardAgo(now))
                          .Encode());
