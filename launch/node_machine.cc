@@ -357,6 +357,14 @@ bool NodeMachine::Step(double now) {
   Look(now);     // first: a CPU reading's activity must not put off a look due,
   CpuLook(now);  // which learns whether the ranks still start
   if (recording_ && (procs_->DumpsDone(now) || !AnyRunning())) FinishRecords(now);
+  if (stacks_ == StackPhase::kDumping && !AnyRunning()) {
+    // Every rank ended in the hang's dumps (killed in the one with stack
+    // traces, say): what is waited for is settled with what came, at once
+    // (before: --dump-timeout waited out, each rank's line saying its dump
+    // did not come in time; test_culprit).
+    procs_->DumpsEnded(now);
+    ProbeStacks(now);
+  }
   if (stacks_ == StackPhase::kDumping && procs_->DumpsDone(now)) ProbeStacks(now);
   if (stacks_ == StackPhase::kProbing && procs_->ProbeDone(now)) AbortForStacks(now);
   if (stacks_ == StackPhase::kAborting) SendStacks(now);

@@ -101,6 +101,23 @@ TEST(NodeMachine, TheFlightRecordsComeFirstWhileEveryRankStandsWhereItHung) {
   EXPECT_TRUE(procs.probe_running);
 }
 
+TEST(NodeMachine, RanksThatAllEndedInTheHangsDumpsAreSettledAtOnce) {
+  FakeProcs procs;
+  procs.dumps_until = 9;
+  FakeJob job;
+  NodeMachine m(Two(), &procs, &job);
+  m.Start(0);
+  OrderCollect(&m, &job, 1);
+  m.OnExit(0, SIGKILL, 2);
+  m.Step(2);
+  EXPECT_EQ(procs.dumps_ended, 0) << "rank 1 still runs: it may yet answer";
+  EXPECT_EQ(m.stacks(), StackPhase::kDumping);
+  m.OnExit(1, SIGKILL, 3);
+  m.Step(3);
+  EXPECT_EQ(procs.dumps_ended, 1);
+  EXPECT_NE(m.stacks(), StackPhase::kDumping) << "not waiting for --dump-timeout";
+}
+
 TEST(NodeMachine, ASilentNodeLooksAtItsRecordsAndCollectivesDoneAreActivity) {
   FakeProcs procs;
   FakeJob job;

@@ -57,6 +57,9 @@ FAKE_TORCH = {
                 if os.environ.get("FAKE_ASKS"):  # each ask: with stack traces or without
                     with open(os.environ["FAKE_ASKS"] + str(rank), "a") as f:
                         f.write("stacks\\n" if stacks else "light\\n")
+                if stacks and os.environ.get("FAKE_DIE_IN_STACKS"):  # killed in the dump
+                    import signal
+                    os.kill(os.getpid(), signal.SIGKILL)
                 if stacks and os.environ.get("FAKE_SLOW_STACKS"):  # torch's first symbolizing
                     import time
                     time.sleep(float(os.environ["FAKE_SLOW_STACKS"]))
@@ -201,6 +204,20 @@ class Agent(unittest.TestCase):
         self.assertEqual([n["rank"] for n in record["culprit"]["no_stacks"]], [0, 1])
         with open(os.path.join(logs, "fr-attempt1-rank-1"), "rb") as f:
             self.assertEqual(pickle.load(f)["entries"][0]["frames"], [])
+
+    def test_ranks_killed_in_the_dump_with_stack_traces_are_judged_on_their_first_records(self):
+        # Each rank dies (SIGKILL) inside the dump with stack traces the
+        # verdict asked for, after the agent wrote its first record without
+        # them: once every rank asked has ended, the first records answer at
+        # once and the line says why (before: "no record" from either, the
+        # agent's mark standing, after --dump-timeout).
+        r, logs = self.hang(FAKE_DIE_IN_STACKS="1")
+        self.assertEqual(r.returncode, 124, r.stderr)
+        self.assertEqual(culprit_lines(r.stderr), [
+            "aml-shim: culprit: rank 0 [node 0, host " + os.uname().nodename + "] never entered "
+            "all_reduce #4 [[4]] Float of group 0 (default_pg), which rank 1 entered and waits "
+            "in; its last: all_reduce #3 [[4]] Float; no stack traces from ranks 0-1: the rank "
+            "ended before the dump with them was written"])
 
     def test_a_looks_record_written_late_is_not_the_verdicts(self):
         # Each look's record takes the agent 3 s (as on a busy node), so the
