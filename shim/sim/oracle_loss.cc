@@ -268,6 +268,22 @@ void Seer::TakeLoss(State st, const Event& e, double lo, double hi, bool heir_la
     waits.nospare_hi = st.heir_lost_hi + kMaxSilenceS + 1 + 2 * L_;
     LossVerdict(waits, e, lo, hi, held, true);
     if (hi < st.heir_lost_lo + kMaxSilenceS + 1) return;  // it surely waits
+  } else if (!majority && nospare && heir >= 0 && !st.gone.count(heir)) {
+    // The heir silent and awaited below the root's successor (its own link
+    // may be all that was cut, tree_links.cc): its cut counts as unsettled
+    // from the root's finding of its silence (HeirWatch::Silent), and the
+    // verdict may wait as after a heir lost alive.
+    for (size_t i = 0; i < statics_.size(); ++i) {
+      const Event& h = statics_[i];
+      if (h.kind != Kind::kLoss || !h.who.count(heir) || st.dropped.count(static_cast<int>(i)) ||
+          MoveWaitS(heir) <= 0 || h.lo > hi)
+        continue;
+      State waits = st;
+      waits.nospare_lo = h.lo + kMaxSilenceS + 1;
+      waits.nospare_hi = h.hi - MoveWaitS(heir) + kMaxSilenceS + 1 + 2 * L_;
+      LossVerdict(waits, e, lo, hi, held, true);
+      break;
+    }
   }
   LossVerdict(st, e, lo, hi, held, false);
 }
