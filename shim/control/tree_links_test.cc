@@ -150,15 +150,20 @@ TEST(TreeLinks, AHeirLostAfterItTookTheLinkLeavesTheRecordAsIfLostWithTheRoot) {
   EXPECT_FALSE(order->failure_json.empty()) << "it writes why the job ended";
 }
 
-// The root's heir (shim 1) under the same root, told what the root tells it.
-struct HeirToo : UnderTheRoot {
-  FakeIo heir_io;
+// The root's heir (shim 1) under the same root, told what the root tells it,
+// its carrier an `Io`.
+template <typename Io>
+struct HeirUnderTheRoot : UnderTheRoot {
+  Io heir_io;
   TreeLinks heir{TestConfig(1, 5, 3, 1), &heir_io, 1, 30};
-  HeirToo() {
+  HeirUnderTheRoot() {
     heir.SetParent(0, "10.0.0.0:1024");
     heir.Start(0);
     for (const std::string& f : root_io.sent[1]) heir.OnParentFrame(f, 1);
   }
+};
+
+struct HeirToo : HeirUnderTheRoot<FakeIo> {
   // Shim 2 finds the root silent (only its own link: the heir hears the
   // root still) and links to the heir, which takes it in.
   void OrphanLinksToTheHeir(double now) {
@@ -324,14 +329,7 @@ struct AskIo : FakeIo {
   }
 };
 
-struct HeirCut : UnderTheRoot {
-  AskIo heir_io;
-  TreeLinks heir{TestConfig(1, 5, 3, 1), &heir_io, 1, 30};
-  HeirCut() {
-    heir.SetParent(0, "10.0.0.0:1024");
-    heir.Start(0);
-    for (const std::string& f : root_io.sent[1]) heir.OnParentFrame(f, 1);
-  }
+struct HeirCut : HeirUnderTheRoot<AskIo> {
   // The root and shim 2 hear each other until `until` (the heir's link is cut
   // from 34 on: nothing of it reaches the root, nor the root's it).
   void RootAndSuccessorTalk(double from, double until) {
