@@ -6,6 +6,12 @@
 // A partial line at end of stream is flushed with a '\n' added and then
 // marked by the line "[rank R]\ no newline at end of output", so no byte is
 // added without saying so.
+//
+// With an empty prefix (output untagged) lines still go out whole and
+// nothing is added: a held piece goes out as it is, at a line end, the
+// length limit, its deadline or the end. (Python with PYTHONUNBUFFERED=1
+// writes print()'s text and its '\n' apart: forwarded as read, the lines of
+// one-rank shims under one mpirun ran into each other.)
 #pragma once
 
 #include <cstddef>
@@ -26,6 +32,12 @@ class LineTagger {
   // marker line that says the '\n' was not the child's.
   void Finish(std::string* out);
   bool has_partial() const { return !partial_.empty(); }
+  bool tags() const { return tags_; }
+  // Untagged only, as Feed without copying `data`'s lines: appends to
+  // `first` what goes out first (the piece held and the rest of its line),
+  // and returns the view of `data` that goes out after it (whole lines);
+  // the rest is held.
+  std::string_view TakeWhole(std::string_view data, std::string* first);
 
  private:
   void EmitPiece(std::string_view piece, std::string* out);
@@ -35,6 +47,7 @@ class LineTagger {
   std::string cont_prefix_;  // "[rank 3]+ "
   std::string end_marker_;   // "[rank 3]\ no newline at end of output"
   size_t max_line_;
+  bool tags_;                // a prefix is given: each line is tagged
   std::string partial_;
   bool continuing_ = false;  // the next piece continues a cut line
 };

@@ -67,5 +67,50 @@ TEST(LineTagger, BytesPassUnchanged) {
   EXPECT_EQ(out, "[r] " + bin);
 }
 
+// Untagged (an empty prefix): lines go out whole, not a byte added.
+TEST(LineTagger, UntaggedLinesGoOutWholeAsTheyAre) {
+  LineTagger t("", 1024);
+  // Python's print() under PYTHONUNBUFFERED=1: the text, then its '\n'.
+  EXPECT_EQ(FeedAll(t, {"rank 0 loss 1.5", "\n"}), "rank 0 loss 1.5\n");
+  EXPECT_EQ(FeedAll(t, {"a\nb\nc", "d\re", "f\n"}), "a\nb\ncd\ref\n");
+  EXPECT_FALSE(t.has_partial());
+}
+
+TEST(LineTagger, UntaggedHeldPiecesGoOutAsTheyAre) {
+  LineTagger t("", 4);
+  std::string out = FeedAll(t, {"Password: "});
+  EXPECT_EQ(out, "Password") << "pieces of the length limit";
+  t.FlushPartial(&out);
+  EXPECT_EQ(out, "Password: ") << "its deadline: no '\\n' added";
+  t.Feed("x\ny", &out);
+  t.Finish(&out);
+  EXPECT_EQ(out, "Password: x\ny") << "the end: no mark";
+  std::string bin("\x00\xff\x1b[31mred\x1b[0m\n", 15);
+  LineTagger u("", 1024);
+  std::string raw;
+  u.Feed(bin, &raw);
+  EXPECT_EQ(raw, bin);
+}
+
+TEST(LineTagger, UntaggedLinesReadGoOutWithoutACopyAndHeldOnesWithTheirEnd) {
+  LineTagger t("", 1024);
+  std::string first;
+  const std::string data = "a\nb\nc";
+  std::string_view head = t.TakeWhole(data, &first);
+  EXPECT_EQ(first, "");
+  EXPECT_EQ(head, "a\nb\n");
+  EXPECT_EQ(head.data(), data.data()) << "a view of what was read";
+  // The held "c" goes out with the rest of its line, in one write.
+  head = t.TakeWhole("d\ne\nf", &first);
+  EXPECT_EQ(first, "cd\n");
+  EXPECT_EQ(head, "e\n");
+  first.clear();
+  // Over the length limit, what is held goes out after the lines.
+  LineTagger u("", 4);
+  head = u.TakeWhole("ab\ncdefgh", &first);
+  EXPECT_EQ(first + std::string(head), "ab\ncdef");
+  EXPECT_TRUE(u.has_partial());
+}
+
 }  // namespace
 }  // namespace aml

@@ -186,10 +186,10 @@ bool Supervisor::Start(size_t i, const RestartOrder* restart, WarmStart* w, int*
   c.err.sink = &err_sink_;
   c.err.is_stderr = true;
   c.err.tail = &c.err_tail;
-  if (config_.tag_output) {
-    c.out.tagger = std::make_unique<LineTagger>(prefix, kMaxLine);
-    c.err.tagger = std::make_unique<LineTagger>(prefix, kMaxLine);
-  }
+  // Untagged too, lines go out whole (line_tagger.h).
+  if (!config_.tag_output) prefix.clear();
+  c.out.tagger = std::make_unique<LineTagger>(prefix, kMaxLine);
+  c.err.tagger = std::make_unique<LineTagger>(prefix, kMaxLine);
   if (config_.foreground_tty && i == 0 && isatty(STDIN_FILENO))
     tcsetpgrp(STDIN_FILENO, c.pid);
   if (w && !w->from_standby)
@@ -470,9 +470,8 @@ void Supervisor::Poll(double now) {
   for (size_t i = first_stream; i < first_probe; ++i)
     if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) ReadStream(*streams[i - first_stream], now);
   probe_.Read(fds.data() + first_probe, first_link - first_probe);
-  if (output_seen_) machine_.NoteOutput(now);
+  if (output_seen_) NoteOutput(now);
   if (link_) {
-    if (output_seen_) link_->OnOutput(now);
     link_->OnPoll(fds.data() + first_link, lifeline_at - first_link, now);
   }
   if (lifeline && (lifeline->fd() < 0 || (fds[lifeline_at].revents & POLLIN)) &&
@@ -491,6 +490,11 @@ void Supervisor::Poll(double now) {
     link_->OnTimer(Now());
     machine_.TakeOrders(Now());
   }
+}
+
+void Supervisor::NoteOutput(double now) {
+  machine_.NoteOutput(now);
+  if (link_) link_->OnOutput(now);
 }
 
 void Supervisor::Loop() {

@@ -39,15 +39,18 @@ void Supervisor::ReadStream(Stream& s, double now) {
   if (first_output_wall_ == 0) first_output_wall_ = WallSeconds();
   if (logs_) logs_->Append(s.child, s.is_stderr, data);
   s.KeepTail(data);
-  if (!s.tagger) {
-    Emit(s, data);
-    return;
-  }
   bool had_partial = s.tagger->has_partial();
   out_buf_.clear();
-  s.tagger->Feed(data, &out_buf_);
+  std::string_view head;  // untagged: the lines read, written without a copy
+  if (s.tagger->tags())
+    s.tagger->Feed(data, &out_buf_);
+  else
+    head = s.tagger->TakeWhole(data, &out_buf_);
   Emit(s, out_buf_);
-  if (s.tagger->has_partial() && (!had_partial || !out_buf_.empty())) s.partial_since = now;
+  Emit(s, head);
+  // A partial line held since now: none before, or the one before went out.
+  if (s.tagger->has_partial() && (!had_partial || !out_buf_.empty() || !head.empty()))
+    s.partial_since = now;
 }
 
 void Supervisor::FlushStaleParts(double now) {
@@ -55,6 +58,15 @@ void Supervisor::FlushStaleParts(double now) {
     for (Stream* s : {&c.out, &c.err}) {
       if (s->fd < 0 || !s->tagger || !s->tagger->has_partial()) continue;
       if (now - s->partial_since < kPartialFlushS) continue;
+      // The line's end may wait in the pipe (this shim descheduled past
+      // the deadline, the rank not): read it first, as output.
+      if (!s->sink->full()) {
+        output_seen_ = false;
+        ReadStream(*s, now);
+        if (output_seen_) NoteOutput(now);
+        if (s->fd < 0 || !s->tagger->has_partial() || now - s->partial_since < kPartialFlushS)
+          continue;
+      }
       std::string out;
       s->tagger->FlushPartial(&out);
       Emit(*s, out);

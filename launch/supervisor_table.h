@@ -81,7 +81,7 @@ struct Stream {
   OutputSink* sink = nullptr;
   bool is_stderr = false;
   size_t child = 0;  // index of its child (and of its log files)
-  std::unique_ptr<LineTagger> tagger;
+  std::unique_ptr<LineTagger> tagger;  // set with fd (tagged or not: whole lines)
   double partial_since = 0;
   std::string* tail = nullptr;  // stderr only
   bool enlarged = false;        // its pipe was made kLargePipe
@@ -137,6 +137,7 @@ class Supervisor : private NodeProcs {
   void ReadSignals();
   void LauncherGone();
   void ReadStream(Stream& s, double now);
+  void NoteOutput(double now);  // the ranks' output seen: to the watchdog and the job
   void Emit(Stream& s, std::string_view data);
   void CloseStream(Stream& s);
   void FlushStaleParts(double now);

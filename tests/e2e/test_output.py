@@ -1,8 +1,9 @@
 """The supervisor's output never wedges the job: a reader that leaves ends
 it as it ends a pipeline, a reader that stalls stalls only the output (never
 signals, fail-fast or the grace timer), and tagged output says when a stream
-ended without a newline."""
+ended without a newline. Untagged, lines go out whole as well."""
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -10,7 +11,7 @@ import tempfile
 import time
 import unittest
 
-from harness import SHIM, kill_group, main, run, spawn, wait_for
+from harness import PYTHON, SHIM, kill_group, main, mpirun, run, spawn, wait_for
 
 
 class Output(unittest.TestCase):
@@ -88,6 +89,33 @@ class Output(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout, "[rank 0] a\n[rank 0] b\n[rank 0]\\ no newline at end of output\n")
 
+    def test_untagged_ranks_lines_do_not_run_into_each_other(self):
+        # Python whose output aml-shim reads (PYTHONUNBUFFERED=1) writes
+        # print()'s text and its newline apart: forwarded as read, the lines
+        # of ranks printing at once ran into each other ("rank 0 line
+        # 5rank 1 line 5" then an empty line): in one shim untagged (as
+        # fast as they can), and under mpirun, one rank per shim
+        # (--hang-timeout reads the output), each rank printing a line at
+        # the same moments, as ranks do after a step. (mpirun forwards what
+        # it reads of each shim's pipe, up to its own buffer: output faster
+        # than it reads may be cut there whatever the shim writes.)
+        lines_of = ("import os, time\nr = os.environ['RANK']\n"
+                    "for i in range({n}):\n"
+                    "    time.sleep({tick} - time.time() % {tick} if {tick} else 0)\n"
+                    "    print(f'rank {{r}} line {{i}}', flush=True)\n")
+        for name, n, cmd in (
+                ("one shim", 300, [SHIM, "--nproc-per-node", "4", "--no-tag-output", "--", PYTHON,
+                                   "-c", lines_of.format(n=300, tick=0)]),
+                ("mpirun", 100, mpirun(4, SHIM, "--hang-timeout", "1m", "--", PYTHON, "-c",
+                                       lines_of.format(n=100, tick=0.02)))):
+            with self.subTest(name):
+                r = run(cmd, timeout=120)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                lines = r.stdout.splitlines()
+                self.assertEqual([l for l in lines if not re.fullmatch(r"rank \d line \d+", l)],
+                                 [], r.stdout)
+                self.assertEqual(sorted(lines),
+                                 sorted(f"rank {r} line {i}" for r in range(4) for i in range(n)))
 
 if __name__ == "__main__":
     main()
