@@ -5,7 +5,7 @@
 namespace aml {
 
 LineTagger::LineTagger(std::string prefix, size_t max_line)
-    : prefix_(std::move(prefix)), max_line_(max_line < 1 ? 1 : max_line), tags_(!prefix_.empty()) {
+    : prefix_(std::move(prefix)), max_line_(max_line < 1 ? 1 : max_line) {
   // "[rank 3] " -> "[rank 3]+ "
   cont_prefix_ = prefix_;
   if (!cont_prefix_.empty() && cont_prefix_.back() == ' ') {
@@ -57,7 +57,7 @@ std::string_view LineTagger::TakeWhole(std::string_view data, std::string* first
 }
 
 void LineTagger::Feed(std::string_view data, std::string* out) {
-  if (!tags_) {
+  if (!tags()) {
     const std::string_view head = TakeWhole(data, out);
     out->append(head);
     return;
@@ -100,7 +100,7 @@ void LineTagger::Feed(std::string_view data, std::string* out) {
 
 void LineTagger::EmitHeld(bool cut, std::string* out) {
   if (partial_.empty()) return;
-  if (!tags_) {  // as it is: nothing added
+  if (!tags()) {  // as it is: nothing added
     out->append(partial_);
     partial_.clear();
     return;
@@ -116,7 +116,7 @@ void LineTagger::FlushPartial(std::string* out) { EmitHeld(true, out); }
 void LineTagger::Finish(std::string* out) {
   // A held piece, or one already flushed with a '\n' that its continuation
   // would have explained: either way the stream ended without a newline.
-  if (!tags_) {
+  if (!tags()) {
     EmitHeld(false, out);  // as it is, unmarked
     return;
   }

@@ -32,7 +32,7 @@ class LineTagger {
   // marker line that says the '\n' was not the child's.
   void Finish(std::string* out);
   bool has_partial() const { return !partial_.empty(); }
-  bool tags() const { return tags_; }
+  bool tags() const { return !prefix_.empty(); }  // untagged: an empty prefix
   // Untagged only, as Feed without copying `data`'s lines: appends to
   // `first` what goes out first (the piece held and the rest of its line),
   // and returns the view of `data` that goes out after it (whole lines);
@@ -47,7 +47,6 @@ class LineTagger {
   std::string cont_prefix_;  // "[rank 3]+ "
   std::string end_marker_;   // "[rank 3]\ no newline at end of output"
   size_t max_line_;
-  bool tags_;                // a prefix is given: each line is tagged
   std::string partial_;
   bool continuing_ = false;  // the next piece continues a cut line
 };

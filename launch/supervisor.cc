@@ -422,7 +422,7 @@ double Supervisor::NextDeadline(double now) const {
     next = std::min(next, now + Lifeline::kCheckS);
   for (const Child& c : children_)
     for (const Stream* s : {&c.out, &c.err})
-      if (s->fd >= 0 && s->tagger && s->tagger->has_partial())
+      if (s->fd >= 0 && s->tagger->has_partial())
         next = std::min(next, s->partial_since + kPartialFlushS);
   return next;
 }

@@ -14,7 +14,7 @@ void Supervisor::Emit(Stream& s, std::string_view data) {
 void Supervisor::CloseStream(Stream& s) {
   if (s.fd < 0) return;
   std::string out;
-  if (s.tagger) s.tagger->Finish(&out);
+  s.tagger->Finish(&out);
   Emit(s, out);
   close(s.fd);
   s.fd = -1;
@@ -56,7 +56,7 @@ void Supervisor::ReadStream(Stream& s, double now) {
 void Supervisor::FlushStaleParts(double now) {
   for (Child& c : children_) {
     for (Stream* s : {&c.out, &c.err}) {
-      if (s->fd < 0 || !s->tagger || !s->tagger->has_partial()) continue;
+      if (s->fd < 0 || !s->tagger->has_partial()) continue;
       if (now - s->partial_since < kPartialFlushS) continue;
       // The line's end may wait in the pipe (this shim descheduled past
       // the deadline, the rank not): read it first, as output.

@@ -45,7 +45,6 @@ def open_fds():
     return sorted(seen)
 
 
-
 print(json.dumps({"rank": rank, "attempt": attempt, "name": __name__, "argv": sys.argv,
                   "cwd": os.getcwd(), "path0": sys.path[0], "torch_loaded": loaded, "agent": agent,
                   "minidom_loaded": learned, "local_loaded": local,
