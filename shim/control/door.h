@@ -48,7 +48,7 @@ struct Visitor {
   std::string host, nonce;
   std::string why;  // refused: why
   // A hello that only asks (a root's heir that found the root silent asks
-  // its successor whether it still hears the root: tree_links.cc): the
+  // its successor whether it still hears the root: tree_links_losses.cc): the
   // welcome answers, and no link is made.
   bool ask = false;
 };

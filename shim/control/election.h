@@ -74,7 +74,7 @@ class HeirWatch {
     if (named_.count(shim)) heir_lost_at_ = now;
   }
   // The heir fell silent and is awaited below the root's successor
-  // (tree_links.cc): it may be beyond a cut that parts this root from every
+  // (tree_links_losses.cc): it may be beyond a cut that parts this root from every
   // child (the root cut off), so the cut is unsettled from now as if the
   // heir were lost alive (before, the others, found lost first, left "no
   // spare left" said at once and a record written: test_netns_root).

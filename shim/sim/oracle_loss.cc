@@ -270,7 +270,7 @@ void Seer::TakeLoss(State st, const Event& e, double lo, double hi, bool heir_la
     if (hi < st.heir_lost_lo + kMaxSilenceS + 1) return;  // it surely waits
   } else if (!majority && nospare && heir >= 0 && !st.gone.count(heir)) {
     // The heir silent and awaited below the root's successor (its own link
-    // may be all that was cut, tree_links.cc): its cut counts as unsettled
+    // may be all that was cut, tree_links_losses.cc): its cut counts as unsettled
     // from the root's finding of its silence (HeirWatch::Silent), and the
     // verdict may wait as after a heir lost alive.
     for (size_t i = 0; i < statics_.size(); ++i) {

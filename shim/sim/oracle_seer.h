@@ -244,7 +244,7 @@ class Seer {
   // When `s` stops being reachable from rank 0 (frozen, killed, cut off).
   double Unreachable(int s) const { return std::min(w_.dead_at[s], w_.cutoff[s]); }
   // How much longer the root awaits a silent child of its own under its heir
-  // (tree_links.cc, AwaitMoveUntil, imported: kRelinkS): the child's own
+  // (tree_links_losses.cc, AwaitMoveUntil, imported: kRelinkS): the child's own
   // allowance, measured from a beat before, then a relink. The child's
   // allowance is bounded as the root's own (Silence's), so the wait adds a
   // beat and kRelinkS past the root's finding (and 0.1 s: the child's

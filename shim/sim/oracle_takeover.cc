@@ -93,7 +93,7 @@ void Seer::TakeRootLossTo(State st, const Event& e, double lo, double hi, int h)
       e.who.size() == 1 && e.who.count(h) && !st.gone.count(h) && w_.dead_at[h] > hi) {
     // The heir's own link to the root cut, the root alive: the heir asks
     // the root's successor (its next child still linked) whether it hears
-    // the root, and moves below it, handing it its place (tree_links.cc);
+    // the root, and moves below it, handing it its place (tree_links_losses.cc);
     // the root renames the successor its heir. Strictly so when nothing
     // else comes meanwhile, as for another child's cut (below); else the
     // heir may also find no successor to vouch and hold its election.
@@ -195,7 +195,7 @@ void Seer::TakeRootLossTo(State st, const Event& e, double lo, double hi, int h)
     if (gone < cf.hi + 2 * L_ || cf.hi > deadline) unsure = true;
     // One that finds the root silent before the heir did stays in the
     // job below the heir until the heir finds the root lost too: it is
-    // in the election (tree_links.cc).
+    // in the election (tree_links_losses.cc).
     if (csilent) {
       ready_lo = std::max(ready_lo, cf.lo + kMaxSilenceS + 1);
       ready_hi = std::max(ready_hi, cf.hi + kMaxSilenceS + 1 + 2 * L_);
