@@ -15,6 +15,7 @@
 #include "launch/flight/fr_dump.h"
 #include "launch/link_order.h"
 #include "launch/metrics/prom_text.h"
+#include "launch/record_fence.h"
 
 namespace aml {
 
@@ -95,8 +96,11 @@ class JobChannel {
   // True when this node prints its own first failure's summary; otherwise
   // one line says where the job's first failure is printed.
   virtual bool PrintsOwnFailure() const = 0;
-  // True on rank 0's shim: its failure.json is the job's (launch/log_dir.h).
-  virtual bool WritesJobRecord() const = 0;
+  // The stamp of what this shim writes into --log-dir (launch/record_fence.h):
+  // the root's term it knows of, who it is, and whether it holds the job
+  // (the root, with a majority since its last pause: its failure.json is
+  // the job's).
+  virtual RecordStamp Stamp() const = 0;
   virtual std::optional<LinkOrder> TakeOrder() = 0;
   // --metrics-addr: what the job knows, beside the node's (docs/metrics.md).
   virtual void AppendMetrics(PromText* out, double now) const {

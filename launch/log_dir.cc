@@ -203,11 +203,6 @@ Status LogDir::OpenRankFile(const std::string& name, int* out, bool fresh, bool*
   return Ok();
 }
 
-void LogDir::RemoveRunFailure() {
-  if (ReadNoFollow(dir_fd_, kFailure, failure_prefix_.size()) == failure_prefix_)
-    unlinkat(dir_fd_, kFailure, 0);
-}
-
 void LogDir::RemoveStaleFailure(timespec shim_started) {
   struct stat st {};
   if (fstatat(dir_fd_, kFailure, &st, AT_SYMLINK_NOFOLLOW) != 0) return;
@@ -254,28 +249,74 @@ Result<std::string> LogDir::WriteTemp(const std::string& name, std::string_view 
   return tmp;
 }
 
-Status LogDir::WriteFailure(const std::string& json, bool job_record) {
-  const std::string final_path = path_ + "/" + kFailure;
-  auto written = WriteTemp(kFailure, json, true);
-  if (!written.ok()) return written.error();
-  const std::string& tmp = *written;
-  // Rank 0's record replaces any; else the first writer of this run wins,
-  // and an earlier run's report is replaced.
-  if (job_record || linkat(dir_fd_, tmp.c_str(), dir_fd_, kFailure, 0) != 0) {
-    int e = errno;
-    bool ours = !job_record && e == EEXIST && ReadNoFollow(dir_fd_, kFailure, failure_prefix_.size()) == failure_prefix_;
-    if (!ours && renameat(dir_fd_, tmp.c_str(), dir_fd_, kFailure) != 0) {
-      e = errno;
-      unlinkat(dir_fd_, tmp.c_str(), 0);
-      return Error{"cannot write " + final_path + ": " + Why(e)};
+namespace {
+
+// failure.json's writers of one run, one at a time (an flock on
+// DIR/.failure.lock, waited for kFenceWaitMs at most: a file system without
+// flock, or a writer stopped while it held it, leaves the rename's
+// wholeness alone to guard the record).
+constexpr int kFenceWaitMs = 2000;
+constexpr size_t kMaxRecordBytes = 64 << 20;
+
+class FenceLock {
+ public:
+  explicit FenceLock(int dir_fd) {
+    fd_ = openat(dir_fd, ".failure.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
+                 0644);
+    struct stat st {};
+    if (fd_ >= 0 && (fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode))) {
+      close(fd_);
+      fd_ = -1;
+    }
+    for (int waited = 0; fd_ >= 0 && flock(fd_, LOCK_EX | LOCK_NB) != 0; waited += 10) {
+      if (errno != EWOULDBLOCK || waited >= kFenceWaitMs) {
+        close(fd_);
+        fd_ = -1;
+        break;
+      }
+      usleep(10 * 1000);
     }
   }
-  unlinkat(dir_fd_, tmp.c_str(), 0);
-  return Ok();
+  ~FenceLock() {
+    if (fd_ >= 0) close(fd_);
+  }
+  FenceLock(const FenceLock&) = delete;
+  FenceLock& operator=(const FenceLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace
+
+Status LogDir::WriteFailure(const std::string& json, const RecordStamp& stamp, bool* kept) {
+  if (kept) *kept = false;
+  const std::string record = Stamped(json, stamp);
+  FenceLock lock(dir_fd_);
+  const std::string stored = ReadNoFollow(dir_fd_, kFailure, kMaxRecordBytes);
+  const bool same_run = stored.compare(0, failure_prefix_.size(), failure_prefix_) == 0;
+  if (!FencedWrite(stored, same_run, record, stamp)) {
+    if (kept) *kept = true;
+    return Ok();
+  }
+  return ReplaceWhole(kFailure, record, true);
 }
 
-Status LogDir::ReplaceWhole(const std::string& name, const std::string& text) {
-  auto written = WriteTemp(name, text, false);
+Status LogDir::WriteEndedWell(const std::string& json, const RecordStamp& stamp) {
+  {
+    FenceLock lock(dir_fd_);
+    const bool stands = ReadNoFollow(dir_fd_, kFailure, failure_prefix_.size()) == failure_prefix_;
+    if (!WritesEndedWell(stamp, stands)) return Ok();
+  }
+  return WriteFailure(json, stamp);
+}
+
+Status LogDir::WriteNodeRecord(int shim, const std::string& json) {
+  return ReplaceWhole(NodeRecordName(shim), json, true);
+}
+
+Status LogDir::ReplaceWhole(const std::string& name, const std::string& text, bool sync) {
+  auto written = WriteTemp(name, text, sync);
   if (!written.ok()) return written.error();
   if (renameat(dir_fd_, written->c_str(), dir_fd_, name.c_str()) != 0) {
     const int e = errno;

@@ -12,12 +12,15 @@
 // - A write that fails (a full disk) is reported at once and again at the
 //   end; that stream is not logged further.
 // - failure.json is written whole (temporary file + rename) and carries the
-//   run it describes: within one run, rank 0's shim's record is the job's
-//   (it replaces any other), and of the other shims' the first writer wins
-//   (several nodes may share the directory); a failure.json of an earlier
-//   run is replaced,
-//   and removed at the start of a run if it is not this run's and was written
-//   before this shim started.
+//   run it describes and its stamp (launch/record_fence.h: the root's term,
+//   who wrote it, whether it held the job). Writers of one run are fenced
+//   under a lock (.failure.lock, flock): a holder's record replaces a part's
+//   and an older term's, never a newer term's; a part's record (a shim cut
+//   off) is written only where none of the run stands. A failure.json of an
+//   earlier run is replaced, and removed at the start of a run if it is not
+//   this run's and was written before this shim started.
+// - A shim that lost the job (no majority, or stepped down for a newer
+//   root) writes its word to failure.shim-K.json, never to failure.json.
 #pragma once
 
 #include <time.h>
@@ -27,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "launch/record_fence.h"
 #include "shim/base/result.h"
 
 namespace aml {
@@ -54,12 +58,17 @@ class LogDir {
   void Append(size_t index, bool is_stderr, std::string_view data);
   // "rank-0.stdout (No space left on device)" for each log that lost bytes.
   const std::vector<std::string>& losses() const { return losses_; }
-  // Writes failure.json (see above); `job_record`: this is rank 0's shim,
-  // whose record replaces any other of the run. The error names the path.
-  Status WriteFailure(const std::string& json, bool job_record = false);
-  // The job ended well: a failure.json of this run (a shim cut off from
-  // the root that took the job wrote it: its part's end) is removed.
-  void RemoveRunFailure();
+  // Writes failure.json (see above), `json` stamped with `stamp`;
+  // `*kept`: the fence kept a record that stands (a newer term's, or a
+  // part's of the run when this is a part's too). The error names the path.
+  Status WriteFailure(const std::string& json, const RecordStamp& stamp = {},
+                      bool* kept = nullptr);
+  // The job ended well (`json`: record_fence.h's EndedWellJson): written as
+  // the job's word after a takeover or over a record of the run that
+  // stands (WritesEndedWell), fenced as any record.
+  Status WriteEndedWell(const std::string& json, const RecordStamp& stamp);
+  // failure.shim-K.json, whole: the word of a shim that does not hold the job.
+  Status WriteNodeRecord(int shim, const std::string& json);
   // Writes rank-R.stack whole (temporary file + rename: a planted link is
   // replaced, never followed); the error names the path.
   Status WriteStack(int rank, const std::string& text);
@@ -82,7 +91,7 @@ class LogDir {
   Result<std::string> WriteTemp(const std::string& name, std::string_view data, bool sync);
   // `text` as `name`, whole: a temporary file renamed over it (a planted link
   // is replaced, never followed).
-  Status ReplaceWhole(const std::string& name, const std::string& text);
+  Status ReplaceWhole(const std::string& name, const std::string& text, bool sync = false);
   void RemoveStaleFailure(timespec shim_started);
   std::string path_;
   std::string failure_prefix_;

@@ -3,12 +3,15 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "shim/base/json_read.h"
 
 namespace aml {
 namespace {
@@ -156,32 +159,109 @@ TEST_F(LogDirTest, ASpareTakesOverRankFilesThatALostNodeStillLocks) {
   EXPECT_FALSE(Open().ok());
 }
 
-TEST_F(LogDirTest, AJobThatEndedWellRemovesItsRunsFailureAndNoOther) {
+RecordStamp Root(int term, int shim = 0) { return {term, shim, "root " + std::to_string(shim), true}; }
+RecordStamp Part(int term, int shim) { return {term, shim, "part " + std::to_string(shim), false}; }
+
+TEST_F(LogDirTest, AJobThatEndedWellAfterATakeoverOrOverARecordSaysSoAndAnEarlyEndDoesNot) {
   auto d = Open();
   ASSERT_TRUE(d.ok());
-  ASSERT_TRUE((*d)->WriteFailure("{\"run\":\"run-1\",\"exit_code\":125}").ok());
-  (*d)->RemoveRunFailure();
+  // Term 1, nothing written: a job that ended well leaves no failure.json.
+  ASSERT_TRUE((*d)->WriteEndedWell(EndedWellJson("run-1"), Root(1)).ok());
   EXPECT_NE(access((dir_ + "/failure.json").c_str(), F_OK), 0);
-  ASSERT_TRUE((*d)->WriteFailure("{\"run\":\"run-0\",\"exit_code\":1}", true).ok());
-  (*d)->RemoveRunFailure();
-  EXPECT_EQ(access((dir_ + "/failure.json").c_str(), F_OK), 0);
+  // A part cut off on the way wrote its end: the root's word replaces it.
+  ASSERT_TRUE((*d)->WriteFailure("{\"run\":\"run-1\",\"exit_code\":125}", Part(1, 3)).ok());
+  ASSERT_TRUE((*d)->WriteEndedWell(EndedWellJson("run-1"), Root(1)).ok());
+  EXPECT_EQ(Slurp(dir_ + "/failure.json"),
+            "{\"run\":\"run-1\",\"exit_code\":0,\"outcome\":\"the job ended well\",\"term\":1,"
+            "\"writer\":\"root 0\",\"holder\":true}");
+  // A new root (term 2) says so even where nothing stood: an old root may
+  // still write.
+  ASSERT_EQ(unlink((dir_ + "/failure.json").c_str()), 0);
+  ASSERT_TRUE((*d)->WriteEndedWell(EndedWellJson("run-1"), Root(2, 2)).ok());
+  EXPECT_EQ(StampOf(Slurp(dir_ + "/failure.json")).term, 2);
+  // A shim that does not hold the job never writes it.
+  ASSERT_EQ(unlink((dir_ + "/failure.json").c_str()), 0);
+  ASSERT_TRUE((*d)->WriteEndedWell(EndedWellJson("run-1"), Part(2, 3)).ok());
+  EXPECT_NE(access((dir_ + "/failure.json").c_str(), F_OK), 0);
 }
 
-TEST_F(LogDirTest, RankZerosRecordOrElseTheFirstOfARunWinsAndALaterRunReplacesIt) {
+TEST_F(LogDirTest, TheHoldersRecordOrElseTheFirstPartsWinsAndALaterRunReplacesIt) {
   auto d = Open("run-1");
   ASSERT_TRUE(d.ok());
-  ASSERT_TRUE((*d)->WriteFailure("{\"run\":\"run-1\",\"rank\":1}\n").ok());
-  ASSERT_TRUE((*d)->WriteFailure("{\"run\":\"run-1\",\"rank\":0}\n").ok());
-  EXPECT_EQ(Slurp(dir_ + "/failure.json"), "{\"run\":\"run-1\",\"rank\":1}\n");
-  // Rank 0's shim's record is the job's, whoever wrote first.
-  ASSERT_TRUE((*d)->WriteFailure("{\"run\":\"run-1\",\"attempts\":[]}\n", true).ok());
-  ASSERT_TRUE((*d)->WriteFailure("{\"run\":\"run-1\",\"rank\":2}\n").ok());
-  EXPECT_EQ(Slurp(dir_ + "/failure.json"), "{\"run\":\"run-1\",\"attempts\":[]}\n");
+  ASSERT_TRUE((*d)->WriteFailure("{\"run\":\"run-1\",\"rank\":1}", Part(1, 1)).ok());
+  bool kept = false;
+  ASSERT_TRUE((*d)->WriteFailure("{\"run\":\"run-1\",\"rank\":0}", Part(1, 2), &kept).ok());
+  EXPECT_TRUE(kept);
+  EXPECT_EQ(Slurp(dir_ + "/failure.json"),
+            "{\"run\":\"run-1\",\"rank\":1,\"term\":1,\"writer\":\"part 1\",\"holder\":false}");
+  // The root's record is the job's, whoever wrote first.
+  ASSERT_TRUE((*d)->WriteFailure("{\"run\":\"run-1\",\"attempts\":[]}", Root(1)).ok());
+  ASSERT_TRUE((*d)->WriteFailure("{\"run\":\"run-1\",\"rank\":2}", Part(1, 2)).ok());
+  EXPECT_EQ(StampOf(Slurp(dir_ + "/failure.json")).writer, "root 0");
   d = Error{"closed"};
   auto next = Open("run-2");
   ASSERT_TRUE(next.ok());
   ASSERT_TRUE((*next)->WriteFailure("{\"run\":\"run-2\",\"rank\":0}\n").ok());
   EXPECT_EQ(Slurp(dir_ + "/failure.json"), "{\"run\":\"run-2\",\"rank\":0}\n");
+}
+
+TEST_F(LogDirTest, AnOldRootsRecordNeverReplacesANewerTerms) {
+  // Rank 0's shim, cut off for a while, writes after its heir took the job
+  // (term 2) and wrote: the newer term's word stands.
+  auto d = Open("run-1");
+  ASSERT_TRUE(d.ok());
+  ASSERT_TRUE((*d)->WriteFailure("{\"run\":\"run-1\",\"exit_code\":7}", Root(2, 2)).ok());
+  bool kept = false;
+  ASSERT_TRUE((*d)->WriteFailure("{\"run\":\"run-1\",\"exit_code\":125}", Root(1), &kept).ok());
+  EXPECT_TRUE(kept);
+  EXPECT_EQ(StampOf(Slurp(dir_ + "/failure.json")).term, 2);
+  EXPECT_NE(Slurp(dir_ + "/failure.json").find("\"exit_code\":7"), std::string::npos);
+  // A part of the newer term does not replace the holder's either, and the
+  // newer root's own later word does.
+  ASSERT_TRUE((*d)->WriteFailure("{\"run\":\"run-1\",\"exit_code\":1}", Part(2, 4), &kept).ok());
+  EXPECT_TRUE(kept);
+  ASSERT_TRUE((*d)->WriteEndedWell(EndedWellJson("run-1"), Root(2, 2)).ok());
+  EXPECT_NE(Slurp(dir_ + "/failure.json").find("\"exit_code\":0"), std::string::npos);
+}
+
+TEST_F(LogDirTest, AShimThatLostTheJobWritesItsOwnNodesFileAlone) {
+  auto d = Open("run-1");
+  ASSERT_TRUE(d.ok());
+  ASSERT_TRUE((*d)->WriteNodeRecord(3, "{\"run\":\"run-1\",\"exit_code\":125}").ok());
+  EXPECT_EQ(Slurp(dir_ + "/failure.shim-3.json"), "{\"run\":\"run-1\",\"exit_code\":125}");
+  EXPECT_NE(access((dir_ + "/failure.json").c_str(), F_OK), 0);
+  // A link planted at its name is replaced, not followed.
+  const std::string target = root_ + "/target";
+  { std::ofstream(target) << "keep"; }
+  ASSERT_EQ(symlink(target.c_str(), (dir_ + "/failure.shim-4.json").c_str()), 0);
+  ASSERT_TRUE((*d)->WriteNodeRecord(4, "{}").ok());
+  EXPECT_EQ(Slurp(target), "keep");
+  EXPECT_EQ(Slurp(dir_ + "/failure.shim-4.json"), "{}");
+}
+
+TEST_F(LogDirTest, TwoWritersAtOnceLeaveOneWholeRecordOfTheNewestTerm) {
+  // Two processes (an old root and a new one) write in a loop at once: the
+  // file is always one whole record, and the newer term's stands at the end.
+  auto d = Open("run-1");
+  ASSERT_TRUE(d.ok());
+  const std::string big(200000, 'x');
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    for (int i = 0; i < 200; ++i)
+      (void)(*d)->WriteFailure("{\"run\":\"run-1\",\"pad\":\"" + big + "\"}", Root(1));
+    _exit(0);
+  }
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE((*d)->WriteFailure("{\"run\":\"run-1\",\"i\":" + std::to_string(i) + "}",
+                                   Root(2, 2))
+                    .ok());
+    const std::string now = Slurp(dir_ + "/failure.json");
+    ASSERT_TRUE(ParseJson(now).ok()) << now.size();
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_EQ(StampOf(Slurp(dir_ + "/failure.json")).term, 2);
 }
 
 TEST_F(LogDirTest, ALinkPlantedAtTheTemporaryNameNeitherIsFollowedNorBlocksTheReport) {

@@ -142,7 +142,7 @@ struct FakeJob : JobChannel {
   void OnShimSignalled(int, const std::string&) override { ++signalled; }
   bool MayExit() const override { return may_exit; }
   bool PrintsOwnFailure() const override { return true; }
-  bool WritesJobRecord() const override { return true; }
+  RecordStamp Stamp() const override { return {}; }
   std::optional<LinkOrder> TakeOrder() override {
     if (orders.empty()) return std::nullopt;
     LinkOrder o = orders.front();

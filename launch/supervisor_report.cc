@@ -65,9 +65,20 @@ void Supervisor::Report() {
     }
     json = WithMember(json, "waited", waited_json);
     json = WithMember(json, "warm_restart", WarmRestartJson());
-    if (logs_ && !json.empty() && !(stop && stop->no_record)) {
-      Status st = logs_->WriteFailure(json, !link_ || link_->WritesJobRecord());
+    const RecordStamp stamp = link_ ? link_->Stamp() : RecordStamp{};
+    if (logs_ && stop && stop->no_record) {
+      // This shim lost the job (no majority, or a newer root holds it): its
+      // word goes to its own node's file, never to failure.json.
+      if (json.empty()) json = StopJson(config_.run_id, stop->exit_code, stop->message);
+      Status st = logs_->WriteNodeRecord(stamp.shim, Stamped(json, stamp));
       if (!st.ok()) LogWarning("--log-dir: " + st.error().message);
+    } else if (logs_ && !json.empty()) {
+      bool kept = false;
+      Status st = logs_->WriteFailure(json, stamp, &kept);
+      if (!st.ok()) LogWarning("--log-dir: " + st.error().message);
+      if (kept && stamp.holder)
+        LogInfo("--log-dir: " + logs_->path() + "/failure.json holds a newer root's record of the "
+                "job; this shim's (term " + std::to_string(stamp.term) + ") is not written");
     }
   } else if (launcher_gone_) {
     LogInfo("stopped: " + config_.lifeline->What());
@@ -82,10 +93,13 @@ void Supervisor::Report() {
               " ended first, with " + DescribeStatus(machine_.status(*stopped));
     LogInfo(line);
   }
-  // The job's root saw it end well: a shim cut off from it on the way
-  // (a part that ended, its record written) did not end the job.
-  if (logs_ && link_ && link_->WritesJobRecord() && machine_.ExitCode() == 0)
-    logs_->RemoveRunFailure();
+  // The job's root saw it end well: its word stands over any record of an
+  // old root or of a part cut off on the way (launch/record_fence.h).
+  if (logs_ && link_ && machine_.ExitCode() == 0) {
+    const RecordStamp stamp = link_->Stamp();
+    Status st = logs_->WriteEndedWell(EndedWellJson(config_.run_id), stamp);
+    if (!st.ok()) LogWarning("--log-dir: " + st.error().message);
+  }
   if (logs_ && !logs_->losses().empty()) {
     std::string all;
     for (const std::string& l : logs_->losses()) all += (all.empty() ? "" : ", ") + l;

@@ -10,7 +10,6 @@
 #pragma once
 
 #include <algorithm>
-#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -62,15 +61,13 @@ class Election {
 // The root's side: every heir it named, its children lost while they may
 // live (silent, or each said it left for the heir), and when the last heir
 // among them was. Beyond a cut such a heir may take the job: the root waits
-// until every loss of that cut is found before it says "no spare left",
-// and writes the job's record only when no such heir could hold it.
+// until every loss of that cut is found before it says "no spare left".
 class HeirWatch {
  public:
   void Named(int heir) {
     if (heir >= 0) named_.insert(heir);
   }
   void LostAlive(int shim, double now) {
-    lost_alive_.insert(shim);
     if (named_.count(shim)) heir_lost_at_ = now;
   }
   // The heir fell silent and is awaited below the root's successor
@@ -83,24 +80,8 @@ class HeirWatch {
   // other losses of its cut may not all be found yet (until CutFoundAt()).
   bool CutUnsettled(double now) const { return heir_lost_at_ >= 0 && now < CutFoundAt(); }
   double CutFoundAt() const { return heir_lost_at_ + kMaxSilenceS + 1; }
-  // Whether a heir lost alive could have more than half of `size` shims:
-  // the root's children that link to it are those lost alive (a shim
-  // deeper in the tree stays below its parent), with the shims below each
-  // (`below`). Without the tree (`tree_known` false), it could.
-  bool HeirMayHold(int size, bool tree_known,
-                   const std::function<std::vector<int>(int)>& below) const {
-    bool heir = false;
-    for (int s : lost_alive_) heir = heir || named_.count(s);
-    if (!heir) return false;
-    if (!tree_known) return true;
-    std::set<int> side(lost_alive_.begin(), lost_alive_.end());
-    for (int c : lost_alive_)
-      for (int s : below(c)) side.insert(s);
-    return static_cast<int>(side.size()) * 2 > size;
-  }
-
  private:
-  std::set<int> named_, lost_alive_;
+  std::set<int> named_;
   double heir_lost_at_ = -1;
 };
 

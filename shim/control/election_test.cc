@@ -54,29 +54,5 @@ TEST(HeirWatch, AHeirLostAliveKeepsTheCutUnsettledForTheLongestAllowance) {
   EXPECT_EQ(w.CutFoundAt(), 20 + kMaxSilenceS + 1);
 }
 
-// Shims 1 and 2 are the root's children (1 its heir), 3-5 below 1, 6 below
-// 2: of 7 shims, the heir's side of a cut is 1, 3-5 (4: more than half)
-// once 1 was lost alive, and with 2 too; without 1 among them, none.
-TEST(HeirWatch, AHeirMayHoldTheJobOnlyWithMoreThanHalfOnItsSide) {
-  auto below = [](int c) {
-    return c == 1 ? std::vector<int>{3, 4, 5} : c == 2 ? std::vector<int>{6} : std::vector<int>{};
-  };
-  HeirWatch w;
-  w.Named(1);
-  EXPECT_FALSE(w.HeirMayHold(7, true, below));
-  w.LostAlive(2, 5);
-  EXPECT_FALSE(w.HeirMayHold(7, true, below));  // 2 was never a heir
-  w.LostAlive(1, 6);
-  EXPECT_TRUE(w.HeirMayHold(7, true, below));   // 1-6: 6 of 7
-  EXPECT_FALSE(w.HeirMayHold(12, true, below));  // 6 of 12: half is not more
-  EXPECT_TRUE(w.HeirMayHold(11, true, below));
-  HeirWatch alone;
-  alone.Named(1);
-  alone.LostAlive(1, 6);
-  EXPECT_FALSE(alone.HeirMayHold(8, true, below));  // 1, 3-5: 4 of 8
-  EXPECT_TRUE(alone.HeirMayHold(7, true, below));   // 4 of 7
-  EXPECT_TRUE(alone.HeirMayHold(100, false, below));  // no tree: it could
-}
-
 }  // namespace
 }  // namespace aml

@@ -90,6 +90,14 @@ void JobMachine::OnFromChild(const std::string& frame, const Msg& m, double now)
       {"records", false, true, false,
        [](JobMachine* j, const std::string&, const Msg& msg, double at) { j->NoteRecords(msg, at); }},
   };
+  if (root_ && m.Int("term", 0) > term_) {
+    // A word of a newer root's term: this root lost the job (paused or cut
+    // off while a heir took it); it never acts on it again.
+    return StepDown("a newer root holds the job (term " + std::to_string(m.Int("term", 0)) +
+                        ", this shim's " + std::to_string(term_) +
+                        "): this shim steps down and writes no record of the job",
+                    now);
+  }
   const Row* row = RowOf(kRows, m.type());
   if (!row) return;
   if (!row->any && !root_) {
@@ -185,6 +193,9 @@ void JobMachine::OnFromParent(const std::string& frame, const Msg& m, double now
   };
   const Row* row = RowOf(kRows, m.type());
   if (!row) return;
+  // The root's term, where its word says it: what this shim stamps its
+  // records with (launch/record_fence.h).
+  term_ = std::max<int>(term_, static_cast<int>(m.Int("term", term_)));
   if (row->down) ports_->SendDown(frame);
   row->on(this, frame, m, now);
 }

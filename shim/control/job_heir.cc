@@ -84,7 +84,7 @@ void JobMachine::SendRecord() {
 
 std::string JobMachine::RecordFrame(bool lean) const {
   Msg m("record");
-  m.Set("root", c_.rank).Set("host", c_.host).Set("n", attempts_.restarts());
+  m.Set("root", c_.rank).Set("host", c_.host).Set("n", attempts_.restarts()).Set("term", term_);
   m.SetNumber("wall", attempts_.began());
   const std::vector<AttemptRecord>& all = attempts_.list();
   std::vector<AttemptRecord> attempts(
@@ -194,6 +194,7 @@ bool JobMachine::LoadRecord(const std::string& what) {
   const int old_root = static_cast<int>(m->Int("root", -1));
   if (old_root < 0 || old_root >= c_.size || old_root == c_.rank) return false;
   election_.TakePlaceOf(old_root);
+  record_term_ = std::max(1, static_cast<int>(m->Int("term", 1)));
   const JsonValue* attempts = m->Raw("attempts");
   const JsonValue* roster = m->Raw("roster");
   std::vector<AttemptRecord> list;
@@ -316,6 +317,7 @@ void JobMachine::StepDown(const std::string& why, double now) {
   if (Over()) return;
   // Nothing of the job is this shim's to say: not its record, not a verdict.
   root_ = false;
+  lost_job_ = true;
   cut_off_ = true;
   StopOrder own = StopOrder::Of(125, "aml-shim: " + why + "\n", "");
   own.no_record = true;
@@ -362,12 +364,16 @@ void JobMachine::FinishTakeover(double now) {
   }
   if (reached * 2 <= c_.size) {
     // The old root, silent, may live beyond a cut and hold the job (with
-    // half of the shims or more): then the record is its own to write.
+    // half of the shims or more).
+    const int old = election_.lost_root();
     const bool root_holds = election_.root_silent() && (c_.size - reached) * 2 >= c_.size;
-    return StopNoMajority("no majority: " + ShimName(election_.lost_root(), HostOf(election_.lost_root())) +
-                              " was lost and " + MajorityText(reached),
-                          !root_holds, now);
+    return StopNoMajority("no majority: " + ShimName(old, HostOf(old)) + " was lost and " +
+                              MajorityText(reached),
+                          root_holds ? ShimName(old, HostOf(old)) + ", the old root," : "", now);
   }
+  // The job is this shim's in a term of its own: what the old root may
+  // still write is older (launch/record_fence.h).
+  term_ = std::max(term_, record_term_ + 1);
   // Printed by the new root before the restart line.
   attempts_.plan().message = "aml-shim: " + ShimName(election_.lost_root(), HostOf(election_.lost_root())) + " was lost (" +
                          attempts_.current().what + "); " + ShimName(c_.rank, c_.host) +

@@ -156,6 +156,14 @@ class JobMachine {
   // The heir's side: the root's record and the losses it said since.
   const Election& election() const { return election_; }
   bool root() const { return root_; }
+  // The root's term this shim knows of (1: rank 0's shim; a heir that takes
+  // the job holds its record's term and one), and the stamp of what it
+  // writes into --log-dir: it holds the job while it is the root and has
+  // not lost the majority (launch/record_fence.h).
+  int term() const { return term_; }
+  RecordStamp Stamp() const {
+    return RecordStamp{term_, c_.rank, ShimName(c_.rank, c_.host), root_ && !lost_job_};
+  }
   // The root: the child it named its heir (-1: none).
   int heir() const { return heir_; }
   // The root: `shim`, a child that lost it, linked to `parent` (a child of
@@ -235,9 +243,8 @@ class JobMachine {
   std::optional<AttemptRecord> hang_attempt_;
   bool RetireOrStop(int shim, const std::string& reason, double now);
   void StopNoSpare(const std::string& why, double now);
-  void StopNoMajority(const std::string& why, bool writes_record, double now);
+  void StopNoMajority(const std::string& why, const std::string& holder, double now);
   bool HeirLostAlive(double now) const;
-  bool HeirMayHoldJob() const;
   bool Counted(int shim) const { return !gone_.count(shim); }
   // The attempt under way, or (backing off) the one that just ended: a
   // node retired then was retired in it.
@@ -336,6 +343,9 @@ class JobMachine {
   bool finished_ = false, well_sent_ = false;
   // The root (rank 0's shim, or the heir that took its place).
   bool root_ = false;
+  int term_ = 1;                // term()
+  int record_term_ = 1;         // the heir: its root's record's term
+  bool lost_job_ = false;       // the root lost the majority: it writes no record
   int heir_ = -1;               // the child it named its heir
   // The root: the heirs it named, and those lost alive (election.h).
   HeirWatch heirs_;

@@ -142,6 +142,7 @@ void JobMachine::SendRestart(double now) {
   RestartOrder o = attempts_.TakeRestart();
   o.master_port = ports_->FreePort();
   Msg restart("restart");
+  restart.Set("term", term_);
   if (roster_) {
     // A spare for each NODE_RANK retired (docs/control-plane.md, "Spares
     // and retirement"); none left: the job ends (125).

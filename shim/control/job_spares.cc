@@ -108,7 +108,7 @@ void JobMachine::RetireLost(int shim, const std::string& what, double now) {
   if (LostMajority())
     return StopNoMajority("no majority: " + EscapeControl(what) + "; " +
                               MajorityText(c_.size - static_cast<int>(gone_.size())),
-                          !HeirMayHoldJob(), now);
+                          heir_ >= 0 ? ShimName(heir_, HostOf(heir_)) + ", its heir," : "", now);
   // A NODE_RANK retired (now or before) that no spare left can take. When
   // a heir was lost that may live beyond a cut, the other losses of that
   // cut are all found within kMaxSilenceS: until then the attempt ends as
@@ -246,29 +246,26 @@ void JobMachine::StopNoSpare(const std::string& why, double now) {
 }
 
 // More than half of the shims lost (a root's), or not more than half
-// reached (a heir's): this part of the job ends (125). Its record is the
-// job's only when no other shim can hold the job (`writes_record`);
-// otherwise it writes none and prints why (a batch script must not read
-// the end of a part as the job's verdict while the rest of it runs on).
-void JobMachine::StopNoMajority(const std::string& why, bool writes_record, double now) {
-  if (writes_record) return StopNoSpare(why, now);
-  const std::string line = "aml-shim: " + EscapeControl(why) +
-                           ": this part of the job ends; the other part may hold the job, so "
-                           "this shim writes no record of it\n";
-  StopJob(LostStop(why), StopOrder::Of(125, line, ""), now);
+// reached (a heir's): this part of the job ends (125). It writes no record
+// of the job (a shim writes the job's record only while it holds the job
+// with a majority: launch/record_fence.h): the other part may hold the job,
+// and its word is the job's; this shim's goes to its own node's file.
+// `holder`: the shim that may hold the job, where it can say ("" when not).
+void JobMachine::StopNoMajority(const std::string& why, const std::string& holder, double now) {
+  lost_job_ = true;
+  std::string line = "aml-shim: " + EscapeControl(why) + ": this part of the job ends; ";
+  line += holder.empty() ? "the other part may hold the job"
+                         : holder + " may hold the job (a new root names itself in its own line)";
+  line += ", so this shim writes no record of it\n";
+  StopOrder own = StopOrder::Of(125, line, "");
+  own.no_record = true;
+  StopJob(LostStop(why), std::move(own), now);
 }
 
 // A heir of this root lost while it may live, up to kMaxSilenceS and a
 // second ago: the other losses of its cut may not all be found yet.
 bool JobMachine::HeirLostAlive(double now) const {
   return heirs_.CutUnsettled(now);
-}
-
-// Whether a heir lost alive could have more than half of the shims
-// (HeirWatch, election.h), over the tree as this root knows it.
-bool JobMachine::HeirMayHoldJob() const {
-  return heirs_.HeirMayHold(c_.size, !parents_.empty() || !ports_->Parents().empty(),
-                            [this](int c) { return BelowOf(c); });
 }
 
 // The restart line's preface: who took each retired NODE_RANK.

@@ -91,7 +91,7 @@ class ControlPlane : public JobLink, private LinkIo {
   void OnShimSignalled(int sig, const std::string& why = "") override;
   bool MayExit() const override;
   bool PrintsOwnFailure() const override;
-  bool WritesJobRecord() const override { return tree_.machine().root(); }
+  RecordStamp Stamp() const override { return tree_.machine().Stamp(); }
   std::optional<LinkOrder> TakeOrder() override;
 
   // For -v and the bench: the tree's depth and this shim's connections.

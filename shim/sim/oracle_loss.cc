@@ -234,8 +234,6 @@ void Seer::TakeLoss(State st, const Event& e, double lo, double hi, bool heir_la
     TakeLoss(st, e, lo, hi, true, heir);
   }
   if (silent) {
-    for (int s : e.who)
-      if (w_.parent[s] == w_.root && !st.gone.count(s)) st.lost_alive.insert(s);
     if (heir >= 0 && e.who.count(heir) && !heir_last) {
       st.heir_lost_lo = lo;
       st.heir_lost_hi = hi;
@@ -342,19 +340,11 @@ void Seer::LossVerdict(State st, const Event& e, double lo, double hi, bool held
         vacant > spares_left &&
         !(st.heir_lost_lo >= 0 && hi < st.heir_lost_lo + kMaxSilenceS + 1);
     st.story += majority ? "; no majority" : "; no spare left";
-    // Without a majority the root writes the job's record only when no
-    // heir it lost alive could hold more than half: the root's children
-    // lost alive, with the shims below them.
-    if (majority && st.heir_lost_lo >= 0) {
-      std::set<int> side;
-      for (int c : st.lost_alive) {
-        side.insert(c);
-        for (int b : Below(c)) side.insert(b);
-      }
-      if (static_cast<int>(side.size()) * 2 > w_.n) {
-        st.no_record = true;
-        st.story += " (no record: its heir may hold the job)";
-      }
+    // Without a majority the root writes no record of the job, whoever may
+    // hold it (launch/record_fence.h).
+    if (majority) {
+      st.no_record = true;
+      st.story += " (no record)";
     }
     refused_also_.clear();
     if (st.no_record && could_nospare) {

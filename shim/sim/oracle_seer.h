@@ -172,7 +172,6 @@ struct State {
   // the exit codes they may end with; whether the run is foreseen only
   // loosely (exit codes and the root), a compound of faults these rules
   // do not order.
-  std::set<int> lost_alive;
   double heir_lost_lo = -1, heir_lost_hi = -1;
   double nospare_lo = -1, nospare_hi = -1;  // a "no spare left" that waits, until then
   bool no_record = false;  // the root ends without writing the job's record

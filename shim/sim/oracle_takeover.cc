@@ -313,7 +313,6 @@ void Seer::TakeRootLossTo(State st, const Event& e, double lo, double hi, int h)
   st.replaced = true;
   st.streak_shim = -1;  // a loss breaks a node's streak
   st.streak = 0;
-  st.lost_alive.clear();
   st.heir_lost_lo = st.heir_lost_hi = -1;
   st.nospare_lo = st.nospare_hi = -1;
   st.root = h;

@@ -238,7 +238,8 @@ void Seer::Final(const State& st, int code, double lo, double hi, const std::set
   f.decided_hi = hi;
   f.root = st.root;
   f.loose = st.loose;
-  f.no_record = st.no_record;
+  // Without a majority no shim writes the job's record (launch/record_fence.h).
+  f.no_record = st.no_record || refused == "majority";
   f.halts = st.halts;
   f.extra_halt = st.extra_halt;
   f.restart_times = st.restart_times;

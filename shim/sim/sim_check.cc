@@ -105,8 +105,11 @@ std::vector<std::string> Differences(const FaultPlan& plan, const Foreseen& f,
                   Num(f.decided_lo) + "-" + Num(f.decided_hi) + " s");
   if (!run.has_final) return out;
   const StopOrder& o = run.final_order;
-  // A root that may have been replaced beyond a cut writes no record.
-  if (f.no_record) {
+  // A root that may have been replaced beyond a cut, or that lost the
+  // majority, writes no record: its word is its own node's.
+  const bool no_majority = o.no_record && o.message.find("no majority") != std::string::npos &&
+                           (f.refused == "majority" || f.refused_also.count("majority"));
+  if (f.no_record || no_majority) {
     if (!o.attempts_json.empty() || !o.retired_json.empty() || !o.failure_json.empty())
       out.push_back("the root wrote the job's record (" + o.why_not.substr(0, 120) +
                     "), though a heir it lost may hold the job");

@@ -139,7 +139,7 @@ class Shim : public LinkIo, public JobChannel {
   }
   bool MayExit() const override { return machine().MayExit(now_); }
   bool PrintsOwnFailure() const override { return machine().PrintsOwnFailure(); }
-  bool WritesJobRecord() const override { return machine().root(); }
+  RecordStamp Stamp() const override { return machine().Stamp(); }
   std::optional<LinkOrder> TakeOrder() override;
 
   void set_now(double t) {
