@@ -303,12 +303,7 @@ Status LogDir::WriteFailure(const std::string& json, const RecordStamp& stamp, b
 }
 
 Status LogDir::WriteEndedWell(const std::string& json, const RecordStamp& stamp) {
-  {
-    FenceLock lock(dir_fd_);
-    const bool stands = ReadNoFollow(dir_fd_, kFailure, failure_prefix_.size()) == failure_prefix_;
-    if (!WritesEndedWell(stamp, stands)) return Ok();
-  }
-  return WriteFailure(json, stamp);
+  return WritesEndedWell(stamp) ? WriteFailure(json, stamp) : Ok();
 }
 
 Status LogDir::WriteNodeRecord(int shim, const std::string& json) {

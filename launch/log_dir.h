@@ -64,8 +64,7 @@ class LogDir {
   Status WriteFailure(const std::string& json, const RecordStamp& stamp = {},
                       bool* kept = nullptr);
   // The job ended well (`json`: record_fence.h's EndedWellJson): written as
-  // the job's word after a takeover or over a record of the run that
-  // stands (WritesEndedWell), fenced as any record.
+  // the job's word by its root (WritesEndedWell), fenced as any record.
   Status WriteEndedWell(const std::string& json, const RecordStamp& stamp);
   // failure.shim-K.json, whole: the word of a shim that does not hold the job.
   Status WriteNodeRecord(int shim, const std::string& json);

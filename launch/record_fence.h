@@ -41,14 +41,13 @@ bool MayReplace(const RecordStamp& stored, const RecordStamp& incoming);
 // nullopt when the fence keeps `stored`.
 std::optional<std::string> FencedWrite(const std::string& stored, bool same_run,
                                        const std::string& incoming, const RecordStamp& stamp);
-// The record a root writes when the job ended well (exit_code 0), so that
-// no stale record of an old root or a part can stand as the job's word.
+// The record the job's root writes when the job ended well (exit_code 0),
+// so that no stale record can stand as the job's word: an old root's, or a
+// part's written before or after (a shim frozen through the job's end that
+// wakes and writes that it lost the control plane). Written by the holder
+// of a job with a control plane (term 1 or more); a shim alone writes none.
 std::string EndedWellJson(const std::string& run_id);
-// Whether the root writes it: after a takeover (term 2 or more: an old
-// root may have written), or over a record of the run that stands.
-inline bool WritesEndedWell(const RecordStamp& stamp, bool run_record_stands) {
-  return stamp.holder && (stamp.term > 1 || run_record_stands);
-}
+inline bool WritesEndedWell(const RecordStamp& stamp) { return stamp.holder && stamp.term > 0; }
 // The file a shim that does not hold the job writes its word into, beside
 // failure.json: failure.shim-K.json (K: its rank among the shims).
 std::string NodeRecordName(int shim);

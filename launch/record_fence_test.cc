@@ -43,11 +43,11 @@ TEST(RecordFence, ARecordOfAnotherRunOrNoneIsAlwaysReplaced) {
   EXPECT_EQ(*FencedWrite(stored, true, "new", Holder(9)), "new");
 }
 
-TEST(RecordFence, TheEndedWellRecordIsWrittenAfterATakeoverOrOverOneThatStands) {
-  EXPECT_FALSE(WritesEndedWell(Holder(1), false));
-  EXPECT_TRUE(WritesEndedWell(Holder(1), true));
-  EXPECT_TRUE(WritesEndedWell(Holder(2), false));
-  EXPECT_FALSE(WritesEndedWell(Part(2), true));
+TEST(RecordFence, TheEndedWellRecordIsTheJobsRootsWithAControlPlane) {
+  EXPECT_TRUE(WritesEndedWell(Holder(1)));
+  EXPECT_TRUE(WritesEndedWell(Holder(2)));
+  EXPECT_FALSE(WritesEndedWell(Part(2)));
+  EXPECT_FALSE(WritesEndedWell(RecordStamp{}));  // a shim alone
   EXPECT_EQ(EndedWellJson("j"), "{\"run\":\"j\",\"exit_code\":0,\"outcome\":\"the job ended well\"}");
   EXPECT_EQ(NodeRecordName(4), "failure.shim-4.json");
 }

@@ -247,8 +247,10 @@ void ControlPlane::OnTimer(double now) {
 
 void ControlPlane::OnOutput(double now) { tree_.OnOutput(now); }
 
+// (This node's words wait while a woken root hears its links anew:
+// TreeLinks::ToJob.)
 void ControlPlane::OnChildFailed(const LocalFailure& f) {
-  tree_.machine().OnChildFailed(f, Now());
+  tree_.ToJob(Now(), [f](JobMachine& m, double at) { m.OnChildFailed(f, at); });
 }
 
 // --metrics-addr (docs/metrics.md): the job as this shim knows it; rank 0's
@@ -299,19 +301,19 @@ void ControlPlane::OnPace(int64_t look, const std::vector<RankTimes>& times) {
 }
 
 void ControlPlane::OnRecords(const std::vector<RankRecord>& records) {
-  tree_.machine().OnRecords(records, Now());
+  tree_.ToJob(Now(), [records](JobMachine& m, double at) { m.OnRecords(records, at); });
 }
 
 void ControlPlane::OnStacks(const std::vector<RankStack>& stacks) {
-  tree_.machine().OnStacks(stacks, Now());
+  tree_.ToJob(Now(), [stacks](JobMachine& m, double at) { m.OnStacks(stacks, at); });
 }
 
 void ControlPlane::OnWarmStarts(int warm, int cold) {
-  tree_.machine().OnWarmStarts(warm, cold, Now());
+  tree_.ToJob(Now(), [warm, cold](JobMachine& m, double at) { m.OnWarmStarts(warm, cold, at); });
 }
 
 void ControlPlane::OnChildrenDone(const NodeOutcome& o) {
-  tree_.machine().OnChildrenDone(o, Now());
+  tree_.ToJob(Now(), [o](JobMachine& m, double at) { m.OnChildrenDone(o, at); });
 }
 
 void ControlPlane::OnShimSignalled(int sig, const std::string& why) {

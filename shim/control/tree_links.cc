@@ -83,6 +83,7 @@ void TreeLinks::Start(double now) {
 
 // Beats and the join's words are the overlay's; the rest is the job's.
 void TreeLinks::OnChildFrame(int rank, const std::string& frame, double now) {
+  Woke(now);
   Child* c = Find(rank);
   if (!c || c->done || c->gone) return;
   auto m = Msg::Decode(frame);
@@ -114,7 +115,13 @@ void TreeLinks::OnChildFrame(int rank, const std::string& frame, double now) {
     // the job's election then: this root, frozen or descheduled past its
     // heir's allowance (or cut from it for as long), steps down.
     c->left = true;
-    if (machine_.root() && rank == machine_.heir()) StepDown(now);
+    if (machine_.root() && rank == machine_.heir()) {
+      const int heir = machine_.heir();
+      StepDown(now, "no majority: " + ShimName(heir, machine_.HostName(heir)) +
+                        ", this shim's heir, found it silent and holds the job's election (this "
+                        "shim was frozen, descheduled or cut off from it for longer than its "
+                        "allowance): this shim steps down and writes no record of the job");
+    }
     return;
   }
   if (t == "orphan" && !machine_.root()) {
@@ -180,7 +187,44 @@ void TreeLinks::OnChildFrame(int rank, const std::string& frame, double now) {
     departed_output_ = std::max(departed_output_, c->output);
     if (go_) departed_output_ = std::max(departed_output_, now);
   }
+  if (wake_.held()) {
+    // Woken from a pause: the job hears it once this root heard its links
+    // anew (wake_gate.h).
+    wake_.Hold([this, frame, msg = *m](double at) { machine_.OnFromChild(frame, msg, at); });
+    return;
+  }
   machine_.OnFromChild(frame, *m, now);
+}
+
+void TreeLinks::ToJob(double now, std::function<void(JobMachine&, double)> call) {
+  Woke(now);
+  if (!wake_.held()) return call(machine_, now);
+  wake_.Hold([this, call = std::move(call)](double at) { call(machine_, at); });
+}
+
+// A root whose loop ran nothing for WakeGate::kGapS was paused (wake_gate.h).
+void TreeLinks::Woke(double now) {
+  if (!wake_.Ran(now, go_ && machine_.root() && job_.size >= 3)) return;
+  LogVerbose("control plane: this shim, the job's root, ran nothing for " +
+          FormatNumber(wake_.paused_s(), "%.1f") +
+          " s (stopped or descheduled): it hears its links anew before it acts on the job");
+}
+
+// Whether a woken root heard enough to act: more than half of the job's
+// shims since its backlog was read (each child with the shims below it),
+// or every child it still has.
+bool TreeLinks::Settled() const {
+  int heard = 1;
+  bool all = true;
+  for (const Child& c : children_) {
+    if (c.done || c.gone) continue;
+    if (!wake_.Fresh(c.live.last_heard)) {
+      all = false;
+      continue;
+    }
+    heard += 1 + static_cast<int>(Below(c.rank).size());
+  }
+  return all || heard * 2 > job_.size;
 }
 
 void TreeLinks::OnParentFrame(const std::string& frame, double now) {
@@ -322,12 +366,25 @@ double TreeLinks::NextDeadline(double now) const {
     next = std::min(next, parent_live_.LostAt(now, startup_until));
   // The allowances shrink when start-up is over: look again then.
   if (go_ && startup_until > now) next = std::min(next, startup_until);
-  if (go_) next = std::min(next, machine_.NextDeadline(now));
+  if (wake_.held()) next = std::min(next, wake_.Deadline());
+  else if (go_) next = std::min(next, machine_.NextDeadline(now));
   next = machine_.straggler().NextDeadline(next, go_);
   return std::max(next, now);
 }
 
 void TreeLinks::OnTimer(double now) {
+  Woke(now);
+  if (wake_.held() && Settled()) {
+    wake_.Release(now);
+  } else if (wake_.held() && now >= wake_.Deadline()) {
+    wake_.Drop();
+    StepDown(now, "no majority: this shim, the job's root, ran nothing for " +
+                      FormatNumber(wake_.paused_s(), "%.1f") +
+                      " s (stopped or descheduled), and heard from no more than half of the "
+                      "job's shims within " + FormatNumber(WakeGate::kConfirmS, "%g") +
+                      " s of waking: its heir may hold the job; this shim steps down and "
+                      "writes no record of the job");
+  }
   const double startup_until = go_at_ + startup_s_;
   // Stopped or descheduled since its links were read: its own pause is no
   // one's silence (what came meanwhile is read in the next round).
@@ -361,7 +418,7 @@ void TreeLinks::OnTimer(double now) {
     LoseParent("silent for " + FormatNumber(now - parent_live_.last_heard, "%.1f") + " s", true,
                now);
   if (now >= next_beat_) Beat(now);
-  if (go_) machine_.OnTimer(now);
+  if (go_ && !wake_.held()) machine_.OnTimer(now);
   machine_.straggler().OnTimer(now, go_);
 }
 

@@ -9,6 +9,7 @@
 // simulated ones: the same code either way.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -19,6 +20,7 @@
 #include "shim/control/job_machine.h"
 #include "shim/control/liveness.h"
 #include "shim/control/straggler_looks.h"
+#include "shim/control/wake_gate.h"
 
 namespace aml {
 
@@ -185,7 +187,14 @@ class TreeLinks : private JobPorts, private LookLinks {
   // The root: its heir and the successor after it (the next child the
   // heir's place would go to), said to every child.
   int SayHeir(int heir);
-  void StepDown(double now);
+  void StepDown(double now, const std::string& why);
+ public:
+  // This node's own word to the job (its ranks' failure, records, stacks,
+  // end): handed to the job now, or held as the links' words are while a
+  // woken root hears its links anew (wake_gate.h).
+  void ToJob(double now, std::function<void(JobMachine&, double)> call);
+
+ private:
   void Beat(double now);
   // LookLinks (the straggler check's looks: straggler_check.h).
   std::vector<int> LiveChildren() const override;
@@ -240,6 +249,12 @@ class TreeLinks : private JobPorts, private LookLinks {
   int depth_ = 0;
   double go_at_ = 0, next_beat_ = 0;
   double polled_at_ = -1;  // the loop's last read of its links (-1: never said)
+  // A root that wakes from a pause holds the job's words until it has
+  // heard its links anew (wake_gate.h); Woke checks the loop's gap, and
+  // Settled whether what it heard since lets the job have them.
+  WakeGate wake_;
+  void Woke(double now);
+  bool Settled() const;
   double my_output_ = 0, departed_output_ = 0;
   std::map<std::string, long> frames_;
   std::vector<std::string> lost_up_;  // every "lost" it passed up

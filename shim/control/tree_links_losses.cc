@@ -13,6 +13,7 @@ namespace aml {
 // ---- Losses
 
 void TreeLinks::OnChildClosed(int rank, const std::string& why, double now) {
+  Woke(now);
   Child* c = Find(rank);
   if (c && !c->done && !c->gone) Lose(*c, why, false, now);
 }
@@ -29,9 +30,18 @@ void TreeLinks::Lose(Child& c, const std::string& why, bool silent, double now) 
   departed_output_ = std::max(departed_output_, c.output);
   if (!go_) return;
   const int rank = c.rank;
-  machine_.OnShimLost(rank, "the control plane lost " + ShimName(rank, c.host) + " (" +
-                          EscapeControl(why) + ")",
-                      silent || c.left, now);
+  const std::string what = "the control plane lost " + ShimName(rank, c.host) + " (" +
+                           EscapeControl(why) + ")";
+  const bool may_live = silent || c.left;
+  if (wake_.held()) {
+    // Woken from a pause: the job hears of the loss once this root heard
+    // its links anew (wake_gate.h).
+    wake_.Hold([this, rank, what, may_live](double at) {
+      machine_.OnShimLost(rank, what, may_live, at);
+    });
+  } else {
+    machine_.OnShimLost(rank, what, may_live, now);
+  }
   // The root's successor lost (the heir kept): another is named.
   const int heir = machine_.heir();
   if (machine_.root() && rank == next_ && heir >= 0 && heir != rank && Keeps(heir)) SayHeir(heir);
@@ -169,18 +179,15 @@ bool TreeLinks::MoveBelow(int to, const std::string& addr, const std::string& wh
   return true;
 }
 
-// The root's heir found it lost and holds the job's election (its "left"):
-// this root's children link to the heir as if its link had closed
-// ("yield"), and it ends its part with 125, writing nothing of the job.
-void TreeLinks::StepDown(double now) {
+// The root's heir found it lost and holds the job's election (its "left"),
+// or the root woke from a pause and heard no majority (wake_gate.h): this
+// root's children link to the heir as if its link had closed ("yield"),
+// and it ends its part with 125, writing nothing of the job.
+void TreeLinks::StepDown(double now, const std::string& why) {
   const int heir = machine_.heir();
   for (const Child& c : children_)
     if (!c.done && !c.gone && c.rank != heir) io_->Send(c.rank, Msg("yield").Encode());
-  machine_.StepDown("no majority: " + ShimName(heir, machine_.HostName(heir)) +
-                        ", this shim's heir, found it silent and holds the job's election (this "
-                        "shim was frozen, descheduled or cut off from it for longer than its "
-                        "allowance): this shim steps down and writes no record of the job",
-                    now);
+  machine_.StepDown(why, now);
 }
 
 }  // namespace aml

@@ -207,7 +207,13 @@ TEST(TreeLinks, ARootLosesAChildThatLeftForTheHeirOnlyWhenTheHeirNeverSaysItCame
   HeirToo t;
   t.root.OnChildFrame(2, Msg("left").Set("silent", 1).Encode(), 40);
   t.root.OnChildClosed(2, "closed", 40);
-  t.root.OnChildFrame(1, Msg("beat").Encode(), 40 + kRelinkS - 0.1);  // (the heir beats on)
+  // (The heir beats on, and the root's loop runs every second: a root whose
+  // loop ran nothing for seconds was paused, and hears its links anew.)
+  for (double now = 41; now < 40 + kRelinkS - 0.1; now += 1) {
+    t.root.OnChildFrame(1, Msg("beat").Encode(), now);
+    t.root.OnTimer(now);
+  }
+  t.root.OnChildFrame(1, Msg("beat").Encode(), 40 + kRelinkS - 0.1);
   t.root.OnTimer(40 + kRelinkS - 0.1);
   EXPECT_EQ(t.root.machine().state(), JobState::kRunning);
   EXPECT_TRUE(t.root_io.Of(1, "gone").empty());
@@ -280,10 +286,12 @@ TEST(TreeLinks, ASilentChildThatNeverComesBelowTheHeirIsLostAfterItsAllowanceAnd
   HeirToo t;
   // A loaded start-up gave shim 2 a long allowance for the root: 20 s.
   t.root.OnChildFrame(2, BeatSaying(20), 34);
-  for (double now : {39.0, 45.0, 55.0, 34 + 1 + 20 + kRelinkS - 0.1}) {
-    t.root.OnChildFrame(1, Msg("beat").Encode(), now);
-    t.root.OnTimer(now);
-    ASSERT_TRUE(t.root.Keeps(2)) << now;
+  // (The heir beats every second, and the root's loop runs as often.)
+  for (double now = 35; now <= 34 + 1 + 20 + kRelinkS - 0.1 + 1e-9; now += 1) {
+    const double at = std::min(now, 34 + 1 + 20 + kRelinkS - 0.1);
+    t.root.OnChildFrame(1, Msg("beat").Encode(), at);
+    t.root.OnTimer(at);
+    ASSERT_TRUE(t.root.Keeps(2)) << at;
   }
   t.root.OnChildFrame(1, Msg("beat").Encode(), 34 + 1 + 20 + kRelinkS);
   t.root.OnTimer(34 + 1 + 20 + kRelinkS);
@@ -549,6 +557,71 @@ TEST(TreeLinks, ARootStoppedBetweenItsReadAndItsTimersJudgesNoLinkSilentByItsOwn
   u.root.OnPolled(70);
   u.root.OnTimer(70);
   EXPECT_FALSE(u.root.Keeps(2));
+}
+
+// The root's loop ran every second until 40 s, then nothing for 20 s
+// (SIGSTOP, SIGCONT): a failure from below and its heir's "left" waited in
+// its links. Before, it read the failure first and said "halt" to a job
+// its heir held (aml-plane-sim, nemesis seed 409); now it hears its links
+// anew before it acts (wake_gate.h), and the heir's word makes it step down.
+Msg FailOf(int shim) {
+  return Msg("fail").SetNumber("time", 45).Set("rank", shim).Set("node", shim).Set("code", 1)
+      .Set("shim", shim).Set("host", "h" + std::to_string(shim));
+}
+
+void SteadyUntil(TreeLinks* root, double until) {
+  for (double now = 1; now <= until; now += 1) {
+    root->OnChildFrame(1, Msg("beat").Encode(), now);
+    root->OnChildFrame(2, Msg("beat").Encode(), now);
+    root->OnTimer(now);
+  }
+}
+
+TEST(TreeLinks, ARootWokenFromAPauseActsOnNothingThatWaitedBeforeItHearsItsLinks) {
+  HeirToo t;
+  SteadyUntil(&t.root, 40);
+  t.root.OnChildFrame(2, FailOf(2).Encode(), 60);
+  EXPECT_TRUE(t.root_io.Of(1, "halt").empty()) << "no word to the job yet";
+  t.root.OnChildFrame(1, Msg("left").Set("silent", 1).Encode(), 60);
+  t.root.OnTimer(60);
+  EXPECT_TRUE(t.root_io.Of(1, "halt").empty());
+  EXPECT_EQ(t.root.machine().state(), JobState::kStopped);
+  EXPECT_FALSE(t.root.machine().root());
+  EXPECT_FALSE(t.root.machine().Stamp().holder);
+}
+
+// Woken, it hears its children anew (a beat each after its backlog): it
+// holds the job, and the failure that waited is the job's as before.
+TEST(TreeLinks, ARootWokenThatHearsAMajorityAnewActsOnWhatWaited) {
+  HeirToo t;
+  SteadyUntil(&t.root, 40);
+  t.root.OnChildFrame(2, FailOf(2).Encode(), 60);
+  t.root.OnTimer(60);
+  EXPECT_TRUE(t.root_io.Of(1, "halt").empty());
+  t.root.OnChildFrame(1, Msg("beat").Encode(), 61);
+  t.root.OnChildFrame(2, Msg("beat").Encode(), 61);
+  t.root.OnTimer(61);
+  EXPECT_EQ(t.root_io.Of(1, "halt").size(), 1u) << "the failure, now the job's";
+  EXPECT_TRUE(t.root.machine().root());
+}
+
+// Woken and cut off (nothing comes within kConfirmS): it holds the job no
+// more, steps down and writes no record; what waited is dropped.
+TEST(TreeLinks, ARootWokenThatHearsNoOneStepsDown) {
+  HeirToo t;
+  SteadyUntil(&t.root, 40);
+  t.root.OnChildFrame(2, FailOf(2).Encode(), 60);
+  t.root.OnTimer(60 + WakeGate::kConfirmS - 0.1);
+  EXPECT_NE(t.root.machine().state(), JobState::kStopped);
+  t.root.OnTimer(60 + WakeGate::kConfirmS);
+  EXPECT_TRUE(t.root_io.Of(1, "halt").empty());
+  ASSERT_EQ(t.root.machine().state(), JobState::kStopped);
+  EXPECT_FALSE(t.root.machine().Stamp().holder);
+  // A pause shorter than WakeGate::kGapS is no pause (a busy node).
+  HeirToo busy;
+  SteadyUntil(&busy.root, 40);
+  busy.root.OnChildFrame(2, FailOf(2).Encode(), 42.5);
+  EXPECT_EQ(busy.root_io.Of(1, "halt").size(), 1u);
 }
 
 }  // namespace

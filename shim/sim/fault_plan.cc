@@ -30,7 +30,7 @@ const FaultKind kKinds[] = {FaultKind::kFail,    FaultKind::kFreeze,   FaultKind
                             FaultKind::kPartition, FaultKind::kStraggler, FaultKind::kStranger,
                             FaultKind::kReplay,    FaultKind::kTwin,     FaultKind::kUnfit,
                             FaultKind::kBusy,      FaultKind::kStandbyLost,
-                            FaultKind::kStandbyRefuse};
+                            FaultKind::kStandbyRefuse, FaultKind::kOneWay};
 
 // The kind FaultKindName names `s`.
 bool KindOf(const std::string& s, FaultKind* k) {
@@ -44,7 +44,13 @@ bool KindOf(const std::string& s, FaultKind* k) {
 
 bool NeedsTwo(FaultKind k) {
   return k == FaultKind::kFreeze || k == FaultKind::kCut || k == FaultKind::kKill ||
-         k == FaultKind::kPartition || k == FaultKind::kReplay || k == FaultKind::kTwin;
+         k == FaultKind::kPartition || k == FaultKind::kReplay || k == FaultKind::kTwin ||
+         k == FaultKind::kOneWay;
+}
+
+bool Ends(FaultKind k) {
+  return k == FaultKind::kFreeze || k == FaultKind::kCut || k == FaultKind::kPartition ||
+         k == FaultKind::kOneWay;
 }
 
 // "3-7" or "3+5+9" (or a mix, "1-3+8"): the shims of a partition, each in
@@ -249,6 +255,55 @@ void DrawRandom(int shims, std::mt19937_64* rng, FaultPlan* p) {
   }
 }
 
+// --faults nemesis: faults that end (and at times failures and kills beside
+// them), any number, at random moments, with spares and restarts: what
+// Jepsen's nemesis does to a cluster, the root its first target.
+void DrawNemesis(int shims, std::mt19937_64* rng, FaultPlan* p) {
+  p->spares = Draw(rng, 1, std::min(3, shims - 2));
+  p->max_restarts = Draw(rng, 1, 3);
+  p->restarts_succeed = Draw(rng, 0, 2) > 0;
+  const int n = Draw(rng, 1, 4);
+  for (int i = 0; i < n; ++i) {
+    static const FaultKind ending[] = {FaultKind::kFreeze, FaultKind::kCut,
+                                       FaultKind::kPartition, FaultKind::kOneWay,
+                                       FaultKind::kFreeze};
+    Fault f;
+    f.kind = ending[Draw(rng, 0, 4)];
+    f.at_s = DrawS(rng, 0, 60);
+    // Short (a hiccup), past the allowances (5 s steady, 30 s at start-up),
+    // or long (after the heir's election).
+    const int len = Draw(rng, 0, 2);
+    f.for_s = std::round((len == 0 ? DrawS(rng, 0.5, 4) : len == 1 ? DrawS(rng, 6, 20)
+                                                                    : DrawS(rng, 30, 90)) *
+                         1000) / 1000;
+    // The root half the time (a freeze of the root, or its node cut off: a
+    // partition of every other shim).
+    const bool root = Draw(rng, 0, 1) == 0;
+    f.shim = root ? 0 : Draw(rng, 1, shims - 1);
+    if (f.kind == FaultKind::kPartition) {
+      std::set<int> g;
+      if (root) {
+        for (int s = 1; s < shims; ++s) g.insert(s);
+      } else {
+        const int size = Draw(rng, 1, std::max(1, shims - 2));
+        while (static_cast<int>(g.size()) < size) g.insert(Draw(rng, 1, shims - 1));
+      }
+      f.group.assign(g.begin(), g.end());
+      f.shim = f.group.front();
+    } else if (f.kind == FaultKind::kCut || f.kind == FaultKind::kOneWay) {
+      f.shim = Draw(rng, 1, shims - 1);  // its link to its parent (the root's, often)
+    }
+    p->faults.push_back(f);
+  }
+  if (Draw(rng, 0, 1) == 0)
+    p->faults.push_back({FaultKind::kFail, DrawS(rng, 0, 60), Draw(rng, 0, shims - 1), {}});
+  if (Draw(rng, 0, 3) == 0)
+    p->faults.push_back({FaultKind::kKill, DrawS(rng, 0, 60), Draw(rng, 1, shims - 1), {}});
+  if (Draw(rng, 0, 3) == 0)
+    p->faults.push_back({FaultKind::kBusy, DrawS(rng, 0, 60),
+                         Draw(rng, 0, 1) == 0 ? Draw(rng, 0, shims - 1) : Fault::kAll, {}});
+}
+
 // KIND[@SECONDS][:SHIM],..., "hang" and "restarts=N[(failing)]": a spec, or
 // what Describe() printed of a drawn plan (so that any run replays as one).
 Status ParseSpec(const std::string& spec, int shims, std::mt19937_64* rng, FaultPlan* p) {
@@ -324,7 +379,11 @@ Status ParseSpec(const std::string& spec, int shims, std::mt19937_64* rng, Fault
       continue;
     }
     Fault f;
-    std::string kind = item, at, who;
+    std::string kind = item, at, who, lasts;
+    if (auto t = kind.find('~'); t != std::string::npos) {
+      lasts = kind.substr(t + 1);
+      kind.resize(t);
+    }
     if (auto c = kind.find(':'); c != std::string::npos) {
       who = kind.substr(c + 1);
       kind.resize(c);
@@ -361,6 +420,13 @@ Status ParseSpec(const std::string& spec, int shims, std::mt19937_64* rng, Fault
     }
     if (NeedsTwo(f.kind) && shims < 2)
       return Error{"--faults: '" + item + "' needs --shims 2 or more"};
+    if (!lasts.empty()) {
+      char* end = nullptr;
+      f.for_s = std::strtod(lasts.c_str(), &end);
+      if (end == lasts.c_str() || *end || !(f.for_s >= 0) || !Ends(f.kind))
+        return Error{"--faults: '" + item + "': '~" + lasts + "' ends no fault (a freeze, cut, "
+                     "partition or oneway, for D seconds)"};
+    }
     if (f.kind == FaultKind::kPartition) {
       if (who.empty()) who = std::to_string(other());
       // "half": shims 1 to N/2 (an even job splits in two halves).
@@ -379,7 +445,7 @@ Status ParseSpec(const std::string& spec, int shims, std::mt19937_64* rng, Fault
       f.shim = static_cast<int>(*n);
       if ((f.kind == FaultKind::kReplay || f.kind == FaultKind::kTwin) && f.shim == 0)
         return Error{"--faults: '" + item + "': rank 0's shim has no parent to say hello to"};
-      if (f.kind == FaultKind::kCut && f.shim == 0)
+      if ((f.kind == FaultKind::kCut || f.kind == FaultKind::kOneWay) && f.shim == 0)
         return Error{"--faults: '" + item + "': rank 0's shim has no parent to be cut from"};
     } else {
       f.shim = f.kind == FaultKind::kFail ? Draw(rng, 0, shims - 1) : other();
@@ -418,6 +484,7 @@ const char* FaultKindName(FaultKind k) {
     case FaultKind::kBusy: return "busy";
     case FaultKind::kStandbyLost: return "standbylost";
     case FaultKind::kStandbyRefuse: return "standbyrefuse";
+    case FaultKind::kOneWay: return "oneway";
   }
   return "?";
 }
@@ -430,7 +497,8 @@ std::string FaultPlan::Describe() const {
            (f.kind == FaultKind::kPartition ? GroupText(f.group)
             : f.shim == Fault::kRoot         ? std::string("root")
             : f.shim == Fault::kAll          ? std::string("all")
-                                             : std::to_string(f.shim));
+                                             : std::to_string(f.shim)) +
+           (f.for_s >= 0 ? "~" + FormatNumber(f.for_s, "%.3f") : "");
   if (quiet) out += (out.empty() ? "" : ",") + std::string("hang");
   if (warm) out += (out.empty() ? "" : ",") + std::string("warm");
   if (group_up_s != 0.5) out += ",groupup=" + FormatNumber(group_up_s, "%.3f");
@@ -457,6 +525,12 @@ std::string FaultPlan::Describe() const {
 bool FaultPlan::Busy() const {
   for (const Fault& f : faults)
     if (f.kind == FaultKind::kBusy) return true;
+  return false;
+}
+
+bool FaultPlan::Ends() const {
+  for (const Fault& f : faults)
+    if (f.for_s >= 0 || f.kind == FaultKind::kOneWay) return true;
   return false;
 }
 
@@ -534,6 +608,25 @@ Result<FaultPlan> MakeFaultPlan(const std::string& spec, int shims, std::mt19937
                                                  : FaultKind::kStandbyRefuse,
                             DrawS(rng, 0, 60), Draw(rng, 0, shims - 1), {}});
     }
+    // Faults that end at times (drawn last too): a freeze thaws, a cut or
+    // a partition heals, or a one-way cut beside the rest.
+    if (shims >= 3 && Draw(rng, 0, 5) == 0) {
+      std::vector<Fault*> ending;
+      for (Fault& f : p.faults)
+        if (f.kind == FaultKind::kFreeze || f.kind == FaultKind::kCut ||
+            f.kind == FaultKind::kPartition)
+          ending.push_back(&f);
+      if (!ending.empty() && Draw(rng, 0, 1) == 0) {
+        ending[static_cast<size_t>(Draw(rng, 0, static_cast<int>(ending.size()) - 1))]->for_s =
+            std::round(DrawS(rng, 0.5, 60) * 1000) / 1000;
+      } else {
+        p.faults.push_back({FaultKind::kOneWay, DrawS(rng, 0, 60), Draw(rng, 1, shims - 1), {}});
+        if (Draw(rng, 0, 1) == 0) p.faults.back().for_s = std::round(DrawS(rng, 0.5, 60) * 1000) / 1000;
+      }
+    }
+  } else if (spec == "nemesis") {
+    if (shims < 3) return Error{"--faults nemesis needs --shims 3 or more"};
+    DrawNemesis(shims, rng, &p);
   } else if (spec == "warm") {
     DrawWarm(shims, rng, &p);
   } else if (spec == "pace") {

@@ -8,6 +8,17 @@
 //   freeze    one shim stops processing (SIGSTOP, a node that stops answering)
 //   cut       the link between one shim and its parent drops every frame
 //   partition a set of shims is cut off from the rest, both sides alive
+//   oneway    one shim's frames to its parent are lost while the parent's
+//             reach it (a one-way cut: a route or a firewall rule lost)
+//   Faults that end (Jepsen's nemesis heals what it breaks): "~D" after a
+//   freeze, a cut, a partition or a one-way cut ends it D seconds later.
+//   A freeze thaws (SIGCONT): what reached the shim meanwhile waits in its
+//   kernel and is read before its timers run, a backlog. A cut heals: what
+//   was sent across it meanwhile arrives then, in order (TCP retransmits),
+//   and a link its peer closed meanwhile is reset. Such plans are checked
+//   against what must hold whatever the timing, not against foreseen
+//   outcomes (sim_invariants.cc: one root acts in a term, no old root
+//   restarts, every shim ends, the shared log dir's record is true).
 //   kill      one shim dies (its links close)
 //   hang      no rank writes output: --hang-timeout judges the job hung;
 //             "skip=S" too: shim S's first rank never entered the last
@@ -63,6 +74,9 @@
 //   standbyrefuse one shim's standbys refuse their orders from then on
 //   random    any mix of the above, several at once, at random moments
 //             (and at times spares: "spares=K" in a spec)
+//   nemesis   faults that end, any number at random moments, with spares:
+//             the root or any shim frozen then thawed, cut off then healed,
+//             cut one way, partitions that heal, beside failures and kills
 //   rootloss  with spares, rank 0's shim killed, frozen or cut off by a
 //             partition of any size ("kill:0,restarts=1,spares=1" in a spec);
 //             "kill@100:root" kills whichever shim holds the job then (a
@@ -73,7 +87,8 @@
 // A SPEC is a comma-separated list of KIND[@SECONDS][:SHIM], e.g.
 // "fail@12:37,freeze@40:5": the kinds above at a virtual time after rank 0's
 // go, on a shim (a random one when left out); a partition names its shims
-// as a range, "partition@40:5-9", or "half" (shims 1 to N/2).
+// as a range, "partition@40:5-9", or "half" (shims 1 to N/2); "~D" ends
+// the fault D seconds later ("freeze@40:0~12").
 #pragma once
 
 #include <algorithm>
@@ -89,7 +104,7 @@ namespace aml {
 
 enum class FaultKind {
   kFail, kFreeze, kCut, kKill, kHang, kSigterm, kSlow, kStubbornRanks, kPartition, kStraggler,
-  kStranger, kReplay, kTwin, kUnfit, kBusy, kStandbyLost, kStandbyRefuse
+  kStranger, kReplay, kTwin, kUnfit, kBusy, kStandbyLost, kStandbyRefuse, kOneWay
 };
 const char* FaultKindName(FaultKind k);
 
@@ -98,6 +113,7 @@ struct Fault {
   double at_s = 0;         // virtual seconds after rank 0's go
   int shim = -1;           // -1 until drawn; kRoot: the job's root then
   std::vector<int> group;  // kPartition: the shims cut off from the rest
+  double for_s = -1;       // a freeze, cut, partition or one-way cut ends after this (-1: never)
   // A kill or a freeze of the shim that holds the job when it comes (rank
   // 0's, or the heir that took the job from it): "kill@100:root".
   static constexpr int kRoot = -3;
@@ -150,6 +166,9 @@ struct FaultPlan {
   // link's 5 s allowance less a beat: a busy shim is late, never lost.
   static constexpr double kBusyPauseS = 2.5;
   bool Busy() const;
+  // Some fault ends (a thaw, a heal): checked by what must hold, not by
+  // foreseen outcomes.
+  bool Ends() const;
   // How long a healthy attempt runs before its ranks end with 0: a few
   // seconds, or past the last fault (forever when the ranks hang).
   double run_s = 5;

@@ -145,6 +145,13 @@ void Seer::TakeRootLossTo(State st, const Event& e, double lo, double hi, int h)
   st.dropped.insert(static_cast<int>(e.t));
   const bool can = spares_ && w_.n >= 3 && h >= 0 && st.restarts < p_.max_restarts &&
                    w_.dead_at[h] > hi;
+  // The heir lost within the window in which the root's loss is found: it
+  // may have taken the job first (a kill's closes are found at once), and
+  // lost it in turn to its own heir (aml-plane-sim, seed 290406894).
+  if (!can && spares_ && w_.n >= 3 && h >= 0 && st.restarts < p_.max_restarts &&
+      w_.dead_at[h] > lo)
+    Loosely(st, f, r, "the heir, shim " + std::to_string(h) +
+                          ", may take the job before its own loss (loosely)");
   if (!can) {
     if (!dies) return TakeLoss(st, loss, lo, hi, false, h);
     // No heir takes the job: every shim is cut off (a child of the root

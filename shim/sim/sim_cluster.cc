@@ -120,9 +120,47 @@ void Cluster::Send(int from, int to, const std::string& frame) {
   if (frame.rfind("{\"t\":\"pace\"", 0) == 0 && frame.find("\"s\":") != std::string::npos)
     record_.pace_bytes_max = std::max<long long>(record_.pace_bytes_max,
                                                  static_cast<long long>(frame.size()));
-  if (Cut(from, to)) return;
+  if (!Carries(from, to)) {
+    if (plan_.Ends()) Hold(from, to, std::make_shared<const std::string>(frame));
+    return;
+  }
   const double arrive = Arrival(from, to, frame.size() + 4, now_);
   Push({arrive, 0, Ev::kFrame, to, from, std::make_shared<const std::string>(frame)});
+}
+
+// A frame (or a close: null) sent across a cut that may heal: held, in
+// order, until it does (TCP retransmits what the other side did not ack).
+void Cluster::Hold(int from, int to, std::shared_ptr<const std::string> frame) {
+  held_[{from, to}].push_back(std::move(frame));
+}
+
+// After a heal: each direction that carries again gets what was held. A
+// peer that closed its side meanwhile answers with a reset (the sender
+// reads its link closed); else the frames and the close arrive in order.
+void Cluster::SendHeld(double now) {
+  for (auto it = held_.begin(); it != held_.end();) {
+    const auto [from, to] = it->first;
+    if (!Carries(from, to)) {
+      ++it;
+      continue;
+    }
+    Shim& sender = *shims_[static_cast<size_t>(from)];
+    Shim& peer = *shims_[static_cast<size_t>(to)];
+    if (peer.closed.count(from) || peer.killed || peer.exited) {
+      if (!sender.closed.count(to) && !sender.killed && !sender.exited)
+        Push({now + lat_s_, 0, Ev::kClosed, from, to, nullptr});
+    } else {
+      for (auto& frame : it->second) {
+        if (frame) {
+          Push({Arrival(from, to, frame->size() + 4, now), 0, Ev::kFrame, to, from, frame});
+        } else {
+          Push({Arrival(from, to, 0, now), 0, Ev::kClosed, to, from, nullptr});
+          break;
+        }
+      }
+    }
+    it = held_.erase(it);
+  }
 }
 
 // ---- The overlay's running part: plane.cc's TreeLinks
@@ -162,8 +200,10 @@ void Cluster::CloseLink(Shim& s, int peer, double now, double late) {
   if (s.closed.count(peer)) return;
   s.closed.insert(peer);
   // The close follows what was sent before it on the link.
-  if (!Cut(s.id(), peer))
+  if (Carries(s.id(), peer))
     Push({Arrival(s.id(), peer, 0, now) + late, 0, Ev::kClosed, peer, s.id(), nullptr});
+  else if (plan_.Ends())
+    Hold(s.id(), peer, nullptr);
 }
 
 void Cluster::CloseFinished(Shim& s, double now) {
@@ -263,14 +303,24 @@ void Cluster::Exit(Shim& s, double now) {
   s.exited = true;
   s.exit_at = now;
   s.exit_code = s.node.ExitCode();  // the supervisor's own rule
+  WriteRecord(s);
   if (s.procs.StandbysLeft())
     Violate("shim " + std::to_string(s.id()) + " exited with a standby alive (--warm-restart: "
             "a process of it outlived it)");
-  // Nobody exits while a shim below still runs its part, unless lost.
+  // Nobody exits while a shim below still runs its part, unless lost, or
+  // unless it lost the job (an old root that woke or whose link healed):
+  // it stepped down and told its children to yield (they link to its
+  // heir), or ended its part without a majority, and a child that lost it
+  // (the heir electing, a child below the heir) is in the other part.
   const double stopped = s.stop_order_at >= 0 ? s.stop_order_at : s.signalled_at;
-  for (int c : s.tree.children()) {
+  const bool lost_job = s.has_final && s.final_order.no_record;
+  const bool stepped_down = lost_job && !s.machine().root();
+  for (int c : stepped_down ? std::vector<int>{} : s.tree.children()) {
     const Shim& kid = *shims_[static_cast<size_t>(c)];
     if (!s.tree.Keeps(c) || kid.exited || dead_.count(c)) continue;
+    // (With faults that end, a child that lost this shim is in another
+    // part whatever this one's end: a cut healed after it left.)
+    if ((lost_job || plan_.Ends()) && (kid.parent() != s.id() || kid.tree.parent_lost())) continue;
     if (kid.machine().state() == JobState::kDone) continue;
     // (At its deadline it may go, a busy shim below being later: `stopped`
     // is when the node took the order, the frames' handling after the
@@ -288,9 +338,11 @@ void Cluster::Exit(Shim& s, double now) {
 void Cluster::OnFault(const Fault& f, double now) {
   if (f.kind == FaultKind::kPartition) {
     // Its shims keep running and their links stay open; nothing crosses.
-    if (side_.empty()) side_.assign(shims_.size(), 0);
+    const size_t index = static_cast<size_t>(&f - plan_.faults.data());
+    std::vector<char>& in = parts_[index];
+    in.assign(shims_.size(), 0);
     for (int g : f.group) {
-      side_[static_cast<size_t>(g)] = static_cast<int>(&f - plan_.faults.data()) + 1;
+      in[static_cast<size_t>(g)] = 1;
       faulted_.insert(g);
     }
     if (loss_at_ < 0) loss_at_ = now;
@@ -313,6 +365,7 @@ void Cluster::OnFault(const Fault& f, double now) {
     case FaultKind::kFreeze:
       if (s.frozen) return;
       s.frozen = true;
+      s.thaws = f.for_s >= 0;
       faulted_.insert(s.id());
       dead_.insert(s.id());
       if (loss_at_ < 0) loss_at_ = now;
@@ -330,6 +383,17 @@ void Cluster::OnFault(const Fault& f, double now) {
     case FaultKind::kCut:
       if (s.parent() < 0) return;
       cut_.insert({std::min(s.id(), s.parent()), std::max(s.id(), s.parent())});
+      cut_links_[static_cast<size_t>(&f - plan_.faults.data())] =
+          {std::min(s.id(), s.parent()), std::max(s.id(), s.parent())};
+      faulted_.insert(s.id());
+      if (loss_at_ < 0) loss_at_ = now;
+      causes_.push_back(now);
+      break;
+    case FaultKind::kOneWay:
+      // Its frames to its parent are lost; the parent's reach it.
+      if (s.parent() < 0) return;
+      oneway_.insert({s.id(), s.parent()});
+      cut_links_[static_cast<size_t>(&f - plan_.faults.data())] = {s.id(), s.parent()};
       faulted_.insert(s.id());
       if (loss_at_ < 0) loss_at_ = now;
       causes_.push_back(now);
@@ -349,12 +413,53 @@ void Cluster::OnFault(const Fault& f, double now) {
   }
 }
 
+// A fault that ends (fault_plan.h "~D"): the frozen shim wakes into its
+// backlog (read before its timers run, as the real loop's first poll after
+// SIGCONT reads every link first), the cut or partition carries again.
+void Cluster::OnFaultEnd(const Fault& f, double now) {
+  const size_t index = static_cast<size_t>(&f - plan_.faults.data());
+  switch (f.kind) {
+    case FaultKind::kFreeze: {
+      Shim& s = *shims_[static_cast<size_t>(f.shim == Fault::kRoot ? job_root_ : f.shim)];
+      if (!s.frozen || !s.thaws || s.killed || s.exited) return;
+      s.frozen = s.thaws = false;
+      dead_.erase(s.id());
+      std::vector<Event> backlog;
+      backlog.swap(s.backlog);
+      for (Event e : backlog) {
+        e.t = now;
+        Push(std::move(e));
+      }
+      s.busy_until = std::max(s.busy_until, now);
+      s.paused_until = now;
+      s.timer_at = now;
+      Push({now, 0, Ev::kTimer, s.id(), static_cast<int>(++s.timer_gen), nullptr});
+      return;
+    }
+    case FaultKind::kPartition:
+      parts_.erase(index);
+      break;
+    case FaultKind::kCut:
+      if (auto it = cut_links_.find(index); it != cut_links_.end()) cut_.erase(it->second);
+      break;
+    case FaultKind::kOneWay:
+      if (auto it = cut_links_.find(index); it != cut_links_.end()) oneway_.erase(it->second);
+      break;
+    default:
+      return;
+  }
+  SendHeld(now);
+}
+
 // A heir left "electing": it took the job, or its part ended. Never two
 // roots: a heir takes the job only once the old root, alive on the other
 // side of a cut, has ended its part.
 void Cluster::TookOver(const Shim& s) {
   const JobState st = s.machine().state();
   if (st == JobState::kStopped || st == JobState::kSignalled) return;
+  // (An old root that comes back is not the job's root again, whatever it
+  // says: a newer term's root acted.)
+  if (plan_.Ends() && !acted_.empty() && s.machine().term() < acted_.rbegin()->first) return;
   for (const auto& op : shims_) {
     const Shim& o = *op;
     if (o.id() == s.id() || !o.machine().root() || o.exited || dead_.count(o.id())) continue;
@@ -363,6 +468,16 @@ void Cluster::TookOver(const Shim& s) {
     // than half of the shims.)
     if (os == JobState::kStopped || os == JobState::kSignalled || os == JobState::kElecting)
       continue;
+    // With faults that end, an old root frozen and then cut off may not
+    // have found its cut yet when its heir takes the job: two roots of two
+    // terms, the old one alone in its part (it cannot reach a majority).
+    // What must hold is that one root acts in each term and that no old
+    // root restarts the job once a newer term began (CheckFaultsThatEnd);
+    // the job's root is the newer term's.
+    if (plan_.Ends() && o.machine().term() != s.machine().term()) {
+      if (s.machine().term() < o.machine().term()) return;
+      continue;
+    }
     return Violate("two roots: shim " + std::to_string(s.id()) + " took the job at " +
                    FormatNumber(now_ - root_go_, "%.3f") + " s while shim " +
                    std::to_string(o.id()) + " still held it (state " + JobStateName(os) + ")");
@@ -375,14 +490,56 @@ void Cluster::Violate(const std::string& what) {
   if (violation_.empty()) violation_ = what;
 }
 
+// What the shim's supervisor writes into the shared log dir as it exits
+// (launch/supervisor_report.cc, over the simulator's StopOrder): its stop's
+// record through the real fence, or, when it held the job and it ended
+// well, the job's outcome; a shim that lost the job writes its own file.
+void Cluster::WriteRecord(const Shim& s) {
+  const RecordStamp stamp = s.machine().Stamp();
+  auto write = [&](const std::string& json) {
+    const std::string record = Stamped(json, stamp);
+    if (auto next = FencedWrite(shared_record_, true, record, stamp)) shared_record_ = *next;
+  };
+  if (s.has_final && !s.final_order.no_record) {
+    const StopOrder& o = s.final_order;
+    std::string json = o.failure_json;
+    if (json.empty() && (!o.attempts_json.empty() || !o.retired_json.empty()))
+      json = StopJson("sim", o.exit_code, o.message);
+    if (!json.empty() && json.find("\"exit_code\"") == std::string::npos)
+      json = WithMember(json, "exit_code", std::to_string(s.exit_code));
+    if (!json.empty()) write(json);
+  }
+  if (s.exit_code == 0 && WritesEndedWell(stamp))
+    write(EndedWellJson("sim"));
+}
+
 // The root's verdicts, each once (as it sends it down to every child).
 void Cluster::NoteVerdict(int from, const std::string& frame) {
+  // Every root's verdicts, by term: one root acts in a term, and none of
+  // an older term restarts the job after a newer one began (faults that
+  // end: CheckFaultsThatEnd). A part's end ("stop" of a lost kind) is no
+  // verdict on the job.
+  if (const Shim& s = *shims_[static_cast<size_t>(from)];
+      s.machine().root() && s.machine().state() != JobState::kElecting &&
+      frame.find("\"beat\"") == std::string::npos) {
+    auto m = Msg::Decode(frame);
+    const std::string t = m.ok() ? m->type() : "";
+    const bool part = t == "stop" && m->Str("kind") == "lost";
+    if (!part && (t == "stop" || t == "restart" || t == "halt" || t == "collect" || t == "end" ||
+                  t == "finish")) {
+      const int term = s.machine().term();
+      acted_[term].insert(from);
+      if (!term_began_.count(term)) term_began_[term] = now_;
+      acts_.push_back({now_, term, from, t});
+    }
+  }
   // The job's root's alone: not a heir's while it is electing (until it
   // took the job, its word is its part's), nor a relay's. A heir's first
   // word once it took the job makes it the job's root.
   if (from != job_root_) {
     const Shim& s = *shims_[static_cast<size_t>(from)];
     if (!s.machine().root() || s.machine().state() == JobState::kElecting) return;
+    if (std::getenv("AML_SIM_DEBUG")) std::fprintf(stderr, "verdict by %d at %.3f: %s\n", from, now_, frame.substr(0, 200).c_str());
     TookOver(s);
     if (from != job_root_) return;
   }

@@ -13,6 +13,59 @@ double Percentile(std::vector<double> v, double p) {
   return v[std::min(i, v.size() - 1)];
 }
 
+// Faults that end (fault_plan.h "~D"): a root that wakes or whose link
+// heals learns before it acts. Checked whatever the timing:
+//   - one root acts in each term (a verdict, a restart), and none of an
+//     older term acts on the job (a halt, a roll-call, a restart, a
+//     verdict) once a newer term's root acted: it learns before it acts;
+//   - every shim ended (a thawed one too), none made more restarts than
+//     --max-restarts (checked as it went);
+//   - the shared log dir's failure.json is true of the job: the job's root
+//     at the end ended well and it says so, or none stands; it failed and
+//     the record is not a holder's that says it ended well, nor one of an
+//     older term than the last root's.
+void Cluster::CheckFaultsThatEnd() {
+  for (const auto& [term, roots] : acted_)
+    if (roots.size() > 1) {
+      std::string list;
+      for (int r : roots) list += (list.empty() ? "" : ", ") + std::to_string(r);
+      return Violate("shims " + list + " each acted as the root in term " + std::to_string(term));
+    }
+  for (const Act& a : acts_)
+    for (const auto& [newer, began] : term_began_)
+      if (newer > a.term && began < a.at)
+        return Violate("shim " + std::to_string(a.shim) + ", a root of term " +
+                       std::to_string(a.term) + ", said '" + a.type + "' to the job at " +
+                       FormatNumber(a.at - root_go_, "%.3f") + " s, after the root of term " +
+                       std::to_string(newer) + " acted at " +
+                       FormatNumber(began - root_go_, "%.3f") + " s");
+  const Shim& root = *shims_[static_cast<size_t>(job_root_)];
+  if (!root.exited || root.exit_code == 143) return;  // the launcher's word
+  if (shared_record_.empty()) {
+    if (root.machine().term() > 1 && root.exit_code == 0)
+      Violate("the job ended well under a new root (term " +
+              std::to_string(root.machine().term()) +
+              ") and the shared log dir holds no word of it");
+    return;
+  }
+  auto j = ParseJson(shared_record_);
+  const JsonValue* code = j.ok() ? j->Find("exit_code") : nullptr;
+  const int said = code ? std::atoi(code->text.c_str()) : -1;
+  const RecordStamp stamp = StampOf(shared_record_);
+  if (root.exit_code == 0 && said != 0)
+    return Violate("the job ended well (shim " + std::to_string(job_root_) +
+                   ", its root, exited 0) and the shared log dir's failure.json says exit_code " +
+                   std::to_string(said) + " (written by " + stamp.writer + " in term " +
+                   std::to_string(stamp.term) + ")");
+  if (root.exit_code != 0 && said == 0)
+    return Violate("the job failed (its root exited " + std::to_string(root.exit_code) +
+                   ") and the shared log dir's failure.json says it ended well");
+  if (stamp.holder && stamp.term < root.machine().term())
+    Violate("the shared log dir's failure.json is of term " + std::to_string(stamp.term) +
+            " (" + stamp.writer + "), older than the job's last root's, " +
+            std::to_string(root.machine().term()));
+}
+
 void Cluster::Check(SimResult* r) {
   const Shim& root = *shims_[static_cast<size_t>(job_root_)];
   record_.root = job_root_;
@@ -59,8 +112,11 @@ void Cluster::Check(SimResult* r) {
       Violate("shim " + std::to_string(s.id()) + " was given the job's record (failure.json)");
   }
   if (violation_.empty() && plan_.spares > 0) CheckRosters();
+  // Faults that end: what must hold whatever the timing (below), not the
+  // oracle's foreseen outcomes.
+  if (violation_.empty() && plan_.Ends()) CheckFaultsThatEnd();
   // What must have happened (oracle.h), and what did.
-  if (violation_.empty()) {
+  if (violation_.empty() && !plan_.Ends()) {
     OracleSetup setup;
     setup.grace_s = o_.grace_s;
     setup.beat_s = beat_s_;
@@ -148,9 +204,16 @@ void Cluster::CheckRosters() {
   for (int s = 0; s < nodes; ++s) rosters[0].push_back(s);
   std::map<int, std::vector<std::vector<int>>> by_restart;  // restart n: its orders' rosters
   std::set<int> dropped;
+  int64_t term = 1;
   for (const auto& [at, frame] : record_.verdicts) {
     auto m = Msg::Decode(frame);
     if (!m.ok() || m->type() != "restart") continue;
+    // With faults that end, an old root's restarts in a part cut off
+    // reached no one: a newer term's root retires from its own record.
+    if (plan_.Ends() && m->Int("term", term) > term) {
+      term = m->Int("term", term);
+      dropped.clear();
+    }
     const std::vector<int> holders = Roster::Decode(m->Str("nodes"));
     if (static_cast<int>(holders.size()) != nodes)
       return Violate("restart order at " + FormatNumber(at, "%.3f") + " s lists " +
@@ -248,10 +311,19 @@ void Cluster::CheckRosters() {
       const int k = number ? std::atoi(number->text.c_str()) - 1 : -1;
       if (k < 0 || k >= static_cast<int>(rosters.size())) continue;
       std::string want, got;
-      for (int h : rosters[static_cast<size_t>(k)]) want += (want.empty() ? "" : ",") + HostOf(h);
       if (hosts)
         for (const JsonValue& v : hosts->items) got += (got.empty() ? "" : ",") + v.text;
-      if (got != want)
+      // (With faults that end, the attempt's roster may be a new root's,
+      // the old root's restart of it having reached no one: alts.)
+      bool any = false;
+      for (const std::vector<int>& r :
+           plan_.Ends() ? alts(static_cast<size_t>(k)) : std::vector<std::vector<int>>{rosters[static_cast<size_t>(k)]}) {
+        std::string one;
+        for (int h : r) one += (one.empty() ? "" : ",") + HostOf(h);
+        if (want.empty()) want = one;
+        any = any || one == got;
+      }
+      if (!any)
         return Violate("failure.json's attempt " + std::to_string(k + 1) + " lists its nodes as [" +
                        got.substr(0, 200) + "], not [" + want.substr(0, 200) + "]");
     }

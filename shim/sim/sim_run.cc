@@ -46,9 +46,18 @@ SimResult Cluster::Run() {
       OnFault(plan_.faults[static_cast<size_t>(e.from)], now_);
       continue;
     }
+    if (e.kind == Ev::kFaultEnd) {
+      OnFaultEnd(plan_.faults[static_cast<size_t>(e.from)], now_);
+      continue;
+    }
     Shim& s = *shims_[static_cast<size_t>(e.shim)];
-    if ((e.kind == Ev::kFrame || e.kind == Ev::kClosed) && plan_.Busy())
+    if ((e.kind == Ev::kFrame || e.kind == Ev::kClosed) && Inboxed())
       s.inbox.erase(s.inbox.find(e.t));
+    if (s.frozen && s.thaws && !s.killed &&
+        (e.kind == Ev::kFrame || e.kind == Ev::kClosed || e.kind == Ev::kProc)) {
+      s.backlog.push_back(e);  // read when it thaws
+      continue;
+    }
     if (s.exited || s.killed || s.frozen) continue;
     RootCpu cpu(e.shim == 0 ? &rank0_cpu_s_ : nullptr);
     switch (e.kind) {
@@ -131,13 +140,18 @@ SimResult Cluster::Run() {
         break;
       }
       case Ev::kFault:
+      case Ev::kFaultEnd:
         break;
     }
     if (!faults_pushed && shims_[0]->started) {
       // Faults count from rank 0's go (which may be at 0: one shim alone).
       faults_pushed = true;
-      for (size_t i = 0; i < plan_.faults.size(); ++i)
-        Push({root_go_ + plan_.faults[i].at_s, 0, Ev::kFault, -1, static_cast<int>(i), nullptr});
+      for (size_t i = 0; i < plan_.faults.size(); ++i) {
+        const Fault& f = plan_.faults[i];
+        Push({root_go_ + f.at_s, 0, Ev::kFault, -1, static_cast<int>(i), nullptr});
+        if (f.for_s >= 0)
+          Push({root_go_ + f.at_s + f.for_s, 0, Ev::kFaultEnd, -1, static_cast<int>(i), nullptr});
+      }
     }
   }
   SimResult r;

@@ -25,6 +25,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "launch/failure_report.h"
+#include "launch/record_fence.h"
 #include "shim/base/clock.h"
 #include "shim/base/json_read.h"
 #include "shim/base/units.h"
@@ -55,7 +57,8 @@ constexpr double kSlowFactor = 20;     // a slow shim's cost per frame
 constexpr pid_t kLauncherPid = 4711;   // who sends the launcher's SIGTERM
 
 enum class Ev {
-  kFrame, kClosed, kTimer, kFault, kProc, kJoin, kPlace, kHello, kWelcome, kJoinAttack, kPause
+  kFrame, kClosed, kTimer, kFault, kProc, kJoin, kPlace, kHello, kWelcome, kJoinAttack, kPause,
+  kFaultEnd  // a fault that ends (fault_plan.h "~D"): a thaw, a heal
 };
 
 struct Event {
@@ -122,18 +125,25 @@ class Shim : public LinkIo, public JobChannel {
   // JobChannel: the supervisor's machine and the job's talk through it, at
   // the time of the event the shim handles.
   void OnOutput(double now) override { tree.OnOutput(now); }
-  void OnChildFailed(const LocalFailure& f) override { machine().OnChildFailed(f, now_); }
+  // (Held while a woken root hears its links anew: TreeLinks::ToJob.)
+  void OnChildFailed(const LocalFailure& f) override {
+    tree.ToJob(now_, [f](JobMachine& m, double at) { m.OnChildFailed(f, at); });
+  }
   void OnRecords(const std::vector<RankRecord>& records) override {
-    machine().OnRecords(records, now_);
+    tree.ToJob(now_, [records](JobMachine& m, double at) { m.OnRecords(records, at); });
   }
   void OnStacks(const std::vector<RankStack>& stacks) override {
-    machine().OnStacks(stacks, now_);
+    tree.ToJob(now_, [stacks](JobMachine& m, double at) { m.OnStacks(stacks, at); });
   }
   void OnPace(int64_t look, const std::vector<RankTimes>& times) override {
     tree.OnOwnPace(look, times, now_);
   }
-  void OnChildrenDone(const NodeOutcome& o) override { machine().OnChildrenDone(o, now_); }
-  void OnWarmStarts(int warm, int cold) override { machine().OnWarmStarts(warm, cold, now_); }
+  void OnChildrenDone(const NodeOutcome& o) override {
+    tree.ToJob(now_, [o](JobMachine& m, double at) { m.OnChildrenDone(o, at); });
+  }
+  void OnWarmStarts(int warm, int cold) override {
+    tree.ToJob(now_, [warm, cold](JobMachine& m, double at) { m.OnWarmStarts(warm, cold, at); });
+  }
   void OnShimSignalled(int sig, const std::string& why) override {
     machine().OnShimSignalled(sig, why, now_);
   }
@@ -163,6 +173,10 @@ class Shim : public LinkIo, public JobChannel {
   std::multiset<double> inbox;
   double paused_until = -1;  // the end of its last pause
   bool frozen = false, killed = false, exited = false;
+  // Frozen until a thaw (fault_plan.h "~D"): what reaches it meanwhile (its
+  // links' frames and closes, its ranks' ends) waits here, read on waking.
+  bool thaws = false;
+  std::vector<Event> backlog;
   double exit_at = -1;
   int exit_code = 0;
   uint64_t timer_gen = 0;
@@ -265,7 +279,7 @@ class Cluster {
  private:
   void Push(Event e) {
     e.seq = seq_++;
-    if ((e.kind == Ev::kFrame || e.kind == Ev::kClosed) && plan_.Busy())
+    if ((e.kind == Ev::kFrame || e.kind == Ev::kClosed) && Inboxed())
       shims_[static_cast<size_t>(e.shim)]->inbox.insert(e.t);
     q_.push(std::move(e));
   }
@@ -282,10 +296,13 @@ class Cluster {
     s.busy_until = start + cost;
     return s.busy_until;
   }
+  // Frames and closes are counted in each shim's inbox (read before its
+  // timers after a pause): with a busy machine, or faults that end.
+  bool Inboxed() const { return plan_.Busy() || plan_.Ends(); }
   // A link that carries nothing: cut, or across a partition.
   bool Cut(int a, int b) const {
-    if (!side_.empty() && side_[static_cast<size_t>(a)] != side_[static_cast<size_t>(b)])
-      return true;
+    for (const auto& [index, in] : parts_)
+      if (in[static_cast<size_t>(a)] != in[static_cast<size_t>(b)]) return true;
     return cut_.count({std::min(a, b), std::max(a, b)}) > 0;
   }
 
@@ -304,6 +321,17 @@ class Cluster {
   void OnClosed(Shim& s, int from, double now);
   void OnProc(Shim& s, const Event& e, double now);
   void OnFault(const Fault& f, double now);
+  // Faults that end (sim_cluster.cc): a freeze's thaw, a cut's or a
+  // partition's heal; what a cut held meanwhile, sent on at the heal.
+  void OnFaultEnd(const Fault& f, double now);
+  bool Carries(int from, int to) const { return !Cut(from, to) && !oneway_.count({from, to}); }
+  void Hold(int from, int to, std::shared_ptr<const std::string> frame);
+  void SendHeld(double now);
+  // The shared log dir (every shim's --log-dir one folder): what a shim's
+  // supervisor writes into failure.json as it exits, through the real
+  // fence (launch/record_fence.h); and what a root did in which term.
+  void WriteRecord(const Shim& s);
+  void CheckFaultsThatEnd();
   void Go(Shim& s, double now);
   // `late`: the peer reads the close this much later (a dead process's
   // links: each node's kernel and loop see it at their own moment).
@@ -328,7 +356,25 @@ class Cluster {
   long long events_ = 0;
   double rank0_cpu_s_ = 0;  // SimResult::rank0_cpu_s
   std::set<std::pair<int, int>> cut_;
-  std::vector<int> side_;          // each shim's side of a partition (empty: none)
+  std::set<std::pair<int, int>> oneway_;  // (from, to): from's frames to `to` are lost
+  std::map<size_t, std::pair<int, int>> cut_links_;  // a cut fault's link, or a one-way's
+
+  // Frames (or a close: null) sent across a cut that heals, in order, per
+  // direction: sent on when it heals.
+  std::map<std::pair<int, int>, std::vector<std::shared_ptr<const std::string>>> held_;
+  std::string shared_record_;               // the shared log dir's failure.json ("": none)
+  std::map<int, std::set<int>> acted_;      // each term's roots that gave a verdict
+  std::map<int, double> term_began_;        // when each term's root first gave one
+  struct Act {
+    double at;
+    int term, shim;
+    std::string type;
+  };
+  std::vector<Act> acts_;  // each verdict a root gave: when, in which term, which
+  // Each partition under way (by its fault's index): which shims it cuts
+  // off from the rest. Two at once both hold: a link is cut when either
+  // parts its ends (as the oracle's Split sees them).
+  std::map<size_t, std::vector<char>> parts_;
   std::unordered_map<uint64_t, double> wire_free_;  // each direction's sender, busy until
   std::set<int> faulted_;         // frozen, killed, or cut from its parent
   std::set<int> dead_;            // frozen or killed: never ends by itself

@@ -441,7 +441,9 @@ class NetnsCluster(unittest.TestCase):
             self.assertIn("aml-shim: NODE_RANK 0 moves to rank 2's shim on", r.stderr)
             self.assertEqual(re.findall(r"final weights ([0-9a-f]{64})", slurp(f"{tmp}/log-0")),
                              undisturbed, text)
-            self.assertFalse(os.path.exists(f"{tmp}/logs/failure.json"))
+            # The new root's word (term 2): the job ended well.
+            record = json.loads(slurp(f"{tmp}/logs/failure.json"))
+            self.assertEqual((record["exit_code"], record["term"]), (0, 2), record)
 
     def test_torchrun_per_node_with_a_spare_survives_the_loss_of_rank_zeros_node(self):
         # --spares with --node-launcher: torchrun on each node; rank 0's

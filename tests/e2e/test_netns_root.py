@@ -23,6 +23,14 @@ loops per core started before the shims (a busy node is the normal case).
   3 other shims, the spare takes NODE_RANK 0 (and MASTER_ADDR), the job ends
   with the undisturbed weights; the old root ends 125 (`no majority`) and
   writes no record of the job.
+- The root cut off with one --log-dir shared by every node, its link back
+  12 s later (after its heir's allowance), idle and beside busy loops: the
+  heir takes the job and ends it well; the old root, hearing its links
+  reset as the link heals, ends 125 (`no majority`), writes its word into
+  its own node's file alone, and the shared failure.json is the new root's
+  (term 2): the job ended well. Before: the old root printed a verdict
+  (`not restarted: no majority`, three healthy nodes retired) and wrote it
+  into the shared failure.json, which stood after the job finished.
 """
 import functools
 import os
@@ -30,11 +38,12 @@ import re
 import signal
 import subprocess
 import tempfile
+import time
 import unittest
 
 from harness import (CKPT, PYTHON, SHIM, SRC, CpuHogs, clean_env, free_port, kill_group, main,
                      require, require_namespaces, slurp, spawn, wait_for)
-from test_new_root import assert_no_record, undisturbed
+from test_new_root import assert_ended_well_in_term, assert_no_record, assert_own_word, undisturbed
 from test_spares import final_weights
 
 CLUSTER = "amlr"
@@ -73,19 +82,21 @@ class NetnsRoot(unittest.TestCase):
         subprocess.run([NETNS, "up", CLUSTER, "4", str(SUBNET)], check=True)
         undisturbed_weights()  # before any test's busy loops
 
-    def start(self, tmp):
+    def start(self, tmp, log_dir="logs-{rank}", **extra):
         """Shims 0-3 on nodes 1-4 (shim 3 the spare), each with its own
-        --log-dir and -v (the heir each child is told of)."""
+        --log-dir (or one they share: `log_dir` without "{rank}") and -v
+        (the heir each child is told of)."""
         port = free_port()
         procs = []
         for rank in range(4):
             env = clean_env(RANK=rank, WORLD_SIZE=4, MASTER_ADDR=f"{NET}.1", MASTER_PORT=port,
-                            CKPT_DIR=tmp, FAIL_RANK="-1", EPOCHS=EPOCHS)
+                            CKPT_DIR=tmp, FAIL_RANK="-1", EPOCHS=EPOCHS, **extra)
             out = open(f"{tmp}/shim-{rank}.out", "w")
             err = open(f"{tmp}/shim-{rank}.err", "w")
             procs.append(spawn(["ip", "netns", "exec", node(rank + 1), SHIM, "-v",
                                 "--nproc-per-node", "1", "--grace", "5", "--spares", "1",
-                                "--max-restarts", "3", "--log-dir", f"{tmp}/logs-{rank}", "--",
+                                "--max-restarts", "3", "--log-dir",
+                                f"{tmp}/" + log_dir.format(rank=rank), "--",
                                 PYTHON, CKPT], env=env, stdout=out, stderr=err))
             self.addCleanup(kill_group, procs[-1])
             self.addCleanup(out.close)
@@ -107,10 +118,11 @@ class NetnsRoot(unittest.TestCase):
         self.assertEqual([final_weights(o) for o in outs if final_weights(o)],
                          [undisturbed_weights()], text)
 
-    def heir_holds_the_job(self, tmp, procs):
+    def heir_holds_the_job(self, tmp, procs, log_dir="logs-0"):
         """Shims 1-3 end 0 with the undisturbed weights, the heir having
         taken the job with 3 of 4; the old root ends 125 and leaves no
-        record in its --log-dir. Returns the old root's stderr."""
+        record of a failed job in its --log-dir. Returns the old root's
+        stderr."""
         codes = [procs[i].wait(timeout=400) for i in range(1, 4)]
         code0 = procs[0].wait(timeout=120)
         outs, errs = self.outputs(tmp)
@@ -119,7 +131,7 @@ class NetnsRoot(unittest.TestCase):
         self.assertRegex(text, r"takes the job as its root: 3 of 4 shims reached it")
         self.assert_weights(outs, text)
         self.assertEqual(code0, 125, text)
-        assert_no_record(self, f"{tmp}/logs-0")
+        assert_no_record(self, f"{tmp}/{log_dir}")
         return errs[0]
 
     def until_epoch(self, tmp, epoch):
@@ -198,6 +210,38 @@ class NetnsRoot(unittest.TestCase):
             self.assertIn("no majority", err0)
             for said in ("no spare left", "retired nodes", "ending the job"):
                 self.assertNotIn(said, err0)
+
+    def cut_off_then_healed(self, tmp):
+        """Rank 0's node's link down once the job is steady (35 s after its
+        start: past the start-up's 30 s allowances), up again 12 s later
+        (past its heir's 5 s allowance), one --log-dir shared by every node:
+        the old root's end, then the shared folder's word. (Epochs of 0.6 s:
+        the job still trains then, idle too.)"""
+        started = time.monotonic()
+        procs = self.start(tmp, log_dir="logs", EPOCH_S="0.6")
+        self.until_epoch(tmp, 2)
+        time.sleep(max(0.0, started + 35 - time.monotonic()))
+        self.assertFalse(any(final_weights(o) for o in self.outputs(tmp)[0]), self.text(tmp))
+        link = f"{CLUSTER}h1"
+        subprocess.run(["ip", "link", "set", link, "down"], check=True)
+        self.addCleanup(subprocess.run, ["ip", "link", "set", link, "up"])
+        time.sleep(12)
+        subprocess.run(["ip", "link", "set", link, "up"], check=True)
+        err0 = self.heir_holds_the_job(tmp, procs, log_dir="logs")
+        text = self.text(tmp)
+        self.assertIn("no majority", err0, text)
+        for said in ("no spare left", "retired nodes", "ending the job", "not restarted"):
+            self.assertNotIn(said, err0, text)
+        assert_ended_well_in_term(self, f"{tmp}/logs", 2)
+        assert_own_word(self, f"{tmp}/logs", 0, "no majority")
+
+    def test_the_root_cut_off_whose_link_heals_writes_nothing_of_the_job(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            self.cut_off_then_healed(tmp)
+
+    def test_the_root_cut_off_whose_link_heals_beside_busy_loops_writes_nothing_of_the_job(self):
+        with tempfile.TemporaryDirectory() as tmp, CpuHogs(per_core=2):
+            self.cut_off_then_healed(tmp)
 
     def test_a_frozen_root_on_idle_cores_leaves_the_job_to_its_heir_and_steps_down(self):
         # Every process of rank 0's node (its shim, keeper and rank)

@@ -33,9 +33,31 @@ def undisturbed(ranks, **env):
 
 
 def assert_no_record(test, log_dir):
-    """`log_dir` holds no failure.json (what one says, when it does)."""
+    """`log_dir` holds no record of a failed job: no failure.json, or the
+    word of the root that ended the job well (after a takeover the new root
+    writes it, in its newer term, so that an old root's cannot stand)."""
     path = os.path.join(log_dir, "failure.json")
-    test.assertFalse(os.path.exists(path), slurp(path) if os.path.exists(path) else "")
+    if os.path.exists(path):
+        record = json.loads(slurp(path))
+        test.assertEqual(record.get("exit_code"), 0, record)
+        test.assertEqual(record.get("outcome"), "the job ended well", record)
+        test.assertTrue(record.get("holder"), record)
+
+
+def assert_ended_well_in_term(test, log_dir, term):
+    """A shared `log_dir`'s failure.json is the word of the root of `term`
+    that the job ended well."""
+    record = json.loads(slurp(os.path.join(log_dir, "failure.json")))
+    test.assertEqual((record["exit_code"], record["term"], record["holder"]), (0, term, True),
+                     record)
+
+
+def assert_own_word(test, log_dir, shim, said):
+    """The shim that lost the job wrote its word into its own node's file
+    (failure.shim-K.json), not the job's: 125, `said` in it, no holder."""
+    record = json.loads(slurp(os.path.join(log_dir, f"failure.shim-{shim}.json")))
+    test.assertEqual((record["exit_code"], record["holder"]), (125, False), record)
+    test.assertIn(said, record["error"])
 
 
 def heir_of(errs):
@@ -167,7 +189,8 @@ class NewRoot(SideBySide, unittest.TestCase):
             text = "\n".join(outs + errs)
             self.assertEqual(codes, [0, 0, 0, 0], text)
             self.assertEqual([final_weights(o) for o in outs if final_weights(o)], [weights], text)
-            self.assertFalse(os.path.exists(f"{tmp}/logs/failure.json"), text)
+            # The new root's word: the job ended well, in its term (2).
+            assert_ended_well_in_term(self, f"{tmp}/logs", 2)
             # The spare's rank 0 is logged after what the frozen node wrote.
             self.assertRegex(slurp(f"{tmp}/logs/rank-0.stdout"),
                              r"rank 0 epoch 1 saved(.|\n)*rank 0 resumed at epoch")
@@ -178,7 +201,8 @@ class NewRoot(SideBySide, unittest.TestCase):
             self.assertIn("writes no record", err0)
             self.assertNotIn("no spare left", err0)
             self.assertNotIn("retired nodes", err0)
-            assert_no_record(self, f"{tmp}/logs")
+            assert_ended_well_in_term(self, f"{tmp}/logs", 2)
+            assert_own_word(self, f"{tmp}/logs", 0, "no majority")
 
     def test_the_root_and_its_heir_lost_together_leave_one_record(self):
         # Rank 0's shim and its heir are killed at once: the other two reach

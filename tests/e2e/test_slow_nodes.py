@@ -11,6 +11,7 @@ server scraping every shim: test_prometheus.py, beside the other tests;
 this file runs alone.)
 """
 import hashlib
+import json
 import os
 import re
 import struct
@@ -244,7 +245,7 @@ class SlowNodes(PacedNodes, unittest.TestCase):
             self.assertRegex(r.stderr, r"rank 0 on amlq4 \(shim 3\) is late")
             self.assertRegex(r.stderr, r"amlq1 .*given back as a spare")
             self.assertEqual(len(set(WEIGHTS.findall(r.stdout))), 1, r.stdout)
-            self.assertFalse(os.path.exists(os.path.join(logs, "failure.json")))
+            self.assertEqual(json.loads(slurp(os.path.join(logs, "failure.json")))["exit_code"], 0)
 
     def test_retire_slow_gives_the_slow_nodes_place_to_the_spare(self):
         # 3 nodes and a spare (the fourth); the second node throttled: named,
@@ -261,7 +262,7 @@ class SlowNodes(PacedNodes, unittest.TestCase):
             self.assertIn("rank 1's shim on amlq2 was slow and retired (--retire-slow)", r.stderr)
             self.assertIn("NODE_RANK 1 moves to rank 3's shim on amlq4", r.stderr)
             self.assertEqual(set(WEIGHTS.findall(r.stdout)) & weights, weights, r.stdout)
-            self.assertFalse(os.path.exists(os.path.join(logs, "failure.json")))
+            self.assertEqual(json.loads(slurp(os.path.join(logs, "failure.json")))["exit_code"], 0)
 
 
 if __name__ == "__main__":
