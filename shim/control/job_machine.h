@@ -161,6 +161,9 @@ class JobMachine {
   // writes into --log-dir: it holds the job while it is the root and has
   // not lost the majority (launch/record_fence.h).
   int term() const { return term_; }
+  // More than half of the job's shims lost (a root's view: it holds the
+  // job no more).
+  bool LostMajority() const;
   RecordStamp Stamp() const {
     return RecordStamp{term_, c_.rank, ShimName(c_.rank, c_.host), root_ && !lost_job_};
   }
@@ -267,7 +270,6 @@ class JobMachine {
   bool LoadRecord(const std::string& what);
   void CheckTakeover(double now);
   void FinishTakeover(double now);
-  bool LostMajority() const;
   std::string MajorityText(int reached) const;
   StopOrder HeirStop(JobState in, int code, std::string line);
   bool HeldByHeir() const { return root_ && election_.lost_root() >= 0; }

@@ -212,7 +212,8 @@ void TreeLinks::Woke(double now) {
 
 // Whether a woken root heard enough to act: more than half of the job's
 // shims since its backlog was read (each child with the shims below it),
-// or every child it still has.
+// or every child it still has when it lost none since it woke (its other
+// children ended in order: the job's end).
 bool TreeLinks::Settled() const {
   int heard = 1;
   bool all = true;
@@ -224,7 +225,7 @@ bool TreeLinks::Settled() const {
     }
     heard += 1 + static_cast<int>(Below(c.rank).size());
   }
-  return all || heard * 2 > job_.size;
+  return (all && !wake_.lost()) || heard * 2 > job_.size;
 }
 
 void TreeLinks::OnParentFrame(const std::string& frame, double now) {

@@ -36,6 +36,7 @@ void TreeLinks::Lose(Child& c, const std::string& why, bool silent, double now) 
   if (wake_.held()) {
     // Woken from a pause: the job hears of the loss once this root heard
     // its links anew (wake_gate.h).
+    wake_.NoteLoss();
     wake_.Hold([this, rank, what, may_live](double at) {
       machine_.OnShimLost(rank, what, may_live, at);
     });

@@ -9,7 +9,8 @@
 // timers wait here, while its links are read as ever (the heir's "left"
 // makes it step down at once), until it has heard, after what waited in
 // its links was read (kFreshS), from more than half of the job's shims (a
-// child counts with the shims below it), or from every child it still has:
+// child counts with the shims below it), or from every child it still has
+// when it lost none since:
 // then what waited is handed to the job in order. Heard from neither within
 // kConfirmS (a steady child's allowance: its children beat every second at
 // most, and one that stayed beats), it holds the job no more: it steps
@@ -46,14 +47,19 @@ class WakeGate {
   // When, unconfirmed, it steps down.
   double Deadline() const { return woke_at_ + kConfirmS; }
   void Hold(std::function<void(double)> call) { held_.push_back(std::move(call)); }
+  // A link lost since the wake (its loss held).
+  void NoteLoss() { lost_ = true; }
+  bool lost() const { return lost_; }
   // What was held, dropped (it stepped down).
   void Drop() {
     woke_at_ = -1;
+    lost_ = false;
     held_.clear();
   }
   // What was held, handed on in order (`now`: the time it is handed).
   void Release(double now) {
     woke_at_ = -1;
+    lost_ = false;
     while (!held_.empty()) {
       auto call = std::move(held_.front());
       held_.pop_front();
@@ -63,6 +69,7 @@ class WakeGate {
 
  private:
   double last_ = -1, woke_at_ = -1, paused_s_ = 0;
+  bool lost_ = false;
   std::deque<std::function<void(double)>> held_;
 };
 

@@ -496,6 +496,19 @@ void Cluster::Violate(const std::string& what) {
 // well, the job's outcome; a shim that lost the job writes its own file.
 void Cluster::WriteRecord(const Shim& s) {
   const RecordStamp stamp = s.machine().Stamp();
+  // No record of the job without a majority: a holder's record is written
+  // by a root that has not lost more than half of the job's shims, and
+  // whose term is the newest that acted.
+  if (stamp.holder && stamp.term > 0 && plan_.Ends() &&
+      ((s.has_final && !s.final_order.no_record) || s.exit_code == 0)) {
+    if (s.machine().LostMajority())
+      Violate("shim " + std::to_string(s.id()) + " wrote the job's record (term " +
+              std::to_string(stamp.term) + ") having lost more than half of the job's shims");
+    if (!acted_.empty() && stamp.term < acted_.rbegin()->first)
+      Violate("shim " + std::to_string(s.id()) + " wrote the job's record in term " +
+              std::to_string(stamp.term) + " after term " +
+              std::to_string(acted_.rbegin()->first) + " began");
+  }
   auto write = [&](const std::string& json) {
     const std::string record = Stamped(json, stamp);
     if (auto next = FencedWrite(shared_record_, true, record, stamp)) shared_record_ = *next;
