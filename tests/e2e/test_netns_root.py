@@ -18,7 +18,10 @@ loops per core started before the shims (a busy node is the normal case).
   and the root retired its node.
 - Rank 0's node frozen on idle cores (every process SIGSTOPped), woken
   while the next attempt trains: the heir holds the job, the old root
-  steps down (125) and writes no record.
+  steps down (125) and writes no record. Woken 10 s after, during its
+  heir's election, with one --log-dir shared by every node: the same, its
+  word in its own node's file, and the shared failure.json says the job
+  ended well (term 2).
 - The root cut off (its node's link down): the heir takes the job with the
   3 other shims, the spare takes NODE_RANK 0 (and MASTER_ADDR), the job ends
   with the undisturbed weights; the old root ends 125 (`no majority`) and
@@ -242,6 +245,35 @@ class NetnsRoot(unittest.TestCase):
     def test_the_root_cut_off_whose_link_heals_beside_busy_loops_writes_nothing_of_the_job(self):
         with tempfile.TemporaryDirectory() as tmp, CpuHogs(per_core=2):
             self.cut_off_then_healed(tmp)
+
+    def test_a_frozen_root_woken_during_its_heirs_election_writes_nothing_of_the_job(self):
+        # One --log-dir shared by every node; rank 0's node frozen once the
+        # job is steady and woken 10 s later, while its heir holds the
+        # election (it waits 31 s for an old root that may live): the old
+        # root reads its heir's 'left' (and, woken after a pause, hears its
+        # links anew before it acts on what waited in them), steps down and
+        # writes its word into its own node's file; the heir's side ends
+        # the job well and says so.
+        with tempfile.TemporaryDirectory() as tmp:
+            started = time.monotonic()
+            procs = self.start(tmp, log_dir="logs", EPOCH_S="0.6")
+            self.until_epoch(tmp, 2)
+            time.sleep(max(0.0, started + 35 - time.monotonic()))
+            frozen = subprocess.run(["ip", "netns", "pids", node(1)], stdout=subprocess.PIPE,
+                                    text=True, check=True).stdout.split()
+            for pid in frozen:
+                os.kill(int(pid), signal.SIGSTOP)
+            self.addCleanup(lambda: [os.kill(int(p), signal.SIGCONT) for p in frozen
+                                     if os.path.exists(f"/proc/{p}")])
+            time.sleep(10)
+            for pid in frozen:
+                os.kill(int(pid), signal.SIGCONT)
+            err0 = self.heir_holds_the_job(tmp, procs, log_dir="logs")
+            self.assertIn("steps down and writes no record of the job", err0, self.text(tmp))
+            for said in ("no spare left", "retired nodes", "not restarted", "restart 1"):
+                self.assertNotIn(said, err0, self.text(tmp))
+            assert_ended_well_in_term(self, f"{tmp}/logs", 2)
+            assert_own_word(self, f"{tmp}/logs", 0, "steps down")
 
     def test_a_frozen_root_on_idle_cores_leaves_the_job_to_its_heir_and_steps_down(self):
         # Every process of rank 0's node (its shim, keeper and rank)
