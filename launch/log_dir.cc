@@ -251,23 +251,18 @@ Result<std::string> LogDir::WriteTemp(const std::string& name, std::string_view 
 
 namespace {
 
-// failure.json's writers of one run, one at a time (an flock on
-// DIR/.failure.lock, waited for kFenceWaitMs at most: a file system without
-// flock, or a writer stopped while it held it, leaves the rename's
-// wholeness alone to guard the record).
+// failure.json's writers of one run, one at a time: an flock on the
+// directory itself (opened anew, so that each writer holds its own lock,
+// and no file is left in DIR), waited for kFenceWaitMs at most (a file
+// system without flock, or a writer stopped while it held it, leaves the
+// rename's wholeness alone to guard the record).
 constexpr int kFenceWaitMs = 2000;
 constexpr size_t kMaxRecordBytes = 64 << 20;
 
 class FenceLock {
  public:
   explicit FenceLock(int dir_fd) {
-    fd_ = openat(dir_fd, ".failure.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
-                 0644);
-    struct stat st {};
-    if (fd_ >= 0 && (fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode))) {
-      close(fd_);
-      fd_ = -1;
-    }
+    fd_ = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     for (int waited = 0; fd_ >= 0 && flock(fd_, LOCK_EX | LOCK_NB) != 0; waited += 10) {
       if (errno != EWOULDBLOCK || waited >= kFenceWaitMs) {
         close(fd_);

@@ -14,7 +14,7 @@
 // - failure.json is written whole (temporary file + rename) and carries the
 //   run it describes and its stamp (launch/record_fence.h: the root's term,
 //   who wrote it, whether it held the job). Writers of one run are fenced
-//   under a lock (.failure.lock, flock): a holder's record replaces a part's
+//   under an flock on DIR itself: a holder's record replaces a part's
 //   and an older term's, never a newer term's; a part's record (a shim cut
 //   off) is written only where none of the run stands. A failure.json of an
 //   earlier run is replaced, and removed at the start of a run if it is not

@@ -234,7 +234,7 @@ MUTANTS = [
      "    ports_->SendUp(orphan.Encode());\n"
      "    Enter(JobState::kEnding, now);\n    Order(EndAttemptOrder{});\n    return;\n",
      "a shim that lost the root ends its ranks at once, before the heir's election asks it"),
-    ("adopted-not-in-election", "shim/control/tree_links.cc",
+    ("adopted-not-in-election", "shim/control/tree_links_losses.cc",
      "      for (const std::string& orphan : adopted_)",
      "      for (const std::string& orphan : std::vector<std::string>{})",
      "the heir forgets the root's children it took in before it found the root lost"),
@@ -307,22 +307,32 @@ MUTANTS = [
      "  if (root_ && heir_ >= 0 && !gone_.count(heir_) && !fresh.empty())",
      "  if (false)",
      "a root's heir hears of no loss after its record"),
-    ("losses-not-heard-again", "shim/control/tree_links.cc",
+    ("losses-not-heard-again", "shim/control/tree_links_losses.cc",
      "  for (const std::string& lost : lost_up_) io_->Send(parent_, lost);\n",
      "",
      "a loss passed up to the lost root alone never reaches the heir"),
     ("old-root-always-writes", "shim/control/job_spares.cc",
-     "                          !HeirMayHoldJob(), now);",
-     "                          true, now);",
-     "a root without a majority writes the job's record though its heir may hold the job"),
+     "  lost_job_ = true;\n  std::string line",
+     "  if (!holder.empty()) return StopNoSpare(why, now);\n  lost_job_ = true;\n  std::string line",
+     "a root without a majority writes the job's record, its verdict, though its heir may hold "
+     "the job (issue 63)"),
     ("no-spare-not-deferred", "shim/control/job_spares.cc",
      "  if (roster_->Vacant() > static_cast<int>(roster_->Spares().size()) && !HeirLostAlive(now))",
      "  if (roster_->Vacant() > static_cast<int>(roster_->Spares().size()))",
      "a root says 'no spare left' before its lost heir's cut is all found"),
-    ("heir-takes-no-record-from-frozen-root-rule", "shim/control/job_heir.cc",
-     "    const bool root_holds = election_.root_silent() && (c_.size - reached) * 2 >= c_.size;",
-     "    const bool root_holds = false;",
-     "a heir without a majority writes the job's record though the old root may hold it"),
+    ("woken-root-acts-at-once", "shim/control/wake_gate.h",
+     "    const bool woke = armed && last_ >= 0",
+     "    const bool woke = false && armed && last_ >= 0",
+     "a root woken from a pause acts on what waited in its links before it hears them anew: "
+     "a 'halt' to a job its heir holds (issue 63)"),
+    ("woken-root-settled-by-losses", "shim/control/tree_links.cc",
+     "  return (all && !wake_.lost()) || heard * 2 > job_.size;",
+     "  return all || heard * 2 > job_.size;",
+     "a woken root that lost every child releases what waited: 'halt' before 'no majority'"),
+    ("new-root-keeps-old-term", "shim/control/job_heir.cc",
+     "  term_ = std::max(term_, record_term_ + 1);",
+     "",
+     "a heir that takes the job keeps its root's term: an old root's record stands over its own"),
     ("heir-runs-rank-0s-node", "shim/control/job_restarts.cc",
      "    o.node_rank = node_ = roster_->NodeOf(c_.rank);",
      "    o.node_rank = node_ = roster_->NodeOf(0);",
@@ -372,18 +382,18 @@ MUTANTS = [
      "    if (slow && !n.named && n.streak > looks_) {",
      "a slow node is named after 4 looks in a row, where the docs say 3"),
     # A cut link between the root and one child (issue 49, tree_links.cc).
-    ("silent-child-lost-at-once", "shim/control/tree_links.cc",
+    ("silent-child-lost-at-once", "shim/control/tree_links_losses.cc",
      "  if (!machine_.root() || heir < 0) return -1;",
      "  return -1;",
      "the root counts a silent child of its own lost at once, racing its move below the heir: "
      "a healthy node retired for a cut link"),
     # The heir's own link to the root cut (issue 49, tree_links.cc).
-    ("heir-elects-without-asking", "shim/control/tree_links.cc",
+    ("heir-elects-without-asking", "shim/control/tree_links_losses.cc",
      "    if (ago >= 0 && ago < kRootHeardS && MoveBelow(",
      "    if (false && MoveBelow(",
      "a heir whose own link to the root was cut holds an election no one joins and ends its "
      "part, 125, though the root lives"),
-    ("heir-awaited-by-no-one", "shim/control/tree_links.cc",
+    ("heir-awaited-by-no-one", "shim/control/tree_links_losses.cc",
      "  const int to = heir == c.rank ? next_ : heir;",
      "  const int to = heir == c.rank ? -1 : heir;",
      "the root counts its silent heir lost at once, racing its move below the successor"),
@@ -420,7 +430,10 @@ SIM_RUNS = [
                "kill@20:0,kill@110:root,restarts=3,spares=2", "partition@40:half,restarts=2,spares=2",
                "stubborn@0:1,sigterm@10:1", "pace", "busyroot"]] + [
     (["--file", os.path.join(ROOT, "tests", "sim", "kinds.txt")], "kinds"),
-    (["--file", os.path.join(ROOT, "tests", "sim", "regressions.txt")], "regressions")]
+    (["--file", os.path.join(ROOT, "tests", "sim", "regressions.txt")], "regressions"),
+    # Faults that end (issue 63).
+    (["--file", os.path.join(ROOT, "tests", "sim", "ending.txt")], "ending"),
+    (["--shims", "3-60", "--fanout", "2-32", "--faults", "nemesis"], "nemesis")]
 
 
 def run(cmd, cwd, timeout=None):
@@ -457,8 +470,8 @@ def caught(build, seeds):
     """The first run that broke, or None."""
     sim = os.path.join(build, "aml-plane-sim")
     for args, label in SIM_RUNS:
-        n = seeds if label == "random" else max(20, seeds // 20)
-        seeds_args = [] if label in ("regressions", "kinds") else ["--seeds", f"1-{n}"]
+        n = seeds if label in ("random", "nemesis") else max(20, seeds // 20)
+        seeds_args = [] if label in ("regressions", "kinds", "ending") else ["--seeds", f"1-{n}"]
         out = run([sim] + args + seeds_args, build, timeout=1800)
         for line in out.stdout.splitlines():
             try:

@@ -151,6 +151,32 @@ class NetnsRoot(unittest.TestCase):
                 subprocess.run(["ip", "netns", "exec", ns, "iptables", "-I", rule[0], "-p",
                                 "tcp", *rule[1:], "-j", "DROP"], check=True)
 
+    def steady(self, tmp):
+        """Shims 0-3 with one --log-dir they share, their epochs 0.6 s (the
+        job still trains then, idle too), until the job is steady: 35 s
+        after its start, past the start-up's 30 s allowances."""
+        started = time.monotonic()
+        procs = self.start(tmp, log_dir="logs", EPOCH_S="0.6")
+        self.until_epoch(tmp, 2)
+        time.sleep(max(0.0, started + 35 - time.monotonic()))
+        self.assertFalse(any(final_weights(o) for o in self.outputs(tmp)[0]), self.text(tmp))
+        return procs
+
+    def freeze_root_node(self):
+        """SIGSTOPs every process of rank 0's node (its shim, keeper and
+        rank); returns what SIGCONTs them."""
+        frozen = subprocess.run(["ip", "netns", "pids", node(1)], stdout=subprocess.PIPE,
+                                text=True, check=True).stdout.split()
+        for pid in frozen:
+            os.kill(int(pid), signal.SIGSTOP)
+
+        def thaw():
+            for pid in frozen:
+                if os.path.exists(f"/proc/{pid}"):
+                    os.kill(int(pid), signal.SIGCONT)
+        self.addCleanup(thaw)
+        return thaw
+
     def heir_at_epoch_2(self, tmp):
         """Waits for epoch 2; the root's heir, as its children were told."""
         self.until_epoch(tmp, 2)
@@ -220,11 +246,7 @@ class NetnsRoot(unittest.TestCase):
         (past its heir's 5 s allowance), one --log-dir shared by every node:
         the old root's end, then the shared folder's word. (Epochs of 0.6 s:
         the job still trains then, idle too.)"""
-        started = time.monotonic()
-        procs = self.start(tmp, log_dir="logs", EPOCH_S="0.6")
-        self.until_epoch(tmp, 2)
-        time.sleep(max(0.0, started + 35 - time.monotonic()))
-        self.assertFalse(any(final_weights(o) for o in self.outputs(tmp)[0]), self.text(tmp))
+        procs = self.steady(tmp)
         link = f"{CLUSTER}h1"
         subprocess.run(["ip", "link", "set", link, "down"], check=True)
         self.addCleanup(subprocess.run, ["ip", "link", "set", link, "up"])
@@ -255,19 +277,10 @@ class NetnsRoot(unittest.TestCase):
         # writes its word into its own node's file; the heir's side ends
         # the job well and says so.
         with tempfile.TemporaryDirectory() as tmp:
-            started = time.monotonic()
-            procs = self.start(tmp, log_dir="logs", EPOCH_S="0.6")
-            self.until_epoch(tmp, 2)
-            time.sleep(max(0.0, started + 35 - time.monotonic()))
-            frozen = subprocess.run(["ip", "netns", "pids", node(1)], stdout=subprocess.PIPE,
-                                    text=True, check=True).stdout.split()
-            for pid in frozen:
-                os.kill(int(pid), signal.SIGSTOP)
-            self.addCleanup(lambda: [os.kill(int(p), signal.SIGCONT) for p in frozen
-                                     if os.path.exists(f"/proc/{p}")])
+            procs = self.steady(tmp)
+            thaw = self.freeze_root_node()
             time.sleep(10)
-            for pid in frozen:
-                os.kill(int(pid), signal.SIGCONT)
+            thaw()
             err0 = self.heir_holds_the_job(tmp, procs, log_dir="logs")
             self.assertIn("steps down and writes no record of the job", err0, self.text(tmp))
             for said in ("no spare left", "retired nodes", "not restarted", "restart 1"):
@@ -282,17 +295,11 @@ class NetnsRoot(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             procs = self.start(tmp)
             self.until_epoch(tmp, 2)
-            frozen = subprocess.run(["ip", "netns", "pids", node(1)], stdout=subprocess.PIPE,
-                                    text=True, check=True).stdout.split()
-            for pid in frozen:
-                os.kill(int(pid), signal.SIGSTOP)
-            self.addCleanup(lambda: [os.kill(int(p), signal.SIGCONT) for p in frozen
-                                     if os.path.exists(f"/proc/{p}")])
+            thaw = self.freeze_root_node()
             self.assertTrue(wait_for(lambda: any("resumed at epoch" in o
                                                  for o in self.outputs(tmp)[0][1:]), 300),
                             self.text(tmp))
-            for pid in frozen:
-                os.kill(int(pid), signal.SIGCONT)
+            thaw()
             err0 = self.heir_holds_the_job(tmp, procs)
             self.assertIn("steps down and writes no record of the job", err0)
 
