@@ -204,7 +204,9 @@ void TreeLinks::ToJob(double now, std::function<void(JobMachine&, double)> call)
 
 // A root whose loop ran nothing for WakeGate::kGapS was paused (wake_gate.h).
 void TreeLinks::Woke(double now) {
-  if (!wake_.Ran(now, go_ && machine_.root() && job_.size >= 3)) return;
+  // (With --spares alone: without them no heir can hold the job, and the
+  // root's word stays the job's whatever it missed.)
+  if (!wake_.Ran(now, go_ && machine_.root() && job_.size >= 3 && job_.spares > 0)) return;
   LogVerbose("control plane: this shim, the job's root, ran nothing for " +
           FormatNumber(wake_.paused_s(), "%.1f") +
           " s (stopped or descheduled): it hears its links anew before it acts on the job");
