@@ -102,6 +102,7 @@ void TreeLinks::OnChildFrame(int rank, const std::string& frame, double now) {
     const double startup = m->Number("su", -1);
     if (startup >= 0 && startup <= kMaxSilenceS) c->their_startup_until = now + startup;
     c->beat_sent = m->Number("ts", -1);
+    c->beat_ts = c->beat_sent;
     c->beat_came = io_->WallNow();
     return;
   }
@@ -206,7 +207,8 @@ void TreeLinks::ToJob(double now, std::function<void(JobMachine&, double)> call)
 void TreeLinks::Woke(double now) {
   // (With --spares alone: without them no heir can hold the job, and the
   // root's word stays the job's whatever it missed.)
-  if (!wake_.Ran(now, go_ && machine_.root() && job_.size >= 3 && job_.spares > 0)) return;
+  if (!wake_.Ran(now, io_->WallNow(), go_ && machine_.root() && job_.size >= 3 && job_.spares > 0))
+    return;
   LogVerbose("control plane: this shim, the job's root, ran nothing for " +
           FormatNumber(wake_.paused_s(), "%.1f") +
           " s (stopped or descheduled): it hears its links anew before it acts on the job");
@@ -221,7 +223,7 @@ bool TreeLinks::Settled() const {
   bool all = true;
   for (const Child& c : children_) {
     if (c.done || c.gone) continue;
-    if (!wake_.Fresh(c.live.last_heard)) {
+    if (!wake_.Fresh(c.live.last_heard, c.beat_ts)) {
       all = false;
       continue;
     }

@@ -155,6 +155,7 @@ class TreeLinks : private JobPorts, private LookLinks {
     Liveness live;
     // Its last beat: when it left (its clock) and came (ours); -1: none.
     double beat_sent = -1, beat_came = -1;
+    double beat_ts = -1;  // its last beat's send time (its clock), kept (wake_gate.h)
     double output = 0;   // its subtree's last output (our clock)
     bool done = false;   // left in order (done, or stopped by its launcher)
     bool gone = false;   // lost

@@ -8,7 +8,9 @@
 // wake the job's words from below, the losses of its links and its own
 // timers wait here, while its links are read as ever (the heir's "left"
 // makes it step down at once), until it has heard, after what waited in
-// its links was read (kFreshS), from more than half of the job's shims (a
+// its links was read (kFreshS), a beat sent after it woke (the beat's own
+// send time, within kSkewS of this node's clock: a link that heals delivers
+// old beats late), from more than half of the job's shims (a
 // child counts with the shims below it), or from every child it still has
 // when it lost none since:
 // then what waited is handed to the job in order. Heard from neither within
@@ -28,13 +30,16 @@ class WakeGate {
   static constexpr double kGapS = 3;        // no round for this long: a pause
   static constexpr double kFreshS = 0.5;    // what came before this after the wake: the backlog
   static constexpr double kConfirmS = 5;    // held this long at most (kMinSilenceS)
+  static constexpr double kSkewS = 1;       // the nodes' clocks agree within this
 
   // The loop ran at `now` (a read or a timer); `armed`: this shim holds the
   // job (the root, once the job started). True when it just woke.
-  bool Ran(double now, bool armed) {
+  // `wall`: this node's clock (CLOCK_REALTIME) now.
+  bool Ran(double now, double wall, bool armed) {
     const bool woke = armed && last_ >= 0 && now - last_ > kGapS && !held();
     if (woke) {
       woke_at_ = now;
+      woke_wall_ = wall;
       paused_s_ = now - last_;
     }
     last_ = now;
@@ -42,8 +47,11 @@ class WakeGate {
   }
   bool held() const { return woke_at_ >= 0; }
   double paused_s() const { return paused_s_; }
-  // Heard at `at`: after the backlog was read.
-  bool Fresh(double at) const { return at >= woke_at_ + kFreshS; }
+  // Heard at `at` (this loop's clock), a beat sent at `sent` (the sender's
+  // clock; -1: none yet): after the backlog was read, and sent since it woke.
+  bool Fresh(double at, double sent) const {
+    return at >= woke_at_ + kFreshS && sent >= woke_wall_ - kSkewS;
+  }
   // When, unconfirmed, it steps down.
   double Deadline() const { return woke_at_ + kConfirmS; }
   void Hold(std::function<void(double)> call) { held_.push_back(std::move(call)); }
@@ -68,7 +76,7 @@ class WakeGate {
   }
 
  private:
-  double last_ = -1, woke_at_ = -1, paused_s_ = 0;
+  double last_ = -1, woke_at_ = -1, woke_wall_ = 0, paused_s_ = 0;
   bool lost_ = false;
   std::deque<std::function<void(double)>> held_;
 };

@@ -501,7 +501,8 @@ void Cluster::WriteRecord(const Shim& s) {
   // whose term is the newest that acted.
   if (stamp.holder && stamp.term > 0 && plan_.Ends() &&
       ((s.has_final && !s.final_order.no_record) || s.exit_code == 0)) {
-    if (s.machine().LostMajority())
+    // (Shims lost after the job ended well take nothing from its end.)
+    if (s.machine().LostMajority() && s.exit_code != 0)
       Violate("shim " + std::to_string(s.id()) + " wrote the job's record (term " +
               std::to_string(stamp.term) + ") having lost more than half of the job's shims");
     if (!acted_.empty() && stamp.term < acted_.rbegin()->first)
