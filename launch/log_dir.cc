@@ -290,7 +290,7 @@ Status LogDir::WriteFailure(const std::string& json, const RecordStamp& stamp, b
   FenceLock lock(dir_fd_);
   const std::string stored = ReadNoFollow(dir_fd_, kFailure, kMaxRecordBytes);
   const bool same_run = stored.compare(0, failure_prefix_.size(), failure_prefix_) == 0;
-  if (!FencedWrite(stored, same_run, record, stamp)) {
+  if (!MayWrite(stored, same_run, stamp)) {
     if (kept) *kept = true;
     return Ok();
   }

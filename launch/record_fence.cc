@@ -34,10 +34,8 @@ bool MayReplace(const RecordStamp& stored, const RecordStamp& incoming) {
   return !stored.holder && incoming.term > stored.term;
 }
 
-std::optional<std::string> FencedWrite(const std::string& stored, bool same_run,
-                                       const std::string& incoming, const RecordStamp& stamp) {
-  if (stored.empty() || !same_run || MayReplace(StampOf(stored), stamp)) return incoming;
-  return std::nullopt;
+bool MayWrite(const std::string& stored, bool same_run, const RecordStamp& stamp) {
+  return stored.empty() || !same_run || MayReplace(StampOf(stored), stamp);
 }
 
 std::string EndedWellJson(const std::string& run_id) {

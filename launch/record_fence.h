@@ -15,7 +15,6 @@
 // writes no record here at all: its word goes to its own node's file.
 #pragma once
 
-#include <optional>
 #include <string>
 
 namespace aml {
@@ -36,11 +35,9 @@ RecordStamp StampOf(const std::string& record);
 // Whether a record stamped `incoming` may replace `stored`, a record of
 // the same run (above).
 bool MayReplace(const RecordStamp& stored, const RecordStamp& incoming);
-// What the log dir holds after a write of `incoming` over `stored` ("":
-// none; `same_run`: `stored` is of the writer's run): `incoming`, or
-// nullopt when the fence keeps `stored`.
-std::optional<std::string> FencedWrite(const std::string& stored, bool same_run,
-                                       const std::string& incoming, const RecordStamp& stamp);
+// Whether a record stamped `stamp` may be written over `stored` ("": none;
+// `same_run`: `stored` is of the writer's run), or the fence keeps `stored`.
+bool MayWrite(const std::string& stored, bool same_run, const RecordStamp& stamp);
 // The record the job's root writes when the job ended well (exit_code 0),
 // so that no stale record can stand as the job's word: an old root's, or a
 // part's written before or after (a shim frozen through the job's end that

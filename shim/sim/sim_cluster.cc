@@ -512,7 +512,7 @@ void Cluster::WriteRecord(const Shim& s) {
   }
   auto write = [&](const std::string& json) {
     const std::string record = Stamped(json, stamp);
-    if (auto next = FencedWrite(shared_record_, true, record, stamp)) shared_record_ = *next;
+    if (MayWrite(shared_record_, true, stamp)) shared_record_ = record;
   };
   if (s.has_final && !s.final_order.no_record) {
     const StopOrder& o = s.final_order;
