@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "launch/exec.h"
+#include "launch/idle_class.h"
 #include "shim/base/fd_limit.h"
 
 namespace aml {
@@ -54,6 +55,7 @@ struct ChildSteps {
   int pass_fd = -1, pass_as = -1;
   bool own_process_group = true;
   bool search_path = true;
+  bool idle_class = false;
   const char* file = nullptr;
   char* const* argv = nullptr;
   char* const* envp = nullptr;
@@ -88,6 +90,7 @@ struct ChildSteps {
                                : dup2(c.pass_fd, c.pass_as) < 0)
       *exec_errno = errno;
   }
+  if (c.idle_class) EnterIdleClassInChild();
   if (*exec_errno == 0) {
     if (c.search_path) execvpe(c.file, c.argv, c.envp);
     else execve(c.file, c.argv, c.envp);
@@ -131,6 +134,7 @@ Result<SpawnedChild> Spawn(const std::vector<std::string>& argv, const EnvSnapsh
   steps.pass_as = spec.pass_as;
   steps.own_process_group = spec.own_process_group;
   steps.search_path = spec.search_path;
+  steps.idle_class = spec.idle_class;
   CArgs args(argv);
   CArgs envp(env, spec.env_sets);
   steps.file = args.first();

@@ -26,6 +26,7 @@ struct SpawnSpec {
   bool stdin_null = false;        // its stdin is /dev/null, not the caller's
   int pass_fd = -1;               // dup'ed to pass_as in the child
   int pass_as = -1;
+  bool idle_class = false;        // it starts in the idle CPU and I/O classes (idle_class.h)
 };
 
 struct SpawnedChild {

@@ -36,7 +36,9 @@ const char* NodeStateName(NodeState s) {
 }
 
 NodeMachine::NodeMachine(const NodeConfig& c, NodeProcs* procs, JobChannel* job)
-    : c_(c), procs_(procs), job_(job), ranks_(c.children), standby_(c.standby) {}
+    : c_(c), procs_(procs), job_(job), ranks_(c.children), standby_(c.standby) {
+  warm_.Late(c.warm_late);
+}
 
 bool NodeMachine::AnyRunning() const {
   for (const Rank& r : ranks_)

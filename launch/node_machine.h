@@ -46,8 +46,8 @@
 // an end or a signal that comes meanwhile cuts the wait short.
 //
 // With --warm-restart (NodeConfig::warm) it also decides each rank's
-// standby interpreter (launch/warm_slots.h): made a while into each
-// attempt, taken by the rank at a restart (or not, and why), ended when the
+// standby interpreter (launch/warm_slots.h): made as each attempt's ranks
+// start, taken by the rank at a restart (or not, and why), ended when the
 // node is retired, when the shim is being stopped and at its end; its
 // process table makes and ends them (docs/control-plane.md, "Warm
 // restarts").
@@ -109,13 +109,8 @@ class NodeProcs {
   // `*code` is aml-shim's exit code for it (125, 126, 127), said already.
   virtual bool Start(size_t child, const RestartOrder* restart, WarmStart* warm, int* code) = 0;
   // --warm-restart (NodeConfig::warm; launch/warm_slots.h): rank `child`'s
-  // standby interpreter. Whether the rank's modules are known (its agent
-  // wrote them); make its standby ("" when made, else why not); end it.
-  // One that ends by itself: NodeMachine::OnStandbyGone.
-  virtual bool StandbyLearned(size_t child) const {
-    (void)child;
-    return false;
-  }
+  // standby interpreter: make it ("" when made, else why not); end it. One
+  // that ends by itself: NodeMachine::OnStandbyGone.
   virtual std::string MakeStandby(size_t child) {
     (void)child;
     return "no standby can be made here";
@@ -188,8 +183,10 @@ struct NodeConfig {
   // flight records before it ends them: the recorder is on.
   bool records_on_failure = false;
   // --warm-restart: each rank keeps a standby interpreter for the next
-  // restart (launch/warm_slots.h).
+  // restart (launch/warm_slots.h); `warm_late`: made kAfterS after their
+  // rank's start, not at once in the idle class (launch/idle_class.h).
   bool warm = false;
+  bool warm_late = false;
 };
 
 class NodeMachine {

@@ -27,7 +27,7 @@ struct FakeProcs : NodeProcs {
   // --warm-restart: standbys made (by child), ended, whether the ranks'
   // modules are known, and whether a standby refuses its order.
   std::vector<size_t> made, ended_standbys, from_standby;
-  bool learned = false, refuse = false;
+  bool refuse = false;
   std::string cannot_make;  // why MakeStandby fails ("": it makes one)
 
   bool Start(size_t child, const RestartOrder*, WarmStart* warm, int* code) override {
@@ -45,7 +45,6 @@ struct FakeProcs : NodeProcs {
     }
     return true;
   }
-  bool StandbyLearned(size_t) const override { return learned; }
   std::string MakeStandby(size_t child) override {
     if (cannot_make.empty()) made.push_back(child);
     return cannot_make;

@@ -18,13 +18,14 @@ bool NodeMachine::StartRank(size_t i, const RestartOrder* restart, double now, i
   if (!procs_->Start(i, restart, w, code)) return false;
   if (w && warm.from_standby) warm_started_.push_back(i);
   else if (w) cold_started_.emplace_back(i, warm.cold);
-  if (c_.warm) warm_.Due(i, true, now);  // the next restart's
+  if (c_.warm) warm_.Due(i, true, now);  // the next restart's, as this one is under way
   return true;
 }
 
 // Every rank of the attempt started (none: a spare's wait): how many from
-// their standbys, said; a spare keeps standbys too (with --preload's
-// modules: no rank of it ran yet): the place it takes starts warm.
+// their standbys, said; a spare keeps standbys too, ready as soon as it
+// is (with --preload's modules: no rank of it ran yet): the place it takes
+// starts warm.
 void NodeMachine::StandbysAfterStart(bool restart, double now) {
   if (restart && !standby_) {
     LogInfo("--warm-restart: " + std::to_string(warm_started_.size()) + " of " +
@@ -42,7 +43,7 @@ void NodeMachine::StandbysAfterStart(bool restart, double now) {
 void NodeMachine::MakeStandbys(double now) {
   if (!c_.warm || state_ == NodeState::kDone) return;
   if (shim_signal_ || stop_ || launcher_gone_ || reader_gone_) return EndStandbys();
-  for (size_t i : warm_.Ready(now, [this](size_t k) { return procs_->StandbyLearned(k); })) {
+  for (size_t i : warm_.Ready(now)) {
     const std::string why = procs_->MakeStandby(i);
     if (why.empty()) warm_.Made(i);
     else warm_.Gone(i, why);

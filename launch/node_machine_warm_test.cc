@@ -38,37 +38,58 @@ void FailAndRestart(NodeMachine* m, FakeJob* job, double t, int restart,
   m->Step(t);
 }
 
-// The first attempt started at 0, its ranks' modules known: both standbys
-// made at kAfterS.
+// The first attempt started at 0: both standbys made at once.
 void StartWithStandbys(NodeMachine* m, FakeProcs* procs) {
-  procs->learned = true;
   m->Start(0);
-  m->Step(WarmSlots::kAfterS);
+  m->Step(0);
   ASSERT_EQ(procs->made, (std::vector<size_t>{0, 1}));
 }
 
-TEST(NodeMachineWarm, ARestartsRanksStartFromTheStandbysMadeDuringTheAttempt) {
+// Issue 64: a failure 1 s after the first step (7 s in) restarted cold,
+// the standbys made only 10 s after the attempt's start.
+TEST(NodeMachineWarm, ARestartsRanksStartFromTheirStandbysWhateverTheMomentOfTheFailure) {
   FakeProcs procs;
   FakeJob job;
   job.may_exit = false;
   NodeMachine m(Warm(), &procs, &job);
   m.Start(0);
-  EXPECT_EQ(m.NextDeadline(0), WarmSlots::kAfterS);
-  m.Step(WarmSlots::kAfterS);
-  EXPECT_TRUE(procs.made.empty()) << "the ranks' modules are not known yet";
-  procs.learned = true;
-  m.Step(m.NextDeadline(WarmSlots::kAfterS));
+  EXPECT_EQ(m.NextDeadline(0), 0) << "made as the ranks start";
+  m.Step(0);
   EXPECT_EQ(procs.made, (std::vector<size_t>{0, 1}));
-  FailAndRestart(&m, &job, 20, 1);
+  FailAndRestart(&m, &job, 1, 1);
   ASSERT_EQ(m.state(), NodeState::kRunning);
   EXPECT_EQ(procs.from_standby, (std::vector<size_t>{0, 1}));
   EXPECT_EQ(m.warm_started(), (std::vector<size_t>{0, 1}));
   EXPECT_TRUE(m.cold_started().empty());
   // Said to the job (rank 0 sums the job's): once, as the ranks started.
   EXPECT_EQ(job.warm_starts, (std::vector<std::pair<int, int>>{{2, 0}}));
-  // The next restart's standbys, from this attempt's start.
-  m.Step(20 + WarmSlots::kAfterS);
+  // The next restart's standbys, as this one is under way: a failure at
+  // once again finds them.
+  m.Step(1);
   EXPECT_EQ(procs.made.size(), 4u);
+  FailAndRestart(&m, &job, 1.5, 2);
+  EXPECT_EQ(m.warm_started(), (std::vector<size_t>{0, 1}));
+}
+
+TEST(NodeMachineWarm, LateStandbysAreMadeAfterTheRanksStartUp) {
+  FakeProcs procs;
+  FakeJob job;
+  job.may_exit = false;
+  NodeConfig c = Warm();
+  c.warm_late = true;
+  NodeMachine m(c, &procs, &job);
+  m.Start(0);
+  EXPECT_EQ(m.NextDeadline(0), WarmSlots::kAfterS);
+  m.Step(5);
+  EXPECT_TRUE(procs.made.empty()) << "not beside the ranks' own start-up";
+  m.Step(WarmSlots::kAfterS);
+  EXPECT_EQ(procs.made, (std::vector<size_t>{0, 1}));
+  // A restart 3 s into the next attempt: none made yet, cold, said why.
+  FailAndRestart(&m, &job, 20, 1);
+  FailAndRestart(&m, &job, 23, 2);
+  EXPECT_TRUE(m.warm_started().empty());
+  ASSERT_EQ(m.cold_started().size(), 2u);
+  EXPECT_NE(m.cold_started()[0].second.find("not started yet"), std::string::npos);
 }
 
 TEST(NodeMachineWarm, AStandbyThatEndedOrRefusedOrWasNotMadeYetStartsItsRankCold) {
@@ -83,22 +104,20 @@ TEST(NodeMachineWarm, AStandbyThatEndedOrRefusedOrWasNotMadeYetStartsItsRankCold
   ASSERT_EQ(m.cold_started().size(), 1u);
   EXPECT_EQ(m.cold_started()[0].first, 1u);
   EXPECT_EQ(m.cold_started()[0].second, "its standby (pid 77) ended: killed by SIGKILL");
-  // A restart 3 s into the attempt: no standby made yet.
-  FailAndRestart(&m, &job, 23, 2);
-  EXPECT_TRUE(m.warm_started().empty());
-  ASSERT_EQ(m.cold_started().size(), 2u);
-  EXPECT_NE(m.cold_started()[0].second.find("not started yet"), std::string::npos);
   // One that refuses its order: cold, with its words.
-  m.Step(23 + WarmSlots::kAfterS);
+  m.Step(20);
+  FailAndRestart(&m, &job, 23, 2);
+  EXPECT_EQ(m.warm_started(), (std::vector<size_t>{0, 1}));
+  m.Step(23);
   procs.refuse = true;
   FailAndRestart(&m, &job, 40, 3);
   EXPECT_TRUE(m.warm_started().empty());
   ASSERT_EQ(m.cold_started().size(), 2u);
   EXPECT_EQ(m.cold_started()[1].second, "it refused");
-  EXPECT_EQ(job.warm_starts, (std::vector<std::pair<int, int>>{{1, 1}, {0, 2}, {0, 2}}));
+  EXPECT_EQ(job.warm_starts, (std::vector<std::pair<int, int>>{{1, 1}, {2, 0}, {0, 2}}));
 }
 
-TEST(NodeMachineWarm, ASpareKeepsStandbysWithoutWaitingForModulesAndTheJobsEndEndsThem) {
+TEST(NodeMachineWarm, ASparesStandbysAreReadyAsSoonAsItAndTheJobsEndEndsThem) {
   FakeProcs procs;
   FakeJob job;
   NodeConfig c = Warm();
@@ -106,7 +125,7 @@ TEST(NodeMachineWarm, ASpareKeepsStandbysWithoutWaitingForModulesAndTheJobsEndEn
   NodeMachine m(c, &procs, &job);
   m.Start(0);
   EXPECT_EQ(procs.starts, 0);
-  m.Step(WarmSlots::kAfterS);
+  m.Step(0);
   EXPECT_EQ(procs.made, (std::vector<size_t>{0, 1}));
   m.OnSignal(SIGTERM, 42, 15);
   while (m.Step(m.NextDeadline(15))) {

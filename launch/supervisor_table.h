@@ -30,6 +30,7 @@
 #include "launch/flight/fr_harvest.h"
 #include "launch/flight/nccl_ras.h"
 #include "launch/flight/waited.h"
+#include "launch/idle_class.h"
 #include "launch/keeper.h"
 #include "launch/tagged_procs.h"
 #include "launch/line_tagger.h"
@@ -120,7 +121,8 @@ class Supervisor : private NodeProcs {
         launches_(c.children),
         node_rank_(c.standby ? -1 : c.node_rank),
         machine_(NodeConfig{c.children.size(), c.grace_s, c.standby, c.look_every_s,
-                            c.flight_recorder, WarmOn(c)},
+                            c.flight_recorder, WarmOn(c),
+                            WarmOn(c) && !WhyNotLeaveIdleClass().empty()},
                  this, c.link) {}
   int Run();
 
@@ -170,7 +172,6 @@ class Supervisor : private NodeProcs {
 
   // NodeProcs.
   bool Start(size_t child, const RestartOrder* restart, WarmStart* warm, int* code) override;
-  bool StandbyLearned(size_t child) const override { return warm_.Learned(child); }
   std::string MakeStandby(size_t child) override;
   void EndStandby(size_t child) override { warm_.End(child); }
   void Signal(size_t child, int sig) override;

@@ -23,7 +23,15 @@ Status Supervisor::PrepareWarm(const Status& agent) {
     Status st = CheckWarmPreload(launches_[0].argv, *launches_[0].base_env, config_.preload);
     if (!st.ok()) return st;
   }
-  warm_.Configure(error_dir_, config_.preload, config_.pipe_output);
+  // Standbys wait in the idle scheduling class, made as their ranks start,
+  // where this shim may bring them back; else later, away from the ranks'
+  // start-up (launch/warm_slots.h).
+  const std::string late = WhyNotLeaveIdleClass();
+  if (!late.empty())
+    LogInfo("--warm-restart: standbys are made " +
+            std::to_string(static_cast<int>(WarmSlots::kAfterS)) +
+            " s after each attempt's ranks start, at the normal scheduling class: " + late);
+  warm_.Configure(error_dir_, config_.preload, config_.pipe_output, late.empty());
   // A spare (--spares) keeps standbys too (the machine makes them): a
   // node's place it takes starts warm (with --preload's modules: no rank
   // of it ran yet).

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "launch/cpu_affinity.h"
+#include "launch/idle_class.h"
 #include "launch/wait_status.h"
 #include "launch/warm_order.h"
 #include "launch/warm_standby_py.h"
@@ -29,10 +30,11 @@ void CloseFd(int* fd) {
 
 }  // namespace
 
-void WarmPool::Configure(std::string dir, std::string modules, bool pipe_output) {
+void WarmPool::Configure(std::string dir, std::string modules, bool pipe_output, bool idle) {
   dir_ = std::move(dir);
   modules_ = std::move(modules);
   pipe_output_ = pipe_output;
+  idle_ = idle;
 }
 
 void WarmPool::Set(size_t i, int rank, const std::vector<std::string>& argv,
@@ -51,13 +53,9 @@ void WarmPool::Set(size_t i, int rank, const std::vector<std::string>& argv,
   s.rank = rank;
 }
 
-std::string WarmPool::Learned(const Slot& s) const {
-  if (s.rank < 0) return "";
-  const std::string path = LearnPrefix() + std::to_string(s.rank);
-  return access(path.c_str(), F_OK) == 0 ? path : "";
+std::string WarmPool::LearnedPath(const Slot& s) const {
+  return s.rank < 0 ? "" : LearnPrefix() + std::to_string(s.rank);
 }
-
-bool WarmPool::Learned(size_t i) const { return i < slots_.size() && !Learned(slots_[i]).empty(); }
 
 Status WarmPool::WriteScript() {
   if (!script_.empty()) return Ok();
@@ -81,9 +79,13 @@ std::string WarmPool::Make(size_t i, pid_t* pid) {
   spec.env_sets = s.sets;
   spec.env_sets.emplace_back("AML_SHIM_STANDBY_FD", std::to_string(kOrderFd));
   spec.env_sets.emplace_back("AML_SHIM_STANDBY_MODULES", modules_);
-  const std::string learned = Learned(s);
+  // The rank's own modules: the file its agent writes when its process
+  // group is up (an earlier attempt's at once); the standby looks for it
+  // while it waits.
+  const std::string learned = LearnedPath(s);
   if (!learned.empty()) spec.env_sets.emplace_back("AML_SHIM_STANDBY_LEARNED", learned);
   spec.pipe_output = pipe_output_;
+  spec.idle_class = idle_;
   spec.pass_fd = p[0];
   spec.pass_as = kOrderFd;
   int code = 0;
@@ -104,8 +106,8 @@ std::string WarmPool::Make(size_t i, pid_t* pid) {
   *pid = s.pid;
   LogVerbose("--warm-restart: " + (s.rank < 0 ? std::string("a spare's") : "rank " + std::to_string(s.rank) + "'s") + " standby (pid " +
              std::to_string(s.pid) + ") imports " + modules_ +
-             (learned.empty() ? " (the rank's own modules not known)"
-                              : " and the rank's own modules (" + learned + ")"));
+             (learned.empty() ? "" : " and the rank's own modules (" + learned + ")") +
+             (idle_ ? ", in the idle scheduling class" : ""));
   return "";
 }
 
@@ -135,6 +137,27 @@ std::optional<SpawnedChild> WarmPool::Take(size_t i, const std::vector<std::stri
   CArgs envp(env, sets);
   for (char* const* e = envp.data(); *e; ++e) order.env.emplace_back(*e);
   const std::string bytes = EncodeWarmOrder(order);
+  if (idle_) {
+    // Every thread back to the normal classes before the script's first
+    // line: the rank must not run in the idle class.
+    Status back = LeaveIdleClass(s.pid);
+    if (!back.ok()) {
+      *why = "its standby (pid " + std::to_string(s.pid) + ") stayed in the idle class: " +
+             back.error().message;
+      Drop(s, true);
+      return std::nullopt;
+    }
+  }
+  // One killed (the OOM killer, a user) but not reaped yet: in the idle
+  // class it ends only when the CPU is idle (found by test_warm_restart.py:
+  // SIGKILLed 0.5 s before the restart, it took the order and died as the
+  // rank).
+  const std::string ending = WhyEnding(s.pid);
+  if (!ending.empty()) {
+    *why = "its standby (pid " + std::to_string(s.pid) + ") " + ending;
+    Drop(s, true);
+    return std::nullopt;
+  }
   const int room = fcntl(s.order_fd, F_GETPIPE_SZ);
   if (room < 0 || bytes.size() > static_cast<size_t>(room)) {
     *why = "its order (" + std::to_string(bytes.size()) + " bytes: the environment) is more "
@@ -199,6 +222,9 @@ bool WarmPool::Reaped(pid_t pid, int status, std::optional<size_t>* slot, std::s
 
 void WarmPool::Drop(Slot& s, bool kill_group) {
   if (kill_group && s.pid > 0) {
+    // Out of the idle class first: killed there, it ends only when the
+    // CPU is idle, and the shim waits for it before it exits.
+    if (idle_) (void)LeaveIdleClass(s.pid);
     kill(-s.pid, SIGKILL);
     killed_.push_back(s.pid);
   }

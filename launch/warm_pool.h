@@ -1,7 +1,8 @@
 // --warm-restart (docs/control-plane.md, "Warm restarts"): the standby
 // interpreters as processes, one per child slot, made when the node's
-// machine says (launch/warm_slots.h: a while after each attempt's ranks
-// start), which import --preload's modules and the rank's own, and wait; at
+// machine says (launch/warm_slots.h: as each attempt's ranks start), which
+// import --preload's modules and the rank's own (as soon as its agent
+// wrote them), and wait in the idle scheduling class; at
 // the next restart one becomes the slot's rank (its order:
 // launch/warm_order.h). Each is the command's own interpreter with
 // its own flags, a fresh process (never a fork of a rank), in a process
@@ -30,8 +31,10 @@ namespace aml {
 class WarmPool {
  public:
   // `dir`: the shim's private directory (warm_standby.py is written there
-  // at the first standby); `modules`: --preload's list.
-  void Configure(std::string dir, std::string modules, bool pipe_output);
+  // at the first standby); `modules`: --preload's list; `idle`: each standby
+  // waits in the idle scheduling class, and leaves it at its order
+  // (launch/idle_class.h).
+  void Configure(std::string dir, std::string modules, bool pipe_output, bool idle);
   bool on() const { return !dir_.empty(); }
 
   // Where rank R's agent writes the modules it imported: this + R (the
@@ -43,8 +46,6 @@ class WarmPool {
   // command that is not a Python script or module never has one: said once).
   void Set(size_t i, int rank, const std::vector<std::string>& argv, const EnvSnapshot* env,
            const EnvSets& sets, const std::vector<int>& cpus);
-  // Slot i's rank's modules are known (its agent wrote them).
-  bool Learned(size_t i) const;
   // Makes slot i's standby: "" (its pid in `*pid`, to name to the keeper),
   // or why not.
   std::string Make(size_t i, pid_t* pid);
@@ -79,11 +80,12 @@ class WarmPool {
     std::vector<int> cpus;
   };
   void Drop(Slot& s, bool kill_group);
-  std::string Learned(const Slot& s) const;  // its rank's modules' file ("": none yet)
+  std::string LearnedPath(const Slot& s) const;  // its rank's modules' file ("": a spare's)
   Status WriteScript();
 
   std::string dir_, modules_, script_;
   bool pipe_output_ = true;
+  bool idle_ = false;
   bool said_cold_ = false;
   std::vector<Slot> slots_;
   std::vector<pid_t> killed_;  // killed, not reaped yet

@@ -1,6 +1,5 @@
 #include "launch/warm_slots.h"
 
-#include <algorithm>
 #include <limits>
 
 namespace aml {
@@ -10,27 +9,22 @@ WarmSlots::Slot& WarmSlots::At(size_t i) {
   return slots_[i];
 }
 
-void WarmSlots::Due(size_t i, bool learn, double now) {
+void WarmSlots::Due(size_t i, bool rank, double now) {
   Slot& s = At(i);
   if (s.live) return;
   // A spare's slot already due stays due when then: the job's restarts
   // start no rank on it, so none of them is a start-up to keep clear of
   // (each restart of a failing job put it off again, and the spare that
   // took a node's place then started cold).
-  if (!learn && s.due >= 0) return;
-  s.due = now + kAfterS;
-  s.learn_until = learn ? now + kLearnS : now;
+  if (!rank && s.due >= 0) return;
+  s.due = late_ ? now + kAfterS : now;
 }
 
-std::vector<size_t> WarmSlots::Ready(double now, const std::function<bool(size_t)>& learned) {
+std::vector<size_t> WarmSlots::Ready(double now) {
   std::vector<size_t> out;
   for (size_t i = 0; i < slots_.size(); ++i) {
     Slot& s = slots_[i];
     if (s.due < 0 || now < s.due) continue;
-    if (now < s.learn_until && !learned(i)) {
-      s.due = std::min(now + kLearnLookS, s.learn_until);  // not known yet: look again
-      continue;
-    }
     s.due = -1;
     out.push_back(i);
   }
@@ -61,10 +55,12 @@ bool WarmSlots::Take(size_t i, std::string* why) {
   }
   if (!s.gone.empty())
     *why = s.gone;
-  else if (due >= 0)
+  else if (due >= 0 && late_)
     *why = "its standby was not started yet (" + std::to_string(static_cast<int>(kAfterS)) +
-           " s after the attempt's start, once the rank's modules are known, at most " +
-           std::to_string(static_cast<int>(kLearnS)) + " s)";
+           " s after the attempt's start: this shim cannot bring a standby back from the idle "
+           "scheduling class)";
+  else if (due >= 0)
+    *why = "its standby was not started yet (the restart came as it was due)";
   else
     *why = "it has no standby";
   s.gone.clear();

@@ -6,20 +6,25 @@
 // standbys (the supervisor's real ones, launch/warm_pool.h; the simulator's,
 // shim/sim/sim_node.h), so both run these rules:
 //
-//   due       a rank started: its standby is made kAfterS later (not beside
-//             the ranks' own start-up), once the rank's modules are known
-//             (aml-shim's agent writes them when its process group is up; an
-//             earlier attempt's count), or kLearnS after the rank's start
-//             without them; a spare's slot (no rank ran there) kAfterS after
-//             the job's start, with --preload's modules alone
-//   live      made, waiting
+//   due       a rank started (the first attempt's, or a restart's: the next
+//             standby is due as the restart is under way), or a spare is
+//             ready: its standby is made at once. A standby waits in the
+//             idle scheduling class (launch/idle_class.h) until its order,
+//             so it never slows a rank; it imports --preload's modules, and
+//             the rank's own as soon as they are known (the rank's agent
+//             writes them when its process group is up; an earlier
+//             attempt's at once). Where this shim could not bring a standby
+//             back from the idle class ("late": no CAP_SYS_NICE, a low
+//             RLIMIT_NICE), it is made kAfterS after its rank started
+//             instead, away from the ranks' own start-up, at the normal
+//             classes.
+//   live      made, waiting (still importing, or ready)
 //   taken     at a restart, given the attempt's order: the rank runs in it
 //   gone      it could not be made, it ended, or it refused its order: that
 //             rank's next start is cold, with that reason
 #pragma once
 
 #include <cstddef>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,16 +32,18 @@ namespace aml {
 
 class WarmSlots {
  public:
-  static constexpr double kAfterS = 10;  // after the attempt's ranks started
-  static constexpr double kLearnS = 60;  // at most, waiting for the rank's modules
-  static constexpr double kLearnLookS = 1;  // how often a due standby looks for them
+  static constexpr double kAfterS = 10;  // "late": after the attempt's ranks started
 
-  // Slot `i`'s rank started at `now` (`learn`: wait for its modules; false
-  // for a spare's slot). A slot whose standby lives keeps it.
-  void Due(size_t i, bool learn, double now);
-  // The slots whose standby is to be made now; `learned(i)`: slot i's rank's
-  // modules are known. Each is made (Made) or not (Gone) by the caller.
-  std::vector<size_t> Ready(double now, const std::function<bool(size_t)>& learned);
+  // Standbys made kAfterS after their rank's start (true), or at once.
+  void Late(bool late) { late_ = late; }
+  bool late() const { return late_; }
+  // Slot `i`'s rank started at `now` (`rank`: false for a spare's slot, no
+  // rank ran there: a slot already due stays due). A slot whose standby
+  // lives keeps it.
+  void Due(size_t i, bool rank, double now);
+  // The slots whose standby is to be made now. Each is made (Made) or not
+  // (Gone) by the caller.
+  std::vector<size_t> Ready(double now);
   void Made(size_t i);
   // Slot i's standby could not be made, ended, or refused its order.
   void Gone(size_t i, std::string why);
@@ -53,12 +60,12 @@ class WarmSlots {
  private:
   struct Slot {
     bool live = false;
-    double due = -1;          // when it is to be made (-1: none due)
-    double learn_until = -1;  // made without the rank's modules from then
-    std::string gone;         // why its last standby is gone ("": none went)
+    double due = -1;   // when it is to be made (-1: none due)
+    std::string gone;  // why its last standby is gone ("": none went)
   };
   Slot& At(size_t i);
   std::vector<Slot> slots_;
+  bool late_ = false;
 };
 
 }  // namespace aml

@@ -1,11 +1,13 @@
 # aml-shim's warm standby (docs/control-plane.md, "Warm restarts"). With
 # --warm-restart aml-shim starts, beside each running rank, the rank's own
 # interpreter with the rank's own flags on this file instead of the script,
-# in the environment the next attempt's rank would have. It imports the
+# in the environment the next attempt's rank would have, in the idle
+# scheduling class (aml-shim brings it back before its order). It imports the
 # modules named in AML_SHIM_STANDBY_MODULES (--preload), then those in the
-# file AML_SHIM_STANDBY_LEARNED (what the rank before it had imported by the
-# time its process group was up: aml-shim's agent wrote it), then waits on the
-# descriptor AML_SHIM_STANDBY_FD for its order: at a restart aml-shim writes
+# file AML_SHIM_STANDBY_LEARNED (what the rank had imported by the time its
+# process group was up: aml-shim's agent writes it), at once when it is
+# there, else as soon as it is while it waits on the descriptor
+# AML_SHIM_STANDBY_FD for its order: at a restart aml-shim writes
 # the attempt's working directory, the script (or -m module), sys.argv and
 # the attempt's whole environment, and closes it; the standby takes them and
 # runs the script as the interpreter would have (or the -m module). The
@@ -15,19 +17,25 @@ import os
 import sys
 
 
-def _aml_standby_modules():
-    import importlib
-    names = os.environ.get("AML_SHIM_STANDBY_MODULES", "").split(",")
+def _aml_standby_learned():
+    # What the rank imported (its agent wrote it: one name a line, in the
+    # order of their import); None while it is not there.
     learned = os.environ.get("AML_SHIM_STANDBY_LEARNED")
-    if learned:
-        # What the rank before it imported (its agent wrote it: one name a
-        # line, in the order of their import).
-        try:
-            fd = os.open(learned, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-            with os.fdopen(fd, "rb") as f:
-                names += f.read(1 << 22).decode("utf-8", "replace").splitlines()
-        except OSError:
-            pass
+    if not learned:
+        return []
+    try:
+        fd = os.open(learned, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as f:
+            return f.read(1 << 22).decode("utf-8", "replace").splitlines()
+    except OSError:
+        return []
+
+
+def _aml_standby_import(names):
+    import importlib
     for name in names:
         if not name or name in sys.modules:
             continue
@@ -56,9 +64,23 @@ def _aml_standby_order(fd):
     return cwd, kind, target, argv, env
 
 
+def _aml_standby_wait(fd):
+    # --preload's modules, the rank's own when they are known, then the
+    # order; the rank's own as soon as they are, while it waits.
+    import select
+    _aml_standby_import(os.environ.get("AML_SHIM_STANDBY_MODULES", "").split(","))
+    learned = _aml_standby_learned()
+    if learned is not None:
+        _aml_standby_import(learned)
+    while learned is None and not select.select([fd], [], [], 1.0)[0]:
+        learned = _aml_standby_learned()
+        if learned is not None:
+            _aml_standby_import(learned)
+
+
 def _aml_standby_run():
     fd = int(os.environ["AML_SHIM_STANDBY_FD"])
-    _aml_standby_modules()
+    _aml_standby_wait(fd)
     cwd, kind, target, argv, env = _aml_standby_order(fd)
     os.environ.clear()
     for k, _, v in env:

@@ -38,7 +38,7 @@ void DrawWarm(int shims, std::mt19937_64* rng, FaultPlan* p) {
   p->restarts_succeed = true;
   const double fail = DrawS(rng, 12, 40);
   p->faults.push_back({FaultKind::kFail, fail, Draw(rng, 0, shims - 1), {}});
-  if (Draw(rng, 0, 2) == 0)  // the next attempt fails too, before its standbys are made
+  if (Draw(rng, 0, 2) == 0)  // the next attempt fails too, seconds in
     p->faults.push_back({FaultKind::kFail, fail + DrawS(rng, 2, 6), Draw(rng, 0, shims - 1), {}});
   if (shims >= 4 && Draw(rng, 0, 2) == 0) {
     // A node lost, a spare in its place (its standbys made at the start).

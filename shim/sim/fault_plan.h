@@ -61,14 +61,13 @@
 //   warm      --warm-restart (launch/warm_slots.h): every shim's ranks keep
 //             standbys; a rank fails 12 to 40 s in, --max-restarts 2, the
 //             restarts ending well; at times a second failure seconds into
-//             the next attempt (before its standbys are made: cold), spares
+//             the next attempt (its standbys made as it started), spares
 //             with a lost node, and the standby faults below. A restart's
 //             rank starts from its standby exactly when one lives, and one
-//             lives when it was due long enough before and was not lost
+//             lives whenever it was due (its rank's start, a spare's go)
+//             and was not lost, whatever the moment of the failure
 //             (sim_node.cc); none outlives its shim. "warm" in a spec turns
 //             it on beside any other fault
-//             (at times the ranks' process groups come up only "groupup="
-//             seconds after their start: a long import first)
 //   standbylost   one shim's standbys alive then are killed (their ranks
 //             start cold at the next restart, and say why)
 //   standbyrefuse one shim's standbys refuse their orders from then on
@@ -127,7 +126,9 @@ struct FaultPlan {
   bool quiet = false;        // no rank writes output (the hang)
   bool warm = false;         // --warm-restart
   // A rank's process group is up (its agent writes the modules it
-  // imported) this long after its start ("groupup=S").
+  // imported) this long after its start ("groupup=S"). Standbys learn the
+  // modules by themselves now (launch/warm_slots.h): it changes nothing;
+  // parsed and drawn still, so that every plan replays as it was drawn.
   double group_up_s = 0.5;
   int max_restarts = 0;
   bool restarts_succeed = false;  // attempts after the first end well

@@ -12,7 +12,6 @@ RankPlan Cluster::RanksOf(int shim) const {
   RankPlan r;
   r.prints = !plan_.quiet;
   r.warm = plan_.warm;
-  r.group_up_s = plan_.group_up_s;
   r.run_s = plan_.run_s;
   for (const Fault& f : plan_.faults) {
     if (f.shim != shim) continue;

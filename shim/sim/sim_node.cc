@@ -38,10 +38,9 @@ bool SimProcs::Start(size_t child, const RestartOrder* restart, WarmStart* warm,
   Pair& pr = procs_[child];
   pr.rank = Proc{true, next_epoch_++, now_};
   pr.left = Proc{plan_.straggler, next_epoch_++, now_};
-  // Its next standby is due from now, made once its modules are known.
-  pr.learned = pr.learned || (pr.learned_at >= 0 && now_ >= pr.learned_at);
+  // Its next standby is due from now (made at once: it learns the rank's
+  // modules by itself).
   pr.due_from = now_;
-  pr.learned_at = now_ + plan_.group_up_s;
   pr.spare = pr.lost = false;
   // Its natural end: a failure, or the attempt's healthy end (never, for a
   // rank that hangs).
@@ -111,7 +110,6 @@ bool SimProcs::Fire(size_t child, bool straggler, uint64_t epoch, int status, in
   p.status = status;
   *out_status = status;
   // A rank that ended before its process group was up wrote no modules.
-  if (!straggler && now_ < procs_[child].learned_at) procs_[child].learned_at = -1;
   return !straggler;
 }
 
@@ -124,21 +122,13 @@ void SimProcs::Go(double now) {
   }
 }
 
-bool SimProcs::StandbyLearned(size_t child) const {
-  const Pair& p = procs_[child];
-  return p.learned || (p.learned_at >= 0 && now_ >= p.learned_at);
-}
-
 std::string SimProcs::MakeStandby(size_t child) {
   Pair& p = procs_[child];
   const std::string who = "shim " + std::to_string(shim_) + "'s rank " + std::to_string(child);
   if (p.standby.alive) violation = who + " was given a second standby";
   if (stopped) violation = who + "'s standby was made after its shim's stop";
-  if (now_ < p.due_from + WarmSlots::kAfterS - 1e-9)
-    violation = who + "'s standby was made " + FormatNumber(now_ - p.due_from, "%.3f") +
-                " s after its start, beside the ranks' own start-up";
-  if (!p.spare && !StandbyLearned(child) && now_ < p.due_from + WarmSlots::kLearnS - 1e-9)
-    violation = who + "'s standby was made before the rank's modules were known";
+  if (p.due_from < 0 || now_ < p.due_from - 1e-9)
+    violation = who + "'s standby was made before it was due";
   p.standby = Proc{true, next_epoch_++, now_};
   const double lost = plan_.standby_lost_s >= 0 ? origin_ + plan_.standby_lost_s : -1;
   if (lost >= now_) schedule_(lost, child, kStandbyProc, p.standby.epoch, Killed(SIGKILL));
@@ -177,15 +167,10 @@ void SimProcs::CheckWarm(size_t child, WarmStart* warm) {
   if (warm->from_standby && !alive) violation = who + " was started from a standby that is gone";
   if (!warm->from_standby && alive)
     violation = who + " was started cold beside its live standby (" + warm->cold + ")";
-  // Made kAfterS after it was due (kLearnS without the rank's modules), a
-  // busy machine's pause later at most.
-  const bool learned = p.spare || p.learned || p.learned_at >= 0;
-  const double ready =
-      p.spare ? p.due_from + WarmSlots::kAfterS
-      : learned ? std::max(p.due_from + WarmSlots::kAfterS, p.learned ? 0 : p.learned_at)
-                : p.due_from + WarmSlots::kLearnS;
-  if (p.due_from >= 0 && !p.lost && !alive &&
-      now_ >= ready + WarmSlots::kLearnLookS + FaultPlan::kBusyPauseS + 0.5)
+  // Made as soon as it was due (its rank's start, a spare's go: whatever
+  // the moment of the failure), a busy machine's pause later at most.
+  const double ready = p.due_from;
+  if (p.due_from >= 0 && !p.lost && !alive && now_ >= ready + FaultPlan::kBusyPauseS + 0.5)
     violation = who + "'s standby was due at " + FormatNumber(ready - origin_, "%.3f") +
                 " s but none lived at its restart (" + FormatNumber(now_ - origin_, "%.3f") +
                 " s): " + warm->cold;

@@ -42,10 +42,6 @@ struct RankPlan {
   // after rank 0's go).
   bool warm = false;
   double standby_lost_s = -1, standby_refuse_s = -1;
-  // A rank's agent writes the modules it imported this long after its
-  // start (its process group is up: a long import or data preparation
-  // first makes it later than the standby's kAfterS).
-  double group_up_s = 0.5;
   // The job's stalls: this node's ranks (when `stall`) stall `stall_s` in
   // one step of `stall_every` and `hiccup_s` in one of `hiccup_every`;
   // every node's next step waits for it.
@@ -124,7 +120,6 @@ class SimProcs : public NodeProcs {
   double FirstOutputWall() const override;
   void TermSent(bool) override {}
   void BeginRestart(const RestartOrder& restart, bool print_own_failure) override;
-  bool StandbyLearned(size_t child) const override;
   std::string MakeStandby(size_t child) override;
   void EndStandby(size_t child) override;
 
@@ -139,11 +134,9 @@ class SimProcs : public NodeProcs {
   struct Pair {
     Proc rank, left;  // the rank, and what it left behind
     Proc standby;     // --warm-restart: its standby
-    // Its standby is due from then (the rank's start; a spare's go), with
-    // the rank's modules (not a spare's) known from `learned_at` (-1: the
-    // rank ended before); `learned`: an earlier attempt's rank's were.
-    double due_from = -1, learned_at = -1;
-    bool spare = false, learned = false;
+    // Its standby is due from then (the rank's start; a spare's go).
+    double due_from = -1;
+    bool spare = false;
     bool lost = false;  // its standby was lost since it was due
   };
   // The rule a restart's rank is held to (`warm`: the machine's word).

@@ -125,9 +125,9 @@ class Restart(unittest.TestCase):
             self.assertNotIn("LEFTOVER", text)
 
     def test_a_failure_and_a_hang_restart_warm_to_the_undisturbed_weights(self):
-        # --warm-restart: the next attempt's ranks are the standbys (made 10 s
-        # into the first attempt: its epochs of 8 s put rank 3's failure at
-        # epoch 2 well after), and the job ends as an undisturbed run.
+        # --warm-restart: the next attempt's ranks are the standbys (made as
+        # the first attempt's ranks start, in the idle class), and the job
+        # ends as an undisturbed run.
         for name, env, args in (("failure", {"EPOCH_S": "8"}, ()),
                                 ("hang", {"HANG": "1"}, ("--hang-timeout", "30s"))):
             with self.subTest(name), tempfile.TemporaryDirectory() as tmp:

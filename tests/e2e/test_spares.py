@@ -182,8 +182,8 @@ class Spares(unittest.TestCase):
             return found
 
         with tempfile.TemporaryDirectory() as tmp:
-            # Epochs of 3 s: the standbys are made 10 s into the attempt
-            # (the spare's 10 s after its start).
+            # Epochs of 3 s: the standbys are made as the ranks start (the
+            # spare's as it starts) and have imported torch by epoch 0's end.
             procs = self.start(tmp, "--max-restarts", "2", "--warm-restart",
                                extra_env={"EPOCHS": "8", "FAIL_EPOCH": "99", "EPOCH_S": "3"})
             _, errs, text = self.kill_node_one(

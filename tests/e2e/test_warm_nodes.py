@@ -101,8 +101,8 @@ class WarmOnNodes(unittest.TestCase):
             procs = self.side_by_side(4, tmp, "--max-restarts", "1", "--spares", "1",
                                       "--warm-restart", CKPT_DIR=tmp, FAIL_RANK="-1",
                                       EPOCH_S="8")
-            # Epoch 1 saved (its standbys made 10 s after the ranks' start,
-            # once their process groups were up): node 2 dies.
+            # Epoch 1 saved (its standbys made as the ranks started, their
+            # modules learned once their process groups were up): node 2 dies.
             deadline = time.monotonic() + 300
             while "epoch 1 saved" not in slurp(f"{tmp}/node-1.out"):
                 self.assertLess(time.monotonic(), deadline, slurp(f"{tmp}/node-1.err"))

@@ -1,6 +1,7 @@
 """--warm-restart (docs/control-plane.md, "Warm restarts"): a standby
-interpreter per rank, made 10 s after each attempt's ranks started, imports
---preload's modules (torch) and becomes the next attempt's rank: the script
+interpreter per rank, made as each attempt's ranks start and waiting in the
+idle scheduling class, imports --preload's modules (torch) and becomes the
+next attempt's rank (back in the normal class): the script
 runs as `python script.py` would have (its __name__, sys.argv, working
 directory, sys.path[0] and the attempt's environment, a new MASTER_PORT
 among it), torch already imported. Real PyTorch (Debian's 1.13) over Gloo
@@ -128,6 +129,26 @@ class WarmRestart(unittest.TestCase):
                               r.stdout)
         self.assertEqual(standbys_left(), [])
 
+    def test_a_failure_one_second_after_the_first_step_restarts_warm(self):
+        # Before: the standbys were made 10 s after the attempt's start, and
+        # a rank failing 1 s after its first step restarted cold.
+        r = self.job("--max-restarts", "1", "--warm-restart", FAIL_RANK="1", WAIT_S="1",
+                     SHOW_STANDBYS="1")
+        text = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 0, text)
+        self.assertIn("aml-shim: --warm-restart: 2 of 2 ranks started from their standbys",
+                      r.stderr)
+        self.assertNotIn("starts cold", r.stderr)
+        s = starts(r.stdout)
+        for rank in (0, 1):
+            # Waiting, every thread of each standby in the idle class (5);
+            # the rank it became runs in the normal one (0), as a cold one.
+            self.assertIn(f"rank {rank} standby policies [5]", r.stdout, text)
+            self.assertEqual((s[(0, rank)]["policy"], s[(1, rank)]["policy"]), (0, 0), text)
+            self.assertTrue(s[(1, rank)]["torch_loaded"], text)
+            self.assertIn(f"rank {rank} attempt 1 sum 2", r.stdout)
+        self.assertEqual(standbys_left(), [])
+
     def test_a_standby_that_died_starts_its_rank_cold_and_says_so(self):
         r = self.job("--max-restarts", "1", "--warm-restart", FAIL_RANK="1", KILL_STANDBY="0")
         text = r.stdout + r.stderr
@@ -197,7 +218,7 @@ class WarmRestart(unittest.TestCase):
                   env=tagged_env(MASTER_PORT=free_port(), WAIT_S="40"), stdout=subprocess.PIPE,
                   stderr=subprocess.PIPE, text=True)
         self.addCleanup(p.kill)
-        # Each rank's standby, once made (10 s after the start) and its
+        # Each rank's standby, once made (as the ranks start) and its
         # imports (torch) done: far more than a bare interpreter's 10 MB.
         big = lambda t: all((value(t, "aml_shim_warm_standby_resident_bytes",
                                    local_rank=str(r)) or 0) > 100e6 for r in (0, 1))

@@ -5,7 +5,8 @@ is 1) and warm_job_local (its own, beside it) were imported before its first
 line, whether aml-shim's flight-recorder agent is armed, MASTER_PORT, and
 any AML_SHIM_STANDBY_* variable it sees), then all-reduces once over Gloo. In
 the first attempt every rank waits WAIT_S seconds (the standbys are made
-meanwhile); rank KILL_STANDBY (-1: none) first SIGKILLs one standby of its
+meanwhile; with SHOW_STANDBYS=1 it then says the scheduling classes of its
+shim's standbys' threads); rank KILL_STANDBY (-1: none) first SIGKILLs one standby of its
 shim (a process running warm_standby.py whose parent is its own), then rank
 FAIL_RANK (-1: none) exits 7 and the others sleep until ended. In a later
 attempt rank RAISE_RANK raises ValueError, and with MP=1 every rank squares
@@ -51,6 +52,9 @@ print(json.dumps({"rank": rank, "attempt": attempt, "name": __name__, "argv": sy
                   "port": os.environ.get("MASTER_PORT"),
                   "standby_vars": sorted(k for k in os.environ if k.startswith("AML_SHIM_STANDBY")),
                   "pid": os.getpid(),
+                  # Its scheduling class (0: SCHED_OTHER; 5: SCHED_IDLE, a
+                  # standby's until its order).
+                  "policy": os.sched_getscheduler(0),
                   # Its open descriptors as the script begins (a warm start
                   # must leave none of the standby's or the shim's open).
                   "fds": open_fds()}), flush=True)
@@ -75,6 +79,21 @@ if __name__ == "__main__":
     print(f"rank {rank} attempt {attempt} sum {t.item():.0f}", flush=True)
     if attempt == 0:
         time.sleep(float(os.environ.get("WAIT_S", "12")))
+        if os.environ.get("SHOW_STANDBYS") == "1":
+            # The scheduling class of each standby of its shim, waiting.
+            me, policies = os.getppid(), set()
+            for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        cmd = f.read()
+                    with open(f"/proc/{pid}/stat") as f:
+                        ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                    if b"warm_standby.py" in cmd and ppid == me:
+                        policies.update(os.sched_getscheduler(int(t))
+                                        for t in os.listdir(f"/proc/{pid}/task"))
+                except OSError:
+                    continue
+            print(f"rank {rank} standby policies {sorted(policies)}", flush=True)
         if rank == int(os.environ.get("KILL_STANDBY", "-1")):
             me = os.getppid()
             for pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit()):
