@@ -3,14 +3,13 @@
 beside two busy loops per core, rank 0's node stalled during the loaded
 start-up, when its children's allowances differ; every live shim stays in
 the job, the heir takes it, and the old root, woken, steps down."""
-import os
 import signal
 import tempfile
 import unittest
 
 from harness import CKPT, PYTHON, CpuHogs, main, signal_all, slurp, wait_for
-from test_new_root import SideBySide, assert_no_record, undisturbed
-from test_spares import descendants, final_weights, kill_all
+from test_new_root import SideBySide, assert_no_record, assert_resumed_weights, weights_of
+from test_spares import descendants, kill_all
 
 
 class BusyRoot(SideBySide, unittest.TestCase):
@@ -24,7 +23,7 @@ class BusyRoot(SideBySide, unittest.TestCase):
         job: the heir takes it, the spare takes NODE_RANK 0, and the job
         ends with the undisturbed weights; the old root ends 125 and says
         nothing of the job. Returns the old root's stderr."""
-        weights = undisturbed(3, EPOCHS=epochs)
+        weights_of(3, epochs)  # before the busy loops
         with CpuHogs(per_core=2):
             procs = self.start(tmp, ["--grace", "5", "--spares", "1", "--max-restarts", "3",
                                      "--log-dir", log_dir], [PYTHON, CKPT], shims=4,
@@ -44,7 +43,7 @@ class BusyRoot(SideBySide, unittest.TestCase):
         self.assertEqual(codes, [0, 0, 0], text)
         self.assertNotIn("which holds the job still", text)
         self.assertRegex(text, r"takes the job as its root: 3 of 4 shims reached it")
-        self.assertEqual([final_weights(o) for o in outs if final_weights(o)], [weights], text)
+        assert_resumed_weights(self, outs, 3, epochs, text)
         self.assertEqual(code0, 125, text)
         for said in ("no spare left", "retired nodes", "ending the job"):
             self.assertNotIn(said, errs[0])
