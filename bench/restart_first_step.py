@@ -11,8 +11,8 @@ Each rank imports torch (and, with the heavy set, numpy, sympy, hypothesis,
 cryptography, requests, pygments and yaml too), starts a Gloo process group
 and all-reduces one tensor: its first step. In the first attempt rank 3
 then fails (exit 7) 20 s after its start (--warm-restart makes its standbys
-10 s into an attempt, or once the ranks' process groups are up; they import
---preload's torch and what the rank before them had imported by then: the
+as the ranks start, in the idle scheduling class; they import --preload's
+torch and what the rank had imported once its process group was up: the
 heavy set too, learned);
 the others sleep until they are ended. Each
 rank writes when its interpreter started, when its imports were done and
@@ -36,7 +36,13 @@ earliest the job can be judged hung) to it, which counts what the verdict
 takes (the flight records and stack traces taken before the line, with
 torch 2.14). torchrun has no hang check.
 
-  bench/restart_first_step.py [--runs N] [--shim build/aml-shim] [--root forky] [--hang]"""
+With --fail-after S (repeatable) rank 3 fails S seconds after its own first
+step instead: an attempt's first seconds (a bad node's) against its steady
+state. --only NAME runs the launchers whose name has NAME in it; --light
+leaves the heavy set out.
+
+  bench/restart_first_step.py [--runs N] [--shim build/aml-shim] [--root forky] [--hang]
+                              [--fail-after S ...] [--only NAME] [--light]"""
 import argparse
 import os
 import statistics
@@ -73,7 +79,8 @@ with open(f"{d}/times-{a}-{r}", "w") as f:
 print(f"rank {r} first step", flush=True)  # the hang watchdog's last progress
 if a == 0:
     if r == os.environ.get("BENCH_FAIL_RANK", "3"):
-        time.sleep(max(0.0, t0 + 20 - time.time()))
+        after = os.environ.get("BENCH_FAIL_AFTER")
+        time.sleep(max(0.0, (t2 + float(after) if after else t0 + 20) - time.time()))
         if os.environ.get("BENCH_HANG") == "1":
             time.sleep(600)  # the others wait in their next all-reduce: a hang
         with open(f"{d}/fail", "w") as f:
@@ -103,9 +110,11 @@ def verdict_time(cmd, env):
     return p.returncode, at, "".join(out) + "".join(said)
 
 
-def once(cmd, modules, extra_env, hang=False):
+def once(cmd, modules, extra_env, hang=False, fail_after=None):
     with tempfile.TemporaryDirectory() as d:
         env = dict(os.environ, BENCH_DIR=d, BENCH_MODULES=modules, **extra_env)
+        if fail_after is not None:
+            env["BENCH_FAIL_AFTER"] = str(fail_after)
         env.pop("MASTER_PORT", None)
         if hang:
             env["BENCH_HANG"] = "1"
@@ -135,6 +144,11 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--shim", default=os.path.join(HERE, "..", "build", "aml-shim"))
     ap.add_argument("--root", choices=["forky"])
+    ap.add_argument("--fail-after", type=float, action="append",
+                    help="rank 3 fails this many seconds after its first step (again: each "
+                         "moment in turn; default: 20 s after its start)")
+    ap.add_argument("--only", help="the launchers whose name has this in it")
+    ap.add_argument("--light", action="store_true", help="torch alone, not the heavy set too")
     ap.add_argument("--hang", action="store_true",
                     help="rank 3 hangs the job instead of failing; from the hang's verdict "
                          "(--hang-timeout 10s), aml-shim alone (torchrun has no hang check)")
@@ -176,12 +190,18 @@ def main():
     print(f"| imports | launcher | {start} to every rank's first step, median (min-max) | "
           f"{deadline}of it: the last interpreter started | the slowest rank's imports |")
     print("|---|---|---|---|---|" + ("---|" if args.hang else ""))
+    if args.only:
+        peers = {k: v for k, v in peers.items() if args.only in k}
+    moments = args.fail_after or [None]
     try:
-        for heavy in (False, True):
+        for heavy, moment in ((h, m) for h in ((False,) if args.light else (False, True))
+                              for m in moments):
             what = f"torch, {heavy_set}" if heavy else "torch"
+            if moment is not None:
+                what += f"; fails {moment:g} s after its first step"
             for name, cmd in peers.items():
-                runs = [once(cmd(heavy), heavy_mods if heavy else "", extra_env, args.hang)
-                        for _ in range(args.runs)]
+                runs = [once(cmd(heavy), heavy_mods if heavy else "", extra_env, args.hang,
+                             moment) for _ in range(args.runs)]
                 step = [x[0] for x in runs]
                 late = [x[3] for x in runs] if args.hang else []
                 print(f"| {what} | {name} | {statistics.median(step):.2f} s "

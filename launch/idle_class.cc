@@ -19,7 +19,8 @@
 namespace aml {
 namespace {
 
-// <linux/ioprio.h> is not in every kernel header set this builds against.
+// The I/O priority classes (ioprio_set(2)): not in every kernel header set
+// this builds against.
 constexpr int kIoprioWhoProcess = 1;
 constexpr int kIoprioClassShift = 13;
 constexpr int kIoprioClassIdle = 3;

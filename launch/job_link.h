@@ -19,6 +19,8 @@
 
 namespace aml {
 
+class StoreHost;
+
 // This node's first failing rank, as the summary describes it.
 struct LocalFailure {
   int rank = 0;
@@ -102,6 +104,10 @@ class JobChannel {
   // the job's).
   virtual RecordStamp Stamp() const = 0;
   virtual std::optional<LinkOrder> TakeOrder() = 0;
+  // --warm-restart: this node's store host (launch/store_host.h; it runs
+  // rank 0), lent for the job: before a restart the root asks it to open
+  // the next attempt's store.
+  virtual void LendStoreHost(StoreHost* host) { (void)host; }
   // --metrics-addr: what the job knows, beside the node's (docs/metrics.md).
   virtual void AppendMetrics(PromText* out, double now) const {
     (void)out;

@@ -39,6 +39,10 @@ struct RestartOrder {
   bool roster = false;
   int node_rank = -1;
   std::string master_addr;
+  // --warm-restart: the attempt's store is open already, held by the store
+  // host of NODE_RANK 0's node (launch/store_host.h): every rank is its
+  // client (TORCHELASTIC_USE_AGENT_STORE=True).
+  bool agent_store = false;
 };
 
 // The job ends.

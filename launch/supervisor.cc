@@ -144,6 +144,9 @@ bool Supervisor::Start(size_t i, const RestartOrder* restart, WarmStart* w, int*
     sets.emplace_back("MASTER_PORT", std::to_string(restart->master_port));
     if (node) sets.emplace_back("PET_MASTER_PORT", std::to_string(restart->master_port));
     else sets.emplace_back("TORCHELASTIC_RESTART_COUNT", std::to_string(restart->restart));
+    // Its store is open already (launch/store_host.h): every rank a client
+    // of it, as under torchrun's agent store.
+    if (restart->agent_store && !node) sets.emplace_back("TORCHELASTIC_USE_AGENT_STORE", "True");
   }
   if (!error_dir_.empty() && !node)
     sets.emplace_back("TORCHELASTIC_ERROR_FILE", ErrorFilePath(error_dir_, c.launch->rank));
@@ -230,6 +233,7 @@ void Supervisor::Abort(size_t i) { kill(children_[i].pid, SIGABRT); }
 // The keeper and the standbys (--warm-restart) are the shim's, not the attempt's.
 std::vector<pid_t> Supervisor::NotStragglers() const {
   std::vector<pid_t> pids = warm_.pids();
+  for (pid_t p : store_host_.pids()) pids.push_back(p);
   pids.push_back(keeper_.pid());
   return pids;
 }
@@ -300,6 +304,9 @@ void Supervisor::Reap() {
     } else if (std::optional<size_t> slot; warm_.Reaped(pid, status, &slot, &gone)) {
       // A standby ended before its restart: that rank's next start is cold.
       if (slot) machine_.OnStandbyGone(*slot, gone);
+    } else if (store_host_.Reaped(pid, status, &gone)) {
+      // (Said at the next restart: rank 0 hosts its store.)
+      if (!gone.empty()) LogVerbose("--warm-restart: " + gone);
     } else {
       // A stack reader (the probe then does not wait for it), or an orphan
       // reparented to us: reaped, nothing more.

@@ -37,6 +37,7 @@
 #include "launch/log_dir.h"
 #include "launch/node_machine.h"
 #include "launch/warm_check.h"
+#include "launch/store_host.h"
 #include "launch/warm_pool.h"
 #include "launch/output_sink.h"
 #include "launch/restart_policy.h"
@@ -151,6 +152,7 @@ class Supervisor : private NodeProcs {
   ChildOutcome Outcome(size_t i) const;
   // --warm-restart (supervisor_warm.cc).
   Status PrepareWarm(const Status& agent);
+  void StartStoreHost();
   // --warm-restart's standbys for these children: not for a node's
   // launcher, nor for a command that is not a Python script or module (it
   // restarts cold, said once: WarmPool::Set).
@@ -230,6 +232,7 @@ class Supervisor : private NodeProcs {
   std::vector<ChildLaunch> launches_;
   int node_rank_ = 0;
   NodeMachine machine_;           // what is done when (node_machine.h)
+  StoreHost store_host_;  // --warm-restart, on rank 0's node
   WarmPool warm_;                 // --warm-restart's standbys
 };
 

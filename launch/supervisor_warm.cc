@@ -32,6 +32,7 @@ Status Supervisor::PrepareWarm(const Status& agent) {
             std::to_string(static_cast<int>(WarmSlots::kAfterS)) +
             " s after each attempt's ranks start, at the normal scheduling class: " + late);
   warm_.Configure(error_dir_, config_.preload, config_.pipe_output, late.empty());
+  if (late.empty()) StartStoreHost();
   // A spare (--spares) keeps standbys too (the machine makes them): a
   // node's place it takes starts warm (with --preload's modules: no rank
   // of it ran yet).
@@ -40,6 +41,38 @@ Status Supervisor::PrepareWarm(const Status& agent) {
       warm_.Set(i, -1, launches_[i].argv, launches_[i].base_env, launches_[i].env_sets,
                 launches_[i].cpus);
   return Ok();
+}
+
+// The node that runs rank 0 hosts each restart's store before the ranks
+// start (launch/store_host.h), lent to the job's root. Not on a spare (its
+// ranks are not the first attempt's), nor for a node's launcher.
+void Supervisor::StartStoreHost() {
+  if (config_.standby || !config_.link || launches_.empty() || launches_[0].node_launcher) return;
+  for (const ChildLaunch& l : launches_) {
+    if (l.rank != 0) continue;
+    Result<PythonCommand> command = ParsePythonCommand(l.argv);
+    if (!command.ok()) return;
+    std::string addr = l.base_env->GetOr("MASTER_ADDR", ""), world;
+    for (const auto& [name, value] : l.env_sets) {
+      if (name == "MASTER_ADDR") addr = value;
+      if (name == "WORLD_SIZE") world = value;
+    }
+    if (world.empty()) world = l.base_env->GetOr("WORLD_SIZE", "");
+    if (addr.empty() || world.empty()) return;
+    pid_t pid = -1;
+    const std::string why = store_host_.Start(*command, *l.base_env, error_dir_, true, addr,
+                                              std::atoi(world.c_str()), &pid);
+    if (!why.empty()) {
+      LogWarning("--warm-restart: " + why + ": rank 0 hosts each attempt's store");
+      return;
+    }
+    to_watch_.push_back(pid);
+    WatchStarted();
+    config_.link->LendStoreHost(&store_host_);
+    LogVerbose("--warm-restart: the store host (pid " + std::to_string(pid) +
+               ") imports torch.distributed, in the idle scheduling class");
+    return;
+  }
 }
 
 // --warm-restart: child `i`'s standby made (the machine says when:
@@ -75,7 +108,9 @@ std::optional<SpawnedChild> Supervisor::TakeStandby(size_t i, const EnvSets& set
 // Bounded: a process stuck in the kernel cannot be reaped.
 void Supervisor::EndStandbys() {
   warm_.EndAll();
+  store_host_.End();
   std::vector<pid_t> groups = warm_.pids();
+  for (pid_t p : store_host_.pids()) groups.push_back(p);
   const double until = Now() + kStandbyEndS;
   for (;;) {
     Reap();

@@ -166,6 +166,7 @@ void JobMachine::OnFromParent(const std::string& frame, const Msg& m, double now
          RestartOrder o;
          o.restart = static_cast<int>(msg.Int("n"));
          o.master_port = static_cast<int>(msg.Int("port"));
+         o.agent_store = msg.Int("store", 0) == 1;
          o.line = msg.Str("line");
          if (j->Spares()) {
            const int node = Roster::NodeIn(msg.Str("nodes"), j->c_.rank);

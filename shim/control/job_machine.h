@@ -83,6 +83,13 @@ class JobPorts {
   virtual bool ParentClosed() const = 0;       // the parent closed its link
   virtual double WallNow() const = 0;          // CLOCK_REALTIME
   virtual int FreePort() const = 0;            // the next attempt's MASTER_PORT
+  // --warm-restart: the next attempt's store opened on `port` before any
+  // rank starts (this shim's store host: launch/store_host.h); false: rank
+  // 0 hosts it, as without it.
+  virtual bool HostStore(int port) {
+    (void)port;
+    return false;
+  }
   // The root: the shims below `shim` in the tree (cut off when it is lost).
   virtual std::vector<int> Below(int shim) const = 0;
   // --spares, the root (job_heir.cc): names one of its child shims its heir

@@ -169,6 +169,13 @@ void JobMachine::SendRestart(double now) {
     restart.Set("nodes", roster_->Encode()).Set("maddr", o.master_addr);
     NoteAttemptNodes();
   }
+  // The attempt's store opened before any rank starts, where this shim
+  // runs NODE_RANK 0's ranks (its store host: launch/store_host.h), so
+  // that no rank's client reaches the port before it listens.
+  if ((!roster_ || roster_->HolderOf(0) == c_.rank) && ports_->HostStore(o.master_port)) {
+    o.agent_store = true;
+    restart.Set("store", 1);
+  }
   restart.Set("n", o.restart).Set("port", o.master_port).Set("line", o.line);
   ports_->SendDown(restart.Encode());
   ResetRound(now);

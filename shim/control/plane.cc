@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 
+#include "launch/store_host.h"
 #include "shim/base/clock.h"
 #include "shim/base/log.h"
 #include "shim/net/tcp.h"
@@ -68,6 +69,24 @@ std::vector<int> ControlPlane::Parents() const {
 int ControlPlane::FreePort() const {
   auto l = ListenAny(0);
   return l.ok() ? l->port : c_.master_port;
+}
+
+bool ControlPlane::HostStore(int port) {
+  if (!store_host_) return false;
+  std::string why;
+  if (store_host_->Host(port, &why)) {
+    LogVerbose("--warm-restart: the store host opened the next attempt's store on port " +
+               std::to_string(port) + ": every rank starts as its client");
+    return true;
+  }
+  // Still importing: it may next time (said with -v). Gone: said once.
+  if (store_host_->live()) {
+    LogVerbose("--warm-restart: " + why + ": rank 0 hosts the next attempt's store");
+  } else if (!said_store_) {
+    said_store_ = true;
+    LogWarning("--warm-restart: " + why + ": rank 0 hosts each attempt's store from now on");
+  }
+  return false;
 }
 
 // ---- Descriptors

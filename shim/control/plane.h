@@ -93,6 +93,7 @@ class ControlPlane : public JobLink, private LinkIo {
   bool PrintsOwnFailure() const override;
   RecordStamp Stamp() const override { return tree_.machine().Stamp(); }
   std::optional<LinkOrder> TakeOrder() override;
+  void LendStoreHost(StoreHost* host) override { store_host_ = host; }
 
   // For -v and the bench: the tree's depth and this shim's connections.
   int depth() const { return tree_.depth(); }
@@ -134,6 +135,7 @@ class ControlPlane : public JobLink, private LinkIo {
   bool Pending(int peer) const override;
   double WallNow() const override;
   int FreePort() const override;
+  bool HostStore(int port) override;
   std::vector<int> Below(int shim) const override;
   std::vector<int> Parents() const override;
   bool Relink(int heir, const std::string& addr, double now) override;
@@ -148,6 +150,8 @@ class ControlPlane : public JobLink, private LinkIo {
   PlaneConfig c_;
   Fd listener_;                 // children connect here
   int listen_port_ = 0;
+  StoreHost* store_host_ = nullptr;  // --warm-restart, rank 0's node (launch/store_host.h)
+  bool said_store_ = false;           // why it could not, said once
   Fd door_;                     // rank 0, while joining: MASTER_PORT
   std::vector<std::unique_ptr<Peer>> door_pending_, children_;
   std::unique_ptr<Peer> parent_;

@@ -50,6 +50,12 @@ class LinkIo {
   virtual bool Pending(int peer) const = 0;  // frames wait to be written
   virtual double WallNow() const = 0;        // CLOCK_REALTIME
   virtual int FreePort() const = 0;          // the next attempt's MASTER_PORT
+  // --warm-restart: the next attempt's store opened on `port` by this
+  // node's store host (launch/store_host.h); false: rank 0 hosts it.
+  virtual bool HostStore(int port) {
+    (void)port;
+    return false;
+  }
   // Rank 0: the shims below `shim` in the tree its planner made.
   virtual std::vector<int> Below(int shim) const = 0;
   // A frame sent down to every child (once, whatever their number: the
@@ -212,6 +218,7 @@ class TreeLinks : private JobPorts, private LookLinks {
   bool ParentClosed() const override { return parent_ >= 0 && !io_->Open(parent_); }
   double WallNow() const override { return io_->WallNow(); }
   int FreePort() const override { return io_->FreePort(); }
+  bool HostStore(int port) override { return io_->HostStore(port); }
   std::vector<int> Below(int shim) const override { return io_->Below(shim); }
   int NameHeir() override;
   void SendTo(int shim, const std::string& frame) override;

@@ -21,7 +21,8 @@ loops per core started before the shims (a busy node is the normal case).
   steps down (125) and writes no record. Woken 10 s after, during its
   heir's election, with one --log-dir shared by every node: the same, its
   word in its own node's file, and the shared failure.json says the job
-  ended well (term 2).
+  ended well (term 2). Frozen as its restart round begins (a rank killed)
+  and woken 10 s later: the same, and nothing more of the job said.
 - The root cut off (its node's link down): the heir takes the job with the
   3 other shims, the spare takes NODE_RANK 0 (and MASTER_ADDR), the job ends
   with the undisturbed weights; the old root ends 125 (`no majority`) and
@@ -255,6 +256,32 @@ class NetnsRoot(unittest.TestCase):
             self.assertNotIn(said, err0, text)
         assert_ended_well_in_term(self, f"{tmp}/logs", 2)
         assert_own_word(self, f"{tmp}/logs", 0, "no majority")
+
+    def test_a_frozen_root_woken_after_its_restart_rounds_start_writes_nothing_of_the_job(self):
+        # Rank 2's rank killed once the job is steady: the root decides a
+        # restart ("restarting") and is frozen at once, in its restart
+        # round; woken 10 s later, during its heir's election, it reads its
+        # heir's 'left' and steps down: it says nothing more of the job (no
+        # restart, no retirement, no verdict) and writes no record of it;
+        # the heir restarts the job with the spare as NODE_RANK 0 and ends
+        # it well, in term 2.
+        with tempfile.TemporaryDirectory() as tmp:
+            procs = self.steady(tmp)
+            with open(f"{tmp}/pid-0-2") as f:
+                os.kill(int(f.read()), signal.SIGKILL)
+            self.assertTrue(wait_for(lambda: "failed: restarting" in slurp(f"{tmp}/shim-0.err"),
+                                     60), self.text(tmp))
+            thaw = self.freeze_root_node()
+            said = len(slurp(f"{tmp}/shim-0.err"))
+            time.sleep(10)
+            thaw()
+            err0 = self.heir_holds_the_job(tmp, procs, log_dir="logs")
+            woken = err0[said:]
+            self.assertIn("steps down and writes no record of the job", woken, self.text(tmp))
+            for word in ("restart 1", "retired", "not restarted", "job failed", "moves to"):
+                self.assertNotIn(word, woken, self.text(tmp))
+            assert_ended_well_in_term(self, f"{tmp}/logs", 2)
+            assert_own_word(self, f"{tmp}/logs", 0, "steps down")
 
     def test_the_root_cut_off_whose_link_heals_writes_nothing_of_the_job(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -48,16 +48,18 @@ def setUpModule():
 
 
 def standbys_left():
-    """Processes running aml-shim's standby program for this file's jobs,
-    and those a shim of this file left behind (reparented to this test: a
-    standby SIGKILLed but not yet gone when its shim exited, found in CI)."""
+    """Processes running aml-shim's standby or store host program for this
+    file's jobs, and those a shim of this file left behind (reparented to
+    this test: a standby SIGKILLed but not yet gone when its shim exited,
+    found in CI)."""
     found = left_behind()
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if b"warm_standby.py" not in f.read():
+                cmd = f.read()
+                if b"warm_standby.py" not in cmd and b"store_host.py" not in cmd:
                     continue
             with open(f"/proc/{pid}/environ", "rb") as f:
                 if TAG in f.read().split(b"\0"):
@@ -146,6 +148,27 @@ class WarmRestart(unittest.TestCase):
             self.assertIn(f"rank {rank} standby policies [5]", r.stdout, text)
             self.assertEqual((s[(0, rank)]["policy"], s[(1, rank)]["policy"]), (0, 0), text)
             self.assertTrue(s[(1, rank)]["torch_loaded"], text)
+            self.assertIn(f"rank {rank} attempt 1 sum 2", r.stdout)
+        self.assertEqual(standbys_left(), [])
+
+    def test_no_ranks_store_client_is_refused_in_a_restart(self):
+        # Before: every rank of a warm restart started at once, and one
+        # whose store client came before rank 0's store listened was
+        # refused and retried a second later (torch 1.13). The store host
+        # opens the attempt's store before any rank starts; every rank is
+        # its client, as under torchrun's agent store.
+        r = self.job("--max-restarts", "1", "--warm-restart", "-v", FAIL_RANK="1", WAIT_S="12",
+                     TORCH_CPP_LOG_LEVEL="INFO", TORCH_DISTRIBUTED_DEBUG="DETAIL")
+        text = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 0, text)
+        self.assertIn("the store host opened the next attempt's store", r.stderr)
+        restarted = r.stderr[r.stderr.index("restart 1 of 1"):]
+        for refused in ("not yet listening", "Connection refused"):
+            self.assertNotIn(refused, restarted, text)
+        s = starts(r.stdout)
+        for rank in (0, 1):
+            self.assertEqual((s[(0, rank)]["agent_store"], s[(1, rank)]["agent_store"]),
+                             (None, "True"), text)
             self.assertIn(f"rank {rank} attempt 1 sum 2", r.stdout)
         self.assertEqual(standbys_left(), [])
 

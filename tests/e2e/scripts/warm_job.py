@@ -55,6 +55,7 @@ print(json.dumps({"rank": rank, "attempt": attempt, "name": __name__, "argv": sy
                   # Its scheduling class (0: SCHED_OTHER; 5: SCHED_IDLE, a
                   # standby's until its order).
                   "policy": os.sched_getscheduler(0),
+                  "agent_store": os.environ.get("TORCHELASTIC_USE_AGENT_STORE"),
                   # Its open descriptors as the script begins (a warm start
                   # must leave none of the standby's or the shim's open).
                   "fds": open_fds()}), flush=True)
