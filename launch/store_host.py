@@ -7,7 +7,9 @@
 # attempt's MASTER_PORT; the last attempt's store is closed) and answers
 # "ok PORT" or "error WHY". The attempt's ranks then all start as clients of
 # it (TORCHELASTIC_USE_AGENT_STORE=True, as torchrun's agent store): none
-# reaches the port before the store listens. The socket closed: it exits 0.
+# reaches the port before the store listens. The first time it also makes a
+# client as torch's rendezvous would (a torch 2.x built without libuv cannot:
+# an error, and rank 0 hosts each store). The socket closed: it exits 0.
 import os
 
 
@@ -22,6 +24,7 @@ def _aml_store_host():
         return
     os.write(fd, b"ready\n")
     store = None
+    probed = False
     pending = b""
     while True:
         chunk = os.read(fd, 4096)
@@ -34,9 +37,21 @@ def _aml_store_host():
             if len(words) != 4 or words[0] != "host":
                 continue
             store = None  # the last attempt's, closed before the next opens
+            args = (words[1], int(words[2]), int(words[3]), True, datetime.timedelta(seconds=1800))
             try:
-                store = TCPStore(words[1], int(words[2]), int(words[3]), True,
-                                 datetime.timedelta(seconds=1800), wait_for_workers=False)
+                try:
+                    # torch 2.x: libuv or not as its rendezvous reads it.
+                    store = TCPStore(*args, wait_for_workers=False,
+                                     use_libuv=os.environ.get("USE_LIBUV", "1") == "1")
+                except TypeError:  # torch 1.x: no use_libuv
+                    store = TCPStore(*args, wait_for_workers=False)
+                if not probed:
+                    # A client as torch's rendezvous makes one under the
+                    # agent store (its defaults): torch 2.x built without
+                    # libuv (Debian's) refuses to make it.
+                    TCPStore(words[1], int(words[2]), is_master=False,
+                             timeout=datetime.timedelta(seconds=30))
+                    probed = True
                 os.write(fd, ("ok %s\n" % words[2]).encode())
             except BaseException as e:  # noqa: B036
                 why = ("%s: %s" % (type(e).__name__, e)).replace("\n", " ")

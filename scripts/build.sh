@@ -9,7 +9,7 @@ if [[ ${1:-} == --target ]]; then
   target=(--target "$2")
   shift 2
 fi
-# ccache, where installed (scripts/setup.sh --tests installs it): a build of
+# ccache, where installed (scripts/setup.sh installs it): a build of
 # sources compiled before, by any clone of the same commit (CI's clean clone),
 # takes seconds. Without it, the compiler alone (an empty launcher, so that a
 # build/ configured with ccache still builds after ccache is removed).

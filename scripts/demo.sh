@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One command from a fresh Debian machine to a real distributed run: installs
 # the dependencies (on a minimal Debian 12 with git about 340 MB to download and 1.5 GB
-# on disk, mostly PyTorch and Open MPI: README.md, "Try it: the two
-# commands"), builds aml-shim, and trains a small PyTorch DDP model over Gloo
+# on disk, mostly PyTorch and Open MPI: README.md, "What the two commands
+# install and take"), builds aml-shim, and trains a small PyTorch DDP model over Gloo
 # with 4 ranks started by mpirun, each rank's environment written by aml-shim.
 # Usage: scripts/demo.sh [NP]
 set -euo pipefail

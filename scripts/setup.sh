@@ -9,8 +9,10 @@
 # installed here.
 set -euo pipefail
 
+# (ccache in every set: a tree the demo built is not compiled again by the
+# test command, which would otherwise configure it with a launcher it lacked.)
 build=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git ccache
   libboost-program-options-dev libgtest-dev help2man binutils
 )
 demo=(openmpi-bin python3 python3-torch)
@@ -25,7 +27,6 @@ tests=(
   debootstrap dpkg-dev
   podman runc
   prometheus
-  ccache
 )
 case "${1:-}" in
   "") packages=("${build[@]}") ;;

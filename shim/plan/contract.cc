@@ -64,7 +64,8 @@ std::vector<EnvVar> BuildContract(const World& world, const EnvSnapshot& env,
   b.Force("TORCHELASTIC_MAX_RESTARTS", str(slot.max_restarts),
           restarts ? "--max-restarts" : "no --max-restarts: never restarted");
   b.Force("TORCHELASTIC_USE_AGENT_STORE", "False",
-          "aml-shim runs no TCPStore of its own: rank 0 creates it");
+          "rank 0 creates the first attempt's TCPStore (with --warm-restart, a restart's "
+          "is opened before its ranks by the store host of rank 0's node: True then)");
   b.Default("MASTER_ADDR", world.master_addr.value, world.master_addr.why);
   b.Default("MASTER_PORT", str(world.master_port.value), world.master_port.why);
   if (long{world.local_size.value} * p > 1)

@@ -18,8 +18,8 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import (PYTHON, SHIM, SRC, clean_env, free_port, left_behind, main, require, run,
-                     spawn, take_orphans)
+from harness import (IN_ROOT, PYTHON, SHIM, SRC, clean_env, forky_root, free_port, left_behind,
+                     main, require, run, spawn, take_orphans)
 from test_metrics import promtool_accepts, scrape_when_up, value
 
 JOB = os.path.join(SRC, "tests", "e2e", "scripts", "warm_job.py")
@@ -74,9 +74,16 @@ def tagged_env(**env):
 
 
 class WarmRestart(unittest.TestCase):
+    def assert_all_warm(self, r):
+        """The job ended 0, the restart's 2 ranks from their standbys."""
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("aml-shim: --warm-restart: 2 of 2 ranks started from their standbys",
+                      r.stderr)
+        self.assertNotIn("starts cold", r.stderr)
+
     def job(self, *shim_args, cwd=None, **env):
         return run([SHIM, "--nproc-per-node", "2", *shim_args, "--", PYTHON, JOB, "a1", "--flag"],
-                   env=tagged_env(MASTER_PORT=free_port(), **env), timeout=240, cwd=cwd)
+                   env=tagged_env(MASTER_PORT=free_port(), **env), timeout=360, cwd=cwd)
 
     def test_the_standby_imports_the_installed_modules_the_rank_before_it_imported(self):
         # No --hang-timeout: the agent is there for --warm-restart alone.
@@ -103,10 +110,7 @@ class WarmRestart(unittest.TestCase):
             r = self.job("--max-restarts", "1", "--warm-restart", "--hang-timeout", "120s", cwd=tmp,
                          FAIL_RANK="1", MP="1")
             text = r.stdout + r.stderr
-            self.assertEqual(r.returncode, 0, text)
-            self.assertIn("aml-shim: --warm-restart: 2 of 2 ranks started from their standbys",
-                          r.stderr)
-            self.assertNotIn("starts cold", r.stderr)
+            self.assert_all_warm(r)
             s = starts(r.stdout)
             for rank in (0, 1):
                 cold, warm = s[(0, rank)], s[(1, rank)]
@@ -137,10 +141,7 @@ class WarmRestart(unittest.TestCase):
         r = self.job("--max-restarts", "1", "--warm-restart", FAIL_RANK="1", WAIT_S="1",
                      SHOW_STANDBYS="1")
         text = r.stdout + r.stderr
-        self.assertEqual(r.returncode, 0, text)
-        self.assertIn("aml-shim: --warm-restart: 2 of 2 ranks started from their standbys",
-                      r.stderr)
-        self.assertNotIn("starts cold", r.stderr)
+        self.assert_all_warm(r)
         s = starts(r.stdout)
         for rank in (0, 1):
             # Waiting, every thread of each standby in the idle class (5);
@@ -151,26 +152,58 @@ class WarmRestart(unittest.TestCase):
             self.assertIn(f"rank {rank} attempt 1 sum 2", r.stdout)
         self.assertEqual(standbys_left(), [])
 
-    def test_no_ranks_store_client_is_refused_in_a_restart(self):
-        # Before: every rank of a warm restart started at once, and one
-        # whose store client came before rank 0's store listened was
-        # refused and retried a second later (torch 1.13). The store host
-        # opens the attempt's store before any rank starts; every rank is
-        # its client, as under torchrun's agent store.
-        r = self.job("--max-restarts", "1", "--warm-restart", "-v", FAIL_RANK="1", WAIT_S="12",
-                     TORCH_CPP_LOG_LEVEL="INFO", TORCH_DISTRIBUTED_DEBUG="DETAIL")
+    def assert_no_client_refused(self, r):
+        """The restart's store opened by the store host before its ranks
+        started: none of its clients was refused (torch's trace says each
+        refusal and its retry), every rank a client of it."""
         text = r.stdout + r.stderr
         self.assertEqual(r.returncode, 0, text)
+        self.assertIn("rank 1 store host ready True", r.stdout)
         self.assertIn("the store host opened the next attempt's store", r.stderr)
         restarted = r.stderr[r.stderr.index("restart 1 of 1"):]
         for refused in ("not yet listening", "Connection refused"):
             self.assertNotIn(refused, restarted, text)
         s = starts(r.stdout)
         for rank in (0, 1):
+            # (False in the first attempt, as torchrun's own contract has it.)
             self.assertEqual((s[(0, rank)]["agent_store"], s[(1, rank)]["agent_store"]),
-                             (None, "True"), text)
+                             ("False", "True"), text)
             self.assertIn(f"rank {rank} attempt 1 sum 2", r.stdout)
         self.assertEqual(standbys_left(), [])
+
+    def test_a_torch_2_without_libuv_has_rank_0_host_the_store_and_says_why(self):
+        # torch 2.14 (the Debian forky root) built without libuv: its
+        # agent-store client ignores USE_LIBUV and cannot be made (the ranks
+        # of the first try raised DistStoreError). The store host tries one
+        # as torch would before it says ok: it says why not, once, and rank
+        # 0 hosts each attempt's store; the restart is warm and ends well.
+        env = tagged_env(MASTER_PORT=free_port(), FAIL_RANK="1", WAIT_S="1", WAIT_STORE_HOST="1",
+                         USE_LIBUV="0", AML_ROOT_BINDS=":".join(
+                             sorted({SRC, os.path.dirname(SHIM), tempfile.gettempdir()})))
+        r = run([IN_ROOT, forky_root(), SHIM, "--nproc-per-node", "2", "--max-restarts", "1",
+                 "--warm-restart", "-v", "--", "python3", JOB], env=env, timeout=360)
+        self.assert_all_warm(r)
+        said = re.findall(r"aml-shim: warning: --warm-restart: the store host \(pid \d+\) said: "
+                          r"error DistStoreError: use_libuv was requested but PyTorch was built "
+                          r"without libuv support.*: rank 0 hosts each attempt's store from now on",
+                          r.stderr)
+        self.assertEqual(len(said), 1, r.stderr)
+        s = starts(r.stdout)
+        for rank in (0, 1):
+            self.assertEqual(s[(1, rank)]["agent_store"], "False", r.stdout)
+            self.assertIn(f"rank {rank} attempt 1 sum 2", r.stdout)
+        self.assertEqual(standbys_left(), [])
+
+    def test_no_ranks_store_client_is_refused_in_a_restart(self):
+        # Before: every rank of a warm restart started at once, and one
+        # whose store client came before rank 0's store listened was
+        # refused and retried a second later (torch 1.13). The store host
+        # opens the attempt's store before any rank starts; every rank is
+        # its client, as under torchrun's agent store.
+        r = self.job("--max-restarts", "1", "--warm-restart", "-v", FAIL_RANK="1", WAIT_S="1",
+                     WAIT_STORE_HOST="1", TORCH_CPP_LOG_LEVEL="INFO",
+                     TORCH_DISTRIBUTED_DEBUG="DETAIL")
+        self.assert_no_client_refused(r)
 
     def test_a_standby_that_died_starts_its_rank_cold_and_says_so(self):
         r = self.job("--max-restarts", "1", "--warm-restart", FAIL_RANK="1", KILL_STANDBY="0")

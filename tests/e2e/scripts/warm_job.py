@@ -8,7 +8,8 @@ the first attempt every rank waits WAIT_S seconds (the standbys are made
 meanwhile; with SHOW_STANDBYS=1 it then says the scheduling classes of its
 shim's standbys' threads); rank KILL_STANDBY (-1: none) first SIGKILLs one standby of its
 shim (a process running warm_standby.py whose parent is its own), then rank
-FAIL_RANK (-1: none) exits 7 and the others sleep until ended. In a later
+FAIL_RANK (-1: none) exits 7 (with WAIT_STORE_HOST=1 once its shim's store
+host is ready) and the others sleep until ended. In a later
 attempt rank RAISE_RANK raises ValueError, and with MP=1 every rank squares
 3 numbers in a multiprocessing pool started with spawn, then in one with
 forkserver."""
@@ -73,6 +74,33 @@ def square(x):
     return x * x
 
 
+def store_host_ready():
+    """Waits (200 s at most) until its shim's store host has imported
+    torch and waits for its order: in the idle class it imports only on
+    what the ranks leave, and a loaded machine leaves little."""
+    me, calm = os.getppid(), 0
+    deadline = time.monotonic() + 200
+    while calm < 3 and time.monotonic() < deadline:
+        time.sleep(0.2)
+        ready = False
+        for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if b"store_host.py" not in f.read():
+                        continue
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                with open(f"/proc/{pid}/maps") as f:
+                    ready = (int(fields[1]) == me and fields[0] == "S" and
+                             "libtorch" in f.read())
+            except OSError:
+                continue
+            if ready:
+                break
+        calm = calm + 1 if ready else 0
+    print(f"rank {rank} store host ready {calm >= 3}", flush=True)
+
+
 if __name__ == "__main__":
     dist.init_process_group("gloo")
     t = torch.ones(1)
@@ -111,6 +139,8 @@ if __name__ == "__main__":
                     break
             time.sleep(0.5)
         if rank == int(os.environ.get("FAIL_RANK", "-1")):
+            if os.environ.get("WAIT_STORE_HOST") == "1":
+                store_host_ready()
             sys.exit(7)
         if int(os.environ.get("FAIL_RANK", "-1")) >= 0:
             time.sleep(60)
