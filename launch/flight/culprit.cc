@@ -6,6 +6,7 @@
 
 #include "shim/base/json.h"
 #include "shim/base/log.h"
+#include "shim/base/range_list.h"
 #include "shim/base/text_list.h"
 
 namespace aml {
@@ -47,7 +48,7 @@ std::string WhereOf(const std::vector<CulpritRank>& rs) {
 }
 
 std::string Ranks(const std::vector<int>& ranks) {
-  return (ranks.size() == 1 ? "rank " : "ranks ") + CompactRanks(ranks);
+  return (ranks.size() == 1 ? "rank " : "ranks ") + FormatRanges(ranks);
 }
 
 // "; <what>ranks 0-1: <why>, rank 3: <other why>": the reasons, each with
@@ -206,7 +207,7 @@ Culprit FindCulprit(const std::vector<RankFlight>& reports, int world) {
     // of a group with no record are then its suspects.
     for (const std::string& pg : order) {
       const View& v = views[pg];
-      auto members = ParseCompactRanks(v.ranks, std::max(world, 1), static_cast<size_t>(world) + 1);
+      auto members = ParseRankRanges(v.ranks, std::max(world, 1), static_cast<size_t>(world) + 1);
       if (!members.ok()) continue;
       std::vector<int> silent, entered;
       for (int r : *members)
@@ -301,14 +302,14 @@ std::string CulpritJson(const Culprit& c) {
       j.Key("frame").String(r.last.frame).EndObject();
     }
     j.EndArray();
-    j.Key("waiting").String(CompactRanks(c.waiting));
+    j.Key("waiting").String(FormatRanges(c.waiting));
   }
   if (c.node >= 0) j.Key("node").Int(c.node).Key("host").String(c.host).Key("shim").Int(c.shim);
   j.Key("mismatches").BeginArray();
   for (const Mismatch& m : c.mismatches) {
     j.BeginObject().Key("seq").Int(m.seq).Key("variants").BeginArray();
     for (const auto& [text, ranks] : m.variants)
-      j.BeginObject().Key("op").String(text).Key("ranks").String(CompactRanks(ranks)).EndObject();
+      j.BeginObject().Key("op").String(text).Key("ranks").String(FormatRanges(ranks)).EndObject();
     j.EndArray().EndObject();
   }
   j.EndArray();

@@ -8,7 +8,7 @@
 #include "shim/base/json.h"
 #include "shim/base/json_read.h"
 #include "shim/base/log.h"
-#include "shim/base/text_list.h"
+#include "shim/base/range_list.h"
 
 namespace aml {
 namespace {
@@ -127,7 +127,7 @@ std::string CompactOf(const std::string& listed) {
   if (v >= 0) ranks.push_back(static_cast<int>(v));
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  return ranks.empty() ? "" : CompactRanks(ranks);
+  return ranks.empty() ? "" : FormatRanges(ranks);
 }
 
 void WriteOp(JsonWriter& j, const FrOp& op) {

@@ -12,6 +12,7 @@
 #include "shim/base/host_port.h"
 #include "shim/base/json_read.h"
 #include "shim/base/log.h"
+#include "shim/base/range_list.h"
 #include "shim/base/text_list.h"
 #include "shim/net/tcp.h"
 
@@ -150,7 +151,7 @@ std::string RasLine(const RasReport& r) {
       std::set<std::string> hosts;
       for (const auto& [rank, host] : c.missing_host) hosts.insert(EscapeControl(host));
       what.push_back(std::string(c.missing.size() == 1 ? "rank " : "ranks ") +
-                     CompactRanks(c.missing) + " missing (NCCL cannot reach them" +
+                     FormatRanges(c.missing) + " missing (NCCL cannot reach them" +
                      (hosts.empty() ? "" : ": " + JoinCapped({hosts.begin(), hosts.end()}, 4)) +
                      ")");
     }
@@ -159,7 +160,7 @@ std::string RasLine(const RasReport& r) {
       if (k.error && k.rank >= 0) errors.push_back(k.rank);
     std::sort(errors.begin(), errors.end());
     if (!errors.empty())
-      what.push_back(std::string(errors.size() == 1 ? "rank " : "ranks ") + CompactRanks(errors) +
+      what.push_back(std::string(errors.size() == 1 ? "rank " : "ranks ") + FormatRanges(errors) +
                      " in error");
     // Ranks behind the most in a kind of collective: where they stopped.
     std::set<std::string> kinds;
@@ -177,7 +178,7 @@ std::string RasLine(const RasReport& r) {
       }
       for (auto& [n, ranks] : behind) {
         std::sort(ranks.begin(), ranks.end());
-        what.push_back(std::string(ranks.size() == 1 ? "rank " : "ranks ") + CompactRanks(ranks) +
+        what.push_back(std::string(ranks.size() == 1 ? "rank " : "ranks ") + FormatRanges(ranks) +
                        " ran " + std::to_string(n) + " " + EscapeControl(kind) + ", the others up to " +
                        std::to_string(most));
       }

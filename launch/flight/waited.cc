@@ -5,6 +5,7 @@
 
 #include "shim/base/json.h"
 #include "shim/base/log.h"
+#include "shim/base/range_list.h"
 #include "shim/base/text_list.h"
 
 namespace aml {
@@ -30,7 +31,7 @@ const FrOp* WaitsIn(const FrSummary& s, const FrGroup** group, bool* completed) 
 }
 
 std::string RanksWord(const std::vector<int>& ranks) {
-  return (ranks.size() == 1 ? "rank " : "ranks ") + CompactRanks(ranks);
+  return (ranks.size() == 1 ? "rank " : "ranks ") + FormatRanges(ranks);
 }
 
 // The reasons no record came, each with its ranks.
@@ -107,12 +108,12 @@ std::string WaitedJson(int failed_rank, const std::string& status, const Waited&
     j.BeginObject().Key("group").String(in.pg).Key("desc").String(in.desc);
     j.Key("seq").Int(in.op.seq).Key("op").String(in.op.op).Key("sizes").String(in.op.sizes);
     j.Key("dtype").String(in.op.dtype).Key("frame").String(in.op.frame);
-    j.Key("completed_by").String(CompactRanks(in.completed));
-    j.Key("ranks").String(CompactRanks(in.ranks)).EndObject();
+    j.Key("completed_by").String(FormatRanges(in.completed));
+    j.Key("ranks").String(FormatRanges(in.ranks)).EndObject();
   }
-  j.EndArray().Key("idle").String(CompactRanks(w.idle)).Key("no_record").BeginArray();
+  j.EndArray().Key("idle").String(FormatRanges(w.idle)).Key("no_record").BeginArray();
   for (const auto& [why, ranks] : ByWhy(w))
-    j.BeginObject().Key("ranks").String(CompactRanks(ranks)).Key("why").String(why).EndObject();
+    j.BeginObject().Key("ranks").String(FormatRanges(ranks)).Key("why").String(why).EndObject();
   j.EndArray().Key("line").String(line.substr(10, line.size() - 11)).EndObject();
   return j.str();
 }

@@ -2,7 +2,6 @@
 
 #include <sstream>
 
-#include "shim/base/parse_int.h"
 
 namespace aml {
 
@@ -41,37 +40,6 @@ std::string RankList(const std::vector<int>& ranks, size_t shown) {
   std::vector<std::string> items;
   for (int r : ranks) items.push_back(std::to_string(r));
   return (ranks.size() == 1 ? "rank " : "ranks ") + JoinCapped(items, shown);
-}
-
-std::string CompactRanks(const std::vector<int>& sorted) {
-  std::string s;
-  for (size_t i = 0; i < sorted.size();) {
-    size_t j = i;
-    while (j + 1 < sorted.size() && sorted[j + 1] == sorted[j] + 1) ++j;
-    s += (s.empty() ? "" : ",") + std::to_string(sorted[i]);
-    if (j > i) s += "-" + std::to_string(sorted[j]);
-    i = j + 1;
-  }
-  return s;
-}
-
-Result<std::vector<int>> ParseCompactRanks(const std::string& text, int limit, size_t max_count) {
-  std::vector<int> out;
-  std::istringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    const size_t dash = item.find('-');
-    auto lo = ParseInt("rank", item.substr(0, dash), 0, limit - 1);
-    auto hi = dash == std::string::npos ? lo : ParseInt("rank", item.substr(dash + 1), 0, limit - 1);
-    if (!lo.ok()) return lo.error();
-    if (!hi.ok()) return hi.error();
-    if (*hi < *lo || (!out.empty() && *lo <= out.back()))
-      return Error{"ranks '" + item + "' are not in increasing order"};
-    if (static_cast<size_t>(*hi - *lo) + out.size() >= max_count)
-      return Error{"more than " + std::to_string(max_count) + " ranks"};
-    for (int64_t r = *lo; r <= *hi; ++r) out.push_back(static_cast<int>(r));
-  }
-  if (out.empty() || text.back() == ',') return Error{"an empty rank list"};
-  return out;
 }
 
 }  // namespace aml

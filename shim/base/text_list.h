@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "shim/base/result.h"
 
 namespace aml {
 
@@ -20,10 +19,5 @@ std::string JoinCapped(const std::vector<std::string>& items, size_t shown,
 
 // "rank 3" or "ranks 1, 2, 5 and 3 more", naming at most `shown`.
 std::string RankList(const std::vector<int>& ranks, size_t shown = 16);
-
-// A sorted rank list as one word for the wire: "0-3,8,12-13".
-std::string CompactRanks(const std::vector<int>& sorted);
-// Its inverse: strictly increasing ranks below `limit`, at most `max_count`.
-Result<std::vector<int>> ParseCompactRanks(const std::string& text, int limit, size_t max_count);
 
 }  // namespace aml

@@ -26,21 +26,5 @@ TEST(TextList, NamesTheFirstFewAndCountsTheRest) {
   EXPECT_EQ(RankList({1, 2, 5, 6}, 3), "ranks 1, 2, 5 and 1 more");
 }
 
-TEST(TextList, CompactRanksRoundTrip) {
-  EXPECT_EQ(CompactRanks({3}), "3");
-  EXPECT_EQ(CompactRanks({0, 1, 2, 3, 8, 12, 13}), "0-3,8,12-13");
-  auto back = ParseCompactRanks("0-3,8,12-13", 100, 16);
-  ASSERT_TRUE(back.ok());
-  EXPECT_EQ(*back, (std::vector<int>{0, 1, 2, 3, 8, 12, 13}));
-}
-
-TEST(TextList, CompactRanksRefusesWhatNoShimSends) {
-  for (const char* bad : {"", ",", "1,", "3-1", "2,1", "1,1", "-1", "1-", "x", "5-100", "0-16"})
-    EXPECT_FALSE(ParseCompactRanks(bad, 100, 16).ok()) << bad;
-  EXPECT_TRUE(ParseCompactRanks("0-15", 100, 16).ok());
-  // A huge range is refused before it is expanded.
-  EXPECT_FALSE(ParseCompactRanks("0-16777215", 1 << 24, 2048).ok());
-}
-
 }  // namespace
 }  // namespace aml

@@ -6,8 +6,8 @@
 #include <algorithm>
 
 #include "shim/base/log.h"
+#include "shim/base/range_list.h"
 #include "shim/control/job_machine.h"
-#include "shim/base/text_list.h"
 #include "shim/control/liveness.h"
 
 namespace aml {
@@ -187,7 +187,7 @@ void JobMachine::NoteCulprit(const std::optional<Culprit>& c, double now) {
                "its ranks failed first or hung the job in " + std::to_string(streak) +
                    " attempts in a row (" + std::to_string(last - streak + 1) + " to " +
                    std::to_string(last) + "; last: " + (ranks.size() == 1 ? "rank " : "ranks ") +
-                   CompactRanks(ranks) + " never entered " + EscapeControl(c->op.op) + " #" +
+                   FormatRanges(ranks) + " never entered " + EscapeControl(c->op.op) + " #" +
                    std::to_string(c->op.seq) + " of group " + EscapeControl(c->pg) + ")",
                now);
 }

@@ -7,6 +7,7 @@
 #include "launch/flight/fr_env.h"
 #include "shim/base/json.h"
 #include "shim/base/log.h"
+#include "shim/base/range_list.h"
 #include "shim/base/text_list.h"
 #include "shim/base/units.h"
 
@@ -83,7 +84,7 @@ std::string FormatRollCall(const HangFacts& f) {
     const Group& g = groups[i];
     std::string who = g.ranks.size() == 1
                           ? "rank " + std::to_string(g.ranks[0])
-                          : std::to_string(g.ranks.size()) + " ranks (" + CompactRanks(g.ranks) + ")";
+                          : std::to_string(g.ranks.size()) + " ranks (" + FormatRanges(g.ranks) + ")";
     // The largest group of many is the crowd: its places are counted, the
     // smaller groups (the suspects) are named in full.
     const bool crowd = i == 0 && groups.size() > 1 && g.ranks.size() > 8;

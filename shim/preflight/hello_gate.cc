@@ -16,7 +16,7 @@
 #include "shim/base/log.h"
 #include "shim/base/parse_int.h"
 #include "shim/base/proof.h"
-#include "shim/base/text_list.h"
+#include "shim/base/range_list.h"
 #include "shim/net/local_socket.h"
 
 namespace aml {
@@ -70,7 +70,7 @@ bool DecodeField(const std::string& in, std::string* out) {
 }  // namespace
 
 std::string EncodeHello(const Hello& h) {
-  return std::string(kHelloMagic) + " " + CompactRanks(h.ranks) + " " + std::to_string(h.size) +
+  return std::string(kHelloMagic) + " " + FormatRanges(h.ranks) + " " + std::to_string(h.size) +
           " " + EncodeField(Cap(h.host, 255)) + " " + EncodeField(Cap(h.addr, 255)) +
          " " + EncodeField(Cap(h.nonce, 64)) + " " + (h.proof.empty() ? "-" : Cap(h.proof, 1024));
 }
@@ -85,7 +85,7 @@ Result<Hello> DecodeHello(const std::string& text) {
   h.proof = proof;
   if (!DecodeField(host, &h.host) || !DecodeField(addr, &h.addr))
     return Error{"a hello with a badly encoded host or address"};
-  auto r = ParseCompactRanks(ranks, 1 << 24, kMaxHelloRanks);
+  auto r = ParseRankRanges(ranks, 1 << 24, kMaxHelloRanks);
   auto s = ParseInt("size", size, 1, 1 << 24);
   if (!r.ok() || !s.ok()) return Error{"a hello with a bad rank or size"};
   h.ranks = std::move(*r);
@@ -108,7 +108,7 @@ Result<Challenge> DecodeChallenge(const std::string& text) {
 
 Result<std::string> HelloProof(const Prover& prover, const std::string& challenge,
                                const std::string& nonce, const std::vector<int>& ranks) {
-  return prover.Make("preflight", ProofDirection::kUp, challenge, nonce, CompactRanks(ranks));
+  return prover.Make("preflight", ProofDirection::kUp, challenge, nonce, FormatRanges(ranks));
 }
 
 std::string EncodeGreeting() { return std::string(kHelloMagic) + " hi"; }
@@ -236,7 +236,7 @@ bool HelloGate::Read(Pending& p) {
     return true;
   }
   if (!prover_.Check(h->proof, "preflight", ProofDirection::kUp, p.challenge, h->nonce,
-                     CompactRanks(h->ranks))) {
+                     FormatRanges(h->ranks))) {
     ++bad_token_;
     if (static_cast<int>(bad_token_from_.size()) < kMaxListed) bad_token_from_.push_back(p.peer);
     return true;

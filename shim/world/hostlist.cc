@@ -1,6 +1,7 @@
 #include "shim/world/hostlist.h"
 
 #include "shim/base/parse_int.h"
+#include "shim/base/range_list.h"
 
 namespace aml {
 namespace {
@@ -39,37 +40,22 @@ std::string Pad(uint64_t n, size_t width) {
   return s;
 }
 
-// Expands one bracket body "001-004,007" into its strings.
-Result<std::vector<std::string>> ExpandRanges(std::string_view what,
-                                              std::string_view all,
-                                              std::string_view body,
-                                              size_t max_hosts) {
+// Expands one bracket body "001-004,007" into its strings (shim/base/
+// range_list.h), each as wide as its range's first bound when that has a
+// leading zero.
+Result<std::vector<std::string>> ExpandBracket(std::string_view what, std::string_view all,
+                                               std::string_view body, size_t max_hosts) {
   auto fail = [&](const std::string& why) {
     return Error{std::string(what) + "='" + std::string(all) + "' " + why};
   };
+  auto ranges = SplitRanges(body);
+  if (!ranges.ok()) return fail("has " + ranges.error().message);
   std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= body.size()) {
-    size_t comma = body.find(',', start);
-    if (comma == std::string_view::npos) comma = body.size();
-    std::string_view item = body.substr(start, comma - start);
-    size_t dash = item.find('-');
-    std::string_view lo_s = item.substr(0, dash);
-    std::string_view hi_s =
-        dash == std::string_view::npos ? lo_s : item.substr(dash + 1);
-    if (!IsDigits(lo_s) || !IsDigits(hi_s) || lo_s.size() > 18 ||
-        hi_s.size() > 18)
-      return fail("has a malformed range '" + std::string(item) + "'");
-    uint64_t lo = std::stoull(std::string(lo_s));
-    uint64_t hi = std::stoull(std::string(hi_s));
-    if (hi < lo)
-      return fail("has a reversed range '" + std::string(item) + "'");
-    if (hi - lo >= max_hosts || out.size() + (hi - lo + 1) > max_hosts)
-      return fail("expands to more than " + std::to_string(max_hosts) +
-                  " hosts");
-    size_t width = lo_s.size() > 1 && lo_s[0] == '0' ? lo_s.size() : 0;
-    for (uint64_t n = lo; n <= hi; ++n) out.push_back(Pad(n, width));
-    start = comma + 1;
+  for (const TextRange& r : *ranges) {
+    if (r.last - r.first >= max_hosts || out.size() + (r.last - r.first + 1) > max_hosts)
+      return fail("expands to more than " + std::to_string(max_hosts) + " hosts");
+    const size_t width = r.lo.size() > 1 && r.lo[0] == '0' ? r.lo.size() : 0;
+    for (uint64_t n = r.first; n <= r.last; ++n) out.push_back(Pad(n, width));
   }
   return out;
 }
@@ -100,7 +86,7 @@ Result<std::vector<std::string>> ExpandHostlist(std::string_view what,
       for (auto& n : names) n.append(literal);
       if (open == std::string_view::npos) break;
       size_t close = part.find(']', open);
-      auto values = ExpandRanges(what, text,
+      auto values = ExpandBracket(what, text,
                                  part.substr(open + 1, close - open - 1),
                                  max_hosts);
       if (!values.ok()) return values.error();
