@@ -13,7 +13,7 @@ usage: scripts/test.sh [--quick] [CTEST ARGS...]
 Installs the test dependencies (scripts/setup.sh --tests), builds, and runs
 every test with ctest in build/. --quick: the short tier to run before
 pushing (unit, lint, fuzz and simulator tests, and one end-to-end file per
-launcher: ctest -L 'unit|lint|fuzz|sim|quick'; about 4 minutes on 2 cores
+launcher: ctest -L 'unit|lint|fuzz|sim|quick'; about 3 minutes on 2 cores
 once built). Other arguments
 go to ctest, e.g.:
   scripts/test.sh -R e2e.test_spares     one test file

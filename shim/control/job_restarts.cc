@@ -172,9 +172,16 @@ void JobMachine::SendRestart(double now) {
   // The attempt's store opened before any rank starts, where this shim
   // runs NODE_RANK 0's ranks (its store host: launch/store_host.h), so
   // that no rank's client reaches the port before it listens.
-  if ((!roster_ || roster_->HolderOf(0) == c_.rank) && ports_->HostStore(o.master_port)) {
-    o.agent_store = true;
-    restart.Set("store", 1);
+  if ((!roster_ || roster_->HolderOf(0) == c_.rank)) {
+    if (ports_->HostStore(o.master_port)) {
+      o.agent_store = true;
+      restart.Set("store", 1);
+    } else {
+      // A port the store host tried (and may hold until it is gone) is
+      // not rank 0's: another one (found by test_warm_restart's torch 2.x
+      // without libuv: rank 0 could not bind it).
+      o.master_port = ports_->FreePort();
+    }
   }
   restart.Set("n", o.restart).Set("port", o.master_port).Set("line", o.line);
   ports_->SendDown(restart.Encode());
