@@ -29,6 +29,7 @@ def undisturbed(ranks, stops=(), **env):
     unbroken run's: with Debian's torch 1.13 a run resumed at epoch 51 of
     100 ends with other weights than one resumed at 52, or one never
     stopped, on one node and without any fault)."""
+    env.setdefault("EPOCH_S", "0")  # (the weights do not depend on it)
     with tempfile.TemporaryDirectory() as tmp:
         for stop in list(stops) + [None]:
             leg = dict(env, EPOCHS=str(stop)) if stop is not None else env
