@@ -4,7 +4,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,18 +13,13 @@
 #include "launch/idle_class.h"
 #include "launch/store_host_py.h"
 #include "launch/wait_status.h"
+#include "shim/base/clock.h"
 #include "shim/base/write_new_file.h"
 
 namespace aml {
 namespace {
 
 constexpr int kHostFd = 3;  // its end of the socket, in the host
-
-double Seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 
 }  // namespace
 
@@ -68,7 +62,7 @@ std::string StoreHost::Start(const PythonCommand& command, const EnvSnapshot& en
 }
 
 std::string StoreHost::Line(double wait_s) {
-  const double until = Seconds() + wait_s;
+  const double until = MonotonicSeconds() + wait_s;
   for (;;) {
     const size_t nl = pending_.find('\n');
     if (nl != std::string::npos) {
@@ -76,7 +70,7 @@ std::string StoreHost::Line(double wait_s) {
       pending_.erase(0, nl + 1);
       return line;
     }
-    const double left = until - Seconds();
+    const double left = until - MonotonicSeconds();
     pollfd p{fd_, POLLIN, 0};
     const int ready = poll(&p, 1, left > 0 ? static_cast<int>(left * 1000) + 1 : 0);
     if (ready < 0 && errno == EINTR) continue;
